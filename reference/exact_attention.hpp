@@ -1,0 +1,31 @@
+// Exact attention — the oracle every executor is checked against. Clear, not fast: one query row
+// at a time, the full softmax row materialised, arithmetic in T (float64 is the oracle; the
+// float32 instantiation exists to measure what fp32 arithmetic alone costs).
+//
+// Positions: q_pos[i] is the global position of query row i, k_pos[j] that of key row j; empty
+// spans mean 0..S-1. The mask compares positions, so any layout or ring step is one call.
+#pragma once
+
+#include <span>
+
+#include "reference/attention.hpp"
+
+namespace ringlab {
+
+// q: (B, Sq, H, D), k, v: (B, Sk, HKV, D) -> out (B, Sq, H, D), lse (B, H, Sq).
+// A query that sees no key gets out 0 and lse -inf, never NaN.
+template <class T>
+AttentionOutput<T> exact_attention(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v, MaskKind mask,
+                                   std::span<const int64_t> q_pos = {}, std::span<const int64_t> k_pos = {});
+
+// Gradients from the definition: P = softmax(scale q k^T), dV = P^T dO, dP = dO V^T,
+// dS = P o (dP - rowsum(P o dP)) (the softmax Jacobian, no saved-LSE shortcut),
+// dQ = scale dS K, dK = scale dS^T Q; GQA sums dK, dV over the query heads of a group.
+// dout: (B, Sq, H, D).
+template <class T>
+AttentionGrads<T> exact_attention_backward(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
+                                           const Tensor<T>& dout, MaskKind mask,
+                                           std::span<const int64_t> q_pos = {},
+                                           std::span<const int64_t> k_pos = {});
+
+}  // namespace ringlab

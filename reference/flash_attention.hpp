@@ -1,0 +1,72 @@
+// Blockwise ("flash") attention on the CPU, forward and backward — the fast kernel every CPU
+// executor runs, checked against exact_attention. Eigen GEMMs on (query tile x key tile) blocks,
+// OpenMP over (batch, head, query tile) in the forward and over (batch, kv head, key chunk) in the
+// backward, float32 storage and accumulation.
+//
+// One call computes one *block* of a schedule: local query rows q_rows against key rows kv_rows
+// under a mask, where the mask compares the global positions q_pos / k_pos of the rows. A ring
+// step, a half block of the zig-zag layout or a whole single-rank attention are all one call.
+//
+// Determinism: every output element is produced by one task in a fixed order, whatever the
+// number of threads, so results are bitwise identical from run to run and across thread counts.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "reference/attention.hpp"
+#include "reference/softmax_state.hpp"
+
+namespace ringlab {
+
+struct RowRange {
+  int64_t begin = 0;
+  int64_t end = 0;  // half-open
+  int64_t size() const { return end - begin; }
+  bool empty() const { return end <= begin; }
+  friend bool operator==(const RowRange&, const RowRange&) = default;
+};
+
+struct KernelOptions {
+  int threads = 0;  // OpenMP threads for this call; 0 = the OpenMP default
+};
+
+// The running accumulator of a rank's queries: SoftmaxState rows ordered (b, h, i) over the
+// local query rows i, width D. Row index = (b * H + h) * Sq + i.
+SoftmaxState<float> make_accumulator(int64_t batch, int64_t heads, int64_t q_rows, int64_t dim);
+
+// Forward of one block, merged into the running accumulator (the online-softmax merge, in place).
+// q: (B, Sq, H, D); k, v: (B, Sk, HKV, D); q_pos: Sq positions; k_pos: Sk positions.
+void flash_forward_accumulate(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
+                              std::span<const int64_t> q_pos, std::span<const int64_t> k_pos, RowRange q_rows,
+                              RowRange kv_rows, MaskKind mask, SoftmaxState<float>& acc,
+                              const KernelOptions& options = {});
+
+// out (B, Sq, H, D) = o / l and lse (B, H, Sq) = m + log l from an accumulator.
+AttentionOutput<float> finalize_accumulator(const SoftmaxState<float>& acc, int64_t batch, int64_t heads,
+                                            int64_t q_rows, int64_t dim);
+
+// delta (B, H, Sq) = rowsum(dout o out), the backward's per-row constant.
+Tensor<float> softmax_delta(const Tensor<float>& dout, const Tensor<float>& out);
+
+// Backward of one block, accumulated into dq (B, Sq, H, D) and dk, dv (B, Sk, HKV, D).
+// lse and delta: (B, H, Sq) of the *whole* forward (all keys the queries see), so that
+// P = exp(scale q.k - lse) is the final softmax restricted to this block.
+void flash_backward_accumulate(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
+                               const Tensor<float>& dout, const Tensor<float>& lse, const Tensor<float>& delta,
+                               std::span<const int64_t> q_pos, std::span<const int64_t> k_pos, RowRange q_rows,
+                               RowRange kv_rows, MaskKind mask, Tensor<float>& dq, Tensor<float>& dk,
+                               Tensor<float>& dv, const KernelOptions& options = {});
+
+// One-shot forms over all rows: single-rank flash attention and its backward.
+AttentionOutput<float> flash_attention(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
+                                       MaskKind mask, std::span<const int64_t> q_pos = {},
+                                       std::span<const int64_t> k_pos = {}, const KernelOptions& options = {});
+AttentionGrads<float> flash_attention_backward(const Tensor<float>& q, const Tensor<float>& k,
+                                               const Tensor<float>& v, const AttentionOutput<float>& forward,
+                                               const Tensor<float>& dout, MaskKind mask,
+                                               std::span<const int64_t> q_pos = {},
+                                               std::span<const int64_t> k_pos = {},
+                                               const KernelOptions& options = {});
+
+}  // namespace ringlab

@@ -1,0 +1,53 @@
+// ringlab — the command line. Subcommands are added by the parts that own them:
+//   sim/cli        run, plan, compare, figure, bench
+//   exercises/     exercises, check, grade (when exercises/ is built)
+// Errors a user can cause print one line "ringlab: error: <problem>; <fix>" and exit 2
+// (3 for a deadlock or communication fault); see reference/error.hpp.
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <iostream>
+
+#include "reference/error.hpp"
+#include "sim/cli/commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ringlab: sequence-parallel attention simulator and reference (ring, Ulysses, zig-zag, striped)"};
+  app.name("ringlab");
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "help for every subcommand");
+  ringlab::cli::Registry registry;
+  ringlab::cli::add_sim_commands(app, registry);
+#ifdef RINGLAB_WITH_EXERCISES
+  ringlab::cli::add_exercise_commands(app, registry);
+#endif
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help(app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name());
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    std::cout << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::ParseError& error) {
+    std::string message = error.what();
+    for (char& c : message)
+      if (c == '\n') c = ' ';
+    std::cerr << "ringlab: error: " << message << "; run 'ringlab --help' or 'ringlab <command> --help' for the flags\n";
+    return ringlab::kExitUsage;
+  }
+  try {
+    return registry.run();
+  } catch (const ringlab::UsageError& error) {
+    std::cerr << "ringlab: error: " << error.what() << "\n";
+    return ringlab::kExitUsage;
+  } catch (const ringlab::CommError& error) {
+    std::cerr << "ringlab: communication fault: " << error.what() << "\n";
+    return ringlab::kExitCommFault;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "ringlab: error: out of memory; use smaller sizes (--seq, --batch, --heads) or --dry-run\n";
+    return ringlab::kExitUsage;
+  } catch (const std::exception& error) {
+    std::cerr << "ringlab: internal error: " << error.what() << " (please report this)\n";
+    return 70;
+  }
+}

@@ -1,0 +1,34 @@
+// Output files that are never left half-written: each goes to a temporary name first and is
+// renamed into place only when complete, and a directory of outputs (--save DIR) appears whole
+// or not at all.
+#pragma once
+
+#include <string>
+
+namespace ringlab {
+
+// Throws UsageError when `target` exists and is not an empty directory, or cannot be created
+// (its parent missing or not writable). Call before any work so a bad --save fails fast.
+void check_output_directory(const std::string& target);
+// Throws UsageError when `path`'s directory does not exist or `path` is a directory.
+void check_output_file(const std::string& path);
+
+// Writes `content` to `path` through `path.partial-<pid>` and a rename.
+void write_file_atomically(const std::string& path, const std::string& content);
+
+class StagedDirectory {
+ public:
+  explicit StagedDirectory(std::string target);  // creates <target>.partial-<pid>
+  StagedDirectory(const StagedDirectory&) = delete;
+  StagedDirectory& operator=(const StagedDirectory&) = delete;
+  ~StagedDirectory();  // removes the staging directory unless committed
+
+  std::string path(const std::string& file) const;  // a file inside the staging directory
+  void commit();                                     // renames the staging directory to the target
+
+ private:
+  std::string target_, staging_;
+  bool committed_ = false;
+};
+
+}  // namespace ringlab

@@ -1,0 +1,55 @@
+// Verification of a run: every output tensor of an executor against exact attention in float64 on
+// the same inputs, with per-tensor tolerances, printed as one fixed-width table with a pass/fail
+// footer (the same table for every executor, STYLE.md habit 7).
+#pragma once
+
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "reference/attention.hpp"
+#include "reference/compare.hpp"
+
+namespace ringlab {
+
+// What an executor produced, in global token order: out (B,S,H,D), lse (B,H,S) and, after a
+// backward pass, dq (B,S,H,D), dk, dv (B,S,HKV,D).
+struct RunOutputs {
+  Tensor<float> out, lse, dq, dk, dv;
+  bool has_backward() const { return !dq.empty(); }
+};
+
+// The oracle's outputs for the same inputs (float64).
+struct ReferenceOutputs {
+  AttentionOutput<double> forward;
+  AttentionGrads<double> grads;  // empty without a backward pass
+};
+
+ReferenceOutputs compute_reference(const AttentionInputs<double>& inputs, MaskKind mask, bool backward);
+
+// Tolerances of a float32 executor (fp32 storage and accumulation) against the float64 oracle.
+// Measured worst cases over the test suite's shapes sit below a tenth of these; a wrong block, a
+// missing rescale or a misrouted gradient is orders of magnitude above them.
+Tolerance fp32_tolerance(const std::string& tensor);
+
+struct TensorCheck {
+  std::string name;
+  Shape shape;
+  Tolerance tolerance;
+  CompareResult result;
+};
+
+struct Verification {
+  std::string executor;  // e.g. "sim (fp32)"
+  std::vector<TensorCheck> checks;
+  bool ok() const;
+};
+
+Verification verify(const RunOutputs& outputs, const ReferenceOutputs& reference, const std::string& executor,
+                    Tolerance (*tolerance_of)(const std::string&) = fp32_tolerance);
+
+void print_verification(std::ostream& os, const Verification& verification);
+nlohmann::json to_json(const Verification& verification);
+
+}  // namespace ringlab
