@@ -41,6 +41,12 @@ CompareResult compare(std::span<const double> actual, std::span<const double> ex
 CompareResult compare(std::span<const float> actual, std::span<const float> expected, const Shape& shape,
                       Tolerance tolerance);
 
+// Tolerances of a float32 kernel or executor (fp32 storage and accumulation) against the float64
+// oracle, per output tensor: "out", "lse", "dq", "dk", "dv". The worst errors measured over the
+// test suite's shapes use a few percent of these; a wrong block, a missing rescale or a misrouted
+// gradient is orders of magnitude above them.
+Tolerance fp32_tolerance(const std::string& tensor);
+
 template <class A, class R>
 CompareResult compare(const Tensor<A>& actual, const Tensor<R>& expected, Tolerance tolerance) {
   return compare(actual.span(), expected.span(), expected.shape(), tolerance);

@@ -25,8 +25,8 @@ using Strided = Eigen::Map<Matrix, 0, Eigen::OuterStride<>>;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr float kPosInf = std::numeric_limits<float>::infinity();
-constexpr int64_t kQueryTile = 64;
-constexpr int64_t kKeyTile = 128;
+constexpr int64_t kQueryTile = 128;
+constexpr int64_t kKeyTile = 256;
 
 // ---- [tiles] ---------------------------------------------------------------------------------
 

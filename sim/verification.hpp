@@ -28,11 +28,6 @@ struct ReferenceOutputs {
 
 ReferenceOutputs compute_reference(const AttentionInputs<double>& inputs, MaskKind mask, bool backward);
 
-// Tolerances of a float32 executor (fp32 storage and accumulation) against the float64 oracle.
-// Measured worst cases over the test suite's shapes sit below a tenth of these; a wrong block, a
-// missing rescale or a misrouted gradient is orders of magnitude above them.
-Tolerance fp32_tolerance(const std::string& tensor);
-
 struct TensorCheck {
   std::string name;
   Shape shape;
