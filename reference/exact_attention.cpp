@@ -157,6 +157,44 @@ AttentionGrads<T> exact_attention_backward(const Tensor<T>& q, const Tensor<T>& 
   return grads;
 }
 
+AttentionGrads<double> exact_block_backward(const Tensor<double>& q, const Tensor<double>& k,
+                                            const Tensor<double>& v, const Tensor<double>& dout,
+                                            const Tensor<double>& lse, const Tensor<double>& delta, MaskKind mask,
+                                            std::span<const int64_t> q_pos, std::span<const int64_t> k_pos) {
+  const Geometry g = geometry(q, k, v, q_pos, k_pos);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(g.D));
+  AttentionGrads<double> grads{Tensor<double>(q.shape()), Tensor<double>(k.shape()), Tensor<double>(v.shape())};
+  const int64_t group = g.H / g.HKV;
+#pragma omp parallel for collapse(2) schedule(dynamic, 1)
+  for (int64_t b = 0; b < g.B; ++b)
+    for (int64_t hk = 0; hk < g.HKV; ++hk)
+      for (int64_t h = hk * group; h < (hk + 1) * group; ++h)
+        for (int64_t i = 0; i < g.Sq; ++i) {
+          const double row_lse = lse(b, h, i);
+          if (row_lse == -std::numeric_limits<double>::infinity()) continue;  // the query sees no key
+          const double* qrow = &q(b, i, h, 0);
+          const double* dorow = &dout(b, i, h, 0);
+          double* dqrow = &grads.dq(b, i, h, 0);
+          for (int64_t j = 0; j < g.Sk; ++j) {
+            if (!visible(mask, g.q_pos[i], g.k_pos[j])) continue;
+            const double* krow = &k(b, j, hk, 0);
+            const double* vrow = &v(b, j, hk, 0);
+            double dot = 0, dp = 0;
+            for (int64_t d = 0; d < g.D; ++d) dot += qrow[d] * krow[d], dp += dorow[d] * vrow[d];
+            const double p = std::exp(dot * scale - row_lse);
+            const double ds = p * (dp - delta(b, h, i));
+            double* dkrow = &grads.dk(b, j, hk, 0);
+            double* dvrow = &grads.dv(b, j, hk, 0);
+            for (int64_t d = 0; d < g.D; ++d) {
+              dqrow[d] += scale * ds * krow[d];
+              dkrow[d] += scale * ds * qrow[d];
+              dvrow[d] += p * dorow[d];
+            }
+          }
+        }
+  return grads;
+}
+
 template AttentionOutput<float> exact_attention(const Tensor<float>&, const Tensor<float>&, const Tensor<float>&,
                                                 MaskKind, std::span<const int64_t>, std::span<const int64_t>);
 template AttentionOutput<double> exact_attention(const Tensor<double>&, const Tensor<double>&,

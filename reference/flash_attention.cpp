@@ -48,9 +48,9 @@ std::vector<Tile> tiles_of(RowRange range, int64_t tile, std::span<const int64_t
 
 enum class TileMask { skip, full, partial };
 
-TileMask classify(MaskKind mask, const Tile& q, const Tile& k) {
+TileMask classify(MaskKind mask, const Tile& q, const Tile& k, bool skip_masked) {
   if (mask == MaskKind::none) return TileMask::full;
-  if (k.min_pos > q.max_pos) return TileMask::skip;     // every key is in every query's future
+  if (k.min_pos > q.max_pos) return skip_masked ? TileMask::skip : TileMask::partial;  // all in the future
   if (k.max_pos <= q.min_pos) return TileMask::full;    // every key is in every query's past
   return TileMask::partial;
 }
@@ -128,7 +128,7 @@ void flash_forward_accumulate(const Tensor<float>& q, const Tensor<float>& k, co
       alpha.resize(n);
       shift.resize(n);
       for (const Tile& kt : k_tiles) {
-        const TileMask tile_mask = classify(mask, qt, kt);
+        const TileMask tile_mask = classify(mask, qt, kt, options.skip_masked_tiles);
         if (tile_mask == TileMask::skip) continue;
         const StridedConst kmat(&k(b, kt.begin, hk, 0), kt.size(), g.D, Eigen::OuterStride<>(g.HKV * g.D));
         const StridedConst vmat(&v(b, kt.begin, hk, 0), kt.size(), g.D, Eigen::OuterStride<>(g.HKV * g.D));
@@ -233,7 +233,7 @@ void flash_backward_accumulate(const Tensor<float>& q, const Tensor<float>& k, c
         dv_acc.setZero(kt.size(), g.D);
         for (int64_t h = hk * g.group; h < (hk + 1) * g.group; ++h) {
           for (const Tile& qt : q_tiles) {
-            const TileMask tile_mask = classify(mask, qt, kt);
+            const TileMask tile_mask = classify(mask, qt, kt, options.skip_masked_tiles);
             if (tile_mask == TileMask::skip) continue;
             const int64_t n = qt.size();
             qs = scale * StridedConst(&q(b, qt.begin, h, 0), n, g.D, Eigen::OuterStride<>(g.H * g.D));

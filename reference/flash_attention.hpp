@@ -28,7 +28,8 @@ struct RowRange {
 };
 
 struct KernelOptions {
-  int threads = 0;  // OpenMP threads for this call; 0 = the OpenMP default
+  int threads = 0;                // OpenMP threads for this call; 0 = the OpenMP default
+  bool skip_masked_tiles = true;  // false: compute fully masked tiles too (--no-skip), same result
 };
 
 // The running accumulator of a rank's queries: SoftmaxState rows ordered (b, h, i) over the

@@ -28,6 +28,16 @@ class Tensor {
   Tensor() = default;
   explicit Tensor(Shape shape, T fill = T(0))
       : shape_(std::move(shape)), data_(static_cast<size_t>(shape_elements(shape_)), fill) {}
+  // Takes ownership of `data` (no copy): a received message becomes a tensor. Its size must
+  // match the shape.
+  Tensor(Shape shape, std::vector<T>&& data) : shape_(std::move(shape)), data_(std::move(data)) {
+    assert(static_cast<int64_t>(data_.size()) == shape_elements(shape_));
+  }
+  // Gives the storage away (no copy), leaving the tensor empty: a tensor becomes a message.
+  std::vector<T> release() && {
+    shape_.clear();
+    return std::move(data_);
+  }
 
   const Shape& shape() const { return shape_; }
   int64_t dim(size_t axis) const { return shape_.at(axis); }

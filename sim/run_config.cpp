@@ -17,6 +17,20 @@ std::string RunConfig::describe() const {
 }
 
 void add_run_flags(CLI::App& command, RunConfig& config) {
+  add_schedule_flags(command, config);
+  command.add_option("--seed", config.seed, "seed of the generated inputs")->capture_default_str();
+  command.add_option("--in", config.in_dir, "read q.npy k.npy v.npy [dout.npy] from DIR");
+  command.add_option("--save", config.save_dir, "write out.npy lse.npy [dq.npy dk.npy dv.npy] into DIR");
+  command.add_option("--trace", config.trace_file, "write a Chrome trace event JSON file");
+  command.add_flag("--json", config.json, "one JSON summary object on stdout");
+  command.add_flag("--dry-run", config.dry_run, "plan and cost model only, no tensors");
+  command.add_option("--hw", config.hw, "cost-model hardware preset")->capture_default_str();
+  command.add_option("--inject", config.inject, "fault injection KIND@RANK:STEP, KIND = drop|duplicate|corrupt|delay");
+  command.add_option("--timeout", config.timeout, "deadlock watchdog: seconds without progress")->capture_default_str();
+  command.add_flag("!--no-progress", config.progress, "no progress bar on stderr");
+}
+
+void add_schedule_flags(CLI::App& command, RunConfig& config) {
   command.add_option("--algo", config.algo, "communication pattern: ring | allgather | ulysses | hybrid")
       ->check(CLI::IsMember({"ring", "allgather", "ulysses", "hybrid"}))
       ->capture_default_str();
@@ -35,20 +49,25 @@ void add_run_flags(CLI::App& command, RunConfig& config) {
   command.add_flag("--causal", config.causal, "causal mask by global token position");
   command.add_flag("--no-skip", config.no_skip, "compute fully masked blocks instead of skipping them");
   command.add_flag("--backward", config.backward, "also run the backward pass (dq, dk, dv)");
-  command.add_option("--seed", config.seed, "seed of the generated inputs")->capture_default_str();
   command.add_option("--erratum", config.erratum,
                      "run a source-material mistake: reverse-dkv (dK/dV against the K/V direction) | "
                      "kv-offset-mask (causal mask by kv offset)")
       ->check(CLI::IsMember({"reverse-dkv", "kv-offset-mask"}));
-  command.add_option("--in", config.in_dir, "read q.npy k.npy v.npy [dout.npy] from DIR");
-  command.add_option("--save", config.save_dir, "write out.npy lse.npy [dq.npy dk.npy dv.npy] into DIR");
-  command.add_option("--trace", config.trace_file, "write a Chrome trace event JSON file");
-  command.add_flag("--json", config.json, "one JSON summary object on stdout");
-  command.add_flag("--dry-run", config.dry_run, "plan and cost model only, no tensors");
-  command.add_option("--hw", config.hw, "cost-model hardware preset")->capture_default_str();
-  command.add_option("--inject", config.inject, "fault injection KIND@RANK:STEP, KIND = drop|duplicate|corrupt|delay");
-  command.add_option("--timeout", config.timeout, "deadlock watchdog: seconds without progress")->capture_default_str();
-  command.add_flag("!--no-progress", config.progress, "no progress bar on stderr");
+}
+
+PlanSpec plan_spec(const RunConfig& config) {
+  PlanSpec spec;
+  spec.algo = parse_algorithm(config.algo);
+  spec.layout = parse_layout(config.layout);
+  spec.block = config.block;
+  spec.ranks = config.ranks;
+  spec.ulysses = config.ulysses;
+  spec.dims = config.dims;
+  spec.causal = config.causal;
+  spec.skip = !config.no_skip;
+  spec.backward = config.backward;
+  spec.erratum = parse_erratum(config.erratum);
+  return spec;
 }
 
 void validate(RunConfig& config) {

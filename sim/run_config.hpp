@@ -9,6 +9,7 @@
 
 #include "reference/attention.hpp"
 #include "reference/layout.hpp"
+#include "sim/plan.hpp"
 
 namespace ringlab {
 
@@ -42,6 +43,12 @@ struct RunConfig {
 
 // Registers the contract's flags on a CLI11 (sub)command.
 void add_run_flags(CLI::App& command, RunConfig& config);
+// Only the flags that shape a schedule (algo, layout, block, ranks, ulysses, sizes, causal,
+// no-skip, backward, erratum): for `ringlab plan` and `ringlab compare`.
+void add_schedule_flags(CLI::App& command, RunConfig& config);
+
+// The plan spec of a (validated) configuration.
+PlanSpec plan_spec(const RunConfig& config);
 
 // Fills defaults (HKV = H) and checks every constraint that needs no data: sizes, divisibility by
 // the layout, GQA, the Ulysses degree, flag combinations. Throws UsageError (one line with a fix).

@@ -23,6 +23,7 @@ class Registry {
 };
 
 void add_sim_commands(CLI::App& app, Registry& registry);
+void add_plan_command(CLI::App& app, Registry& registry);
 void add_exercise_commands(CLI::App& app, Registry& registry);
 
 }  // namespace ringlab::cli

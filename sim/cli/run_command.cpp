@@ -76,6 +76,7 @@ void add_sim_commands(CLI::App& app, Registry& registry) {
   CLI::App* command = app.add_subcommand("run", "run one schedule and verify it against exact attention");
   add_run_flags(*command, *config);
   registry.add(command, [config] { return run(*config); });
+  add_plan_command(app, registry);
 }
 
 }  // namespace ringlab::cli
