@@ -1,0 +1,53 @@
+// Traces: every communicator operation and compute scope as a timed event, written as Chrome
+// trace event JSON (opens in Perfetto, chrome://tracing and the ringlab viewer) and read back.
+//
+// File layout: {"traceEvents": [...], "displayTimeUnit": "ms"} with
+//   - metadata events ("ph": "M") naming process `pid` "rank N", thread 0 "compute", thread 1 "comm";
+//   - one complete event ("ph": "X") per operation: name, pid = world rank, tid = lane,
+//     ts / dur in microseconds since the world started, and ringlab's own fields in "args":
+//     step, label, peer, tag, bytes, flops, q_block, kv_block, mask, group (each only when set).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ringlab {
+
+enum class TraceLane : uint8_t { compute = 0, comm = 1 };  // the Chrome "tid"
+
+struct TraceEvent {
+  std::string name;                // "send", "recv", "all_to_all", "attention fwd", ...
+  int rank = 0;                    // world rank: the Chrome "pid"
+  TraceLane lane = TraceLane::comm;
+  double start_us = 0;             // since the world started
+  double duration_us = 0;
+  // args; -1 / empty = not applicable
+  int step = -1;                   // the rank's step label
+  std::string label;               // the rank's free-text label
+  int peer = -1;                   // world rank at the other end of a point-to-point operation
+  int tag = -1;
+  int64_t bytes = -1;              // payload bytes sent (send side) or received (receive side)
+  double flops = -1;               // compute scopes
+  int q_block = -1;
+  int kv_block = -1;
+  std::string mask;                // "full", "causal", "diagonal", ...
+  std::string group;               // the communicator when not the world: "group {0,2}"
+
+  friend bool operator==(const TraceEvent&, const TraceEvent&) = default;
+};
+
+// The JSON text of a trace of `ranks` ranks (metadata for each, then the events).
+std::string chrome_trace_json(std::span<const TraceEvent> events, int ranks);
+// Writes chrome_trace_json through write_file_atomically (never half a file).
+void write_chrome_trace(const std::string& path, std::span<const TraceEvent> events, int ranks);
+
+// Reads the complete ("X") events back, in file order; metadata and other phases are skipped.
+// A malformed file throws UsageError with one line naming `source`, the event and the field,
+// e.g. "t.json: event 7 (\"send\"): \"dur\" is not a number; pass a trace written by ringlab run --trace".
+std::vector<TraceEvent> parse_chrome_trace(std::string_view text, const std::string& source);
+std::vector<TraceEvent> read_chrome_trace(const std::string& path);
+
+}  // namespace ringlab
