@@ -1,4 +1,7 @@
+#define EIGEN_DONT_PARALLELIZE  // parallel over (batch, head, query tile) tasks instead
 #include "reference/exact_attention.hpp"
+
+#include <Eigen/Dense>
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +16,7 @@ namespace {
 struct Geometry {
   int64_t B, Sq, Sk, H, HKV, D;
   std::vector<int64_t> q_pos, k_pos;
+  bool keys_sorted = false;  // k_pos ascending: causal tiles can stop at their latest query
 };
 
 template <class T>
@@ -29,6 +33,7 @@ Geometry geometry(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v, st
   if (static_cast<int64_t>(g.q_pos.size()) != g.Sq || static_cast<int64_t>(g.k_pos.size()) != g.Sk) {
     throw UsageError("exact_attention: position lists do not match the number of query/key rows");
   }
+  g.keys_sorted = std::is_sorted(g.k_pos.begin(), g.k_pos.end());
   return g;
 }
 
@@ -36,40 +41,67 @@ bool visible(MaskKind mask, int64_t q_position, int64_t k_position) {
   return mask == MaskKind::none || k_position <= q_position;
 }
 
-// Softmax row of query (b, i, h): probabilities p[j] (0 where masked) and the LSE.
-// Returns false when the query sees no key.
+// The textbook formula, a tile of queries at a time (so the score rows of a tile fit in cache):
+//   S = scale Q K^T, masked entries -inf;  P = softmax over each full row;  out = P V.
+// Eigen does the matrix products in T; no online softmax, no running max — an independent path
+// from the blockwise kernel it checks.
+constexpr int64_t kTile = 64;
+
 template <class T>
-bool softmax_row(const Geometry& g, const Tensor<T>& q, const Tensor<T>& k, MaskKind mask, T scale, int64_t b,
-                 int64_t i, int64_t h, std::vector<T>& p, T& lse) {
+using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T>
+using Rows = Eigen::Map<const Matrix<T>, 0, Eigen::OuterStride<>>;   // rows of a (B, S, heads, D) tensor
+template <class T>
+using MutableRows = Eigen::Map<Matrix<T>, 0, Eigen::OuterStride<>>;
+
+// Rows [i0, i0 + n) of head h of batch b: an n x D view with stride heads * D.
+template <class T>
+Rows<T> rows_of(const Tensor<T>& t, int64_t b, int64_t i0, int64_t n, int64_t h) {
+  return Rows<T>(&t(b, i0, h, 0), n, t.dim(3), Eigen::OuterStride<>(t.dim(2) * t.dim(3)));
+}
+template <class T>
+MutableRows<T> rows_of(Tensor<T>& t, int64_t b, int64_t i0, int64_t n, int64_t h) {
+  return MutableRows<T>(&t(b, i0, h, 0), n, t.dim(3), Eigen::OuterStride<>(t.dim(2) * t.dim(3)));
+}
+
+// How many keys queries [i0, i0 + n) can see at most: all of them, or — under the causal mask
+// with keys in ascending position order — the prefix up to the tile's latest query.
+int64_t visible_keys(const Geometry& g, MaskKind mask, int64_t i0, int64_t n) {
+  if (mask == MaskKind::none || !g.keys_sorted) return g.Sk;
+  const int64_t latest = *std::max_element(g.q_pos.begin() + i0, g.q_pos.begin() + i0 + n);
+  return std::upper_bound(g.k_pos.begin(), g.k_pos.end(), latest) - g.k_pos.begin();
+}
+
+// P (n x keys) and lse (n) of queries [i0, i0 + n) of (b, h) over the first `keys` keys; a query
+// that sees no key gets a zero row and lse -inf.
+template <class T>
+void softmax_rows(const Geometry& g, const Tensor<T>& q, const Tensor<T>& k, MaskKind mask, T scale, int64_t b,
+                  int64_t h, int64_t i0, int64_t n, int64_t keys, Matrix<T>& p, std::vector<T>& lse) {
+  const T neg_inf = -std::numeric_limits<T>::infinity();
   const int64_t hk = h / (g.H / g.HKV);
-  const T* qrow = &q(b, i, h, 0);
-  T row_max = -std::numeric_limits<T>::infinity();
-  bool any = false;
-  for (int64_t j = 0; j < g.Sk; ++j) {
-    if (!visible(mask, g.q_pos[i], g.k_pos[j])) {
-      p[j] = -std::numeric_limits<T>::infinity();
+  if (keys == 0) {  // the whole tile sees no key
+    p.resize(n, 0);
+    std::fill(lse.begin(), lse.begin() + n, neg_inf);
+    return;
+  }
+  p.noalias() = scale * rows_of(q, b, i0, n, h) * rows_of(k, b, 0, keys, hk).transpose();
+  if (mask == MaskKind::causal)
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < keys; ++j)
+        if (!visible(mask, g.q_pos[i0 + i], g.k_pos[j])) p(i, j) = neg_inf;
+  Eigen::Matrix<T, Eigen::Dynamic, 1> row_max = p.rowwise().maxCoeff();
+  for (int64_t i = 0; i < n; ++i)
+    if (row_max[i] == neg_inf) row_max[i] = 0;  // no visible key: exp(-inf - 0) = 0 below
+  p = (p.array().colwise() - row_max.array()).exp();
+  const Eigen::Matrix<T, Eigen::Dynamic, 1> sum = p.rowwise().sum();
+  for (int64_t i = 0; i < n; ++i) {
+    if (sum[i] == T(0)) {
+      lse[i] = neg_inf;
       continue;
     }
-    const T* krow = &k(b, j, hk, 0);
-    T dot = 0;
-    for (int64_t d = 0; d < g.D; ++d) dot += qrow[d] * krow[d];
-    p[j] = dot * scale;
-    row_max = std::max(row_max, p[j]);
-    any = true;
+    p.row(i) /= sum[i];
+    lse[i] = row_max[i] + std::log(sum[i]);
   }
-  if (!any) {
-    std::fill(p.begin(), p.end(), T(0));
-    lse = -std::numeric_limits<T>::infinity();
-    return false;
-  }
-  T sum = 0;
-  for (int64_t j = 0; j < g.Sk; ++j) {
-    p[j] = std::exp(p[j] - row_max);  // exp(-inf) = 0 for masked keys
-    sum += p[j];
-  }
-  for (int64_t j = 0; j < g.Sk; ++j) p[j] /= sum;
-  lse = row_max + std::log(sum);
-  return true;
 }
 
 }  // namespace
@@ -80,24 +112,24 @@ AttentionOutput<T> exact_attention(const Tensor<T>& q, const Tensor<T>& k, const
   const Geometry g = geometry(q, k, v, q_pos, k_pos);
   const T scale = T(1) / std::sqrt(static_cast<T>(g.D));
   AttentionOutput<T> result{Tensor<T>(q.shape()), Tensor<T>({g.B, g.H, g.Sq})};
+  if (g.Sk == 0) {
+    std::fill(result.lse.storage().begin(), result.lse.storage().end(), -std::numeric_limits<T>::infinity());
+    return result;
+  }
+  const int64_t tiles = (g.Sq + kTile - 1) / kTile;
 #pragma omp parallel
   {
-    std::vector<T> p(static_cast<size_t>(g.Sk));
-#pragma omp for collapse(3) schedule(dynamic, 16)
+    Matrix<T> p;
+    std::vector<T> lse(kTile);
+#pragma omp for collapse(3) schedule(dynamic, 1)
     for (int64_t b = 0; b < g.B; ++b)
       for (int64_t h = 0; h < g.H; ++h)
-        for (int64_t i = 0; i < g.Sq; ++i) {
-          T lse;
-          const bool sees_keys = softmax_row(g, q, k, mask, scale, b, i, h, p, lse);
-          result.lse(b, h, i) = lse;
-          if (!sees_keys) continue;  // out stays 0
-          const int64_t hk = h / (g.H / g.HKV);
-          T* orow = &result.out(b, i, h, 0);
-          for (int64_t j = 0; j < g.Sk; ++j) {
-            if (p[j] == T(0)) continue;
-            const T* vrow = &v(b, j, hk, 0);
-            for (int64_t d = 0; d < g.D; ++d) orow[d] += p[j] * vrow[d];
-          }
+        for (int64_t tile = 0; tile < tiles; ++tile) {
+          const int64_t i0 = tile * kTile, n = std::min(g.Sq, i0 + kTile) - i0;
+          const int64_t keys = visible_keys(g, mask, i0, n);
+          softmax_rows(g, q, k, mask, scale, b, h, i0, n, keys, p, lse);
+          for (int64_t i = 0; i < n; ++i) result.lse(b, h, i0 + i) = lse[i];
+          rows_of(result.out, b, i0, n, h).noalias() = p * rows_of(v, b, 0, keys, h / (g.H / g.HKV));
         }
   }
   return result;
@@ -114,44 +146,31 @@ AttentionGrads<T> exact_attention_backward(const Tensor<T>& q, const Tensor<T>& 
   }
   const T scale = T(1) / std::sqrt(static_cast<T>(g.D));
   AttentionGrads<T> grads{Tensor<T>(q.shape()), Tensor<T>(k.shape()), Tensor<T>(v.shape())};
+  if (g.Sk == 0) return grads;
   const int64_t group = g.H / g.HKV;
+  const int64_t tiles = (g.Sq + kTile - 1) / kTile;
   // One task per (b, kv head): it owns dk, dv of that head and dq of the query heads it serves,
   // so no two tasks write the same element.
 #pragma omp parallel
   {
-    std::vector<T> p(static_cast<size_t>(g.Sk)), dp(static_cast<size_t>(g.Sk));
+    Matrix<T> p, dp;
+    std::vector<T> lse(kTile);
 #pragma omp for collapse(2) schedule(dynamic, 1)
     for (int64_t b = 0; b < g.B; ++b)
       for (int64_t hk = 0; hk < g.HKV; ++hk)
         for (int64_t h = hk * group; h < (hk + 1) * group; ++h)
-          for (int64_t i = 0; i < g.Sq; ++i) {
-            T lse;
-            if (!softmax_row(g, q, k, mask, scale, b, i, h, p, lse)) continue;  // no keys: no gradient
-            const T* dorow = &dout(b, i, h, 0);
-            const T* qrow = &q(b, i, h, 0);
-            // dP_ij = dO_i . V_j and the Jacobian's row term sum_j P_ij dP_ij.
-            T row_term = 0;
-            for (int64_t j = 0; j < g.Sk; ++j) {
-              if (p[j] == T(0)) { dp[j] = 0; continue; }
-              const T* vrow = &v(b, j, hk, 0);
-              T dot = 0;
-              for (int64_t d = 0; d < g.D; ++d) dot += dorow[d] * vrow[d];
-              dp[j] = dot;
-              row_term += p[j] * dot;
-            }
-            T* dqrow = &grads.dq(b, i, h, 0);
-            for (int64_t j = 0; j < g.Sk; ++j) {
-              if (p[j] == T(0)) continue;
-              const T ds = p[j] * (dp[j] - row_term);
-              const T* krow = &k(b, j, hk, 0);
-              T* dkrow = &grads.dk(b, j, hk, 0);
-              T* dvrow = &grads.dv(b, j, hk, 0);
-              for (int64_t d = 0; d < g.D; ++d) {
-                dqrow[d] += scale * ds * krow[d];
-                dkrow[d] += scale * ds * qrow[d];
-                dvrow[d] += p[j] * dorow[d];
-              }
-            }
+          for (int64_t tile = 0; tile < tiles; ++tile) {
+            const int64_t i0 = tile * kTile, n = std::min(g.Sq, i0 + kTile) - i0;
+            const int64_t keys = visible_keys(g, mask, i0, n);
+            softmax_rows(g, q, k, mask, scale, b, h, i0, n, keys, p, lse);
+            const Rows<T> dO = rows_of(dout, b, i0, n, h);
+            // dP = dO V^T; the softmax Jacobian: dS = P o (dP - rowsum(P o dP)).
+            dp.noalias() = dO * rows_of(v, b, 0, keys, hk).transpose();
+            const Eigen::Matrix<T, Eigen::Dynamic, 1> row_term = p.cwiseProduct(dp).rowwise().sum();
+            dp = p.cwiseProduct(dp.colwise() - row_term);
+            rows_of(grads.dq, b, i0, n, h).noalias() += scale * dp * rows_of(k, b, 0, keys, hk);
+            rows_of(grads.dk, b, 0, keys, hk).noalias() += scale * dp.transpose() * rows_of(q, b, i0, n, h);
+            rows_of(grads.dv, b, 0, keys, hk).noalias() += p.transpose() * dO;
           }
   }
   return grads;

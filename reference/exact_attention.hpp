@@ -1,6 +1,7 @@
-// Exact attention — the oracle every executor is checked against. Clear, not fast: one query row
-// at a time, the full softmax row materialised, arithmetic in T (float64 is the oracle; the
-// float32 instantiation exists to measure what fp32 arithmetic alone costs).
+// Exact attention — the oracle every executor is checked against. Clear rather than clever: the
+// textbook formula softmax(scale Q K^T) V with every softmax row materialised in full (no online
+// softmax, no running max), a tile of queries at a time, arithmetic in T (float64 is the oracle;
+// the float32 instantiation exists to measure what fp32 arithmetic alone costs).
 //
 // Positions: q_pos[i] is the global position of query row i, k_pos[j] that of key row j; empty
 // spans mean 0..S-1. The mask compares positions, so any layout or ring step is one call.

@@ -67,6 +67,7 @@ class Tensor {
   // Same values, another element type (float <-> double).
   template <class U>
   Tensor<U> cast() const {
+    if (shape_.empty()) return {};  // an empty tensor stays empty (not a 0-d scalar)
     Tensor<U> result(shape_);
     for (size_t i = 0; i < data_.size(); ++i) result.storage()[i] = static_cast<U>(data_[i]);
     return result;

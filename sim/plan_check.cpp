@@ -55,7 +55,7 @@ struct RankState {
   std::vector<Op> ops;
   size_t pc = 0;
   std::array<SlotState, static_cast<size_t>(Slot::count)> slots;
-  std::map<std::pair<int, int64_t>, PendingExchange> pending;  // (exchange id, step) -> exchange
+  std::map<std::tuple<int, int, int64_t>, PendingExchange> pending;  // (phase, exchange id, step)
   std::vector<Contributions> gathered_grads;                   // per ring position
   int64_t collectives_done = 0;
   bool at_collective = false;  // arrived at the current collective, waiting for the group
@@ -107,10 +107,10 @@ struct Checker {
               }
               into.content = Content::pending;
             }
-            state.pending[{body.id, op.step}] = {body};
+            state.pending[{op.phase, body.id, op.step}] = {body};
             return true;
           } else if constexpr (std::is_same_v<T, WaitOp>) {
-            auto found = state.pending.find({body.exchange_id, body.exchange_step});
+            auto found = state.pending.find({op.phase, body.exchange_id, body.exchange_step});
             if (found == state.pending.end()) {
               report(rank, op, "waits for exchange " + std::to_string(body.exchange_id) + " of step " +
                                    std::to_string(body.exchange_step) + ", which was never posted");
@@ -369,7 +369,7 @@ struct Checker {
         const Op& op = state.ops[state.pc];
         std::string what = "never completes: it waits";
         if (const auto* wait = std::get_if<WaitOp>(&op.body)) {
-          const auto found = state.pending.find({wait->exchange_id, wait->exchange_step});
+          const auto found = state.pending.find({op.phase, wait->exchange_id, wait->exchange_step});
           if (found != state.pending.end()) {
             what += " for rank " + std::to_string(found->second.op.recv_from) + " (tag " +
                     std::to_string(found->second.op.tag) + "), which never sends it";

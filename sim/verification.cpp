@@ -56,8 +56,10 @@ void print_verification(std::ostream& os, const Verification& verification) {
   for (const TensorCheck& check : verification.checks) {
     const CompareResult& r = check.result;
     char used[16];
-    if (std::isfinite(r.tolerance_used)) {
+    if (std::isfinite(r.tolerance_used) && r.tolerance_used < 100) {
       std::snprintf(used, sizeof used, "%.0f%%", 100.0 * r.tolerance_used);
+    } else if (std::isfinite(r.tolerance_used)) {
+      std::snprintf(used, sizeof used, ">9999%%");
     } else {
       std::snprintf(used, sizeof used, "inf");
     }

@@ -24,6 +24,16 @@ class Registry {
 
 void add_sim_commands(CLI::App& app, Registry& registry);
 void add_plan_command(CLI::App& app, Registry& registry);
+
+}  // namespace ringlab::cli
+
+namespace ringlab {
+struct RunConfig;
+}
+
+namespace ringlab::cli {
+// `ringlab run --dry-run`: the plan walked by the cost model, no tensors (sim/cli/dry_run_command.cpp).
+int run_dry(const RunConfig& config);
 void add_exercise_commands(CLI::App& app, Registry& registry);
 
 }  // namespace ringlab::cli

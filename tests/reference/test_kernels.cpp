@@ -62,6 +62,17 @@ TEST_CASE("queries that see no key get out 0 and lse -inf, never NaN", "[kernel]
   check_forward(x, MaskKind::causal, q_pos, k_pos);
 }
 
+TEST_CASE("a block whose queries all precede its keys gives empty rows", "[kernel][forward]") {
+  // Every key is in every query's future: whole query tiles see nothing, in both kernels.
+  const AttentionDims dims{1, 130, 2, 2, 8};
+  const AttentionInputs<float> x = make_inputs(dims, 6, true);
+  const std::vector<int64_t> q_pos = iota_positions(130, 0), k_pos = iota_positions(130, 500);
+  check_forward(x, MaskKind::causal, q_pos, k_pos);
+  const AttentionInputs<double> xd = x.cast<double>();
+  const AttentionGrads<double> grads = exact_attention_backward(xd.q, xd.k, xd.v, xd.dout, MaskKind::causal, q_pos, k_pos);
+  for (int64_t i = 0; i < grads.dk.size(); ++i) REQUIRE(grads.dk[i] == 0.0);
+}
+
 TEST_CASE("arbitrary, unsorted position lists are masked by position", "[kernel][forward]") {
   // A zig-zag-like interleaving: the kernel must mask by the positions given, not by row index.
   const AttentionDims dims{1, 192, 2, 2, 32};
