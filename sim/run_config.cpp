@@ -1,5 +1,7 @@
 #include "sim/run_config.hpp"
 
+#include <cstdio>
+
 #include "reference/error.hpp"
 
 namespace ringlab {
@@ -77,7 +79,9 @@ void validate(RunConfig& config) {
   }
   config.dims.validate();
   if (config.timeout <= 0) {
-    throw UsageError("--timeout must be positive seconds, got " + std::to_string(config.timeout));
+    char text[64];
+    std::snprintf(text, sizeof text, "%g", config.timeout);
+    throw UsageError(std::string("--timeout must be positive seconds, got ") + text + "; e.g. --timeout 10");
   }
   if (!config.save_dir.empty() && config.dry_run) {
     throw UsageError("--save needs tensors but --dry-run computes none; drop one of them");

@@ -19,7 +19,7 @@ struct RunConfig {
   int64_t block = 0;                  // tokens per layout unit; 0 = the layout's default
   int64_t ranks = 4;                  // P
   int64_t ulysses = 0;                // hybrid: Ulysses degree U (ring degree P/U); 0 = not given
-  AttentionDims dims;                 // kv_heads 0 until validate(): then H
+  AttentionDims dims{1, 1024, 4, 0, 64};  // kv_heads 0 until validate(): then H
   bool causal = false;
   bool no_skip = false;               // compute fully masked blocks instead of skipping them
   bool backward = false;

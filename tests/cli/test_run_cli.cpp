@@ -1,0 +1,296 @@
+// The `ringlab run` and `ringlab plan` command-line contract (DESIGN.md), end to end through the
+// built binary: tables and JSON, --save / --in round trips (and NumPy interop), traces, fault
+// injection, the errata's exit statuses, and the bad-input matrix: exit 2, one line, no files.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <unistd.h>
+
+#include "reference/compare.hpp"
+#include "reference/exact_attention.hpp"
+#include "reference/inputs.hpp"
+#include "reference/npy.hpp"
+#include "sim/trace.hpp"
+#include "tests/cli/run_binary.hpp"
+
+using namespace ringlab;
+using ringlab::test::run_binary;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kRinglab = RINGLAB_BINARY;
+
+// A fresh empty directory, removed at the end of the test.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("ringlab-cli-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+  static int& counter() {
+    static int n = 0;  // only names temporary directories
+    return n;
+  }
+};
+
+void write_inputs(const TempDir& dir, const AttentionDims& dims, bool with_dout = false) {
+  const AttentionInputs<double> x = make_inputs(dims, 4, with_dout).cast<double>();
+  write_npy(dir / "q.npy", x.q);
+  write_npy(dir / "k.npy", x.k);
+  write_npy(dir / "v.npy", x.v);
+  if (with_dout) write_npy(dir / "dout.npy", x.dout);
+}
+
+bool has_python_numpy() { return std::system("/usr/bin/python3 -c 'import numpy' > /dev/null 2>&1") == 0; }
+
+}  // namespace
+
+TEST_CASE("ringlab run prints the per-rank, verification and footer tables and passes", "[cli]") {
+  const auto run = run_binary(kRinglab, {"run", "--no-progress"});
+  INFO(run.out << run.err);
+  REQUIRE(run.status == 0);
+  // The table formats are relied on by users' scripts: pin the header lines.
+  CHECK(run.out.find(" rank  computed  skipped  masked      GFLOP   MB sent   MB recv    busy s  blocked s\n") !=
+        std::string::npos);
+  CHECK(run.out.find("tensor shape                max_abs_err max_rel_err   tol_abs   tol_rel tol_used  result\n") !=
+        std::string::npos);
+  CHECK(run.out.find("out    (1, 1024, 4, 64)") != std::string::npos);
+  CHECK(run.out.find("PASS: 2 of 2 tensors within tolerance\n") != std::string::npos);
+  CHECK(run.out.find("load balance: max/mean FLOPs 1.000") != std::string::npos);
+  CHECK(run.err.empty());
+}
+
+TEST_CASE("--heads alone means HKV = H (no GQA unless asked)", "[cli]") {
+  const auto run = run_binary(kRinglab, {"run", "--json", "--ranks", "2", "--seq", "64", "--heads", "6"});
+  REQUIRE(run.status == 0);
+  CHECK(nlohmann::json::parse(run.out)["config"].get<std::string>().find("H=6 HKV=6") != std::string::npos);
+}
+
+TEST_CASE("ringlab run --json is one object with the verification", "[cli]") {
+  const auto run = run_binary(kRinglab, {"run", "--json", "--ranks", "3", "--seq", "96", "--causal", "--backward",
+                                         "--layout", "zigzag"});
+  REQUIRE(run.status == 0);
+  const nlohmann::json summary = nlohmann::json::parse(run.out);
+  CHECK(summary["exit_status"] == 0);
+  CHECK(summary["verification"]["ok"] == true);
+  CHECK(summary["verification"]["checks"].size() == 5);
+  CHECK(summary["ranks"].size() == 3);
+  CHECK(summary["plan_check"]["ok"] == true);
+  CHECK(summary["load_imbalance"]["flops_max_over_mean"].get<double>() <= 1.02);
+}
+
+TEST_CASE("--save writes outputs in global order; --in reads float64 inputs", "[cli]") {
+  TempDir dir;
+  const AttentionDims dims{2, 120, 4, 2, 8};
+  write_inputs(dir, dims, true);
+  const auto run = run_binary(kRinglab, {"run", "--in", dir.path.string(), "--save", dir / "out", "--ranks", "4",
+                                         "--layout", "striped", "--causal", "--backward", "--no-progress"});
+  INFO(run.out << run.err);
+  REQUIRE(run.status == 0);
+  for (const char* name : {"out.npy", "lse.npy", "dq.npy", "dk.npy", "dv.npy"}) CHECK(fs::exists(dir / ("out/" + std::string(name))));
+  const NpyArray out = read_npy(dir / "out/out.npy"), lse = read_npy(dir / "out/lse.npy"), dk = read_npy(dir / "out/dk.npy");
+  CHECK(out.descr == "<f4");
+  CHECK(out.values.shape() == dims.q_shape());
+  CHECK(lse.values.shape() == dims.lse_shape());
+  CHECK(dk.values.shape() == dims.kv_shape());
+  // The saved out is exact attention of the files' inputs, in global token order.
+  const NpyArray q = read_npy(dir / "q.npy"), k = read_npy(dir / "k.npy"), v = read_npy(dir / "v.npy");
+  const AttentionOutput<double> exact = exact_attention(q.values, k.values, v.values, MaskKind::causal);
+  CHECK(compare(out.values.cast<float>(), exact.out, fp32_tolerance("out")).ok);
+  CHECK(compare(lse.values.cast<float>(), exact.lse, fp32_tolerance("lse")).ok);
+  // Nothing else was left in the directory: no staging leftovers.
+  int entries = 0;
+  for (const auto& entry : fs::directory_iterator(dir.path)) entries += entry.path().filename().string().find("partial") == std::string::npos;
+  CHECK(entries == 5);  // q, k, v, dout, out/
+}
+
+TEST_CASE("NumPy writes the inputs and checks ringlab's outputs", "[cli][numpy]") {
+  if (!has_python_numpy()) {
+    WARN("skipped: /usr/bin/python3 with numpy is not installed (scripts/setup installs python3-numpy)");
+    return;
+  }
+  TempDir dir;
+  const std::string script = std::string(RINGLAB_TEST_DIR) + "/numpy_interop.py";
+  REQUIRE(std::system(("/usr/bin/python3 " + script + " write " + dir.path.string()).c_str()) == 0);
+  const auto run = run_binary(kRinglab, {"run", "--in", dir.path.string(), "--save", dir / "out", "--algo", "hybrid",
+                                         "--ulysses", "2", "--ranks", "4", "--layout", "zigzag", "--causal",
+                                         "--no-progress"});
+  INFO(run.out << run.err);
+  REQUIRE(run.status == 0);
+  CHECK(std::system(("/usr/bin/python3 " + script + " check " + dir.path.string()).c_str()) == 0);
+}
+
+TEST_CASE("--trace writes a Chrome trace that reads back", "[cli]") {
+  TempDir dir;
+  const auto run = run_binary(kRinglab, {"run", "--ranks", "4", "--seq", "256", "--trace", dir / "t.json", "--no-progress"});
+  REQUIRE(run.status == 0);
+  const std::vector<TraceEvent> events = read_chrome_trace(dir / "t.json");
+  int compute = 0;
+  std::set<int> ranks;
+  for (const TraceEvent& e : events) {
+    ranks.insert(e.rank);
+    if (e.lane == TraceLane::compute && e.q_block >= 0) ++compute;
+  }
+  CHECK(ranks == std::set<int>{0, 1, 2, 3});
+  CHECK(compute == 16);  // 4 ranks x 4 ring steps
+}
+
+TEST_CASE("fault injection: drop deadlocks (exit 3), corrupt is detected (exit 3), delay still verifies", "[cli]") {
+  const std::vector<std::string> base{"run", "--ranks", "4", "--seq", "256", "--no-progress", "--timeout", "5"};
+  auto with = [&](const std::string& fault) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), {"--inject", fault});
+    return run_binary(kRinglab, args, 60);
+  };
+  const auto drop = with("drop@1:1");
+  INFO(drop.err);
+  CHECK(drop.status == 3);
+  CHECK(drop.err.find("deadlock") != std::string::npos);
+  CHECK(drop.err.find("rank 2") != std::string::npos);  // rank 1's step-1 message was for rank 2
+  const auto corrupt = with("corrupt@2:0");
+  CHECK(corrupt.status == 3);
+  const auto duplicate = with("duplicate@0:1");
+  CHECK(duplicate.status == 3);
+  const auto delay = with("delay@3:2");
+  CHECK(delay.status == 0);
+}
+
+TEST_CASE("the errata: exit 1 with a diagnosis at P >= 3, and reverse-dkv passes at P = 2", "[cli][errata]") {
+  const auto reverse4 = run_binary(kRinglab, {"run", "--ranks", "4", "--seq", "256", "--causal", "--backward",
+                                              "--erratum", "reverse-dkv", "--no-progress"});
+  CHECK(reverse4.status == 1);
+  CHECK(reverse4.out.find("adds dK/dV of block") != std::string::npos);
+  CHECK(reverse4.out.find("every block is right on its own") != std::string::npos);
+  const auto reverse2 = run_binary(kRinglab, {"run", "--ranks", "2", "--seq", "256", "--causal", "--backward",
+                                              "--erratum", "reverse-dkv", "--no-progress"});
+  CHECK(reverse2.status == 0);
+  const auto mask = run_binary(kRinglab, {"run", "--ranks", "3", "--seq", "192", "--causal", "--erratum",
+                                          "kv-offset-mask", "--no-progress"});
+  CHECK(mask.status == 1);
+  CHECK(mask.out.find("first wrong block: rank 1, step 0") != std::string::npos);
+}
+
+TEST_CASE("ringlab plan prints the grid and checks the plan", "[cli]") {
+  const auto plan = run_binary(kRinglab, {"plan", "--ranks", "4", "--seq", "64", "--layout", "zigzag", "--causal"});
+  REQUIRE(plan.status == 0);
+  CHECK(plan.out.find("    1 | b3 q-half kv>1") != std::string::npos);
+  CHECK(plan.out.find("OK: the plan is well formed") != std::string::npos);
+  const auto erratum = run_binary(kRinglab, {"plan", "--ranks", "3", "--seq", "48", "--causal", "--backward",
+                                             "--erratum", "reverse-dkv"});
+  CHECK(erratum.status == 1);
+  CHECK(erratum.out.find("FOUND PROBLEMS") != std::string::npos);
+}
+
+TEST_CASE("bad input: exit 2, one line naming the problem and the fix, no output files", "[cli][bad-input]") {
+  TempDir dir;
+  const AttentionDims small{1, 64, 4, 2, 8};
+  // Input directories, each with one thing wrong.
+  auto inputs_with = [&](const std::string& name, auto&& spoil) {
+    const std::string sub = dir / name;
+    fs::create_directories(sub);
+    TempDir unused;
+    const AttentionInputs<double> x = make_inputs(small, 1, false).cast<double>();
+    write_npy(sub + "/q.npy", x.q);
+    write_npy(sub + "/k.npy", x.k);
+    write_npy(sub + "/v.npy", x.v);
+    spoil(sub);
+    return sub;
+  };
+  const std::string nan_dir = inputs_with("nan", [&](const std::string& d) {
+    Tensor<double> q = read_npy(d + "/q.npy").values;
+    q[17] = NAN;
+    write_npy(d + "/q.npy", q);
+  });
+  const std::string inf_dir = inputs_with("inf", [&](const std::string& d) {
+    Tensor<double> v = read_npy(d + "/v.npy").values;
+    v[3] = INFINITY;
+    write_npy(d + "/v.npy", v);
+  });
+  const std::string truncated_dir = inputs_with("truncated", [&](const std::string& d) {
+    std::string bytes = npy_bytes(read_npy(d + "/k.npy").values);
+    std::ofstream(d + "/k.npy", std::ios::binary) << bytes.substr(0, bytes.size() - 100);
+  });
+  const std::string typed_dir = inputs_with("typed", [&](const std::string& d) {
+    std::string bytes = npy_bytes(read_npy(d + "/q.npy").values);
+    bytes.replace(bytes.find("<f8"), 3, "<i8");
+    std::ofstream(d + "/q.npy", std::ios::binary) << bytes;
+  });
+  const std::string fortran_dir = inputs_with("fortran", [&](const std::string& d) {
+    std::string bytes = npy_bytes(read_npy(d + "/q.npy").values);
+    bytes.replace(bytes.find("False"), 5, "True ");
+    std::ofstream(d + "/q.npy", std::ios::binary) << bytes;
+  });
+  const std::string shape_dir = inputs_with("shape", [&](const std::string& d) {
+    write_npy(d + "/k.npy", Tensor<double>({1, 64, 2, 16}));
+  });
+  const std::string missing_dir = inputs_with("missing", [&](const std::string& d) { fs::remove(d + "/v.npy"); });
+  fs::create_directories(dir / "full");
+  std::ofstream(dir / "full/keep.txt") << "already here\n";
+
+  struct Case {
+    const char* what;
+    std::vector<std::string> args;
+    const char* message;  // a piece of the expected line
+  };
+  const Case cases[] = {
+      {"unknown flag", {"--bogus"}, "--bogus"},
+      {"unknown algorithm", {"--algo", "tree"}, "--algo"},
+      {"S not divisible by P", {"--ranks", "3", "--seq", "1000"}, "not divisible by P=3"},
+      {"S not divisible by 2P for zigzag", {"--ranks", "4", "--seq", "1004", "--layout", "zigzag"}, "2P=8"},
+      {"S not divisible by P block for striped", {"--ranks", "4", "--seq", "1024", "--layout", "striped", "--block", "3"},
+       "not divisible"},
+      {"HKV does not divide H", {"--heads", "4", "--kv-heads", "3"}, "does not divide H=4"},
+      {"Ulysses: H not divisible by P", {"--algo", "ulysses", "--ranks", "4", "--heads", "6", "--kv-heads", "6"},
+       "H=6 is not divisible"},
+      {"Ulysses: HKV not divisible by P", {"--algo", "ulysses", "--ranks", "4", "--heads", "8", "--kv-heads", "2"},
+       "HKV=2 is not divisible"},
+      {"hybrid without --ulysses", {"--algo", "hybrid", "--ranks", "4"}, "--ulysses"},
+      {"hybrid U does not divide P", {"--algo", "hybrid", "--ranks", "6", "--ulysses", "4", "--seq", "1200"},
+       "does not divide P=6"},
+      {"zero ranks", {"--ranks", "0"}, "--ranks"},
+      {"negative sequence", {"--seq", "-5"}, "must be positive"},
+      {"zero head dimension", {"--dim", "0"}, "must be positive"},
+      {"sizes that do not fit in memory", {"--seq", "100000000", "--heads", "64"}, "GB"},
+      {"NaN in an input", {"--in", nan_dir}, "NaN"},
+      {"Inf in an input", {"--in", inf_dir}, "Inf"},
+      {"truncated .npy", {"--in", truncated_dir}, "truncated"},
+      {"wrongly typed .npy", {"--in", typed_dir}, "dtype <i8"},
+      {"Fortran-ordered .npy", {"--in", fortran_dir}, "Fortran order"},
+      {"mis-shaped k.npy", {"--in", shape_dir}, "k has shape"},
+      {"missing v.npy", {"--in", missing_dir}, "no v.npy"},
+      {"unreadable --in directory", {"--in", dir / "nowhere"}, "not a readable directory"},
+      {"--save into a non-empty directory", {"--save", dir / "full"}, "not empty"},
+      {"erratum without --backward", {"--erratum", "reverse-dkv", "--causal"}, "--backward"},
+      {"erratum of another algorithm", {"--erratum", "kv-offset-mask", "--causal", "--algo", "allgather"}, "--algo ring"},
+      {"bad --inject", {"--inject", "explode@1:2"}, "inject"},
+      {"fault on a rank that does not exist", {"--inject", "drop@9:1"}, "9"},
+      {"negative --timeout", {"--timeout", "-1"}, "--timeout"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args{"run", "--no-progress"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const bool saves_elsewhere = std::find(c.args.begin(), c.args.end(), "--save") != c.args.end();
+    if (!saves_elsewhere) args.insert(args.end(), {"--save", dir / "never"});
+    const auto run = run_binary(kRinglab, args);
+    INFO(c.what << "\n  stderr: " << run.err << "\n  stdout: " << run.out);
+    CHECK(run.status == 2);
+    REQUIRE(run.err_lines().size() == 1);
+    CHECK(run.err_lines()[0].rfind("ringlab: error: ", 0) == 0);
+    CHECK(run.err.find(c.message) != std::string::npos);
+    CHECK(run.out.empty());
+    CHECK_FALSE(fs::exists(dir / "never"));
+  }
+  // No staging directory or partial file anywhere.
+  for (const auto& entry : fs::recursive_directory_iterator(dir.path)) {
+    INFO(entry.path());
+    CHECK(entry.path().filename().string().find("partial") == std::string::npos);
+  }
+  CHECK(fs::exists(dir / "full/keep.txt"));
+}
