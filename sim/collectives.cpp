@@ -217,6 +217,7 @@ Communicator Communicator::split(int color, int key) {
     return keys[static_cast<size_t>(a)] < keys[static_cast<size_t>(b)];
   });
   std::vector<int> group_members;
+  group_members.reserve(order.size());
   for (int member : order) group_members.push_back(members_[static_cast<size_t>(member)]);
   const uint64_t context = world_->context_for(
       "split of " + std::to_string(context_) + " #" + std::to_string(index) + " color " + std::to_string(color),

@@ -456,6 +456,7 @@ class RankRun {
   static std::vector<int64_t> rows_range(int64_t first, int64_t count) { return iota_positions(count, first); }
   static std::vector<int64_t> subset(const std::vector<int64_t>& values, const std::vector<int64_t>& indices) {
     std::vector<int64_t> out;
+    out.reserve(indices.size());
     for (int64_t i : indices) out.push_back(values[i]);
     return out;
   }

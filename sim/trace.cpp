@@ -131,6 +131,8 @@ std::vector<TraceEvent> parse_chrome_trace(std::string_view text, const std::str
     document = json::parse(text.begin(), text.end());
   } catch (const json::parse_error& error) {
     throw UsageError(source + ": not valid JSON (byte " + std::to_string(error.byte) + "); " + kTraceHint);
+  } catch (const json::exception& error) {  // e.g. out_of_range: a number too large for a double
+    throw UsageError(source + ": not readable JSON (" + std::string(error.what()) + "); " + kTraceHint);
   }
   const json* list = &document;
   if (document.is_object()) {

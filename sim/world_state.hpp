@@ -175,7 +175,7 @@ class WorldState {
   bool test_matched(int rank, const Wait& wait);
 
   // The rank function returned (error == nullptr) or threw.
-  void finish(int rank, std::exception_ptr error);
+  void finish(int rank, const std::exception_ptr& error);
   // The watchdog thread: returns after stop_watchdog().
   void watch();
   void stop_watchdog();

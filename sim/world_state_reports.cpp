@@ -7,7 +7,7 @@
 namespace ringlab::detail {
 
 
-void WorldState::finish(int rank, std::exception_ptr error) {
+void WorldState::finish(int rank, const std::exception_ptr& error) {
   std::optional<CommFault> fault;
   std::optional<RankError> rank_error;
   if (error) {

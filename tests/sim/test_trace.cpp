@@ -145,6 +145,7 @@ TEST_CASE("malformed trace files are one-line usage errors naming the problem", 
       {"[{\"ph\": \"X\", \"pid\": 0, \"tid\": 1, \"ts\": 1, \"dur\": 3, \"args\": []}]", "\"args\" is not an object"},
       {"[{\"name\": \"x\"}]", "event 0: no \"ph\""},
       {"[7]", "event 0 is not an object"},
+      {"66e666", "not readable JSON"},  // found by fuzz_trace: a number too large for a double
   }));
   try {
     parse_chrome_trace(text, "t.json");
