@@ -174,31 +174,3 @@ TEST_CASE("diagnosis names the first wrong block", "[sim][errata]") {
   for (const BlockError& e : sim.block_errors)
     if (e.rank == 0) CHECK(e.ok);
 }
-
-TEST_CASE("shapes from peers' test suites", "[sim][peers]") {
-  struct Shape {
-    Algorithm algo;
-    LayoutKind layout;
-    int64_t P, U;
-    AttentionDims dims;
-  };
-  // zhuzilin/ring-flash-attention and yunchang test shapes.
-  const Shape s = GENERATE(Shape{Algorithm::ring, LayoutKind::contiguous, 8, 1, {1, 3816, 5, 5, 128}},
-                           Shape{Algorithm::ring, LayoutKind::zigzag, 8, 1, {1, 3824, 5, 5, 128}},
-                           Shape{Algorithm::ring, LayoutKind::striped, 8, 1, {1, 3824, 5, 5, 128}},
-                           Shape{Algorithm::ring, LayoutKind::zigzag, 4, 1, {2, 4096, 12, 12, 128}},
-                           Shape{Algorithm::ring, LayoutKind::contiguous, 4, 1, {2, 4096, 32, 4, 128}},
-                           Shape{Algorithm::hybrid, LayoutKind::zigzag, 4, 2, {1, 1024, 32, 32, 64}});
-  PlanSpec spec;
-  spec.algo = s.algo;
-  spec.layout = s.layout;
-  spec.ranks = s.P;
-  spec.ulysses = s.U;
-  spec.dims = s.dims;
-  spec.causal = true;
-  spec.backward = s.dims.seq * s.dims.heads * s.dims.batch <= 40000;  // the larger two forward only
-  INFO(build_plan(spec).spec().describe());
-  const Outcome outcome = run_and_verify(spec);
-  INFO(failures(outcome.verification));
-  CHECK(outcome.verification.ok());
-}
