@@ -1,0 +1,205 @@
+// Kernel throughput of the production kernels: TFLOP/s forward and backward, D = 64 and 128,
+// S from 1K to 16K, causal and not — each configuration first checked against the CPU reference
+// (on a reduced shape with the same D, mask and dtype), then timed with CUDA events.
+//
+// Shapes follow the FlashAttention benchmarks: batch x S = 16K tokens, heads x D = 2048.
+// Forward = accumulator init + attention + finalize; backward = zeroing dq/dk/dv + delta +
+// attention backward. Output: one fixed-width table (and --csv FILE with the same rows), which
+// bench/gpu/sdpa_compare.py puts side by side with PyTorch's SDPA on the same GPU.
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "bench/gpu/bench_gpu_common.hpp"
+#include "gpu/dtype.hpp"
+#include "gpu/kernels/attention_kernels.hpp"
+#include "reference/compare.hpp"
+#include "reference/flash_attention.hpp"
+#include "reference/inputs.hpp"
+
+namespace ringlab {
+namespace {
+
+using gpu::DeviceBuffer;
+using gpu::Dtype;
+
+struct Problem {
+  int B, S, H, D;
+  bool causal;
+};
+
+struct Buffers {
+  DeviceBuffer q, k, v, dout, positions, acc_max, acc_sum, acc_out, out, lse, delta, dq, dk, dv;
+};
+
+DeviceBuffer device_values(int64_t count, Dtype dtype, TensorId id) {
+  std::vector<float> values(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) values[static_cast<size_t>(i)] = input_value(7, id, static_cast<uint64_t>(i));
+  const std::vector<unsigned char> bytes = gpu::encode(values, dtype);
+  DeviceBuffer b(bytes.size());
+  b.upload(bytes.data(), bytes.size());
+  return b;
+}
+
+Buffers allocate(const Problem& s, Dtype dtype, cudaStream_t stream) {
+  const int64_t elements = int64_t(s.B) * s.S * s.H * s.D, rows = int64_t(s.B) * s.H * s.S;
+  Buffers b;
+  b.q = device_values(elements, dtype, TensorId::q);
+  b.k = device_values(elements, dtype, TensorId::k);
+  b.v = device_values(elements, dtype, TensorId::v);
+  b.dout = device_values(elements, dtype, TensorId::dout);
+  b.positions = DeviceBuffer(static_cast<size_t>(s.S) * 4);
+  gpu::fill_iota(b.positions.as<int32_t>(), s.S, stream);
+  b.acc_max = DeviceBuffer(static_cast<size_t>(rows) * 4);
+  b.acc_sum = DeviceBuffer(static_cast<size_t>(rows) * 4);
+  b.acc_out = DeviceBuffer(static_cast<size_t>(elements) * 4);
+  b.out = DeviceBuffer(static_cast<size_t>(elements) * 4);
+  b.lse = DeviceBuffer(static_cast<size_t>(rows) * 4);
+  b.delta = DeviceBuffer(static_cast<size_t>(rows) * 4);
+  b.dq = DeviceBuffer(static_cast<size_t>(elements) * 4);
+  b.dk = DeviceBuffer(static_cast<size_t>(elements) * 4);
+  b.dv = DeviceBuffer(static_cast<size_t>(elements) * 4);
+  return b;
+}
+
+gpu::AttentionParams params(const Problem& s, const Buffers& b) {
+  gpu::AttentionParams a;
+  a.q = b.q.get(), a.k = b.k.get(), a.v = b.v.get();
+  a.q_pos = a.k_pos = b.positions.as<int32_t>();
+  a.batch = s.B, a.q_seq = a.kv_seq = a.q_end = a.kv_end = s.S;
+  a.heads = a.kv_heads = s.H, a.dim = s.D;
+  a.causal = s.causal;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(s.D));
+  return a;
+}
+
+void forward(Dtype dtype, const Problem& s, Buffers& b, cudaStream_t stream) {
+  const int64_t rows = int64_t(s.B) * s.H * s.S;
+  gpu::init_accumulator(b.acc_max.as<float>(), b.acc_sum.as<float>(), b.acc_out.as<float>(), rows, s.D, stream);
+  gpu::ForwardParams p;
+  p.a = params(s, b);
+  p.acc_max = b.acc_max.as<float>(), p.acc_sum = b.acc_sum.as<float>(), p.acc_out = b.acc_out.as<float>();
+  gpu::forward_accumulate(dtype, p, stream);
+  gpu::finalize_accumulator(p.acc_max, p.acc_sum, p.acc_out, s.B, s.H, s.S, s.D, b.out.as<float>(), b.lse.as<float>(),
+                            stream);
+}
+
+void backward(Dtype dtype, const Problem& s, Buffers& b, cudaStream_t stream) {
+  b.dq.zero_async(stream);
+  b.dk.zero_async(stream);
+  b.dv.zero_async(stream);
+  gpu::softmax_delta(dtype, b.dout.get(), b.out.as<float>(), s.B, s.S, s.H, s.D, b.delta.as<float>(), stream);
+  gpu::BackwardParams p;
+  p.a = params(s, b);
+  p.dout = b.dout.get(), p.lse = b.lse.as<float>(), p.delta = b.delta.as<float>();
+  p.dq = b.dq.as<float>(), p.dk = b.dk.as<float>(), p.dv = b.dv.as<float>();
+  gpu::backward_accumulate(dtype, p, stream);
+}
+
+Tensor<float> fetch(const DeviceBuffer& b, ringlab::Shape shape) {
+  Tensor<float> t(std::move(shape));
+  b.download(t.data(), static_cast<size_t>(t.size()) * 4);
+  return t;
+}
+
+// The check before timing: a reduced shape (B = 1, S <= 1024, 2 heads) with the same D, mask and
+// dtype, every output against the reference kernel on the same rounded inputs.
+bool check(Dtype dtype, Problem s, cudaStream_t stream, std::string& detail) {
+  s.B = 1, s.S = std::min(s.S, 1024), s.H = 2;
+  Buffers b = allocate(s, dtype, stream);
+  forward(dtype, s, b, stream);
+  backward(dtype, s, b, stream);
+  RINGLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const ringlab::Shape shape{s.B, s.S, s.H, s.D};
+  AttentionInputs<float> x{Tensor<float>(shape), Tensor<float>(shape), Tensor<float>(shape), Tensor<float>(shape)};
+  for (int64_t i = 0; i < x.q.size(); ++i) {
+    x.q[i] = gpu::round_to_dtype(dtype, input_value(7, TensorId::q, uint64_t(i)));
+    x.k[i] = gpu::round_to_dtype(dtype, input_value(7, TensorId::k, uint64_t(i)));
+    x.v[i] = gpu::round_to_dtype(dtype, input_value(7, TensorId::v, uint64_t(i)));
+    x.dout[i] = gpu::round_to_dtype(dtype, input_value(7, TensorId::dout, uint64_t(i)));
+  }
+  const MaskKind mask = s.causal ? MaskKind::causal : MaskKind::none;
+  const AttentionOutput<float> want = flash_attention(x.q, x.k, x.v, mask);
+  const AttentionGrads<float> grads = flash_attention_backward(x.q, x.k, x.v, want, x.dout, mask);
+  const std::pair<const char*, CompareResult> results[] = {
+      {"out", compare(fetch(b.out, shape), want.out, gpu::gpu_tolerance(dtype, "out"))},
+      {"lse", compare(fetch(b.lse, {s.B, s.H, s.S}), want.lse, gpu::gpu_tolerance(dtype, "lse"))},
+      {"dq", compare(fetch(b.dq, shape), grads.dq, gpu::gpu_tolerance(dtype, "dq"))},
+      {"dk", compare(fetch(b.dk, shape), grads.dk, gpu::gpu_tolerance(dtype, "dk"))},
+      {"dv", compare(fetch(b.dv, shape), grads.dv, gpu::gpu_tolerance(dtype, "dv"))}};
+  for (const auto& [name, r] : results)
+    if (!r.ok) {
+      detail = std::string(name) + ": " + r.describe();
+      return false;
+    }
+  return true;
+}
+
+}  // namespace
+}  // namespace ringlab
+
+int main(int argc, char** argv) {
+  using namespace ringlab;
+  CLI::App app{"bench_gpu_kernels: TFLOP/s of the production attention kernels (checked, then timed)"};
+  std::string dims = "64,128", seqs = "1024,2048,4096,8192,16384", dtype_name = "bf16", csv;
+  int64_t tokens = 16384, hidden = 2048;
+  int warmup = 3, iterations = 10;
+  app.add_option("--dims", dims, "head dimensions D")->capture_default_str();
+  app.add_option("--seqs", seqs, "sequence lengths S")->capture_default_str();
+  app.add_option("--tokens", tokens, "batch x S")->capture_default_str();
+  app.add_option("--hidden", hidden, "heads x D")->capture_default_str();
+  app.add_option("--dtype", dtype_name, "bf16 | fp16 | fp32")->capture_default_str();
+  app.add_option("--warmup", warmup)->capture_default_str();
+  app.add_option("--iterations", iterations)->capture_default_str();
+  app.add_option("--csv", csv, "also write the rows as CSV to this file");
+  CLI11_PARSE(app, argc, argv);
+  std::string why;
+  if (!gpu::device_available(&why)) {
+    std::cerr << "bench_gpu_kernels: no CUDA device (" << why << "); nothing to measure\n";
+    return 2;
+  }
+  const gpu::Dtype dtype = gpu::parse_dtype(dtype_name);
+  gpu::Stream stream;
+  std::ofstream csv_file;
+  if (!csv.empty()) {
+    csv_file.open(csv);
+    csv_file << "dtype,D,S,batch,heads,causal,pass,ms,tflops,checked\n";
+  }
+  std::printf("ringlab production kernels on %s (%s), FLOPs = 4 S^2 D H B (causal /2), bwd = 2.5x fwd\n",
+              gpu::device_description(0).c_str(), gpu::dtype_name(dtype));
+  std::printf("%4s %6s %5s %5s %6s %5s %10s %9s  %s\n", "D", "S", "batch", "heads", "causal", "pass", "ms", "TFLOP/s",
+              "check");
+  std::printf("%4s %6s %5s %5s %6s %5s %10s %9s  %s\n", "", "", "", "", "", "", "[ms]", "[TFLOP/s]", "");
+  int failures = 0;
+  for (int64_t D : bench::parse_list(dims)) {
+    if (!gpu::kernel_support(dtype, D).empty()) continue;
+    for (int64_t S : bench::parse_list(seqs)) {
+      for (bool causal : {false, true}) {
+        const Problem s{static_cast<int>(std::max<int64_t>(1, tokens / S)), static_cast<int>(S),
+                      static_cast<int>(hidden / D), static_cast<int>(D), causal};
+        std::string detail;
+        const bool ok = check(dtype, s, stream.get(), detail);
+        failures += ok ? 0 : 1;
+        Buffers b = allocate(s, dtype, stream.get());
+        const double fwd_ms = bench::time_ms(stream.get(), warmup, iterations, [&] { forward(dtype, s, b, stream.get()); });
+        const double bwd_ms = bench::time_ms(stream.get(), warmup, iterations, [&] { backward(dtype, s, b, stream.get()); });
+        for (bool bwd : {false, true}) {
+          const double ms = bwd ? bwd_ms : fwd_ms;
+          const double tflops = bench::attention_flops(s.B, s.H, s.S, s.D, causal, bwd) / (ms * 1e-3) / 1e12;
+          std::printf("%4d %6d %5d %5d %6s %5s %10.3f %9.1f  %s\n", s.D, s.S, s.B, s.H, causal ? "yes" : "no",
+                      bwd ? "bwd" : "fwd", ms, tflops, ok ? "ok" : ("FAIL " + detail).c_str());
+          if (csv_file) {
+            csv_file << gpu::dtype_name(dtype) << "," << s.D << "," << s.S << "," << s.B << "," << s.H << ","
+                     << (causal ? 1 : 0) << "," << (bwd ? "bwd" : "fwd") << "," << ms << "," << tflops << ","
+                     << (ok ? 1 : 0) << "\n";
+          }
+        }
+      }
+    }
+  }
+  std::printf("%s\n", std::string(72, '-').c_str());
+  std::printf("%s: %d configuration(s) failed the check before timing\n", failures ? "FAIL" : "PASS", failures);
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,239 @@
+// Ring efficiency on gpu-streams: P virtual ranks on one GPU against one kernel over the same
+// total work (the same plan at P = 1), forward and forward+backward, and per-step times measured
+// with CUDA events next to a model's prediction for the same plan. Sections:
+//   [checks]       every schedule verified at a small size before anything is timed
+//   [efficiency]   T(P = 1) / T(P) per schedule and P, with the targets of the issue
+//   [steps]        per-step measured vs predicted for one P
+//
+// Targets (gpu/README.md): >= 90% for the non-causal ring, >= 85% for the zig-zag causal ring
+// with skipping; the contiguous causal ring shows its imbalance instead of meeting a target: the
+// "work imb" column is max/mean FLOPs over the ranks (1.00 balanced). On one GPU the virtual
+// ranks share the SMs, so an idle rank's share goes to the others and the imbalance costs time
+// only where one rank's kernels are too small to fill the GPU; on P GPUs it costs it directly.
+//
+// The prediction: the simulator's cost model (issue 5) is not in this tree yet, so the model here
+// is the simplest one calibrated in this same run: a step costs max(compute, transfers), compute =
+// the step's FLOPs over all ranks / the FLOP rate of the P = 1 run (the ranks share one GPU), and
+// transfers = the step's bytes / the measured device-to-device copy bandwidth. Replace
+// `predicted_step_ms` with the dry executor's per-step times once it lands.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <map>
+
+#include "bench/gpu/bench_gpu_common.hpp"
+#include "gpu/executors/executor.hpp"
+#include "reference/inputs.hpp"
+#include "sim/run_tables.hpp"
+#include "sim/verification.hpp"
+
+namespace ringlab {
+namespace {
+
+struct Schedule {
+  const char* name;
+  Algorithm algo;
+  LayoutKind layout;
+  bool causal;
+  int64_t ulysses;
+  double target;  // efficiency target, 0 = none
+};
+
+const Schedule kSchedules[] = {
+    {"ring contiguous, full", Algorithm::ring, LayoutKind::contiguous, false, 1, 0.90},
+    {"ring zigzag, causal+skip", Algorithm::ring, LayoutKind::zigzag, true, 1, 0.85},
+    {"ring contiguous, causal+skip", Algorithm::ring, LayoutKind::contiguous, true, 1, 0},
+    {"ring striped, causal+skip", Algorithm::ring, LayoutKind::striped, true, 1, 0},
+    {"allgather zigzag, causal", Algorithm::allgather, LayoutKind::zigzag, true, 1, 0},
+    {"ulysses contiguous, causal", Algorithm::ulysses, LayoutKind::contiguous, true, 1, 0},
+};
+
+PlanSpec spec_of(const Schedule& s, int64_t P, const AttentionDims& dims, bool backward, gpu::Dtype dtype) {
+  PlanSpec spec;
+  spec.algo = s.algo;
+  spec.layout = s.layout;
+  spec.ranks = P;
+  spec.ulysses = s.ulysses;
+  spec.dims = dims;
+  spec.causal = s.causal;
+  spec.backward = backward;
+  spec.element_bytes = gpu::dtype_bytes(dtype);
+  return spec;
+}
+
+struct Timing {
+  double ms = 0;         // median device time of a whole run
+  double imbalance = 1;  // max / mean FLOPs over the ranks
+};
+
+Timing median_device_ms(gpu::StreamsExecutor& executor, int warmup, int iterations) {
+  for (int i = 0; i < warmup; ++i) executor.run(false);
+  std::vector<double> times;
+  Timing timing;
+  for (int i = 0; i < iterations; ++i) {
+    const gpu::GpuRunResult result = executor.run(false);
+    times.push_back(result.device_ms);
+    timing.imbalance = load_imbalance(result.ranks).flops_max_over_mean;
+  }
+  std::sort(times.begin(), times.end());
+  timing.ms = times[times.size() / 2];
+  return timing;
+}
+
+// ---- [checks] ----------------------------------------------------------------------------------
+
+bool check_schedule(const Schedule& s, int64_t P, gpu::Dtype dtype, std::string& detail) {
+  AttentionDims dims;
+  dims.seq = 64 * 2 * P, dims.heads = 4 * P, dims.kv_heads = P, dims.dim = 128;  // divisible for every layout
+  const PlanSpec spec = spec_of(s, P, dims, true, dtype);
+  const Plan plan = build_plan(spec);
+  AttentionInputs<double> x = make_inputs(dims, 11, true).cast<double>();
+  x.q = gpu::rounded_to_dtype(x.q, dtype), x.k = gpu::rounded_to_dtype(x.k, dtype);
+  x.v = gpu::rounded_to_dtype(x.v, dtype), x.dout = gpu::rounded_to_dtype(x.dout, dtype);
+  gpu::GpuRunOptions options;
+  options.dtype = dtype;
+  const gpu::GpuRunResult result = gpu::run_gpu_streams(plan, x.cast<float>(), options);
+  const ReferenceOutputs reference = compute_reference(x, s.causal ? MaskKind::causal : MaskKind::none, true);
+  const Verification v = verify(result.outputs, reference, result.executor, gpu::gpu_tolerance_function(dtype));
+  for (const TensorCheck& c : v.checks)
+    if (!c.result.ok) detail = c.name + ": " + c.result.describe();
+  return v.ok();
+}
+
+// ---- [steps] -----------------------------------------------------------------------------------
+
+struct Calibration {
+  double flops_per_ms = 0;  // achieved by the P = 1 run
+  double bytes_per_ms = 0;  // device-to-device copy
+};
+
+double copy_bandwidth_bytes_per_ms(cudaStream_t stream) {
+  const size_t bytes = size_t(256) << 20;
+  gpu::DeviceBuffer a(bytes), b(bytes);
+  const double ms = bench::time_ms(stream, 2, 5, [&] {
+    RINGLAB_CUDA_CHECK(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice, stream));
+  });
+  return double(bytes) / ms;
+}
+
+double predicted_step_ms(double step_flops, double step_bytes, const Calibration& c) {
+  return std::max(step_flops / c.flops_per_ms, step_bytes / c.bytes_per_ms);
+}
+
+void print_steps(const Schedule& s, int64_t P, const AttentionDims& dims, gpu::Dtype dtype, const Calibration& c) {
+  const Plan plan = build_plan(spec_of(s, P, dims, false, dtype));
+  const AttentionInputs<float> x = make_inputs(dims, 1, false);
+  gpu::GpuRunOptions options;
+  options.dtype = dtype;
+  options.trace = true;
+  gpu::StreamsExecutor executor(plan, x, options);
+  executor.run(false);  // warm-up
+  const gpu::GpuRunResult result = executor.run(false);
+  // Per (phase label, step): span of all events, FLOPs and received bytes over all ranks.
+  struct Step {
+    double start = 1e300, end = 0, flops = 0, bytes = 0;
+  };
+  std::map<std::pair<std::string, int>, Step> steps;
+  for (const TraceEvent& e : result.trace) {
+    Step& st = steps[{e.label, e.step}];
+    st.start = std::min(st.start, e.start_us), st.end = std::max(st.end, e.start_us + e.duration_us);
+    if (e.flops > 0) st.flops += e.flops;
+    if (e.name == "recv" && e.bytes > 0) st.bytes += double(e.bytes);
+  }
+  std::printf("\nper-step times: %s, P=%lld, %s, forward (one run, CUDA events)\n", s.name, static_cast<long long>(P),
+              dims.to_string().c_str());
+  std::printf("%-22s %5s %11s %11s %9s %12s\n", "phase", "step", "measured", "model", "meas/mod", "GFLOP");
+  std::printf("%-22s %5s %11s %11s %9s %12s\n", "", "", "[ms]", "[ms]", "", "");
+  for (const auto& [key, st] : steps) {
+    if (st.flops <= 0 && st.bytes <= 0) continue;
+    const double measured = (st.end - st.start) / 1000.0, model = predicted_step_ms(st.flops, st.bytes, c);
+    std::printf("%-22s %5d %11.3f %11.3f %9.2f %12.2f\n", key.first.c_str(), key.second, measured, model,
+                model > 0 ? measured / model : 0.0, st.flops / 1e9);
+  }
+  std::printf("model: max(step FLOPs / %.1f TFLOP/s, step bytes / %.0f GB/s), both measured in this run\n",
+              c.flops_per_ms / 1e9, c.bytes_per_ms / 1e6);
+}
+
+}  // namespace
+}  // namespace ringlab
+
+int main(int argc, char** argv) {
+  using namespace ringlab;
+  CLI::App app{"bench_gpu_ring: gpu-streams efficiency vs one kernel, and per-step times vs a model"};
+  AttentionDims dims;
+  dims.seq = 16384, dims.heads = 32, dims.kv_heads = 8, dims.dim = 128;
+  std::string ranks = "2,4,8", dtype_name = "bf16";
+  int iterations = 5, step_ranks = 4;
+  app.add_option("--seq", dims.seq)->capture_default_str();
+  app.add_option("--heads", dims.heads)->capture_default_str();
+  app.add_option("--kv-heads", dims.kv_heads)->capture_default_str();
+  app.add_option("--dim", dims.dim)->capture_default_str();
+  app.add_option("--batch", dims.batch)->capture_default_str();
+  app.add_option("--ranks", ranks, "virtual ranks P")->capture_default_str();
+  app.add_option("--dtype", dtype_name)->capture_default_str();
+  app.add_option("--iterations", iterations)->capture_default_str();
+  app.add_option("--step-ranks", step_ranks, "P of the per-step table")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  std::string why;
+  if (!gpu::device_available(&why)) {
+    std::cerr << "bench_gpu_ring: no CUDA device (" << why << "); nothing to measure\n";
+    return 2;
+  }
+  const gpu::Dtype dtype = gpu::parse_dtype(dtype_name);
+  const std::vector<int64_t> Ps = bench::parse_list(ranks);
+
+  int failures = 0;
+  std::printf("checks before timing (S = 128 P, every output vs exact attention, %s tolerances):\n", gpu::dtype_name(dtype));
+  for (const Schedule& s : kSchedules)
+    for (int64_t P : Ps) {
+      std::string detail;
+      const bool ok = check_schedule(s, P, dtype, detail);
+      failures += ok ? 0 : 1;
+      if (!ok) std::printf("  FAIL %s P=%lld: %s\n", s.name, static_cast<long long>(P), detail.c_str());
+    }
+  std::printf("  %s\n\n", failures ? "some schedules FAILED: their times below are not meaningful" : "all ok");
+
+  std::printf("efficiency on %s: T(one kernel, P=1) / T(P virtual ranks), %s, %s\n",
+              gpu::device_description(0).c_str(), dims.to_string().c_str(), gpu::dtype_name(dtype));
+  std::printf("%-30s %4s %8s %10s %10s %7s %7s %9s  %s\n", "schedule", "P", "pass", "T(1)", "T(P)", "eff", "target",
+              "work imb", "verdict");
+  std::printf("%-30s %4s %8s %10s %10s %7s %7s %9s\n", "", "", "", "[ms]", "[ms]", "[%]", "[%]", "[max/mean]");
+  Calibration calibration;
+  gpu::Stream stream;
+  calibration.bytes_per_ms = copy_bandwidth_bytes_per_ms(stream.get());
+  int missed = 0;
+  const AttentionInputs<float> x = make_inputs(dims, 1, true);  // dout is only uploaded by backward plans
+  for (const Schedule& s : kSchedules) {
+    for (bool backward : {false, true}) {
+      gpu::GpuRunOptions options;
+      options.dtype = dtype;
+      const Plan single = build_plan(spec_of(s, 1, dims, backward, dtype));
+      gpu::StreamsExecutor one(single, x, options);
+      const double t1 = median_device_ms(one, 1, iterations).ms;
+      if (!backward && s.algo == Algorithm::ring && !s.causal) {  // the model's FLOP rate: one full kernel
+        calibration.flops_per_ms = bench::attention_flops(dims.batch, dims.heads, dims.seq, dims.dim, false, false) / t1;
+      }
+      for (int64_t P : Ps) {
+        const Plan plan = build_plan(spec_of(s, P, dims, backward, dtype));
+        gpu::StreamsExecutor many(plan, x, options);
+        const Timing timing = median_device_ms(many, 1, iterations);
+        const double tp = timing.ms, efficiency = t1 / tp;
+        const char* verdict = s.target == 0 ? "-" : efficiency >= s.target ? "met" : "MISSED";
+        missed += s.target > 0 && efficiency < s.target ? 1 : 0;
+        char target[16] = "-";
+        if (s.target > 0) std::snprintf(target, sizeof target, "%.0f", 100 * s.target);
+        std::printf("%-30s %4lld %8s %10.3f %10.3f %7.1f %7s %9.2f  %s\n", s.name, static_cast<long long>(P),
+                    backward ? "fwd+bwd" : "fwd", t1, tp, 100 * efficiency, target, timing.imbalance, verdict);
+      }
+    }
+  }
+  if (calibration.flops_per_ms > 0) {
+    for (const Schedule& s : kSchedules)
+      if (s.algo == Algorithm::ring && s.causal && s.layout != LayoutKind::striped)
+        print_steps(s, step_ranks, dims, dtype, calibration);
+  }
+  std::printf("\n%s: %d check failure(s), %d efficiency target(s) missed\n", failures || missed ? "FAIL" : "PASS",
+              failures, missed);
+  return failures ? 1 : 0;
+}

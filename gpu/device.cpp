@@ -1,0 +1,90 @@
+#include "gpu/device.hpp"
+
+#include <cstdio>
+#include <utility>
+
+namespace ringlab::gpu {
+
+void throw_cuda_error(cudaError_t error, const char* call, const char* file, int line) {
+  throw CudaError(std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
+                  cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")",
+                  error);
+}
+
+int device_count(std::string* why) {
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    if (why) *why = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(error);
+    (void)cudaGetLastError();  // clear the error so that later calls do not report it again
+    return 0;
+  }
+  if (count == 0 && why) *why = "cudaGetDeviceCount: no devices";
+  return count;
+}
+
+std::string device_description(int device) {
+  cudaDeviceProp prop{};
+  RINGLAB_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  char details[96];
+  std::snprintf(details, sizeof details, " (sm_%d%d, %d SMs, %.1f GiB)", prop.major, prop.minor,
+                prop.multiProcessorCount, static_cast<double>(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
+  return std::string(prop.name) + details;
+}
+
+DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
+  if (bytes > 0) RINGLAB_CUDA_CHECK(cudaMalloc(&data_, bytes));
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    if (data_) cudaFree(data_);
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (data_) cudaFree(data_);
+}
+
+void DeviceBuffer::upload(const void* host, size_t bytes, size_t offset) {
+  if (offset + bytes > bytes_) throw CudaError("DeviceBuffer::upload: " + std::to_string(bytes) + " bytes do not fit");
+  if (bytes) RINGLAB_CUDA_CHECK(cudaMemcpy(static_cast<char*>(data_) + offset, host, bytes, cudaMemcpyHostToDevice));
+}
+
+void DeviceBuffer::download(void* host, size_t bytes, size_t offset) const {
+  if (offset + bytes > bytes_) throw CudaError("DeviceBuffer::download: " + std::to_string(bytes) + " bytes out of range");
+  if (bytes) RINGLAB_CUDA_CHECK(cudaMemcpy(host, static_cast<const char*>(data_) + offset, bytes, cudaMemcpyDeviceToHost));
+}
+
+void DeviceBuffer::zero_async(cudaStream_t stream) {
+  if (bytes_) RINGLAB_CUDA_CHECK(cudaMemsetAsync(data_, 0, bytes_, stream));
+}
+
+Stream::Stream() { RINGLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+Stream::~Stream() {
+  if (stream_) cudaStreamDestroy(stream_);
+}
+void Stream::synchronize() const { RINGLAB_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+Event::Event(bool timing) {
+  RINGLAB_CUDA_CHECK(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming));
+}
+Event::~Event() {
+  if (event_) cudaEventDestroy(event_);
+}
+void Event::record(cudaStream_t stream) const { RINGLAB_CUDA_CHECK(cudaEventRecord(event_, stream)); }
+void Event::wait_on(cudaStream_t stream) const { RINGLAB_CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0)); }
+
+float elapsed_ms(const Event& start, const Event& end) {
+  float ms = 0;
+  RINGLAB_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), end.get()));
+  return ms;
+}
+
+}  // namespace ringlab::gpu

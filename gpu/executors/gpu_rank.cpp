@@ -1,0 +1,330 @@
+// Sections: [geometry] [construction] [local ops] [outputs] [all-to-all geometry]
+#include "gpu/executors/gpu_rank.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "reference/layout.hpp"
+
+namespace ringlab::gpu {
+namespace {
+
+DeviceBuffer upload_tensor(const Tensor<float>& tensor, Dtype dtype) {
+  const std::vector<unsigned char> bytes = encode(tensor.span(), dtype);
+  DeviceBuffer buffer(bytes.size());
+  buffer.upload(bytes.data(), bytes.size());
+  return buffer;
+}
+
+DeviceBuffer upload_ints(const std::vector<int64_t>& values) {
+  const std::vector<int32_t> ints(values.begin(), values.end());
+  DeviceBuffer buffer(ints.size() * sizeof(int32_t));
+  buffer.upload(ints.data(), ints.size() * sizeof(int32_t));
+  return buffer;
+}
+
+DeviceBuffer zeroed(size_t bytes) {
+  DeviceBuffer buffer(bytes);
+  if (bytes) RINGLAB_CUDA_CHECK(cudaMemset(buffer.get(), 0, bytes));
+  return buffer;
+}
+
+size_t floats(int64_t count) { return static_cast<size_t>(count) * sizeof(float); }
+
+bool plan_uses(const Plan& plan, Collective collective) {
+  for (const Phase& phase : plan.phases())
+    for (const TemplateEntry& entry : phase.body)
+      if (const auto* c = std::get_if<CollectiveT>(&entry.op); c && c->collective == collective) return true;
+  return false;
+}
+
+}  // namespace
+
+// ---- [geometry] --------------------------------------------------------------------------------
+
+RankGeometry::RankGeometry(const Plan& plan, int64_t rank_, Dtype dtype_)
+    : rank(rank_), g(plan.ring_position(rank_)), u(plan.ulysses_index(rank_)), dtype(dtype_) {
+  const AttentionDims& d = plan.spec().dims;
+  B = d.batch, D = d.dim, H = d.heads, HKV = d.kv_heads;
+  R = plan.ring(), U = plan.ulysses();
+  n = plan.block_tokens();
+  n_local = d.seq / plan.ranks();
+  heads = plan.heads_per_rank(), kv_heads = plan.kv_heads_per_rank();
+}
+
+void scatter_local_outputs(const LocalOutputs& local, const std::vector<int64_t>& positions, RunOutputs& global) {
+  scatter_rows(local.out, positions, 1, global.out);
+  scatter_rows(local.lse, positions, 2, global.lse);
+  if (!local.dq.empty()) {
+    scatter_rows(local.dq, positions, 1, global.dq);
+    scatter_rows(local.dk, positions, 1, global.dk);
+    scatter_rows(local.dv, positions, 1, global.dv);
+  }
+}
+
+// ---- [construction] ----------------------------------------------------------------------------
+
+GpuRank::GpuRank(const Plan& plan, int64_t rank, Dtype dtype, const AttentionInputs<float>& inputs)
+    : geo_(plan, rank, dtype), local_positions_(plan.layout().positions(rank)), backward_(plan.spec().backward),
+      separate_working_(geo_.U > 1) {
+  const RankGeometry& g = geo_;
+  const int64_t es = g.element_bytes();
+  local_q_ = upload_tensor(gather_rows(inputs.q, local_positions_, 1), dtype);
+  local_k_ = upload_tensor(gather_rows(inputs.k, local_positions_, 1), dtype);
+  local_v_ = upload_tensor(gather_rows(inputs.v, local_positions_, 1), dtype);
+  if (backward_) local_dout_ = upload_tensor(gather_rows(inputs.dout, local_positions_, 1), dtype);
+  if (separate_working_) {
+    const size_t q_bytes = static_cast<size_t>(g.B * g.n * g.heads * g.D * es);
+    const size_t kv_bytes = static_cast<size_t>(g.B * g.n * g.kv_heads * g.D * es);
+    working_q_ = zeroed(q_bytes);
+    working_k_ = zeroed(kv_bytes);
+    working_v_ = zeroed(kv_bytes);
+    if (backward_) working_dout_ = zeroed(q_bytes);
+    q_ = working_q_.get(), k_ = working_k_.get(), v_ = working_v_.get(), dout_ = working_dout_.get();
+  } else {
+    q_ = local_q_.get(), k_ = local_k_.get(), v_ = local_v_.get(), dout_ = local_dout_.get();
+  }
+
+  const int64_t rows = g.B * g.heads * g.n;  // accumulator rows (b, h, i)
+  acc_max_ = DeviceBuffer(floats(rows));
+  acc_sum_ = DeviceBuffer(floats(rows));
+  acc_out_ = DeviceBuffer(floats(rows * g.D));
+  init_accumulator(acc_max_.as<float>(), acc_sum_.as<float>(), acc_out_.as<float>(), rows, static_cast<int>(g.D), nullptr);
+  out_ = zeroed(floats(g.B * g.n * g.heads * g.D));
+  lse_ = zeroed(floats(g.B * g.heads * g.n));
+  if (backward_) {
+    delta_ = zeroed(floats(g.B * g.heads * g.n));
+    dq_ = zeroed(floats(g.B * g.n * g.heads * g.D));
+    dk_ = zeroed(floats(g.B * g.n * g.kv_heads * g.D));
+    dv_ = zeroed(floats(g.B * g.n * g.kv_heads * g.D));
+  }
+  if (separate_working_) {
+    local_out_ = zeroed(floats(g.B * g.n_local * g.H * g.D));
+    local_lse_ = zeroed(floats(g.B * g.H * g.n_local));
+    if (backward_) {
+      local_dq_ = zeroed(floats(g.B * g.n_local * g.H * g.D));
+      local_dk_ = zeroed(floats(g.B * g.n_local * g.HKV * g.D));
+      local_dv_ = zeroed(floats(g.B * g.n_local * g.HKV * g.D));
+    }
+  }
+
+  // Slots: zeroed, so that nothing reads uninitialised memory whatever the plan does.
+  const bool gathers = plan_uses(plan, Collective::all_gather_kv);
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    const Slot slot = static_cast<Slot>(s);
+    const bool needed = slot == Slot::kv0 || slot == Slot::kv1 ||
+                        (backward_ && (slot == Slot::dkv0 || slot == Slot::dkv1 || slot == Slot::dkv_local)) ||
+                        (gathers && slot == Slot::gathered_kv) || (gathers && backward_ && slot == Slot::gathered_dkv);
+    if (needed) slots_[s] = zeroed(static_cast<size_t>(g.slot_blocks(slot) * g.slot_block_bytes(slot)));
+  }
+  if (gathers) own_kv_ = zeroed(static_cast<size_t>(g.slot_block_bytes(Slot::kv0)));
+
+  std::vector<int64_t> all_positions;
+  for (int64_t block = 0; block < g.R; ++block) {
+    const std::vector<int64_t> p = plan.block_positions(block);
+    all_positions.insert(all_positions.end(), p.begin(), p.end());
+  }
+  positions_ = upload_ints(all_positions);
+  local_index_ = upload_ints(iota_positions(g.n));
+  const std::vector<int64_t> block = plan.block_positions(g.g);
+  for (int64_t m = 0; m < g.U; ++m) {
+    std::vector<int64_t> member_rows;
+    for (int64_t position : plan.layout().positions(plan.rank_at(g.g, m)))
+      member_rows.push_back(std::lower_bound(block.begin(), block.end(), position) - block.begin());
+    member_rows_.push_back(upload_ints(member_rows));
+  }
+  // The executors' streams do not synchronise with the legacy default stream used above.
+  RINGLAB_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+void* GpuRank::slot_block(Slot slot, int64_t block) {
+  DeviceBuffer& buffer = slots_[static_cast<size_t>(slot)];
+  if (buffer.empty() || block < 0 || block >= geo_.slot_blocks(slot)) {
+    throw std::logic_error(std::string("gpu rank: slot ") + slot_name(slot) + " block " + std::to_string(block) +
+                           " is not allocated for this plan");
+  }
+  return static_cast<char*>(buffer.get()) + block * geo_.slot_block_bytes(slot);
+}
+
+void GpuRank::pack_own_kv(cudaStream_t stream) {
+  const size_t half = static_cast<size_t>(geo_.slot_block_bytes(Slot::kv0) / 2);
+  char* to = static_cast<char*>(own_kv_.get());
+  RINGLAB_CUDA_CHECK(cudaMemcpyAsync(to, k_, half, cudaMemcpyDeviceToDevice, stream));
+  RINGLAB_CUDA_CHECK(cudaMemcpyAsync(to + half, v_, half, cudaMemcpyDeviceToDevice, stream));
+}
+
+// ---- [local ops] -------------------------------------------------------------------------------
+
+void GpuRank::reset(cudaStream_t stream) {
+  const int64_t rows = geo_.B * geo_.heads * geo_.n;
+  init_accumulator(acc_max_.as<float>(), acc_sum_.as<float>(), acc_out_.as<float>(), rows, static_cast<int>(geo_.D),
+                   stream);
+}
+
+void GpuRank::load_kv(const LoadKvOp& op, cudaStream_t stream) {
+  const size_t half = static_cast<size_t>(geo_.slot_block_bytes(op.slot) / 2);
+  char* to = static_cast<char*>(slot_block(op.slot));
+  RINGLAB_CUDA_CHECK(cudaMemcpyAsync(to, k_, half, cudaMemcpyDeviceToDevice, stream));
+  RINGLAB_CUDA_CHECK(cudaMemcpyAsync(to + half, v_, half, cudaMemcpyDeviceToDevice, stream));
+}
+
+void GpuRank::compute(const ComputeOp& op, cudaStream_t stream) {
+  const RankGeometry& g = geo_;
+  // A gathered slot is R blocks; the compute's rows start at block kv_row_offset / n.
+  const bool gathered = op.kv_slot == Slot::gathered_kv;
+  if (op.kv_row_offset % g.n != 0) throw std::logic_error("gpu rank: kv_row_offset is not a whole block");
+  const int64_t block = gathered ? op.kv_row_offset / g.n : 0;
+  if (op.pass == Pass::backward && !op.accumulate_grad) {  // overwrite: a skipped block contributes 0
+    DeviceBuffer& grad = slots_[static_cast<size_t>(op.grad_slot)];
+    RINGLAB_CUDA_CHECK(cudaMemsetAsync(slot_block(op.grad_slot), 0, grad.bytes(), stream));
+  }
+  if (op.kernels.empty()) return;
+  const int64_t half = g.B * g.n * g.kv_heads * g.D;  // elements of K (or V) in a block
+  const char* kv = static_cast<const char*>(slot_block(op.kv_slot, block));
+  AttentionParams a;
+  a.q = q_;
+  a.k = kv;
+  a.v = kv + half * g.element_bytes();
+  a.k_pos = positions_.as<int32_t>() + op.kv_block * g.n;
+  a.batch = static_cast<int>(g.B);
+  a.q_seq = static_cast<int>(g.n);
+  a.kv_seq = static_cast<int>(g.n);
+  a.heads = static_cast<int>(g.heads);
+  a.kv_heads = static_cast<int>(g.kv_heads);
+  a.dim = static_cast<int>(g.D);
+  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(g.D)));
+  for (const KernelBlock& kb : op.kernels) {
+    a.q_pos = kb.erratum_local_query_index ? local_index_.as<int32_t>() : positions_.as<int32_t>() + g.g * g.n;
+    a.q_begin = static_cast<int>(kb.q_rows.begin);
+    a.q_end = static_cast<int>(kb.q_rows.end);
+    a.kv_begin = static_cast<int>(kb.kv_rows.begin);
+    a.kv_end = static_cast<int>(kb.kv_rows.end);
+    a.causal = kb.mask == MaskKind::causal;
+    a.skip_masked_tiles = kb.skip_masked_tiles;
+    if (op.pass == Pass::forward) {
+      ForwardParams p;
+      p.a = a;
+      p.acc_max = acc_max_.as<float>();
+      p.acc_sum = acc_sum_.as<float>();
+      p.acc_out = acc_out_.as<float>();
+      forward_accumulate(g.dtype, p, stream);
+    } else {
+      float* grad = static_cast<float*>(slot_block(op.grad_slot, op.grad_slot == Slot::gathered_dkv ? block : 0));
+      BackwardParams p;
+      p.a = a;
+      p.dout = dout_;
+      p.lse = lse_.as<float>();
+      p.delta = delta_.as<float>();
+      p.dq = dq_.as<float>();
+      p.dk = grad;
+      p.dv = grad + half;
+      backward_accumulate(g.dtype, p, stream);
+    }
+  }
+}
+
+void GpuRank::accumulate(const AccumulateOp& op, cudaStream_t stream) {
+  const int64_t count = geo_.kv_block_elements() * std::min(geo_.slot_blocks(op.from), geo_.slot_blocks(op.to));
+  add_into(static_cast<float*>(slot_block(op.to)), static_cast<const float*>(slot_block(op.from)), count, stream);
+}
+
+void GpuRank::finalize(cudaStream_t stream) {
+  const RankGeometry& g = geo_;
+  finalize_accumulator(acc_max_.as<float>(), acc_sum_.as<float>(), acc_out_.as<float>(), static_cast<int>(g.B),
+                       static_cast<int>(g.heads), static_cast<int>(g.n), static_cast<int>(g.D), out_.as<float>(),
+                       lse_.as<float>(), stream);
+}
+
+void GpuRank::prepare_backward(cudaStream_t stream) {
+  const RankGeometry& g = geo_;
+  if (!backward_) throw std::logic_error("gpu rank: PrepareBackward in a forward-only run");
+  softmax_delta(g.dtype, dout_, out_.as<float>(), static_cast<int>(g.B), static_cast<int>(g.n),
+                static_cast<int>(g.heads), static_cast<int>(g.D), delta_.as<float>(), stream);
+  dq_.zero_async(stream);
+  slots_[static_cast<size_t>(Slot::dkv0)].zero_async(stream);
+  if (!slots_[static_cast<size_t>(Slot::gathered_dkv)].empty()) {
+    slots_[static_cast<size_t>(Slot::gathered_dkv)].zero_async(stream);
+  }
+}
+
+void GpuRank::store_grads(const StoreGradsOp& op, cudaStream_t stream) {
+  const size_t half = static_cast<size_t>(geo_.slot_block_bytes(op.slot) / 2);
+  const char* from = static_cast<const char*>(slot_block(op.slot));
+  RINGLAB_CUDA_CHECK(cudaMemcpyAsync(dk_.get(), from, half, cudaMemcpyDeviceToDevice, stream));
+  RINGLAB_CUDA_CHECK(cudaMemcpyAsync(dv_.get(), from + half, half, cudaMemcpyDeviceToDevice, stream));
+}
+
+// ---- [outputs] ---------------------------------------------------------------------------------
+
+LocalOutputs GpuRank::download_outputs(bool backward) const {
+  const RankGeometry& g = geo_;
+  auto fetch = [](const void* device, Shape shape) {
+    Tensor<float> t(std::move(shape));
+    RINGLAB_CUDA_CHECK(cudaMemcpy(t.data(), device, floats(t.size()), cudaMemcpyDeviceToHost));
+    return t;
+  };
+  LocalOutputs local;
+  local.out = fetch(local_output(0), {g.B, g.n_local, g.H, g.D});
+  local.lse = fetch(local_output(1), {g.B, g.H, g.n_local});
+  if (backward) {
+    local.dq = fetch(local_output(2), {g.B, g.n_local, g.H, g.D});
+    local.dk = fetch(local_output(3), {g.B, g.n_local, g.HKV, g.D});
+    local.dv = fetch(local_output(4), {g.B, g.n_local, g.HKV, g.D});
+  }
+  return local;
+}
+
+const void* GpuRank::local_output(int which) const {
+  const DeviceBuffer* separate[] = {&local_out_, &local_lse_, &local_dq_, &local_dk_, &local_dv_};
+  const DeviceBuffer* working[] = {&out_, &lse_, &dq_, &dk_, &dv_};
+  return (separate_working_ ? separate : working)[which]->get();
+}
+
+// ---- [all-to-all geometry] ---------------------------------------------------------------------
+
+std::vector<GpuRank::A2aTensor> GpuRank::a2a_tensors(Collective collective) {
+  const int es = static_cast<int>(geo_.element_bytes());
+  const int H = static_cast<int>(geo_.H), HKV = static_cast<int>(geo_.HKV);
+  switch (collective) {
+    case Collective::all_to_all_qkv:
+      return {{local_q_.get(), q_, H, es, false}, {local_k_.get(), k_, HKV, es, false}, {local_v_.get(), v_, HKV, es, false}};
+    case Collective::all_to_all_dout:
+      return {{local_dout_.get(), dout_, H, es, false}};
+    case Collective::all_to_all_out:
+      return {{local_out_ptr(), out_.get(), H, 4, false}, {local_lse_ptr(), lse_.get(), H, 4, true}};
+    case Collective::all_to_all_grads:
+      return {{local_dq_ptr(), dq_.get(), H, 4, false}, {local_dk_ptr(), dk_.get(), HKV, 4, false},
+              {local_dv_ptr(), dv_.get(), HKV, 4, false}};
+    default:
+      throw std::logic_error(std::string("gpu rank: ") + collective_name(collective) + " is not an all-to-all");
+  }
+}
+
+RowCopy GpuRank::a2a_copy(Collective collective, const A2aTensor& source, int64_t from, const A2aTensor& dest,
+                          int64_t to) const {
+  const RankGeometry& g = geo_;
+  const int per = source.heads_total / static_cast<int>(g.U);
+  RowCopy c;
+  c.count = static_cast<int>(g.n_local);
+  c.head_count = per;
+  c.batch = static_cast<int>(g.B);
+  c.dim = static_cast<int>(g.D);
+  c.element_bytes = source.element_bytes;
+  if (a2a_to_working(collective)) {  // member `from`'s tokens, heads of `to` -> `to`'s block rows
+    c.src = source.local;
+    c.src_rows = static_cast<int>(g.n_local), c.src_heads = source.heads_total, c.src_head0 = static_cast<int>(to) * per;
+    c.dst = dest.working;
+    c.dst_rows = static_cast<int>(g.n), c.dst_heads = per, c.dst_head0 = 0;
+    c.dst_index = member_rows_[static_cast<size_t>(from)].as<int32_t>();
+  } else {  // `to`'s tokens from `from`'s block rows, into heads of `from`
+    c.src = source.working;
+    c.src_rows = static_cast<int>(g.n), c.src_heads = per, c.src_head0 = 0;
+    c.src_index = member_rows_[static_cast<size_t>(to)].as<int32_t>();
+    c.dst = dest.local;
+    c.dst_rows = static_cast<int>(g.n_local), c.dst_heads = dest.heads_total, c.dst_head0 = static_cast<int>(from) * per;
+  }
+  return c;
+}
+
+}  // namespace ringlab::gpu

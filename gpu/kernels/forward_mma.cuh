@@ -1,0 +1,272 @@
+// Tensor-core forward of one attention block (bf16 / fp16 inputs, fp32 accumulation), merged into
+// the device accumulators (m, l, o) with the online-softmax rescale — FlashAttention-2's forward
+// with the reference kernel's position lists, mask kinds, tile skipping and GQA.
+//
+// A block of 4 warps owns 64 query rows of one (batch, head); each warp owns 16 of them. Key/value
+// tiles of 64 rows stream through shared memory in two stages (cp.async double buffering, XOR
+// swizzled), and each tile is:
+//     S = Q K^T           mma.sync m16n8k16, Q fragments in registers, K fragments by ldmatrix
+//     mask                only for tiles the causal mask cuts (or the ragged last tile)
+//     m' = max(m, rowmax S), P = exp(scale S - m'), l = l e^{m-m'} + rowsum P, O = O e^{m-m'}
+//     O += P V            P re-packed from the S accumulators as A fragments, V by ldmatrix.trans
+// Tiles entirely in the queries' future are skipped (unless skip_masked_tiles is off), decided
+// from the min/max positions of the two tiles exactly as the reference kernel decides.
+#pragma once
+
+#include "gpu/kernels/kernel_params.hpp"
+#include "gpu/kernels/primitives.cuh"
+
+namespace ringlab::gpu {
+
+template <int D>
+struct ForwardMmaTiles {
+  static constexpr int kThreads = 128;
+  static constexpr int kBlockQ = 64;
+  static constexpr int kBlockK = 64;
+  static constexpr int kStages = 2;
+  // Q tile, then K and V tiles per stage; 16-bit elements.
+  static constexpr int kSmemBytes = (kBlockQ * D + kStages * 2 * kBlockK * D) * 2;
+  static int q_tiles(const AttentionParams& a) { return (a.q_end - a.q_begin + kBlockQ - 1) / kBlockQ; }
+};
+
+namespace dev {
+
+// Copies rows [0, valid) of a (kRows x D) tile from global memory (row stride `stride` elements)
+// into swizzled shared memory with cp.async; rows >= valid are zero-filled.
+template <class T, int D, int kRows, int kThreads>
+RINGLAB_DEVICE void load_tile_async(T* smem, const T* global, int64_t stride, int valid) {
+  constexpr int kChunksPerRow = D / 8;
+  for (int c = threadIdx.x; c < kRows * kChunksPerRow; c += kThreads) {
+    const int row = c / kChunksPerRow, chunk = c % kChunksPerRow;
+    const bool ok = row < valid;
+    cp_async_16(smem + swizzle<D>(row, chunk * 8), ok ? global + row * stride + chunk * 8 : global, ok);
+  }
+}
+
+}  // namespace dev
+
+template <class T, int D>
+RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_mma_kernel(ForwardParams p) {
+  using namespace dev;
+  using Tiles = ForwardMmaTiles<D>;
+  constexpr int BQ = Tiles::kBlockQ, BK = Tiles::kBlockK;
+  constexpr int kScoreTiles = BK / 8;  // n-tiles of S per warp (8 keys each)
+  constexpr int kOutTiles = D / 8;     // n-tiles of O per warp
+  constexpr int kDimChunks = D / 16;   // k-chunks of Q K^T
+  RINGLAB_DYNAMIC_SMEM(smem_raw);
+  T* q_smem = reinterpret_cast<T*>(smem_raw);  // (BQ, D) swizzled
+  T* k_smem = q_smem + BQ * D;                 // [stage] (BK, D) swizzled
+  T* v_smem = k_smem + 2 * BK * D;             // [stage] (BK, D) swizzled
+
+  const AttentionParams& a = p.a;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int q0 = a.q_begin + static_cast<int>(blockIdx.x) * BQ;
+  const int q_count = imin(BQ, a.q_end - q0);
+  const int b = static_cast<int>(blockIdx.y) / a.heads, h = static_cast<int>(blockIdx.y) % a.heads;
+  const int hk = h / (a.heads / a.kv_heads);
+  const int64_t q_stride = static_cast<int64_t>(a.heads) * D, kv_stride = static_cast<int64_t>(a.kv_heads) * D;
+  // q: (B, Sq, H, D) -> rows q0.. of (b, h); k, v: (B, Sk, HKV, D) -> row 0 of (b, hk)
+  const T* q_base = static_cast<const T*>(a.q) + ((static_cast<int64_t>(b) * a.q_seq + q0) * a.heads + h) * D;
+  const T* k_base = static_cast<const T*>(a.k) + static_cast<int64_t>(b) * a.kv_seq * kv_stride + hk * D;
+  const T* v_base = static_cast<const T*>(a.v) + static_cast<int64_t>(b) * a.kv_seq * kv_stride + hk * D;
+
+  int q_lo = 0, q_hi = 0;
+  if (a.causal) position_range(a.q_pos, q0, q_count, lane, q_lo, q_hi);
+
+  // This thread's two query rows (tile-local), their positions and accumulator rows.
+  const int row0 = warp * 16 + g, row1 = row0 + 8;
+  const bool valid0 = row0 < q_count, valid1 = row1 < q_count;
+  const int qpos0 = valid0 && a.causal ? a.q_pos[q0 + row0] : 0;
+  const int qpos1 = valid1 && a.causal ? a.q_pos[q0 + row1] : 0;
+  const int64_t acc0 = (static_cast<int64_t>(b) * a.heads + h) * a.q_seq + q0 + row0, acc1 = acc0 + 8;
+
+  // Key tiles over [kv_begin, kv_end); the next one that is not skipped, with its kind.
+  const int n_tiles = (a.kv_end - a.kv_begin + BK - 1) / BK;
+  auto next_tile = [&](int tile, int& kind) {
+    for (; tile < n_tiles; ++tile) {
+      const int k0 = a.kv_begin + tile * BK;
+      int k_lo = 0, k_hi = 0;
+      if (a.causal) position_range(a.k_pos, k0, imin(BK, a.kv_end - k0), lane, k_lo, k_hi);
+      kind = classify_tile(a.causal, a.skip_masked_tiles, q_lo, q_hi, k_lo, k_hi);
+      if (kind != kTileSkip) break;
+    }
+    return tile;
+  };
+  auto load_kv = [&](int tile, int stage) {
+    const int k0 = a.kv_begin + tile * BK, count = imin(BK, a.kv_end - k0);
+    load_tile_async<T, D, BK, 128>(k_smem + stage * BK * D, k_base + k0 * kv_stride, kv_stride, count);
+    load_tile_async<T, D, BK, 128>(v_smem + stage * BK * D, v_base + k0 * kv_stride, kv_stride, count);
+  };
+
+  int kind = kTileFull;
+  int tile = next_tile(0, kind);
+  if (tile >= n_tiles) return;  // every key tile is masked for these queries: the state is unchanged
+  load_tile_async<T, D, BQ, 128>(q_smem, q_base, q_stride, q_count);
+  load_kv(tile, 0);
+  cp_async_commit();
+
+  // The running state of rows row0 / row1: m, l (a partial sum over this thread's columns; the
+  // accumulator's l is carried by the t == 0 thread) and O as C fragments.
+  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+  float o[kOutTiles][4];
+  RINGLAB_UNROLL
+  for (int nt = 0; nt < kOutTiles; ++nt) o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0.f;
+  if (valid0) {
+    m0 = p.acc_max[acc0];
+    l0 = t == 0 ? p.acc_sum[acc0] : 0.f;
+    RINGLAB_UNROLL
+    for (int nt = 0; nt < kOutTiles; ++nt) {
+      o[nt][0] = p.acc_out[acc0 * D + nt * 8 + 2 * t];
+      o[nt][1] = p.acc_out[acc0 * D + nt * 8 + 2 * t + 1];
+    }
+  }
+  if (valid1) {
+    m1 = p.acc_max[acc1];
+    l1 = t == 0 ? p.acc_sum[acc1] : 0.f;
+    RINGLAB_UNROLL
+    for (int nt = 0; nt < kOutTiles; ++nt) {
+      o[nt][2] = p.acc_out[acc1 * D + nt * 8 + 2 * t];
+      o[nt][3] = p.acc_out[acc1 * D + nt * 8 + 2 * t + 1];
+    }
+  }
+
+  uint32_t qf[kDimChunks][4];  // this warp's 16 query rows as A fragments, loaded once
+  int stage = 0;
+  bool q_in_registers = false;
+  while (tile < n_tiles) {
+    int next_kind = kTileFull;
+    const int next = next_tile(tile + 1, next_kind);
+    if (next < n_tiles) load_kv(next, stage ^ 1);  // prefetch while this tile computes
+    cp_async_commit();
+    cp_async_wait<1>();  // everything but the prefetch has landed
+    sync_threads();
+    if (!q_in_registers) {
+      RINGLAB_UNROLL
+      for (int kc = 0; kc < kDimChunks; ++kc)
+        ldmatrix_x4(qf[kc], q_smem + swizzle<D>(warp * 16 + lane % 16, kc * 16 + (lane / 16) * 8));
+      q_in_registers = true;
+    }
+    const T* ks = k_smem + stage * BK * D;
+    const T* vs = v_smem + stage * BK * D;
+    const int k0 = a.kv_begin + tile * BK, k_count = imin(BK, a.kv_end - k0);
+
+    // S = Q K^T: 16 rows x 64 keys per warp.
+    float s[kScoreTiles][4];
+    RINGLAB_UNROLL
+    for (int nt = 0; nt < kScoreTiles; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+    RINGLAB_UNROLL
+    for (int kc = 0; kc < kDimChunks; ++kc) {
+      RINGLAB_UNROLL
+      for (int np = 0; np < kScoreTiles / 2; ++np) {
+        uint32_t kb[4];  // B fragments of key n-tiles 2np (kb0, kb1) and 2np+1 (kb2, kb3)
+        ldmatrix_x4(kb, ks + swizzle<D>(np * 16 + lane % 8 + (lane / 16) * 8, kc * 16 + ((lane / 8) % 2) * 8));
+        mma_16816<T>(s[2 * np], qf[kc], kb[0], kb[1]);
+        mma_16816<T>(s[2 * np + 1], qf[kc], kb[2], kb[3]);
+      }
+    }
+    // Scale; mask where the causal mask cuts the tile or the tile is ragged.
+    const bool cut = kind == kTilePartial;
+    const bool mask = cut || k_count < BK;
+    RINGLAB_UNROLL
+    for (int nt = 0; nt < kScoreTiles; ++nt) {
+      RINGLAB_UNROLL
+      for (int e = 0; e < 2; ++e) {
+        s[nt][e] *= a.scale;
+        s[nt][2 + e] *= a.scale;
+        if (mask) {
+          const int j = nt * 8 + 2 * t + e;
+          const bool key_ok = j < k_count;
+          const int kpos = key_ok && cut ? a.k_pos[k0 + j] : 0;
+          if (!key_ok || (cut && kpos > qpos0)) s[nt][e] = -INFINITY;
+          if (!key_ok || (cut && kpos > qpos1)) s[nt][2 + e] = -INFINITY;
+        }
+      }
+    }
+    // Online softmax: row max over the quad of lanes sharing g, then rescale.
+    float max0 = -INFINITY, max1 = -INFINITY;
+    RINGLAB_UNROLL
+    for (int nt = 0; nt < kScoreTiles; ++nt) {
+      max0 = fmaxf(max0, fmaxf(s[nt][0], s[nt][1]));
+      max1 = fmaxf(max1, fmaxf(s[nt][2], s[nt][3]));
+    }
+    max0 = fmaxf(max0, shfl_xor(max0, 1));
+    max0 = fmaxf(max0, shfl_xor(max0, 2));
+    max1 = fmaxf(max1, shfl_xor(max1, 1));
+    max1 = fmaxf(max1, shfl_xor(max1, 2));
+    const float new0 = fmaxf(m0, max0), new1 = fmaxf(m1, max1);
+    const float shift0 = new0 == -INFINITY ? 0.f : new0;  // a row with no visible key stays empty
+    const float shift1 = new1 == -INFINITY ? 0.f : new1;
+    const float alpha0 = fast_exp(m0 - shift0), alpha1 = fast_exp(m1 - shift1);
+    m0 = new0;
+    m1 = new1;
+    float sum0 = 0.f, sum1 = 0.f;
+    RINGLAB_UNROLL
+    for (int nt = 0; nt < kScoreTiles; ++nt) {
+      s[nt][0] = fast_exp(s[nt][0] - shift0);
+      s[nt][1] = fast_exp(s[nt][1] - shift0);
+      s[nt][2] = fast_exp(s[nt][2] - shift1);
+      s[nt][3] = fast_exp(s[nt][3] - shift1);
+      sum0 += s[nt][0] + s[nt][1];
+      sum1 += s[nt][2] + s[nt][3];
+    }
+    l0 = l0 * alpha0 + sum0;
+    l1 = l1 * alpha1 + sum1;
+    RINGLAB_UNROLL
+    for (int nt = 0; nt < kOutTiles; ++nt) {
+      o[nt][0] *= alpha0;
+      o[nt][1] *= alpha0;
+      o[nt][2] *= alpha1;
+      o[nt][3] *= alpha1;
+    }
+    // O += P V: the S accumulators of key n-tiles 2kc, 2kc+1 are exactly the A fragment of keys
+    // [16kc, 16kc+16); V (keys x D) is k-major, so its B fragments come from ldmatrix.trans.
+    RINGLAB_UNROLL
+    for (int kc = 0; kc < BK / 16; ++kc) {
+      const uint32_t pa[4] = {pack2<T>(s[2 * kc][0], s[2 * kc][1]), pack2<T>(s[2 * kc][2], s[2 * kc][3]),
+                              pack2<T>(s[2 * kc + 1][0], s[2 * kc + 1][1]),
+                              pack2<T>(s[2 * kc + 1][2], s[2 * kc + 1][3])};
+      RINGLAB_UNROLL
+      for (int dp = 0; dp < D / 16; ++dp) {
+        uint32_t vb[4];  // B fragments of output n-tiles 2dp (vb0, vb1) and 2dp+1 (vb2, vb3)
+        ldmatrix_x4_trans(vb, vs + swizzle<D>(kc * 16 + lane % 8 + ((lane / 8) % 2) * 8, dp * 16 + (lane / 16) * 8));
+        mma_16816<T>(o[2 * dp], pa, vb[0], vb[1]);
+        mma_16816<T>(o[2 * dp + 1], pa, vb[2], vb[3]);
+      }
+    }
+    sync_threads();  // every warp is done with this stage before the next prefetch overwrites it
+    stage ^= 1;
+    tile = next;
+    kind = next_kind;
+  }
+  cp_async_wait<0>();
+
+  // Write the state back: l summed over the quad, O as float pairs.
+  l0 += shfl_xor(l0, 1);
+  l0 += shfl_xor(l0, 2);
+  l1 += shfl_xor(l1, 1);
+  l1 += shfl_xor(l1, 2);
+  if (valid0) {
+    if (t == 0) {
+      p.acc_max[acc0] = m0;
+      p.acc_sum[acc0] = l0;
+    }
+    RINGLAB_UNROLL
+    for (int nt = 0; nt < kOutTiles; ++nt) {
+      p.acc_out[acc0 * D + nt * 8 + 2 * t] = o[nt][0];
+      p.acc_out[acc0 * D + nt * 8 + 2 * t + 1] = o[nt][1];
+    }
+  }
+  if (valid1) {
+    if (t == 0) {
+      p.acc_max[acc1] = m1;
+      p.acc_sum[acc1] = l1;
+    }
+    RINGLAB_UNROLL
+    for (int nt = 0; nt < kOutTiles; ++nt) {
+      p.acc_out[acc1 * D + nt * 8 + 2 * t] = o[nt][2];
+      p.acc_out[acc1 * D + nt * 8 + 2 * t + 1] = o[nt][3];
+    }
+  }
+}
+
+}  // namespace ringlab::gpu

@@ -1,0 +1,51 @@
+// Arguments of the attention kernels: plain structs shared by host code, the CUDA kernels and the
+// CPU warp emulator (tests/gpu/emulation). No CUDA headers, so any C++ file can fill them.
+//
+// One launch computes one *block* of a schedule exactly like the reference's
+// flash_forward_accumulate / flash_backward_accumulate (reference/flash_attention.hpp): local query
+// rows [q_begin, q_end) against key rows [kv_begin, kv_end), the mask comparing the global
+// positions q_pos / k_pos of those rows. Shapes (elements of the launch's dtype unless noted):
+//   q, dout: (B, Sq, H, D)        k, v: (B, Sk, HKV, D)         q_pos: Sq   k_pos: Sk (int32)
+//   acc_max, acc_sum: B*H*Sq fp32, rows (b, h, i) -> (b*H + h)*Sq + i;  acc_out: (B*H*Sq, D) fp32
+//   lse, delta: (B, H, Sq) fp32   dq: (B, Sq, H, D) fp32        dk, dv: (B, Sk, HKV, D) fp32
+// GQA: query head h reads kv head h / (H / HKV).
+#pragma once
+
+#include <cstdint>
+
+namespace ringlab::gpu {
+
+struct AttentionParams {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  const int32_t* q_pos = nullptr;
+  const int32_t* k_pos = nullptr;
+  int batch = 1, q_seq = 0, kv_seq = 0, heads = 1, kv_heads = 1, dim = 64;
+  int q_begin = 0, q_end = 0;    // local query rows, half-open
+  int kv_begin = 0, kv_end = 0;  // key rows, half-open
+  bool causal = false;           // key visible iff k_pos[j] <= q_pos[i]
+  bool skip_masked_tiles = true; // false: fully masked tiles are computed (same result)
+  float scale = 0.125f;          // 1/sqrt(D)
+};
+
+// Forward of one block merged into the running online-softmax accumulator (in place).
+struct ForwardParams {
+  AttentionParams a;
+  float* acc_max = nullptr;  // m, -inf where a row has seen no key yet
+  float* acc_sum = nullptr;  // l
+  float* acc_out = nullptr;  // o, unnormalised
+};
+
+// Backward of one block, *added* into dq, dk, dv. lse and delta are those of the whole forward.
+struct BackwardParams {
+  AttentionParams a;
+  const void* dout = nullptr;
+  const float* lse = nullptr;
+  const float* delta = nullptr;
+  float* dq = nullptr;
+  float* dk = nullptr;
+  float* dv = nullptr;
+};
+
+}  // namespace ringlab::gpu

@@ -1,0 +1,41 @@
+// 05 — production: the kernel the executors run (gpu/kernels/forward_mma.cuh). Over 04 it adds
+// global position lists with the reference kernel's mask classes (full / cut / skipped tiles),
+// GQA, fp16 as well as bf16, and the merge into device accumulators (m, l, o) so that blocks of
+// keys can arrive one ring step at a time; a finalize kernel turns the accumulator into out, lse.
+// Here: positions 0..S-1, one block of all keys, then finalize.
+#include "gpu/cuda_check.hpp"
+#include "gpu/kernels/attention_kernels.hpp"
+#include "gpu/kernels/ladder/ladder.hpp"
+
+namespace ringlab::gpu::ladder {
+
+size_t workspace_05(const Problem& p) {
+  const size_t rows = static_cast<size_t>(p.batch) * p.heads * p.seq;
+  return static_cast<size_t>(p.seq) * sizeof(int32_t) + rows * (2 + static_cast<size_t>(p.dim)) * sizeof(float);
+}
+
+void launch_05(const Problem& problem, const void* q, const void* k, const void* v, float* out, float* lse,
+               void* workspace, cudaStream_t stream) {
+  const int64_t rows = static_cast<int64_t>(problem.batch) * problem.heads * problem.seq;
+  int32_t* positions = static_cast<int32_t*>(workspace);
+  float* acc_max = reinterpret_cast<float*>(positions + problem.seq);
+  float* acc_sum = acc_max + rows;
+  float* acc_out = acc_sum + rows;
+  fill_iota(positions, problem.seq, stream);
+  init_accumulator(acc_max, acc_sum, acc_out, rows, problem.dim, stream);
+  ForwardParams p;
+  p.a.q = q, p.a.k = k, p.a.v = v;
+  p.a.q_pos = positions, p.a.k_pos = positions;
+  p.a.batch = problem.batch, p.a.heads = problem.heads, p.a.kv_heads = problem.heads, p.a.dim = problem.dim;
+  p.a.q_seq = p.a.kv_seq = p.a.q_end = p.a.kv_end = problem.seq;
+  p.a.causal = problem.causal;
+  p.a.scale = args_of(problem, q, k, v, out, lse).scale;
+  p.acc_max = acc_max;
+  p.acc_sum = acc_sum;
+  p.acc_out = acc_out;
+  forward_accumulate(Dtype::bf16, p, stream);
+  finalize_accumulator(acc_max, acc_sum, acc_out, problem.batch, problem.heads, problem.seq, problem.dim, out, lse,
+                       stream);
+}
+
+}  // namespace ringlab::gpu::ladder

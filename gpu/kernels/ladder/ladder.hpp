@@ -1,0 +1,67 @@
+// The teaching ladder (in the spirit of llm.c's dev/cuda): single-pass attention forward in
+// numbered versions, each adding one idea. Every version is validated against the CPU reference
+// before it is timed (bench/gpu/bench_gpu_ladder, tests/gpu/test_gpu_ladder.cpp), and the kernels
+// of 01-04 also run under the CPU warp emulator (tests/gpu/emulation).
+//
+//   01_naive_fp32.cu        one thread per query row, K and V read from global memory
+//   02_tiled_smem.cu        K/V tiles in shared memory, shared by a block of 64 query rows
+//   03_mma_bf16.cu          bf16 tensor cores: mma.sync m16n8k16 fed by ldmatrix, padded smem
+//   04_cp_async_swizzle.cu  cp.async double buffering and XOR-swizzled shared memory
+//   05_production.cu        the executors' kernel: positions, masks and tile skipping, GQA, fp16,
+//                           merging into device accumulators, then finalize
+//
+// The problem of the ladder: q, k, v (B, S, H, D) (no GQA), full or causal by token index;
+// outputs out (B, S, H, D) and lse (B, H, S), fp32.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "gpu/dtype.hpp"
+
+namespace ringlab::gpu::ladder {
+
+struct Problem {
+  int batch = 1, seq = 1024, heads = 8, dim = 64;
+  bool causal = false;
+};
+
+// Kernel arguments of versions 01-04 (plain data; the kernels are in the .cu files).
+struct Args {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  float* out = nullptr;
+  float* lse = nullptr;
+  int B = 1, S = 0, H = 1, D = 64;
+  bool causal = false;
+  float scale = 0.125f;
+};
+
+Args args_of(const Problem& problem, const void* q, const void* k, const void* v, float* out, float* lse);
+
+struct Version {
+  int number = 0;
+  const char* file = "";
+  const char* adds = "";  // the one line: what this version adds
+  Dtype dtype = Dtype::fp32;
+  bool (*supports)(const Problem&) = nullptr;
+  size_t (*workspace_bytes)(const Problem&) = nullptr;  // device scratch the launch needs
+  // Enqueues the forward on `stream`; q, k, v in `dtype`; workspace of workspace_bytes.
+  void (*launch)(const Problem&, const void* q, const void* k, const void* v, float* out, float* lse,
+                 void* workspace, cudaStream_t stream) = nullptr;
+};
+
+const std::vector<Version>& versions();
+
+// The launchers, one per file.
+void launch_01(const Problem&, const void*, const void*, const void*, float*, float*, void*, cudaStream_t);
+void launch_02(const Problem&, const void*, const void*, const void*, float*, float*, void*, cudaStream_t);
+void launch_03(const Problem&, const void*, const void*, const void*, float*, float*, void*, cudaStream_t);
+void launch_04(const Problem&, const void*, const void*, const void*, float*, float*, void*, cudaStream_t);
+void launch_05(const Problem&, const void*, const void*, const void*, float*, float*, void*, cudaStream_t);
+size_t workspace_05(const Problem&);
+
+}  // namespace ringlab::gpu::ladder

@@ -1,0 +1,170 @@
+// The device primitives every ringlab kernel is written with — one place for the inline PTX.
+//
+//   ldmatrix_x4 / ldmatrix_x4_trans   four 8x8 tiles of 16-bit elements, shared memory -> registers
+//   mma_16816<T>                      D(16x8 f32) += A(16x16 T, row) * B(16x8 T, col), T = bf16 | fp16
+//   cp_async_16 / commit / wait<N>    asynchronous 16-byte global -> shared copies (zero-fill)
+//   shfl_xor, atomic_add, fast_exp    warp shuffle, fp32 atomic add, exp via ex2.approx
+//   pack2<T>, to_float                two floats -> one 32-bit register of T; T -> float
+//   swizzle<D>                        XOR-swizzled offset in a (rows x D) tile of 16-bit elements
+//
+// Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"), lane = 4 * g + t:
+//   A regs {a0,a1,a2,a3}: (row g, cols 2t..2t+1), (row g+8, 2t..), (row g, 2t+8..), (row g+8, 2t+8..)
+//   B regs {b0,b1}:       (k 2t..2t+1, col g), (k 2t+8.., col g)
+//   C/D   {c0,c1,c2,c3}:  (row g, cols 2t, 2t+1), (row g+8, cols 2t, 2t+1)
+// ldmatrix.x4: lanes 8i..8i+7 give the row addresses of tile i; register i of lane l receives
+// tile i's (row l/4, cols 2(l%4)..+1), or with .trans its (rows 2(l%4)..+1, col l/4).
+//
+// Compiled by nvcc (the real instructions) or, for the CPU tests, after
+// tests/gpu/emulation/warp_emulator.hpp, which defines RINGLAB_WARP_EMULATOR and emulates each
+// primitive lane by lane with the same layouts — so the kernels' index arithmetic runs in CI.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#define RINGLAB_DEVICE __device__ __forceinline__
+#define RINGLAB_KERNEL __global__
+#define RINGLAB_LAUNCH_BOUNDS(threads) __launch_bounds__(threads)
+#define RINGLAB_DYNAMIC_SMEM(name) extern __shared__ __align__(128) unsigned char name[]
+#define RINGLAB_UNROLL _Pragma("unroll")
+#elif !defined(RINGLAB_WARP_EMULATOR)
+#error "gpu/kernels/primitives.cuh needs nvcc, or tests/gpu/emulation/warp_emulator.hpp included first"
+#endif
+
+namespace ringlab::gpu::dev {
+
+#if defined(__CUDACC__)
+
+RINGLAB_DEVICE uint32_t smem_u32(const void* pointer) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
+}
+
+RINGLAB_DEVICE void ldmatrix_x4(uint32_t (&r)[4], const void* row_address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(row_address)));
+}
+
+RINGLAB_DEVICE void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row_address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(row_address)));
+}
+
+template <class T>
+RINGLAB_DEVICE void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
+
+template <>
+RINGLAB_DEVICE void mma_16816<__nv_bfloat16>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <>
+RINGLAB_DEVICE void mma_16816<__half>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// 16 bytes global -> shared; when !valid nothing is read and the 16 bytes are zero-filled.
+RINGLAB_DEVICE void cp_async_16(void* smem_destination, const void* global_source, bool valid) {
+  const int source_bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem_destination)),
+               "l"(global_source), "r"(source_bytes)
+               : "memory");
+}
+
+RINGLAB_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+// Waits until at most `kPending` of this thread's committed groups are still in flight.
+template <int kPending>
+RINGLAB_DEVICE void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+RINGLAB_DEVICE float shfl_xor(float value, int lane_mask) { return __shfl_xor_sync(0xffffffffu, value, lane_mask); }
+RINGLAB_DEVICE int shfl_xor(int value, int lane_mask) { return __shfl_xor_sync(0xffffffffu, value, lane_mask); }
+RINGLAB_DEVICE void sync_threads() { __syncthreads(); }
+RINGLAB_DEVICE void atomic_add(float* address, float value) { atomicAdd(address, value); }
+RINGLAB_DEVICE float fast_exp(float x) { return __expf(x); }
+
+#endif  // __CUDACC__
+
+// ---- shared by the device and the emulator ---------------------------------------------------
+
+RINGLAB_DEVICE int imin(int a, int b) { return a < b ? a : b; }
+RINGLAB_DEVICE int imax(int a, int b) { return a > b ? a : b; }
+
+RINGLAB_DEVICE float to_float(float x) { return x; }
+RINGLAB_DEVICE float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+RINGLAB_DEVICE float to_float(__half x) { return __half2float(x); }
+
+template <class T>
+RINGLAB_DEVICE uint32_t pack2(float lo, float hi);
+
+template <>
+RINGLAB_DEVICE uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
+  const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);  // .x (lo) in the low 16 bits
+  uint32_t bits;
+  std::memcpy(&bits, &pair, sizeof bits);
+  return bits;
+}
+
+template <>
+RINGLAB_DEVICE uint32_t pack2<__half>(float lo, float hi) {
+  const __half2 pair = __floats2half2_rn(lo, hi);
+  uint32_t bits;
+  std::memcpy(&bits, &pair, sizeof bits);
+  return bits;
+}
+
+// Offset of element (row, col) in a tile of rows of D 16-bit elements, with the 16-byte chunks of
+// each row XOR-permuted by the row's low three bits. ldmatrix reads 8 rows at the same column
+// chunk; unswizzled, rows 128 or 256 bytes apart all hit the same banks (an 8-way conflict);
+// swizzled, the 8 rows' chunks land in 8 different bank groups. cp.async writes whole chunks, so
+// the permutation is free. Needs D >= 64 (8 chunks per row).
+template <int D>
+RINGLAB_DEVICE int swizzle(int row, int col) {
+  static_assert(D % 64 == 0, "the swizzle permutes 8 chunks of 16 bytes per row");
+  return row * D + ((((col >> 3) ^ (row & 7))) << 3) + (col & 7);
+}
+
+// Min and max of positions[begin, begin + count), reduced across the warp: every lane (and every
+// warp that calls it) gets the same answer, so block-wide decisions taken on it are uniform.
+RINGLAB_DEVICE void position_range(const int32_t* positions, int begin, int count, int lane, int& lo, int& hi) {
+  lo = 2147483647;
+  hi = -2147483647 - 1;
+  for (int r = lane; r < count; r += 32) {
+    const int p = positions[begin + r];
+    lo = imin(lo, p);
+    hi = imax(hi, p);
+  }
+  RINGLAB_UNROLL
+  for (int mask = 16; mask > 0; mask >>= 1) {
+    lo = imin(lo, shfl_xor(lo, mask));
+    hi = imax(hi, shfl_xor(hi, mask));
+  }
+}
+
+// How a (query tile, key tile) pair is computed; mirrors the reference kernel's classify().
+enum TileKind : int { kTileSkip = 0, kTileFull = 1, kTilePartial = 2 };
+
+RINGLAB_DEVICE int classify_tile(bool causal, bool skip_masked, int q_lo, int q_hi, int k_lo, int k_hi) {
+  if (!causal) return kTileFull;
+  if (k_lo > q_hi) return skip_masked ? kTileSkip : kTilePartial;  // every key in every query's future
+  if (k_hi <= q_lo) return kTileFull;                               // every key in every query's past
+  return kTilePartial;
+}
+
+}  // namespace ringlab::gpu::dev

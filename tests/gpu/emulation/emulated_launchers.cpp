@@ -1,0 +1,114 @@
+// gpu/kernels/attention_kernels.hpp implemented with the warp emulator: the same kernels
+// (forward_mma.cuh, backward_mma.cuh, the fp32 ones, elementwise.cuh) and the same grids as the
+// nvcc launchers (gpu/kernels/*.cu), run on the CPU. Linked, with mock_cuda_runtime.cpp, into the
+// tests that run the GPU executors without a GPU (test_executor_emulated.cpp).
+#include "tests/gpu/emulation/warp_emulator.hpp"  // first: it stands in for nvcc
+
+#include <algorithm>
+#include <string>
+
+#include "gpu/kernels/attention_kernels.hpp"
+#include "gpu/kernels/backward_fp32.cuh"
+#include "gpu/kernels/backward_mma.cuh"
+#include "gpu/kernels/elementwise.cuh"
+#include "gpu/kernels/forward_fp32.cuh"
+#include "gpu/kernels/forward_mma.cuh"
+#include "reference/error.hpp"
+
+namespace ringlab::gpu {
+namespace {
+
+emu::Dim3 grid2(int x, int y) { return {static_cast<unsigned>(x), static_cast<unsigned>(y), 1}; }
+// Grid-stride kernels are right for any grid; a few blocks keep the emulation quick.
+emu::Dim3 small_grid(int64_t count) { return {static_cast<unsigned>(std::clamp<int64_t>(count / 4096 + 1, 1, 4)), 1, 1}; }
+
+template <class T, int D>
+void forward_mma(const ForwardParams& p) {
+  using Tiles = ForwardMmaTiles<D>;
+  emu::launch(grid2(Tiles::q_tiles(p.a), p.a.batch * p.a.heads), Tiles::kThreads, Tiles::kSmemBytes,
+              [&] { forward_mma_kernel<T, D>(p); });
+}
+
+template <class T, int D>
+void backward_mma(const BackwardParams& p) {
+  using Tiles = BackwardMmaTiles<D>;
+  emu::launch(grid2(Tiles::k_tiles(p.a), p.a.batch * p.a.heads), Tiles::kThreads, Tiles::kSmemBytes,
+              [&] { backward_mma_kernel<T, D>(p); });
+}
+
+}  // namespace
+
+std::string kernel_support(Dtype dtype, int64_t dim) {
+  if (dtype == Dtype::fp32) return dim >= 1 && dim <= 128 ? "" : "fp32: D <= 128";
+  return dim == 64 || dim == 128 ? "" : "tensor cores: D = 64 or 128";
+}
+
+void forward_accumulate(Dtype dtype, const ForwardParams& p, cudaStream_t) {
+  if (p.a.q_end <= p.a.q_begin || p.a.kv_end <= p.a.kv_begin) return;
+  if (const std::string why = kernel_support(dtype, p.a.dim); !why.empty()) throw UsageError(why);
+  const bool d64 = p.a.dim == 64;
+  switch (dtype) {
+    case Dtype::bf16: return d64 ? forward_mma<__nv_bfloat16, 64>(p) : forward_mma<__nv_bfloat16, 128>(p);
+    case Dtype::fp16: return d64 ? forward_mma<__half, 64>(p) : forward_mma<__half, 128>(p);
+    case Dtype::fp32:
+      emu::launch(grid2(ForwardFp32Tiles::q_tiles(p.a), p.a.batch * p.a.heads), ForwardFp32Tiles::kThreads,
+                  ForwardFp32Tiles::smem_bytes(p.a.dim), [&] { forward_fp32_kernel(p); });
+  }
+}
+
+void backward_accumulate(Dtype dtype, const BackwardParams& p, cudaStream_t) {
+  if (p.a.q_end <= p.a.q_begin || p.a.kv_end <= p.a.kv_begin) return;
+  if (const std::string why = kernel_support(dtype, p.a.dim); !why.empty()) throw UsageError(why);
+  const bool d64 = p.a.dim == 64;
+  switch (dtype) {
+    case Dtype::bf16: return d64 ? backward_mma<__nv_bfloat16, 64>(p) : backward_mma<__nv_bfloat16, 128>(p);
+    case Dtype::fp16: return d64 ? backward_mma<__half, 64>(p) : backward_mma<__half, 128>(p);
+    case Dtype::fp32:
+      emu::launch(grid2(BackwardFp32Tiles::k_tiles(p.a), p.a.batch * p.a.heads), BackwardFp32Tiles::kThreads,
+                  BackwardFp32Tiles::smem_bytes(p.a.dim), [&] { backward_fp32_kernel(p); });
+  }
+}
+
+void init_accumulator(float* max, float* sum, float* out, int64_t rows, int dim, cudaStream_t) {
+  emu::launch(small_grid(rows * dim), 256, 0, [&] { init_accumulator_kernel(max, sum, out, rows, dim); });
+}
+
+void finalize_accumulator(const float* max, const float* sum, const float* acc_out, int batch, int heads, int q_seq,
+                          int dim, float* out, float* lse, cudaStream_t) {
+  emu::launch(small_grid(int64_t(batch) * heads * q_seq * dim), 256, 0,
+              [&] { finalize_kernel(max, sum, acc_out, batch, heads, q_seq, dim, out, lse); });
+}
+
+void softmax_delta(Dtype dtype, const void* dout, const float* out, int batch, int q_seq, int heads, int dim,
+                   float* delta, cudaStream_t) {
+  emu::launch(small_grid(int64_t(batch) * q_seq * heads * 32), 256, 0, [&] {
+    switch (dtype) {
+      case Dtype::bf16:
+        return delta_kernel(static_cast<const __nv_bfloat16*>(dout), out, batch, q_seq, heads, dim, delta);
+      case Dtype::fp16: return delta_kernel(static_cast<const __half*>(dout), out, batch, q_seq, heads, dim, delta);
+      case Dtype::fp32: return delta_kernel(static_cast<const float*>(dout), out, batch, q_seq, heads, dim, delta);
+    }
+  });
+}
+
+void fill_iota(int32_t* positions, int64_t count, cudaStream_t) {
+  emu::launch(small_grid(count), 256, 0, [&] { iota_kernel(positions, count); });
+}
+
+void add_into(float* to, const float* from, int64_t count, cudaStream_t) {
+  emu::launch(small_grid(count), 256, 0, [&] { add_kernel(to, from, count); });
+}
+
+void copy_token_rows(const RowCopy& copy, cudaStream_t) {
+  const int64_t total = int64_t(copy.batch) * copy.count * copy.head_count * copy.dim;
+  emu::launch(small_grid(total), 256, 0, [&] {
+    copy.element_bytes == 2 ? copy_token_rows_kernel<unsigned short>(copy) : copy_token_rows_kernel<float>(copy);
+  });
+}
+
+void copy_lse_rows(const RowCopy& copy, cudaStream_t) {
+  emu::launch(small_grid(int64_t(copy.batch) * copy.count * copy.head_count), 256, 0,
+              [&] { copy_lse_rows_kernel(copy); });
+}
+
+}  // namespace ringlab::gpu

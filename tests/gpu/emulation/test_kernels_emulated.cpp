@@ -1,0 +1,247 @@
+// The production attention kernels (gpu/kernels/*.cuh) executed by the CPU warp emulator and
+// checked against the reference blockwise kernel — these run everywhere, GPU or not, so CI checks
+// the kernels' index arithmetic, swizzles, fragment layouts, masks, tile skipping and GQA.
+// Sizes are small and ragged on purpose (partial tiles, row ranges not starting at 0).
+#include "tests/gpu/emulation/warp_emulator.hpp"  // first: it stands in for nvcc
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpu/kernels/backward_fp32.cuh"
+#include "gpu/kernels/backward_mma.cuh"
+#include "gpu/kernels/forward_fp32.cuh"
+#include "gpu/kernels/forward_mma.cuh"
+#include "reference/compare.hpp"
+#include "reference/flash_attention.hpp"
+#include "reference/inputs.hpp"
+
+namespace ringlab {
+namespace {
+
+using gpu::AttentionParams;
+using gpu::BackwardParams;
+using gpu::ForwardParams;
+
+enum class Kind { bf16, fp16, fp32 };
+
+float round_to(Kind kind, float x) {
+  if (kind == Kind::bf16) return __bfloat162float(__float2bfloat16(x));
+  if (kind == Kind::fp16) return __half2float(__float2half(x));
+  return x;
+}
+
+// A block problem: shapes, positions, row ranges, mask.
+struct Problem {
+  int B = 1, Sq = 80, Sk = 100, H = 4, HKV = 2, D = 64;
+  bool causal = true, skip = true;
+  RowRange q_rows{5, 80};
+  std::vector<RowRange> kv_blocks{{3, 45}, {45, 97}};  // merged in this order
+  std::vector<int64_t> q_pos, k_pos;
+};
+
+// Zig-zag-like positions: rows are not one contiguous run, so tiles straddle the diagonal.
+std::vector<int64_t> positions(int count, int stride, int offset) {
+  std::vector<int64_t> p(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) p[static_cast<size_t>(i)] = (i < count / 2) ? offset + i : offset + stride + i;
+  return p;
+}
+
+Tensor<float> rounded_input(Kind kind, TensorId id, const Shape& shape, uint64_t seed) {
+  Tensor<float> t(shape);
+  for (int64_t i = 0; i < t.size(); ++i) t[i] = round_to(kind, input_value(seed, id, static_cast<uint64_t>(i)));
+  return t;
+}
+
+template <class T>
+std::vector<T> device_copy(const Tensor<float>& t) {
+  std::vector<T> out(static_cast<size_t>(t.size()));
+  for (int64_t i = 0; i < t.size(); ++i) {
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+      out[static_cast<size_t>(i)] = __float2bfloat16(t[i]);
+    } else if constexpr (std::is_same_v<T, __half>) {
+      out[static_cast<size_t>(i)] = __float2half(t[i]);
+    } else {
+      out[static_cast<size_t>(i)] = t[i];
+    }
+  }
+  return out;
+}
+
+std::vector<int32_t> to_int32(const std::vector<int64_t>& v) { return {v.begin(), v.end()}; }
+
+AttentionParams params_of(const Problem& pr, const void* q, const void* k, const void* v, const int32_t* q_pos,
+                          const int32_t* k_pos, RowRange kv) {
+  AttentionParams a;
+  a.q = q;
+  a.k = k;
+  a.v = v;
+  a.q_pos = q_pos;
+  a.k_pos = k_pos;
+  a.batch = pr.B;
+  a.q_seq = pr.Sq;
+  a.kv_seq = pr.Sk;
+  a.heads = pr.H;
+  a.kv_heads = pr.HKV;
+  a.dim = pr.D;
+  a.q_begin = static_cast<int>(pr.q_rows.begin);
+  a.q_end = static_cast<int>(pr.q_rows.end);
+  a.kv_begin = static_cast<int>(kv.begin);
+  a.kv_end = static_cast<int>(kv.end);
+  a.causal = pr.causal;
+  a.skip_masked_tiles = pr.skip;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(pr.D));
+  return a;
+}
+
+emu::Dim3 grid_of(int tiles, const Problem& pr) {
+  return {static_cast<unsigned>(tiles), static_cast<unsigned>(pr.B * pr.H), 1};
+}
+
+// Forward: the kernel's accumulator after all kv blocks vs the reference kernel's.
+template <class T, int D>
+void check_forward(Kind kind, Problem pr, Tolerance out_tol, Tolerance lse_tol) {
+  pr.D = D == 0 ? pr.D : D;
+  const MaskKind mask = pr.causal ? MaskKind::causal : MaskKind::none;
+  const Tensor<float> q = rounded_input(kind, TensorId::q, {pr.B, pr.Sq, pr.H, pr.D}, 11);
+  const Tensor<float> k = rounded_input(kind, TensorId::k, {pr.B, pr.Sk, pr.HKV, pr.D}, 11);
+  const Tensor<float> v = rounded_input(kind, TensorId::v, {pr.B, pr.Sk, pr.HKV, pr.D}, 11);
+  SoftmaxState<float> expected = make_accumulator(pr.B, pr.H, pr.Sq, pr.D);
+  for (RowRange kv : pr.kv_blocks)
+    flash_forward_accumulate(q, k, v, pr.q_pos, pr.k_pos, pr.q_rows, kv, mask, expected, {1, pr.skip});
+
+  const std::vector<T> qd = device_copy<T>(q), kd = device_copy<T>(k), vd = device_copy<T>(v);
+  const std::vector<int32_t> qp = to_int32(pr.q_pos), kp = to_int32(pr.k_pos);
+  SoftmaxState<float> actual = make_accumulator(pr.B, pr.H, pr.Sq, pr.D);
+  for (RowRange kv : pr.kv_blocks) {
+    ForwardParams p;
+    p.a = params_of(pr, qd.data(), kd.data(), vd.data(), qp.data(), kp.data(), kv);
+    p.acc_max = actual.max.data();
+    p.acc_sum = actual.sum.data();
+    p.acc_out = actual.out.data();
+    if constexpr (std::is_same_v<T, float>) {
+      emu::launch(grid_of(gpu::ForwardFp32Tiles::q_tiles(p.a), pr), 128, gpu::ForwardFp32Tiles::smem_bytes(pr.D),
+                  [&] { gpu::forward_fp32_kernel(p); });
+    } else {
+      using Tiles = gpu::ForwardMmaTiles<D>;
+      emu::launch(grid_of(Tiles::q_tiles(p.a), pr), 128, Tiles::kSmemBytes,
+                  [&] { gpu::forward_mma_kernel<T, D>(p); });
+    }
+  }
+  const AttentionOutput<float> want = finalize_accumulator(expected, pr.B, pr.H, pr.Sq, pr.D);
+  const AttentionOutput<float> got = finalize_accumulator(actual, pr.B, pr.H, pr.Sq, pr.D);
+  const CompareResult out = compare(got.out, want.out, out_tol);
+  const CompareResult lse = compare(got.lse, want.lse, lse_tol);
+  INFO("out: " << out.describe() << " (max abs " << out.max_abs_error << ")");
+  INFO("lse: " << lse.describe() << " (max abs " << lse.max_abs_error << ")");
+  CHECK(out.ok);
+  CHECK(lse.ok);
+}
+
+// Backward: dq, dk, dv of one block (lse and delta of the whole forward) vs the reference kernel.
+template <class T, int D>
+void check_backward(Kind kind, Problem pr, Tolerance tol) {
+  pr.D = D == 0 ? pr.D : D;
+  const MaskKind mask = pr.causal ? MaskKind::causal : MaskKind::none;
+  const Tensor<float> q = rounded_input(kind, TensorId::q, {pr.B, pr.Sq, pr.H, pr.D}, 5);
+  const Tensor<float> k = rounded_input(kind, TensorId::k, {pr.B, pr.Sk, pr.HKV, pr.D}, 5);
+  const Tensor<float> v = rounded_input(kind, TensorId::v, {pr.B, pr.Sk, pr.HKV, pr.D}, 5);
+  const Tensor<float> dout = rounded_input(kind, TensorId::dout, {pr.B, pr.Sq, pr.H, pr.D}, 5);
+  const AttentionOutput<float> forward = flash_attention(q, k, v, mask, pr.q_pos, pr.k_pos);
+  const Tensor<float> delta = softmax_delta(dout, forward.out);
+  AttentionGrads<float> want{Tensor<float>(q.shape()), Tensor<float>(k.shape()), Tensor<float>(k.shape())};
+  AttentionGrads<float> got{Tensor<float>(q.shape()), Tensor<float>(k.shape()), Tensor<float>(k.shape())};
+  const std::vector<T> qd = device_copy<T>(q), kd = device_copy<T>(k), vd = device_copy<T>(v),
+                       dod = device_copy<T>(dout);
+  const std::vector<int32_t> qp = to_int32(pr.q_pos), kp = to_int32(pr.k_pos);
+  for (RowRange kv : pr.kv_blocks) {
+    flash_backward_accumulate(q, k, v, dout, forward.lse, delta, pr.q_pos, pr.k_pos, pr.q_rows, kv, mask, want.dq,
+                              want.dk, want.dv, {1, pr.skip});
+    BackwardParams p;
+    p.a = params_of(pr, qd.data(), kd.data(), vd.data(), qp.data(), kp.data(), kv);
+    p.dout = dod.data();
+    p.lse = forward.lse.data();
+    p.delta = delta.data();
+    p.dq = got.dq.data();
+    p.dk = got.dk.data();
+    p.dv = got.dv.data();
+    if constexpr (std::is_same_v<T, float>) {
+      emu::launch(grid_of(gpu::BackwardFp32Tiles::k_tiles(p.a), pr), 128, gpu::BackwardFp32Tiles::smem_bytes(pr.D),
+                  [&] { gpu::backward_fp32_kernel(p); });
+    } else {
+      using Tiles = gpu::BackwardMmaTiles<D>;
+      emu::launch(grid_of(Tiles::k_tiles(p.a), pr), 128, Tiles::kSmemBytes,
+                  [&] { gpu::backward_mma_kernel<T, D>(p); });
+    }
+  }
+  const char* names[] = {"dq", "dk", "dv"};
+  const Tensor<float>* gots[] = {&got.dq, &got.dk, &got.dv};
+  const Tensor<float>* wants[] = {&want.dq, &want.dk, &want.dv};
+  for (int i = 0; i < 3; ++i) {
+    const CompareResult r = compare(*gots[i], *wants[i], tol);
+    INFO(names[i] << ": " << r.describe() << " (max abs " << r.max_abs_error << ")");
+    CHECK(r.ok);
+  }
+}
+
+Problem causal_problem() {
+  Problem pr;
+  pr.q_pos = positions(pr.Sq, 60, 0);
+  pr.k_pos = positions(pr.Sk, 50, 10);
+  return pr;
+}
+
+// Loose enough for P (and dS) rounded to 8 (bf16) or 11 (fp16) mantissa bits; a wrong tile, mask
+// or fragment is O(1) off.
+const Tolerance kBf16Out{1e-2, 2e-2}, kBf16Lse{1e-3, 1e-3}, kBf16Grad{3e-2, 3e-2};
+const Tolerance kFp16Out{3e-3, 5e-3}, kFp16Lse{1e-3, 1e-3}, kFp16Grad{1e-2, 1e-2};
+const Tolerance kFp32Out{2e-5, 1e-4}, kFp32Lse{2e-5, 1e-5}, kFp32Grad{1e-4, 1e-3};
+
+}  // namespace
+
+TEST_CASE("emulated mma forward, bf16, D=64: causal positions, GQA, two merged blocks", "[gpu][emulated]") {
+  check_forward<__nv_bfloat16, 64>(Kind::bf16, causal_problem(), kBf16Out, kBf16Lse);
+}
+
+TEST_CASE("emulated mma forward, fp16, D=128: causal, no skip", "[gpu][emulated]") {
+  Problem pr = causal_problem();
+  pr.skip = false;
+  check_forward<__half, 128>(Kind::fp16, pr, kFp16Out, kFp16Lse);
+}
+
+TEST_CASE("emulated mma forward, bf16, D=128: full mask, batch 2", "[gpu][emulated]") {
+  Problem pr = causal_problem();
+  pr.causal = false;
+  pr.B = 2;
+  pr.H = 2;
+  pr.HKV = 1;
+  check_forward<__nv_bfloat16, 128>(Kind::bf16, pr, kBf16Out, kBf16Lse);
+}
+
+TEST_CASE("emulated mma backward, bf16, D=64: causal positions, GQA", "[gpu][emulated]") {
+  check_backward<__nv_bfloat16, 64>(Kind::bf16, causal_problem(), kBf16Grad);
+}
+
+TEST_CASE("emulated mma backward, fp16, D=128: causal, no skip, two blocks", "[gpu][emulated]") {
+  Problem pr = causal_problem();
+  pr.skip = false;
+  check_backward<__half, 128>(Kind::fp16, pr, kFp16Grad);
+}
+
+TEST_CASE("emulated fp32 forward and backward, D=40: causal positions, GQA", "[gpu][emulated]") {
+  Problem pr = causal_problem();
+  pr.D = 40;
+  check_forward<float, 0>(Kind::fp32, pr, kFp32Out, kFp32Lse);
+  check_backward<float, 0>(Kind::fp32, pr, kFp32Grad);
+}
+
+TEST_CASE("emulated fp32 forward and backward, D=128: full mask", "[gpu][emulated]") {
+  Problem pr = causal_problem();
+  pr.D = 128;
+  pr.causal = false;
+  check_forward<float, 0>(Kind::fp32, pr, kFp32Out, kFp32Lse);
+  check_backward<float, 0>(Kind::fp32, pr, kFp32Grad);
+}
+
+}  // namespace ringlab

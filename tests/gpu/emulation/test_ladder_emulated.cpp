@@ -1,0 +1,121 @@
+// The teaching ladder's kernels (gpu/kernels/ladder/0[1-4]_*.cu) run by the CPU warp emulator and
+// checked against the reference kernel: every rung is right before anyone times it.
+// The .cu files are included directly: their launchers are nvcc-only (#ifdef __CUDACC__), their
+// kernels are written with the portable primitives. This executable must not link the compiled
+// ladder library (its kernels' host stubs have the same names).
+#include "tests/gpu/emulation/warp_emulator.hpp"  // first: it stands in for nvcc
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <vector>
+
+#include "gpu/kernels/ladder/01_naive_fp32.cu"
+#include "gpu/kernels/ladder/02_tiled_smem.cu"
+#include "gpu/kernels/ladder/03_mma_bf16.cu"
+#include "gpu/kernels/ladder/04_cp_async_swizzle.cu"
+#include "reference/compare.hpp"
+#include "reference/flash_attention.hpp"
+#include "reference/inputs.hpp"
+
+namespace ringlab {
+namespace {
+
+using gpu::ladder::Args;
+
+struct Case {
+  int B = 1, S = 100, H = 2, D = 64;
+  bool causal = false;
+  bool bf16 = false;
+};
+
+Tensor<float> input(const Case& c, TensorId id) {
+  Tensor<float> t({c.B, c.S, c.H, c.D});
+  for (int64_t i = 0; i < t.size(); ++i) {
+    const float x = input_value(3, id, static_cast<uint64_t>(i));
+    t[i] = c.bf16 ? __bfloat162float(__float2bfloat16(x)) : x;
+  }
+  return t;
+}
+
+std::vector<__nv_bfloat16> to_bf16(const Tensor<float>& t) {
+  std::vector<__nv_bfloat16> out;
+  for (int64_t i = 0; i < t.size(); ++i) out.push_back(__float2bfloat16(t[i]));
+  return out;
+}
+
+// Runs `kernel` on the case's inputs (grid over 64- or 128-row tiles) and compares with the
+// reference kernel.
+template <class Launch>
+void check(const Case& c, Launch launch, Tolerance out_tol, Tolerance lse_tol) {
+  const Tensor<float> q = input(c, TensorId::q), k = input(c, TensorId::k), v = input(c, TensorId::v);
+  const AttentionOutput<float> want = flash_attention(q, k, v, c.causal ? MaskKind::causal : MaskKind::none);
+  AttentionOutput<float> got{Tensor<float>(q.shape()), Tensor<float>({c.B, c.H, c.S})};
+  const std::vector<__nv_bfloat16> qb = to_bf16(q), kb = to_bf16(k), vb = to_bf16(v);
+  Args a;
+  a.q = c.bf16 ? static_cast<const void*>(qb.data()) : q.data();
+  a.k = c.bf16 ? static_cast<const void*>(kb.data()) : k.data();
+  a.v = c.bf16 ? static_cast<const void*>(vb.data()) : v.data();
+  a.out = got.out.data();
+  a.lse = got.lse.data();
+  a.B = c.B, a.S = c.S, a.H = c.H, a.D = c.D;
+  a.causal = c.causal;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(c.D));
+  launch(a);
+  const CompareResult out = compare(got.out, want.out, out_tol), lse = compare(got.lse, want.lse, lse_tol);
+  INFO("out: " << out.describe() << " (max abs " << out.max_abs_error << "); lse: " << lse.describe());
+  CHECK(out.ok);
+  CHECK(lse.ok);
+}
+
+emu::Dim3 grid(const Case& c, int rows) {
+  return {static_cast<unsigned>((c.S + rows - 1) / rows), static_cast<unsigned>(c.B * c.H), 1};
+}
+
+const Tolerance kFp32{2e-5, 1e-4}, kBf16Out{1e-2, 2e-2}, kLse{1e-3, 1e-3};
+
+}  // namespace
+
+TEST_CASE("emulated ladder 01 and 02 (fp32), D=40, full and causal", "[gpu][emulated][ladder]") {
+  for (bool causal : {false, true}) {
+    Case c;
+    c.D = 40;
+    c.causal = causal;
+    check(c, [&](const Args& a) { emu::launch(grid(c, 128), 128, 0, [&] { gpu::ladder::kernel_01(a); }); }, kFp32, kFp32);
+    check(c, [&](const Args& a) {
+      emu::launch(grid(c, 64), 64, 2 * 32 * c.D * 4, [&] { gpu::ladder::kernel_02(a); });
+    }, kFp32, kFp32);
+  }
+}
+
+TEST_CASE("emulated ladder 03 (mma, padded smem), bf16, D=64 and 128", "[gpu][emulated][ladder]") {
+  for (bool causal : {false, true}) {
+    Case c;
+    c.bf16 = true;
+    c.causal = causal;
+    check(c, [&](const Args& a) {
+      emu::launch(grid(c, 64), 128, gpu::ladder::Tiles03<64>::kSmemBytes, [&] { gpu::ladder::kernel_03<64>(a); });
+    }, kBf16Out, kLse);
+    c.D = 128;
+    check(c, [&](const Args& a) {
+      emu::launch(grid(c, 64), 128, gpu::ladder::Tiles03<128>::kSmemBytes, [&] { gpu::ladder::kernel_03<128>(a); });
+    }, kBf16Out, kLse);
+  }
+}
+
+TEST_CASE("emulated ladder 04 (cp.async, swizzle), bf16, D=64 and 128", "[gpu][emulated][ladder]") {
+  for (bool causal : {false, true}) {
+    Case c;
+    c.bf16 = true;
+    c.causal = causal;
+    c.S = 150;
+    check(c, [&](const Args& a) {
+      emu::launch(grid(c, 64), 128, gpu::ladder::Tiles04<64>::kSmemBytes, [&] { gpu::ladder::kernel_04<64>(a); });
+    }, kBf16Out, kLse);
+    c.D = 128;
+    check(c, [&](const Args& a) {
+      emu::launch(grid(c, 64), 128, gpu::ladder::Tiles04<128>::kSmemBytes, [&] { gpu::ladder::kernel_04<128>(a); });
+    }, kBf16Out, kLse);
+  }
+}
+
+}  // namespace ringlab

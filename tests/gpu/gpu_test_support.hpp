@@ -1,0 +1,81 @@
+// Shared by the GPU tests: the device check every real-GPU test starts with, and one schedule run
+// through a GPU executor and verified exactly as `ringlab-gpu run` verifies it (inputs rounded to
+// the dtype, float64 oracle, per-dtype tolerances of gpu/dtype.hpp).
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "gpu/device.hpp"
+#include "gpu/dtype.hpp"
+#include "gpu/executors/executor.hpp"
+#include "reference/inputs.hpp"
+#include "sim/plan.hpp"
+#include "sim/verification.hpp"
+
+// Catch2 v2 has no SKIP: a test without a device passes with this warning in its output.
+#define RINGLAB_REQUIRE_GPU()                                      \
+  do {                                                             \
+    std::string ringlab_why_;                                      \
+    if (!::ringlab::gpu::device_available(&ringlab_why_)) {        \
+      WARN("no CUDA device: skipping GPU tests (" << ringlab_why_ << ")"); \
+      return;                                                      \
+    }                                                              \
+  } while (false)
+
+namespace ringlab::test {
+
+inline PlanSpec gpu_spec(const std::string& algo, const std::string& layout, int64_t ranks, bool causal, bool backward,
+                         int64_t ulysses = 0) {
+  PlanSpec spec;
+  spec.algo = parse_algorithm(algo);
+  spec.layout = parse_layout(layout);
+  spec.ranks = ranks;
+  spec.ulysses = ulysses;
+  spec.causal = causal;
+  spec.backward = backward;
+  spec.dims.batch = 1;
+  spec.dims.seq = 96;
+  // Ulysses needs H and HKV divisible by the Ulysses degree; keep GQA (2 query heads per kv head).
+  const int64_t U = spec.algo == Algorithm::ulysses ? ranks : (spec.algo == Algorithm::hybrid ? ulysses : 1);
+  spec.dims.kv_heads = U > 1 ? U : 2;
+  spec.dims.heads = 2 * spec.dims.kv_heads;
+  spec.dims.dim = 64;
+  return spec;
+}
+
+struct GpuCheck {
+  Verification verification;
+  gpu::GpuRunResult result;
+};
+
+// Runs the spec on `run` (run_gpu_streams or run_gpu_nccl) and verifies every output.
+template <class Run>
+GpuCheck run_and_verify(PlanSpec spec, gpu::Dtype dtype, Run run, uint64_t seed = 1) {
+  spec.element_bytes = gpu::dtype_bytes(dtype);
+  const Plan plan = build_plan(spec);
+  AttentionInputs<double> inputs = make_inputs(spec.dims, seed, spec.backward).cast<double>();
+  inputs.q = gpu::rounded_to_dtype(inputs.q, dtype);
+  inputs.k = gpu::rounded_to_dtype(inputs.k, dtype);
+  inputs.v = gpu::rounded_to_dtype(inputs.v, dtype);
+  if (spec.backward) inputs.dout = gpu::rounded_to_dtype(inputs.dout, dtype);
+  gpu::GpuRunOptions options;
+  options.dtype = dtype;
+  options.trace = true;
+  GpuCheck check;
+  check.result = run(plan, inputs.cast<float>(), options);
+  const ReferenceOutputs reference =
+      compute_reference(inputs, spec.causal ? MaskKind::causal : MaskKind::none, spec.backward);
+  check.verification =
+      verify(check.result.outputs, reference, check.result.executor, gpu::gpu_tolerance_function(dtype));
+  return check;
+}
+
+// One line per tensor for a failing check's INFO.
+inline std::string describe(const Verification& v) {
+  std::string text;
+  for (const TensorCheck& c : v.checks) text += c.name + ": " + c.result.describe() + "; ";
+  return text;
+}
+
+}  // namespace ringlab::test

@@ -1,0 +1,102 @@
+// `ringlab-gpu` as users call it (gpu_main with an argv): exit statuses, the pinned table format,
+// JSON and trace. The usage checks run everywhere; the runs need a device.
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gpu/cli/gpu_command.hpp"
+#include "sim/trace.hpp"
+#include "tests/gpu/gpu_test_support.hpp"
+
+namespace ringlab {
+namespace {
+
+struct Outcome {
+  int status;
+  std::string out, err;
+};
+
+Outcome run_cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "ringlab-gpu");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  const int status = gpu::gpu_main(static_cast<int>(argv.size()), argv.data(), out, err);
+  return {status, out.str(), err.str()};
+}
+
+}  // namespace
+
+TEST_CASE("ringlab-gpu: usage errors exit 2 with one line, with or without a device", "[gpu][cli]") {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", "--no-such-flag"}, {"run", "--dtype", "fp64"}, {"run", "--executor", "mpi"},
+        {"run", "--dry-run"}, {"run", "--inject", "drop@1:0"}, {"run", "--seq", "1000", "--layout", "zigzag"},
+        {"run", "--dim", "96"}}) {
+    const Outcome o = run_cli(args);
+    INFO(args[1] << ": " << o.err);
+    CHECK(o.status == 2);
+    CHECK(o.err.rfind("ringlab-gpu: error: ", 0) == 0);
+    CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+  }
+}
+
+TEST_CASE("ringlab-gpu: without a device, run says so and exits 2", "[gpu][cli]") {
+  std::string why;
+  if (gpu::device_available(&why)) {
+    SUCCEED("a device is present: the no-device message is not reachable here");
+    return;
+  }
+  const Outcome o = run_cli({"run", "--ranks", "2"});
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains("no CUDA device visible"));
+  CHECK_THAT(o.err, Catch::Contains("ringlab run"));
+}
+
+TEST_CASE("ringlab-gpu run: the verification table, PASS and exit 0", "[gpu][cli]") {
+  RINGLAB_REQUIRE_GPU();
+  const Outcome o = run_cli({"run", "--ranks", "4", "--layout", "zigzag", "--causal", "--backward", "--seq", "1024",
+                             "--heads", "8", "--kv-heads", "2", "--dim", "128"});
+  INFO(o.out << o.err);
+  CHECK(o.status == 0);
+  CHECK_THAT(o.out, Catch::StartsWith("ringlab-gpu run | ring | zigzag"));
+  CHECK_THAT(o.out, Catch::Contains("executor: gpu-streams, 4 virtual ranks"));
+  CHECK_THAT(o.out, Catch::Contains("tensor shape                max_abs_err max_rel_err   tol_abs   tol_rel tol_used  result"));
+  CHECK_THAT(o.out, Catch::Contains("PASS: 5 of 5 tensors within tolerance"));
+  CHECK_THAT(o.out, Catch::Contains("device time:"));
+}
+
+TEST_CASE("ringlab-gpu run: an erratum exits 1 with FAIL", "[gpu][cli]") {
+  RINGLAB_REQUIRE_GPU();
+  const Outcome o = run_cli({"run", "--ranks", "3", "--seq", "192", "--backward", "--erratum", "reverse-dkv"});
+  CHECK(o.status == 1);
+  CHECK_THAT(o.out, Catch::Contains("FAIL"));
+  CHECK_THAT(o.out, Catch::Contains("plan checker: this erratum variant is wrong by construction"));
+}
+
+TEST_CASE("ringlab-gpu run: --json and --trace", "[gpu][cli]") {
+  RINGLAB_REQUIRE_GPU();
+  const std::string trace = (std::filesystem::temp_directory_path() / "ringlab_gpu_cli_trace.json").string();
+  std::filesystem::remove(trace);
+  const Outcome o = run_cli({"run", "--ranks", "2", "--algo", "ulysses", "--dtype", "fp32", "--json", "--trace", trace});
+  REQUIRE(o.status == 0);
+  const nlohmann::json summary = nlohmann::json::parse(o.out);
+  CHECK(summary["dtype"] == "fp32");
+  CHECK(summary["verification"]["ok"] == true);
+  CHECK(summary["ranks"].size() == 2);
+  CHECK(summary["device_ms"].get<double>() > 0);
+  const std::vector<TraceEvent> events = read_chrome_trace(trace);
+  bool compute = false, comm = false;
+  for (const TraceEvent& e : events) {
+    compute = compute || (e.lane == TraceLane::compute && e.flops > 0);
+    comm = comm || (e.lane == TraceLane::comm && e.name == "all_to_all" && e.bytes > 0);
+  }
+  CHECK(compute);
+  CHECK(comm);
+  std::filesystem::remove(trace);
+}
+
+}  // namespace ringlab
