@@ -8,7 +8,7 @@ namespace ringlab {
 
 namespace {
 
-std::string cell_of(const Plan& plan, const std::vector<Op>& ops, size_t& cursor, int phase, int64_t step) {
+std::string cell_of(const std::vector<Op>& ops, size_t& cursor, int phase, int64_t step) {
   std::string compute, rest;  // the compute first, then sends and the rest
   auto append_to = [](std::string& text, const std::string& token) {
     if (!text.empty()) text += ' ';
@@ -34,7 +34,6 @@ std::string cell_of(const Plan& plan, const std::vector<Op>& ops, size_t& cursor
         ops[cursor].body);
     ++cursor;
   }
-  (void)plan;
   if (!rest.empty()) append_to(compute, rest);
   return compute;
 }
@@ -67,7 +66,7 @@ void print_plan(std::ostream& os, const Plan& plan, const PlanPrintOptions& opti
     int width = 8;
     for (int64_t step = 0; step < phase.steps; ++step)
       for (int64_t r : shown) {
-        cells[step].push_back(cell_of(plan, ops[r], cursor[r], static_cast<int>(p), step));
+        cells[step].push_back(cell_of(ops[r], cursor[r], static_cast<int>(p), step));
         width = std::max(width, static_cast<int>(cells[step].back().size()));
       }
     width = std::min(width, 30);

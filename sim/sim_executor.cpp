@@ -54,11 +54,10 @@ struct Shared {
 
 // (B, n, H, D) -> (B, n, count, D): heads [first, first + count).
 Tensor<float> slice_heads(const Tensor<float>& t, int64_t first, int64_t count) {
-  const int64_t B = t.dim(0), n = t.dim(1), H = t.dim(2), D = t.dim(3);
+  const int64_t B = t.dim(0), n = t.dim(1), D = t.dim(3);
   Tensor<float> out({B, n, count, D});
   for (int64_t b = 0; b < B; ++b)
     for (int64_t i = 0; i < n; ++i) std::copy_n(&t(b, i, first, 0), count * D, &out(b, i, 0, 0));
-  (void)H;
   return out;
 }
 
@@ -118,7 +117,6 @@ class RankRun {
     const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
     threads_ = options.threads_per_rank > 0 ? options.threads_per_rank
                                             : static_cast<int>(std::max<int64_t>(1, cores / plan.ranks()));
-    kernel_ = {threads_, plan.spec().skip};
   }
 
   RankSummary run() {
@@ -486,7 +484,6 @@ class RankRun {
   std::mutex& outputs_mutex_;
   const int64_t rank_, g_, u_;
   int threads_ = 1;
-  KernelOptions kernel_;
   std::optional<Communicator> ring_, ulysses_;
   int64_t B_ = 0, D_ = 0, n_ = 0, heads_ = 0, kv_heads_ = 0;
 
