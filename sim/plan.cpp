@@ -227,16 +227,17 @@ int64_t payload_bytes(const Plan& plan, Payload payload) {
 
 namespace {
 
-CollectiveOp collective_op(const Plan& plan, int64_t rank, Collective collective) {
+bool is_ulysses_collective(Collective collective) {
+  return collective == Collective::all_to_all_qkv || collective == Collective::all_to_all_out ||
+         collective == Collective::all_to_all_dout || collective == Collective::all_to_all_grads;
+}
+
+}  // namespace
+
+int64_t collective_bytes(const Plan& plan, Collective collective) {
   const PlanSpec& spec = plan.spec();
   const AttentionDims& d = spec.dims;
-  CollectiveOp op;
-  op.collective = collective;
-  const bool ulysses_family = collective == Collective::all_to_all_qkv || collective == Collective::all_to_all_out ||
-                              collective == Collective::all_to_all_dout || collective == Collective::all_to_all_grads;
-  if (ulysses_family) {
-    op.group = plan.ring_position(rank);
-    for (int64_t u = 0; u < plan.ulysses(); ++u) op.members.push_back(plan.rank_at(op.group, u));
+  if (is_ulysses_collective(collective)) {
     // Each rank's shard of S/P tokens: it keeps 1/U and sends (U-1)/U of it; it receives as much.
     const int64_t tokens = d.seq / spec.ranks, U = plan.ulysses();
     const int64_t e = spec.element_bytes;
@@ -248,13 +249,25 @@ CollectiveOp collective_op(const Plan& plan, int64_t rank, Collective collective
       case Collective::all_to_all_grads: shard = tokens * (d.heads + 2 * d.kv_heads) * d.dim * d.batch * 4; break;
       default: break;
     }
-    op.send_bytes = op.recv_bytes = shard / U * (U - 1);
+    return shard / U * (U - 1);
+  }
+  const Payload payload = collective == Collective::all_gather_kv ? Payload::kv : Payload::dkv;
+  return (plan.ring() - 1) * payload_bytes(plan, payload);
+}
+
+namespace {
+
+CollectiveOp collective_op(const Plan& plan, int64_t rank, Collective collective) {
+  CollectiveOp op;
+  op.collective = collective;
+  if (is_ulysses_collective(collective)) {
+    op.group = plan.ring_position(rank);
+    for (int64_t u = 0; u < plan.ulysses(); ++u) op.members.push_back(plan.rank_at(op.group, u));
   } else {
     op.group = plan.ulysses_index(rank);
     for (int64_t g = 0; g < plan.ring(); ++g) op.members.push_back(plan.rank_at(g, op.group));
-    const Payload payload = collective == Collective::all_gather_kv ? Payload::kv : Payload::dkv;
-    op.send_bytes = op.recv_bytes = (plan.ring() - 1) * payload_bytes(plan, payload);
   }
+  op.send_bytes = op.recv_bytes = collective_bytes(plan, collective);
   return op;
 }
 

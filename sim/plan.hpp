@@ -310,6 +310,9 @@ ComputeOp resolve_compute(const Plan& plan, int64_t rank, int64_t kv_block, Pass
 
 // Bytes of one payload of a ring position's block (what an Exchange of it sends).
 int64_t payload_bytes(const Plan& plan, Payload payload);
+// Bytes one rank sends (and as many it receives) in one collective of this plan; the same on every
+// rank. What CollectiveOp::send_bytes holds, without building the op (the dry executor's use).
+int64_t collective_bytes(const Plan& plan, Collective collective);
 
 // ---- [building] ------------------------------------------------------------------------------
 

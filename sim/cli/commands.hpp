@@ -24,6 +24,8 @@ class Registry {
 
 void add_sim_commands(CLI::App& app, Registry& registry);
 void add_plan_command(CLI::App& app, Registry& registry);
+// `ringlab compare` and `ringlab figure` (sim/cost/cli/cost_commands.cpp).
+void add_cost_commands(CLI::App& app, Registry& registry);
 
 }  // namespace ringlab::cli
 

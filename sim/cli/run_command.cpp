@@ -160,6 +160,7 @@ void add_sim_commands(CLI::App& app, Registry& registry) {
   add_run_flags(*command, *config);
   registry.add(command, [config] { return run(*config); });
   add_plan_command(app, registry);
+  add_cost_commands(app, registry);
 }
 
 }  // namespace ringlab::cli

@@ -1,0 +1,153 @@
+#include "sim/cost/block_work.hpp"
+
+#include <algorithm>
+#include <climits>
+
+namespace ringlab {
+
+BlockClassifier::BlockClassifier(const Plan& plan, int64_t q_tile, int64_t kv_tile)
+    : plan_(plan),
+      kind_(plan.spec().layout),
+      R_(plan.ring()),
+      ulysses_(plan.ulysses()),
+      block_(plan.layout().block()),
+      rounds_(plan.layout().rounds()),
+      n_(plan.block_tokens()),
+      ring_layout_(plan.spec().layout, plan.spec().dims.seq, plan.ring(), plan.ulysses() * plan.layout().block()),
+      q_tile_(std::max<int64_t>(1, q_tile)),
+      kv_tile_(std::max<int64_t>(1, kv_tile)),
+      causal_(plan.spec().causal),
+      skip_(plan.spec().skip),
+      erratum_(plan.spec().erratum == Erratum::kv_offset_mask) {}
+
+int64_t BlockClassifier::unit(int64_t g, int64_t i) const {
+  const int64_t f = i / ulysses_;  // unit of the R-position layout, each U of the plan's units
+  int64_t ring_unit = 0;
+  switch (kind_) {
+    case LayoutKind::contiguous: ring_unit = g * rounds_ + f; break;
+    case LayoutKind::striped: ring_unit = f * R_ + g; break;
+    case LayoutKind::zigzag: ring_unit = f * R_ + (f % 2 == 0 ? g : R_ - 1 - g); break;
+  }
+  return ring_unit * ulysses_ + i % ulysses_;
+}
+
+int64_t BlockClassifier::position(int64_t g, int64_t row) const {
+  return unit(g, row / block_) * block_ + row % block_;
+}
+
+// Same decision as find_rectangle in sim/plan.cpp, on units computed in O(1).
+bool BlockClassifier::find_rectangle(int64_t q_block, int64_t kv_block, RowRange& q_rows, RowRange& kv_rows) const {
+  constexpr int64_t kMaxUnits = 16;
+  const int64_t count = units_per_block();
+  if (count > kMaxUnits) return false;
+  std::array<int64_t, kMaxUnits> q_units{}, k_units{};
+  for (int64_t i = 0; i < count; ++i) q_units[i] = unit(q_block, i), k_units[i] = unit(kv_block, i);
+  int64_t q_lo = INT64_MAX, q_hi = -1, k_lo = INT64_MAX, k_hi = -1;
+  for (int64_t i = 0; i < count; ++i)
+    for (int64_t j = 0; j < count; ++j) {
+      if (k_units[j] == q_units[i]) return false;
+      if (k_units[j] < q_units[i]) {
+        q_lo = std::min(q_lo, i), q_hi = std::max(q_hi, i);
+        k_lo = std::min(k_lo, j), k_hi = std::max(k_hi, j);
+      }
+    }
+  if (q_hi < 0) return false;
+  for (int64_t i = q_lo; i <= q_hi; ++i)
+    for (int64_t j = k_lo; j <= k_hi; ++j)
+      if (k_units[j] >= q_units[i]) return false;
+  q_rows = {q_lo * block_, (q_hi + 1) * block_};
+  kv_rows = {k_lo * block_, (k_hi + 1) * block_};
+  return true;
+}
+
+// The tiles reference/flash_attention.cpp computes for one call under the causal mask: query
+// tiles of q_tile rows over q_rows, key tiles of kv_tile rows over kv_rows; a key tile entirely
+// after a query tile is skipped (computed masked when !skip_masked), one entirely before it is
+// unmasked, the rest are computed under the mask. Positions ascend along rows, so the counts of
+// "unmasked" and "not skipped" key tiles grow with the query tile: two pointers.
+template <class QueryPosition>
+void BlockClassifier::count_tiles(QueryPosition q_position, int64_t kv_block, const RowRange& q_rows,
+                                  const RowRange& kv_rows, bool skip_masked, BlockWork& work) const {
+  const int64_t k_size = kv_rows.size();
+  const int64_t k_tiles = (k_size + kv_tile_ - 1) / kv_tile_;
+  auto k_begin = [&](int64_t t) { return kv_rows.begin + t * kv_tile_; };
+  auto k_last = [&](int64_t t) { return std::min(kv_rows.end, k_begin(t) + kv_tile_) - 1; };
+  auto area_of_first = [&](int64_t tiles) { return std::min(tiles * kv_tile_, k_size); };
+  int64_t unmasked = 0, computed = 0;  // key tiles [0, unmasked) unmasked, [0, computed) not skipped
+  work.full_area = work.masked_area = 0;
+  for (int64_t begin = q_rows.begin; begin < q_rows.end; begin += q_tile_) {
+    const int64_t end = std::min(q_rows.end, begin + q_tile_);
+    const int64_t q_min = q_position(begin), q_max = q_position(end - 1);
+    while (unmasked < k_tiles && position(kv_block, k_last(unmasked)) <= q_min) ++unmasked;
+    while (computed < k_tiles && position(kv_block, k_begin(computed)) <= q_max) ++computed;
+    const int64_t rows = end - begin;
+    const int64_t full = area_of_first(unmasked);
+    const int64_t done = skip_masked ? area_of_first(std::max(computed, unmasked)) : k_size;
+    work.full_area += rows * full;
+    work.masked_area += rows * (done - full);
+  }
+}
+
+BlockWork BlockClassifier::evaluate(int64_t q_block, int64_t kv_block) const {
+  const RowRange all{0, n_};
+  BlockWork work;
+  auto one_kernel = [&](RowRange q_rows, RowRange kv_rows) {
+    work.kernels = 1;
+    work.q_rows = q_rows, work.kv_rows = kv_rows;
+    work.computed_pairs = q_rows.size() * kv_rows.size();
+  };
+  if (!causal_) {
+    work.shape = BlockShape::full;
+    one_kernel(all, all);
+    work.pairs = work.full_area = n_ * n_;
+    return work;
+  }
+  if (erratum_) {
+    // Keys by position against the query's index within its block (DESIGN.md erratum 2).
+    work.shape = BlockShape::erratum;
+    one_kernel(all, all);
+    for (int64_t j = 0; j < n_; ++j) {
+      const int64_t key = position(kv_block, j);
+      if (key >= n_) break;  // positions ascend: no later key is visible to any index
+      work.pairs += n_ - key;
+    }
+    count_tiles([](int64_t row) { return row; }, kv_block, all, all, true, work);
+    return work;
+  }
+  work.pairs = ring_layout_.causal_pairs(q_block, kv_block);
+  auto q_position = [&](int64_t row) { return position(q_block, row); };
+  RowRange q_rows, kv_rows;
+  if (work.pairs == 0) {
+    work.shape = skip_ ? BlockShape::skipped : BlockShape::masked;
+    if (!skip_) {
+      one_kernel(all, all);
+      count_tiles(q_position, kv_block, all, all, false, work);
+    }
+  } else if (work.pairs == n_ * n_) {
+    work.shape = BlockShape::full;
+    one_kernel(all, all);
+    work.full_area = n_ * n_;
+  } else if (skip_ && find_rectangle(q_block, kv_block, q_rows, kv_rows)) {
+    work.shape = q_rows.size() == n_ ? BlockShape::kv_half : BlockShape::q_half;
+    one_kernel(q_rows, kv_rows);
+    work.full_area = work.computed_pairs;
+  } else {
+    work.shape = BlockShape::diagonal;
+    one_kernel(all, all);
+    count_tiles(q_position, kv_block, all, all, skip_, work);
+  }
+  return work;
+}
+
+BlockWork BlockClassifier::classify(int64_t q_block, int64_t kv_block) {
+  const int memo = memo_class(q_block, kv_block);
+  if (memo < 0) return evaluate(q_block, kv_block);
+  const size_t key = static_cast<size_t>(memo);
+  if (!memo_valid_[key]) {
+    memo_[key] = evaluate(q_block, kv_block);
+    memo_valid_[key] = true;
+  }
+  return memo_[key];
+}
+
+}  // namespace ringlab

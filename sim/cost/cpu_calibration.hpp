@@ -1,0 +1,46 @@
+// The `cpu` preset: this machine measured, so that the cost model describes ringlab's own
+// simulator (sim/sim_executor.hpp) — P rank threads time-sharing the cores, each kernel call on
+// max(1, cores/P) threads, messages copied into queues by the sending thread.
+//
+// What is measured (about a third of a second, once per process and head dimension):
+//   * the blockwise kernel of reference/flash_attention.hpp, one single-threaded call on every
+//     core at once (as the rank threads run), forward and backward, on tiles computed whole (no
+//     mask) and on tiles the causal mask cuts through: FLOP/s on the tile area, per core;
+//   * the per-call overhead of a tiny kernel call;
+//   * the queue: a send's copy into a fresh payload (allocation, page faults, copy and checksum,
+//     sim/message.hpp make_payload), the receiver's checksum pass, and the latency of a small
+//     message through a 2-rank world;
+//   * memory bandwidth of an elementwise add (what dK/dV accumulation does).
+#pragma once
+
+#include <cstdint>
+
+#include "sim/cost/hardware.hpp"
+
+namespace ringlab {
+
+struct CpuCalibration {
+  int cores = 1;                       // std::thread::hardware_concurrency()
+  int64_t head_dim = 64;               // D the kernel was measured at
+  double forward_full_flops = 0;       // FLOP/s per core on unmasked tiles (4 D per pair)
+  double forward_masked_flops = 0;     //                  on tiles cut by the causal mask
+  double backward_full_flops = 0;      // (10 D per pair)
+  double backward_masked_flops = 0;
+  double kernel_call_s = 0;            // overhead of one kernel call
+  double copy_bandwidth_Bps = 0;       // a send's copy into a fresh queue payload
+  double verify_bandwidth_Bps = 0;     // the receiver's checksum pass
+  double message_latency_s = 0;        // one small message, send to receive, through the queues
+  double memory_bandwidth_Bps = 0;     // bytes moved (read + written) per second, elementwise add
+  double seconds_spent = 0;            // how long measuring took
+};
+
+// Measures now (never cached).
+CpuCalibration calibrate_cpu(int64_t head_dim);
+// Measures on the first call for this head dimension in the process, then returns the same
+// figures (a cache of measurements, so that one command measures once).
+CpuCalibration cached_cpu_calibration(int64_t head_dim);
+
+// The `cpu` hardware from measured figures.
+Hardware cpu_hardware(const CpuCalibration& calibration);
+
+}  // namespace ringlab

@@ -1,0 +1,109 @@
+// Hardware descriptions for the cost model: devices, link classes, topology, and the presets with
+// their sources written next to every number (sim/cost/hardware.cpp).
+//
+// The model, in one place (the book's "cost model" chapter states the same formulas):
+//   * a transfer of b bytes over a link class costs  alpha + b / beta   (latency + bytes/bandwidth);
+//     ranks live on nodes of `ranks_per_node` consecutive ranks: a transfer between two ranks of a
+//     node uses the intra-node class, otherwise the inter-node class. Each rank has one send port
+//     and one receive port per direction (full duplex); transfers on a port queue behind each other.
+//   * all-to-all among n ranks (chunk c per peer) is what NCCL does: grouped send/recv to every
+//     peer, all posted at once, so a rank's intra- and inter-node traffic flow side by side:
+//         T = alpha_max + max(c n_intra / beta_intra, c n_inter / beta_inter)
+//   * all-gather and reduce-scatter of m bytes per rank use the ring algorithm (NCCL's default):
+//     n-1 steps each moving one chunk over every ring link, so the slowest link sets the pace:
+//         T = (n-1) (alpha_slowest + m / beta_slowest)
+//     (reduce-scatter adds its (n-1) m bytes of additions at memory bandwidth).
+//   * a kernel call on a (query block x key block) costs
+//         launch + full_area F / (peak eff_full) + masked_area F / (peak eff_masked)
+//     where the areas are the (query, key) pairs of the tiles the kernel really computes — the
+//     tiles a causal kernel skips cost nothing, the tiles the diagonal cuts through are computed
+//     whole under the mask — and F is the FLOPs per pair (4 D forward, 10 D backward, times the
+//     rank's heads and batch; reference/formulas.hpp).
+//   * elementwise work (online-softmax finalize, dK/dV accumulation, local copies) moves its bytes
+//     at the device's memory bandwidth.
+//   * host_copy links describe ringlab's own simulator: a "transfer" is a copy made by the sending
+//     rank's thread when it posts the send (so it cannot overlap that rank's compute), and the
+//     receiver checks the payload's checksum when it waits. `shared_cores` says that P rank threads
+//     time-share that many cores, each kernel using max(1, cores/P) threads.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace ringlab {
+
+struct LinkClass {
+  std::string name;               // "NVLink 4 (H100 SXM)"
+  double latency_s = 0;           // alpha, per message (s)
+  double bandwidth_Bps = 1;       // 1/beta, one direction, per rank (bytes/s)
+  bool host_copy = false;         // the simulator's queues: the sending thread copies (no overlap)
+  double verify_bandwidth_Bps = 0;  // host_copy: the receiver's checksum pass at its wait (0 = free)
+
+  // alpha + bytes / beta.
+  double seconds(double bytes) const { return latency_s + bytes / bandwidth_Bps; }
+  // host_copy: the receiver's share at its wait.
+  double verify_seconds(double bytes) const { return verify_bandwidth_Bps > 0 ? bytes / verify_bandwidth_Bps : 0; }
+};
+
+enum class MaskedWork : uint8_t { full, masked };
+
+struct DeviceModel {
+  std::string name;                      // "H100 SXM5 (bf16, FlashAttention-3)"
+  double peak_flops = 1;                 // FLOP/s of one device (dense)
+  double forward_full_efficiency = 1;    // of peak, on tiles computed without a mask
+  double forward_masked_efficiency = 1;  // on tiles the causal mask cuts through (computed whole)
+  double backward_full_efficiency = 1;
+  double backward_masked_efficiency = 1;
+  int64_t q_tile = 128;                  // kernel tile: query rows
+  int64_t kv_tile = 128;                 //              key rows
+  double kernel_launch_s = 0;            // per kernel call
+  double memory_bandwidth_Bps = 0;       // elementwise work; 0 = not modelled (free)
+  double memory_capacity_bytes = 0;      // 0 = unknown
+  int64_t shared_cores = 0;              // > 0: P rank threads share this many cores (the cpu preset)
+
+  // FLOP/s one rank's kernel gets on tiles of a kind, with P ranks on the machine.
+  double rank_flops(bool backward, MaskedWork work, int64_t ranks) const;
+  // Fraction of one device (or, with shared_cores, of one core's speed times its threads) a rank
+  // gets: 1 for dedicated devices; with shared_cores c: floor(c/P) threads when P <= c, else c/P.
+  double rank_share(int64_t ranks) const;
+  // Seconds to move `bytes` through memory on one rank (elementwise work).
+  double memory_seconds(double bytes, int64_t ranks) const;
+};
+
+struct Hardware {
+  std::string name;                  // the preset's name, or the JSON file's "name"
+  std::string description;           // one line
+  DeviceModel device;
+  LinkClass intra_node, inter_node;
+  int64_t ranks_per_node = 8;        // G: ranks p and q share a node iff p / G == q / G
+  int64_t element_bytes = 2;         // q, k, v, out on the wire and in memory: 2 = bf16, 4 = fp32
+  std::vector<std::string> sources;  // "what = value: where it comes from", one per number
+};
+
+// The preset names, in the order `--hw` lists them.
+std::vector<std::string> hardware_preset_names();
+
+// A preset by name. "cpu" measures this machine (sim/cost/cpu_calibration.hpp) on first use in
+// the process, for head dimension `head_dim`, and reuses the figures after that. The GPU presets
+// pick the FlashAttention-3 efficiencies published for the nearest head dimension (64 or 128).
+// Throws UsageError naming the presets for an unknown name.
+Hardware hardware_preset(const std::string& name, int64_t head_dim = 64);
+
+// `--hw` argument: a preset name or the path of a JSON file describing a machine.
+Hardware load_hardware(const std::string& preset_or_path, int64_t head_dim = 64);
+
+// A machine from JSON (format: hardware_json_help()); `source` names the file in error messages.
+// Throws UsageError with one line naming the field and the fix.
+Hardware hardware_from_json(const nlohmann::json& document, const std::string& source, int64_t head_dim = 64);
+nlohmann::json to_json(const Hardware& hardware);
+// The JSON format, with an example, for error messages and --help.
+std::string hardware_json_help();
+
+// The FA3-style derivation of the masked-tile efficiency: the efficiency on diagonal tiles that
+// makes a causal S x S attention with square tiles of `tile` rows run at `causal_efficiency`
+// (visible FLOPs / time / peak), given `full_efficiency` on unmasked tiles.
+double masked_tile_efficiency(double full_efficiency, double causal_efficiency, int64_t seq, int64_t tile);
+
+}  // namespace ringlab

@@ -1,0 +1,203 @@
+// The command line of the cost model: `ringlab run --dry-run` (text, compact summary, --json,
+// --trace, --hw presets and files, errors), `ringlab compare` (its table format pinned here,
+// scenarios, --json) and `ringlab figure` (files written with the right content).
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "sim/cost/figures.hpp"
+#include "sim/trace.hpp"
+
+namespace {
+
+struct Run {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// Runs the ringlab binary with `args` (shell words, no quoting needed in these tests).
+Run run_ringlab(const std::string& args) {
+  const std::string err_path = "/tmp/ringlab_cost_cli_stderr_" + std::to_string(::getpid());
+  const std::string command = std::string(RINGLAB_BINARY) + " " + args + " 2>" + err_path;
+  Run run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buffer[4096];
+  size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) run.out.append(buffer, n);
+  const int status = ::pclose(pipe);
+  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  run.err = slurp(err_path);
+  std::remove(err_path.c_str());
+  return run;
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> result;
+  std::stringstream stream(text);
+  for (std::string line; std::getline(stream, line);) result.push_back(line);
+  return result;
+}
+
+const std::string kSizes = "--ranks 8 --seq 65536 --heads 32 --kv-heads 8 --dim 128 --causal";
+
+}  // namespace
+
+TEST_CASE("ringlab compare prints one fixed-width table with a units row", "[cost][cli][compare]") {
+  const Run run = run_ringlab("compare " + kSizes + " --backward");
+  REQUIRE(run.status == 0);
+  const std::vector<std::string> text = lines(run.out);
+  REQUIRE(text.size() > 12);
+  CHECK(text[0] == "ringlab compare | P=8 | B=1 S=65536 H=32 HKV=8 D=128 | causal | fwd+bwd | hw h100-nvlink");
+  CHECK(text[1].empty());
+  CHECK(text[2] ==
+        "case             layout          U     R        time    exposed    compute         sent   peak mem imbalance "
+        "of ideal  note");
+  CHECK(text[3] ==
+        "                                                  ms    comm ms     ms max      MB/rank    MB/rank  max/mean "
+        "       %  ");
+  // Seven rows (ring and all-gather in three layouts, Ulysses once), every column where the header says.
+  const std::vector<std::string> cases{"ring", "ring", "ring", "allgather", "allgather", "allgather", "ulysses"};
+  const std::vector<std::string> layouts{"contiguous", "zigzag", "striped", "contiguous", "zigzag", "striped", "-"};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string& row = text[4 + i];
+    INFO(row);
+    CHECK(row.substr(0, 17) == (cases[i] + std::string(17 - cases[i].size(), ' ')));
+    CHECK(row.substr(17, 12) == (layouts[i] + std::string(12 - layouts[i].size(), ' ')));
+    CHECK(row.size() >= text[2].size() - 6);
+    double time_ms = 0, exposed = 0, compute = 0, sent = 0, peak = 0, imbalance = 0, ideal = 0;
+    long long u = 0, r = 0;
+    REQUIRE(std::sscanf(row.c_str() + 29, "%lld %lld %lf %lf %lf %lf %lf %lf %lf", &u, &r, &time_ms, &exposed, &compute,
+                        &sent, &peak, &imbalance, &ideal) == 9);
+    CHECK(u * r == 8);
+    CHECK(time_ms >= compute);
+    CHECK(ideal > 0);
+    CHECK(ideal <= 100.5);
+  }
+  CHECK(text[11].empty());
+  CHECK(text[12].rfind("of ideal: ", 0) == 0);
+}
+
+TEST_CASE("ringlab compare --scenario hybrid-64 --json", "[cost][cli][compare]") {
+  const Run run = run_ringlab("compare --scenario hybrid-64 --json");
+  REQUIRE(run.status == 0);
+  const nlohmann::json document = nlohmann::json::parse(run.out);
+  CHECK(document["command"] == "compare");
+  CHECK(document["hardware"] == "h100-ib");
+  CHECK(document["scenario"]["name"] == "hybrid-64");
+  REQUIRE(document["rows"].size() == 6);
+  const nlohmann::json& hybrid = document["rows"][0];
+  CHECK(hybrid["ok"] == true);
+  CHECK(hybrid["ulysses"] == 8);
+  CHECK(hybrid["ring"] == 8);
+  // The hybrid sends far less per rank than the pure ring of 64.
+  CHECK(hybrid["bytes_sent_per_rank"].get<double>() < 0.2 * document["rows"][2]["bytes_sent_per_rank"].get<double>());
+  const Run text = run_ringlab("compare --scenario hybrid-64");
+  REQUIRE(text.status == 0);
+  CHECK(text.out.find("Ulysses inside nodes, ring across") != std::string::npos);
+  CHECK(text.out.find("exercise 5") != std::string::npos);
+}
+
+TEST_CASE("ringlab run --dry-run: header, per-rank table, totals, memory, assumptions", "[cost][cli][dry-run]") {
+  const Run run = run_ringlab("run --dry-run --ranks 4 --seq 16384 --heads 8 --dim 64 --causal --layout zigzag --backward");
+  REQUIRE(run.status == 0);
+  CHECK(run.err.empty());
+  const std::vector<std::string> text = lines(run.out);
+  CHECK(text[0].rfind("ringlab run --dry-run | ring | zigzag", 0) == 0);
+  CHECK(text[2] == "    rank    compute     other    exposed      idle      total        work       sent  peak mem");
+  CHECK(text[3] == "                 ms        ms    comm ms        ms         ms       GFLOP         MB        MB");
+  for (int r = 0; r < 4; ++r) CHECK(text[4 + r].substr(0, 8) == "       " + std::to_string(r));
+  CHECK(run.out.find("\ntime: ") != std::string::npos);
+  CHECK(run.out.find("load imbalance: max/mean FLOPs 1.000") != std::string::npos);
+  CHECK(run.out.find("memory per rank by phase") != std::string::npos);
+  CHECK(run.out.find("peak: ") != std::string::npos);
+  CHECK(run.out.find("model: h100-nvlink") != std::string::npos);
+  CHECK(run.out.find("375 GB/s") != std::string::npos);
+}
+
+TEST_CASE("ringlab run --dry-run at P = 4096 prints the compact summary", "[cost][cli][dry-run]") {
+  const Run run = run_ringlab("run --dry-run --ranks 4096 --seq 1048576 --heads 32 --dim 128 --causal --hw h100-ib");
+  REQUIRE(run.status == 0);
+  CHECK(run.out.find("(4090 ranks not shown)") != std::string::npos);
+  for (const char* row : {"\n     min ", "\n  median ", "\n     max ", "\n    4095 "}) CHECK(run.out.find(row) != std::string::npos);
+}
+
+TEST_CASE("ringlab run --dry-run --json and --trace", "[cost][cli][dry-run]") {
+  const std::string trace = "/tmp/ringlab_cost_cli_trace.json";
+  const Run run = run_ringlab("run --dry-run --json --trace " + trace + " --ranks 4 --seq 4096 --algo hybrid --ulysses 2 --backward");
+  REQUIRE(run.status == 0);
+  const nlohmann::json document = nlohmann::json::parse(run.out);
+  CHECK(document["mode"] == "dry-run");
+  CHECK(document["ranks"].size() == 4);
+  CHECK(document["hardware"]["name"] == "h100-nvlink");
+  CHECK(document["summary"]["time_seconds"].get<double>() > 0);
+  CHECK(document["memory"]["peak_bytes"].get<int64_t>() > 0);
+  CHECK(document["ranks"][0]["bytes_sent"].get<int64_t>() > 0);
+  const std::vector<ringlab::TraceEvent> events = ringlab::read_chrome_trace(trace);
+  CHECK(!events.empty());
+  bool saw_all_to_all = false;
+  for (const ringlab::TraceEvent& e : events) saw_all_to_all = saw_all_to_all || e.name == "all_to_all";
+  CHECK(saw_all_to_all);
+  std::remove(trace.c_str());
+}
+
+TEST_CASE("ringlab run --dry-run --hw: presets, machine files, and clear errors", "[cost][cli][dry-run]") {
+  const Run unknown = run_ringlab("run --dry-run --hw dgx-9000");
+  CHECK(unknown.status == 2);
+  CHECK(lines(unknown.err).size() == 1);
+  CHECK(unknown.err.find("h100-nvlink, h100-ib, h100-pcie, cpu") != std::string::npos);
+  const std::string path = "/tmp/ringlab_cost_cli_machine.json";
+  std::ofstream(path) << R"({"name": "lab", "device": {"peak_tflops": 10, "efficiency": {"forward_full": 0.5}},
+                             "intra_node": {"bandwidth_gb_per_s": 10, "latency_us": 2}})";
+  const Run custom = run_ringlab("run --dry-run --hw " + path);
+  CHECK(custom.status == 0);
+  CHECK(custom.out.find("model: lab") != std::string::npos);
+  std::ofstream(path) << R"({"device": {"peak_tflops": "fast"}})";
+  const Run bad = run_ringlab("run --dry-run --hw " + path);
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("peak_tflops is not a number") != std::string::npos);
+  std::remove(path.c_str());
+  const Run inject = run_ringlab("run --dry-run --inject drop@1:0");
+  CHECK(inject.status == 2);
+  CHECK(inject.err.find("--inject") != std::string::npos);
+}
+
+TEST_CASE("ringlab figure writes an SVG (and a PNG) whose cells have the right colours", "[cost][cli][figure]") {
+  const std::string svg = "/tmp/ringlab_cost_cli_grid.svg", png = "/tmp/ringlab_cost_cli_grid.png";
+  const std::string png_flag = ringlab::png_supported() ? " --png " + png : "";
+  const Run run = run_ringlab("figure grid-step --ranks 4 --seq 64 --causal --out " + svg + png_flag);
+  REQUIRE(run.status == 0);
+  const std::string content = slurp(svg);
+  CHECK(content.rfind("<?xml", 0) == 0);
+  // Cell (3, 0) is computed at step 3.
+  const std::string cell = "class=\"cell visible\" data-q=\"3\" data-k=\"0\"";
+  const size_t at = content.find(cell);
+  REQUIRE(at != std::string::npos);
+  const size_t start = content.rfind("<rect", at);
+  CHECK(content.substr(start, at - start).find("fill=\"" + ringlab::palette_colour(3, 4).hex() + "\"") != std::string::npos);
+  CHECK(content.find("class=\"cell skipped\" data-q=\"0\" data-k=\"3\"") != std::string::npos);
+  if (!png_flag.empty()) CHECK(slurp(png).substr(1, 3) == "PNG");
+  std::remove(svg.c_str());
+  std::remove(png.c_str());
+  for (const char* kind : {"load", "timeline", "grid-rank"}) {
+    const Run other = run_ringlab(std::string("figure ") + kind + " --ranks 4 --seq 1024 --causal --backward --out " + svg);
+    CHECK(other.status == 0);
+    CHECK(slurp(svg).find("</svg>") != std::string::npos);
+    std::remove(svg.c_str());
+  }
+  const Run unknown = run_ringlab("figure pie --out " + svg);
+  CHECK(unknown.status == 2);
+  CHECK(unknown.err.find("grid-step, grid-rank, load or timeline") != std::string::npos);
+}
