@@ -1,0 +1,148 @@
+// The exercise catalog, variant draws and answer judging (exercise.hpp).
+#include "exercises/exercise.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "reference/error.hpp"
+
+namespace ringlab::exercises {
+
+const Part* Exercise::find_part(const std::string& name) const {
+  for (const Part& part : parts)
+    if (part.name == name) return &part;
+  return nullptr;
+}
+
+double Exercise::number(const std::string& name) const {
+  for (const auto& [key, value] : numbers)
+    if (key == name) return value;
+  throw std::out_of_range("exercise " + id + " has no number '" + name + "'");
+}
+
+// ---- variants --------------------------------------------------------------------------------
+
+namespace {
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t fnv1a(const std::string& text) {
+  uint64_t hash = 0xCBF29CE484222325ull;
+  for (unsigned char c : text) hash = (hash ^ c) * 0x100000001B3ull;
+  return hash;
+}
+
+}  // namespace
+
+VariantDraw::VariantDraw(const std::string& id, int64_t variant)
+    : variant_(variant), state_(fnv1a(id) ^ (static_cast<uint64_t>(variant) * 0xD1B54A32D192ED03ull)) {}
+
+uint64_t VariantDraw::next() { return splitmix64(state_); }
+
+int64_t VariantDraw::integer(int64_t lo, int64_t hi) {
+  const uint64_t span = static_cast<uint64_t>(hi - lo) + 1;
+  return lo + static_cast<int64_t>(next() % span);
+}
+
+// ---- catalog ---------------------------------------------------------------------------------
+
+const std::vector<CatalogEntry>& exercise_catalog() {
+  static const std::vector<CatalogEntry> catalog = [] {
+    std::vector<CatalogEntry> entries;
+    add_source_exercises(entries);
+    add_notes_exercises(entries);
+    add_errata_exercises(entries);
+    return entries;
+  }();
+  return catalog;
+}
+
+Exercise make_exercise(const std::string& id, int64_t variant) {
+  if (variant < 0) throw UsageError("--variant " + std::to_string(variant) + " is negative; use 0 (the source's numbers) or a positive N");
+  for (const CatalogEntry& entry : exercise_catalog())
+    if (entry.id == id) return entry.make(variant);
+  std::string known;
+  for (const CatalogEntry& entry : exercise_catalog()) known += (known.empty() ? "" : ", ") + entry.id;
+  throw UsageError("unknown exercise '" + id + "'; the exercises are " + known + " (run 'ringlab exercises')");
+}
+
+// ---- checking --------------------------------------------------------------------------------
+
+namespace {
+
+bool within(const Part& part, double value) {
+  return std::fabs(value - part.expected) <= part.tolerance.abs + part.tolerance.rel * std::fabs(part.expected);
+}
+
+}  // namespace
+
+std::string expected_text(const Part& part) {
+  if (part.quantity == Quantity::list) return format_list(part.expected_list);
+  return format_quantity(part.expected, part.quantity, part.unit, 4);
+}
+
+std::string tolerance_text(const Part& part) {
+  if (part.quantity == Quantity::list) return "exact";
+  std::string text;
+  if (part.tolerance.rel > 0) text = "± " + format_number(part.tolerance.rel * 100, 3) + "%";
+  if (part.tolerance.abs > 0) {
+    std::string abs;
+    if (part.quantity == Quantity::fraction) {
+      abs = format_number(part.tolerance.abs * 100, 3) + " percentage points";
+    } else {
+      abs = format_quantity(part.tolerance.abs, part.quantity, part.unit, 3);
+    }
+    text += text.empty() ? "± " + abs : " + " + abs;
+  }
+  return text.empty() ? "exact" : text;
+}
+
+Verdict judge(const Part& part, const std::string& answer) {
+  Verdict verdict;
+  verdict.part = part.name;
+  verdict.answer = answer;
+  verdict.expected = expected_text(part);
+  verdict.tolerance = tolerance_text(part);
+  const ParsedAnswer parsed = parse_answer(answer, part.quantity, part.unit);
+
+  if (part.quantity == Quantity::list) {
+    verdict.read_as = format_list(parsed.list);
+    verdict.right = parsed.list == part.expected_list;
+    for (const KnownMistake& mistake : part.mistakes)
+      if (!verdict.right && !mistake.list.empty() && mistake.list == parsed.list) verdict.mistake = &mistake;
+    return verdict;
+  }
+
+  verdict.read_as = format_quantity(parsed.value, part.quantity, part.unit, 4);
+  verdict.right = within(part, parsed.value);
+  if (!verdict.right && parsed.other_prefix_value > 0 && within(part, parsed.other_prefix_value)) {
+    verdict.right = true;
+    verdict.note = "accepted as " + format_number(parsed.other_prefix_value / named_unit(Quantity::bytes, parsed.other_prefix_unit).factor, 4) +
+                   " " + parsed.other_prefix_unit + ": you wrote " + parsed.unit_written + "; this exercise counts " +
+                   (part.unit.name.find('i') == std::string::npos ? "1 GB = 10^9 B" : "1 GiB = 2^30 B");
+  }
+  if (parsed.unit_written.empty() && (part.quantity == Quantity::bytes || part.quantity == Quantity::seconds)) {
+    verdict.note = "a bare number is read in " + part.unit.name;
+  }
+  if (!verdict.right && part.quantity == Quantity::fraction && parsed.unit_written.empty() && parsed.value > 1 &&
+      within(part, parsed.value / 100)) {
+    verdict.note = "a bare number is a fraction; write " + format_number(parsed.value, 4) + "% for a percentage";
+  }
+  if (!verdict.right) {
+    for (const KnownMistake& mistake : part.mistakes) {
+      const double tolerance = part.tolerance.abs + part.tolerance.rel * std::fabs(mistake.value);
+      if (std::fabs(parsed.value - mistake.value) <= tolerance) {
+        verdict.mistake = &mistake;
+        break;
+      }
+    }
+  }
+  return verdict;
+}
+
+}  // namespace ringlab::exercises

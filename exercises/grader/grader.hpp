@@ -1,0 +1,102 @@
+// The grader behind `ringlab grade LAB [FILE]`: compiles a student's file against the lab's
+// prebuilt harness, runs every criterion in its own process group under a wall-clock limit, and
+// reports like a course autograder (CMU 11-868's model): per criterion passed / failed / timeout /
+// needs-GPU, the observed error against its tolerance, the first diverging (rank, step, block),
+// the deadlock report, and the command that reproduces one criterion; performance criteria are
+// graded only once every correctness criterion passes.
+//
+// Nothing a student writes can hang the grader: deadlocks come back from the simulator's watchdog
+// inside the criterion, and anything else (an endless loop, a crash) costs that criterion's
+// process, killed with its whole group at the limit.
+// Sections: [labs] [reports] [grading] [printing]
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ringlab::grader {
+
+// ---- [labs] ------------------------------------------------------------------------------------
+
+struct LabInfo {
+  std::string id;         // "03-ring-forward"
+  std::string directory;  // exercises/labs/03-ring-forward
+  std::string harness;    // the prebuilt harness library
+  std::string title;      // the README's first heading
+};
+
+// The labs this build was configured with, in order.
+std::vector<LabInfo> labs();
+// By id, number ("03") or name ("ring-forward"); throws UsageError naming the labs otherwise.
+LabInfo find_lab(const std::string& name);
+// FILE as given: a path, or one of the lab's own files: starter, solution, broken/NAME (".cpp"
+// optional); empty means the starter. Throws UsageError when there is no such file.
+std::string resolve_student_file(const LabInfo& lab, const std::string& file);
+
+// ---- [reports] ---------------------------------------------------------------------------------
+
+enum class Status : uint8_t { passed, failed, timeout, needs_gpu, skipped };
+const char* status_name(Status status);
+
+struct Divergence {
+  int64_t rank = -1, step = -1, block = -1;
+  std::string what;
+};
+
+struct CriterionReport {
+  std::string id, title;
+  bool performance = false;
+  Status status = Status::skipped;
+  double seconds = 0;
+  double limit_seconds = 0;
+  std::string message;
+  std::string hint;
+  double observed_error = -1, tolerance = -1;  // -1: no numeric comparison
+  std::optional<Divergence> divergence;
+  std::string deadlock;
+  std::vector<std::string> details;
+  std::string output;      // the tail of what the criterion printed (failures only)
+  std::string reproduce;   // the command that runs this criterion alone
+};
+
+struct GradeReport {
+  std::string lab;
+  std::string file;
+  bool compiled = false;
+  bool cached = false;          // the binary came from the grader's cache
+  double compile_seconds = 0;
+  std::string compile_command;
+  std::string compile_output;   // errors and warnings
+  std::vector<CriterionReport> criteria;
+  nlohmann::json environment;
+
+  int correctness_passed() const;
+  int correctness_total() const;
+  int performance_passed() const;
+  int performance_total() const;
+  bool passed() const;  // compiled, and every criterion that ran passed, none timed out or skipped
+};
+
+// ---- [grading] ---------------------------------------------------------------------------------
+
+struct GradeOptions {
+  std::string lab;
+  std::string file;                 // see resolve_student_file
+  std::vector<std::string> only;    // criterion ids; empty = all
+  double timeout_seconds = 0;       // > 0 overrides every criterion's own limit
+  bool use_cache = true;
+};
+
+// Throws UsageError for an unknown lab, file or criterion id.
+GradeReport grade(const GradeOptions& options);
+
+// ---- [printing] --------------------------------------------------------------------------------
+
+void print_report(std::ostream& out, const GradeReport& report);
+nlohmann::json to_json(const GradeReport& report);
+
+}  // namespace ringlab::grader

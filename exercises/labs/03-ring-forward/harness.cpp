@@ -1,0 +1,304 @@
+// Lab 03's hidden tests: the student's ring_forward on P virtual ranks against exact attention.
+//
+// block_attention (the one kernel students may call) is defined here, so every call is logged
+// with the rank that made it: which rank's K and V it was given (found by comparing the buffers
+// with every rank's original block, bit for bit), whether the key positions belong to that block,
+// and the rank's traffic counters at that moment. From the log the report names the first
+// diverging (rank, step, block): a block computed twice, a block never computed, keys masked with
+// another block's positions, K and V from different blocks. The traffic counters grade the
+// performance criteria (P - 1 blocks sent, each posted before the compute it overlaps).
+// Sections: [block_attention] [diagnosis] [criteria]
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+
+#include "exercises/labs/03-ring-forward/lab.hpp"
+#include "exercises/labs/common/harness.hpp"
+#include "reference/flash_attention.hpp"
+#include "sim/world.hpp"
+
+namespace ringlab::lab03 {
+
+namespace {
+
+using lab::CriterionResult;
+using lab::Divergence;
+
+struct BlockCall {
+  int64_t origin_k = -1, origin_v = -1;  // whose K and V (bitwise match), -1 = nobody's
+  bool own_queries = true;               // q is this rank's q
+  bool positions_of_origin = true;       // k_pos == positions[origin_k]
+  bool queries_positions = true;         // q_pos == positions[rank]
+  int64_t bytes_sent = 0, bytes_received = 0;  // the rank's counters when it called
+};
+
+// The criterion being run: one per process, written by the rank threads into their own slots.
+struct Session {
+  const lab::Problem* problem = nullptr;
+  std::vector<RankInputs> inputs;
+  std::vector<std::vector<BlockCall>> calls;  // [rank]
+};
+
+Session* g_session = nullptr;
+thread_local int tl_rank = -1;
+thread_local Communicator* tl_comm = nullptr;
+
+bool same_bits(const Tensor<float>& a, const Tensor<float>& b) {
+  return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<size_t>(a.size())) == 0;
+}
+
+void record(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v, std::span<const int64_t> q_pos,
+            std::span<const int64_t> k_pos) {
+  if (!g_session || tl_rank < 0) return;
+  BlockCall call;
+  const auto& in = g_session->inputs;
+  for (size_t r = 0; r < in.size(); ++r) {
+    if (call.origin_k < 0 && same_bits(k, in[r].k)) call.origin_k = static_cast<int64_t>(r);
+    if (call.origin_v < 0 && same_bits(v, in[r].v)) call.origin_v = static_cast<int64_t>(r);
+  }
+  const RankInputs& mine = in[static_cast<size_t>(tl_rank)];
+  call.own_queries = same_bits(q, mine.q);
+  call.queries_positions = std::equal(q_pos.begin(), q_pos.end(), mine.positions[static_cast<size_t>(tl_rank)].begin(),
+                                      mine.positions[static_cast<size_t>(tl_rank)].end());
+  if (call.origin_k >= 0) {
+    const auto& expected = mine.positions[static_cast<size_t>(call.origin_k)];
+    call.positions_of_origin = std::equal(k_pos.begin(), k_pos.end(), expected.begin(), expected.end());
+  }
+  if (tl_comm) call.bytes_sent = tl_comm->counters().bytes_sent, call.bytes_received = tl_comm->counters().bytes_received;
+  g_session->calls[static_cast<size_t>(tl_rank)].push_back(call);
+}
+
+}  // namespace
+
+// ---- [block_attention] -------------------------------------------------------------------------
+
+AttentionOutput<float> block_attention(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
+                                       std::span<const int64_t> q_pos, std::span<const int64_t> k_pos, bool causal) {
+  if (q.rank() != 4 || k.rank() != 4 || v.shape() != k.shape() || k.dim(0) != q.dim(0) || k.dim(3) != q.dim(3) ||
+      q.dim(2) % std::max<int64_t>(1, k.dim(2)) != 0) {
+    throw std::invalid_argument("block_attention: q " + shape_string(q.shape()) + ", k " + shape_string(k.shape()) +
+                                ", v " + shape_string(v.shape()) + " are not (B, n, H, D), (B, m, HKV, D), (B, m, HKV, D)");
+  }
+  if (static_cast<int64_t>(q_pos.size()) != q.dim(1) || static_cast<int64_t>(k_pos.size()) != k.dim(1)) {
+    throw std::invalid_argument("block_attention: " + std::to_string(q_pos.size()) + " query and " +
+                                std::to_string(k_pos.size()) + " key positions for " + std::to_string(q.dim(1)) +
+                                " queries and " + std::to_string(k.dim(1)) + " keys");
+  }
+  record(q, k, v, q_pos, k_pos);
+  const int64_t B = q.dim(0), n = q.dim(1), H = q.dim(2), D = q.dim(3);
+  SoftmaxState<float> acc = make_accumulator(B, H, n, D);
+  flash_forward_accumulate(q, k, v, q_pos, k_pos, {0, n}, {0, k.dim(1)}, causal ? MaskKind::causal : MaskKind::none, acc,
+                           {1, true});
+  return finalize_accumulator(acc, B, H, n, D);
+}
+
+namespace {
+
+// ---- [diagnosis] -------------------------------------------------------------------------------
+
+// Reads the block log: each rank must compute every rank's block exactly once, on matching K and
+// V, with that block's positions (they matter only under the causal mask).
+void diagnose_calls(const Session& s, bool causal, bool finished, CriterionResult& result) {
+  const int64_t P = static_cast<int64_t>(s.inputs.size());
+  auto found = [&](Divergence d, const char* hint) {
+    result.diverge(std::move(d));
+    if (result.hint.empty()) result.hint = hint;
+  };
+  for (int64_t r = 0; r < P; ++r) {
+    const auto& calls = s.calls[static_cast<size_t>(r)];
+    std::vector<int64_t> first_step(static_cast<size_t>(P), -1);
+    for (size_t t = 0; t < calls.size(); ++t) {
+      const BlockCall& c = calls[t];
+      const int64_t step = static_cast<int64_t>(t);
+      if (c.origin_k < 0) {
+        found({r, step, -1, "the K passed to block_attention is not any rank's K block (a buffer not yet received, or "
+                            "rows mixed from two blocks)"},
+              "complete the receive (wait) before computing on the block it brings");
+      } else if (c.origin_v != c.origin_k) {
+        found({r, step, c.origin_k,
+               "K of block " + std::to_string(c.origin_k) + " with V of " +
+                   (c.origin_v < 0 ? std::string("no rank's block") : "block " + std::to_string(c.origin_v))},
+              "K and V travel together: send and receive both, and swap both");
+      } else if (!c.own_queries) {
+        found({r, step, c.origin_k, "q is not this rank's own queries"}, "queries stay on their rank; only K/V travel");
+      } else if (first_step[static_cast<size_t>(c.origin_k)] >= 0) {
+        found({r, step, c.origin_k,
+               "block " + std::to_string(c.origin_k) + " computed a second time (first at step " +
+                   std::to_string(first_step[static_cast<size_t>(c.origin_k)]) + ")"},
+              "the received block must replace the one just computed before the next step");
+      } else if (causal && (!c.positions_of_origin || !c.queries_positions)) {
+        found({r, step, c.origin_k,
+               !c.queries_positions ? std::string("the queries were masked with positions that are not this rank's")
+                                    : "the keys of block " + std::to_string(c.origin_k) + " were masked with another block's positions"},
+              "the causal mask compares global positions: pass in.positions[rank] for the queries and "
+              "in.positions[origin] for the block that started on rank origin = rank - step (mod P)");
+      }
+      if (c.origin_k >= 0 && first_step[static_cast<size_t>(c.origin_k)] < 0) first_step[static_cast<size_t>(c.origin_k)] = step;
+    }
+    if (finished) {
+      for (int64_t b = 0; b < P; ++b)
+        if (first_step[static_cast<size_t>(b)] < 0) {
+          found({r, static_cast<int64_t>(calls.size()), b,
+                 "block " + std::to_string(b) + " was never computed: the loop made " + std::to_string(calls.size()) +
+                     " block calls, a ring of P = " + std::to_string(P) + " needs P"},
+                "a ring of P ranks takes P steps: the own block at step 0, then P - 1 received ones");
+          break;
+        }
+    }
+  }
+}
+
+// The first blocked rank of a deadlock, at the lowest step: where the ring stopped.
+void diverge_at_deadlock(const RunReport& report, CriterionResult& result) {
+  if (!report.deadlock) return;
+  for (const RankWaitReport& w : report.deadlock->ranks)
+    if (w.state == RankState::blocked) result.diverge({w.rank, w.step, -1, w.describe()});
+}
+
+struct Run {
+  std::unique_ptr<lab::Problem> problem;
+  CriterionResult result;
+  Session session;
+  RunReport report;
+};
+
+// Runs the student's ring_forward on a problem and checks out and lse on every rank.
+Run run_forward(const lab::ProblemSpec& spec, SendMode mode) {
+  Run run;
+  run.problem = std::make_unique<lab::Problem>(lab::make_problem(spec));
+  const lab::Problem& problem = *run.problem;
+  Session& s = run.session;
+  s.problem = &problem;
+  for (int64_t r = 0; r < spec.ranks; ++r) {
+    const auto& pos = problem.positions[static_cast<size_t>(r)];
+    s.inputs.push_back({lab::rows_of(problem.inputs.q, pos), lab::rows_of(problem.inputs.k, pos),
+                        lab::rows_of(problem.inputs.v, pos), problem.positions, spec.causal});
+  }
+  s.calls.resize(static_cast<size_t>(spec.ranks));
+  std::vector<AttentionOutput<float>> outputs(static_cast<size_t>(spec.ranks));
+  g_session = &s;
+  run.report = lab::run_ranks(spec.ranks, mode, [&](Communicator& comm) {
+    tl_rank = comm.rank();
+    tl_comm = &comm;
+    outputs[static_cast<size_t>(comm.rank())] = ring_forward(comm, s.inputs[static_cast<size_t>(comm.rank())]);
+    tl_comm = nullptr;
+  });
+  g_session = nullptr;
+  CriterionResult& result = run.result;
+  diagnose_calls(s, spec.causal, run.report.ok(), result);
+  if (lab::record_run_failure(run.report, result)) {
+    diverge_at_deadlock(run.report, result);
+    return run;
+  }
+  bool outputs_ok = true;
+  for (int64_t r = 0; r < spec.ranks; ++r) {
+    const auto& pos = problem.positions[static_cast<size_t>(r)];
+    const std::string where = "rank " + std::to_string(r);
+    outputs_ok &= lab::compare_tensor(result, "out", outputs[static_cast<size_t>(r)].out,
+                                      lab::rows_of(problem.reference.out, pos), fp32_tolerance("out"), where);
+    outputs_ok &= lab::compare_tensor(result, "lse", outputs[static_cast<size_t>(r)].lse,
+                                      lab::lse_rows_of(problem.reference.lse, pos), fp32_tolerance("lse"), where);
+  }
+  if (!outputs_ok && !result.divergence) {
+    result.hint = "every block was computed once, on the right K/V and positions, so the merge is what is wrong: "
+                  "rescale both partial outputs by e^(lse_i - lse) and let a -inf lse add nothing";
+  }
+  if (!outputs_ok || result.divergence) result.passed = false;
+  if (result.passed) result.message.clear();
+  return run;
+}
+
+CriterionResult correctness(lab::ProblemSpec spec, SendMode mode = SendMode::eager) { return run_forward(spec, mode).result; }
+
+lab::ProblemSpec spec_of(int64_t ranks, bool causal = false, LayoutKind layout = LayoutKind::contiguous) {
+  lab::ProblemSpec spec;
+  spec.ranks = ranks;
+  spec.causal = causal;
+  spec.layout = layout;
+  spec.seed = 300 + static_cast<uint64_t>(ranks);
+  return spec;
+}
+
+// ---- [criteria] --------------------------------------------------------------------------------
+
+CriterionResult performance(bool overlap) {
+  Run run = run_forward(spec_of(4), SendMode::eager);
+  CriterionResult result;
+  if (!run.result.passed) {
+    result.fail("not correct on this problem (P = 4): " + run.result.message);
+    return result;
+  }
+  const int64_t P = 4;
+  const RankInputs& in0 = run.session.inputs[0];
+  const int64_t block_bytes = 2 * in0.k.size() * static_cast<int64_t>(sizeof(float));
+  for (int64_t r = 0; r < P; ++r) {
+    const auto& calls = run.session.calls[static_cast<size_t>(r)];
+    if (!overlap) {
+      const int64_t sent = run.report.counters[static_cast<size_t>(r)].bytes_sent;
+      if (sent != (P - 1) * block_bytes) {
+        result.fail("rank " + std::to_string(r) + " sent " + std::to_string(sent) + " bytes; a ring sends P - 1 = " +
+                    std::to_string(P - 1) + " K/V blocks of " + std::to_string(block_bytes) + " bytes");
+        result.hint = "send each block once per hop, and nothing at the last step";
+        return result;
+      }
+      continue;
+    }
+    for (size_t t = 0; t + 1 < calls.size(); ++t) {
+      const int64_t step = static_cast<int64_t>(t);
+      if (calls[t].bytes_sent < (step + 1) * block_bytes) {
+        result.fail("rank " + std::to_string(r) + ", step " + std::to_string(step) +
+                    ": the next transfer was not posted before this step's compute");
+        result.divergence = Divergence{r, step, calls[t].origin_k, "computed before sending its block on"};
+        result.hint = "post isend/irecv of the next block first, compute, then wait";
+        return result;
+      }
+      if (calls[t].bytes_received > step * block_bytes) {
+        result.fail("rank " + std::to_string(r) + ", step " + std::to_string(step) +
+                    ": the next block was already received before this step's compute started");
+        result.divergence = Divergence{r, step, calls[t].origin_k, "waited for the next block before computing"};
+        result.hint = "a blocking exchange (sendrecv, or recv) before the compute serialises them: post irecv/isend, "
+                      "compute, and only then wait";
+        return result;
+      }
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
+}  // namespace ringlab::lab03
+
+namespace ringlab::lab {
+
+const char* lab_name() { return "03-ring-forward"; }
+
+std::vector<Criterion> lab_criteria() {
+  using namespace ringlab::lab03;
+  lab::ProblemSpec gqa = spec_of(4, true);
+  gqa.heads = 4, gqa.kv_heads = 1;
+  lab::ProblemSpec p8 = spec_of(8);
+  p8.batch = 2;
+  return {
+      {"p1", "P = 1: one rank, no communication", 20, false, false, [] { return correctness(spec_of(1)); }},
+      {"p2", "P = 2, full attention", 20, false, false, [] { return correctness(spec_of(2)); }},
+      {"p3", "P = 3, full attention (a non-power of two: a wrong direction shows from here)", 20, false, false,
+       [] { return correctness(spec_of(3)); }},
+      {"p4-causal", "P = 4, causal, contiguous layout (mask by global position)", 20, false, false,
+       [] { return correctness(spec_of(4, true)); }},
+      {"p5-zigzag", "P = 5, causal, zig-zag layout (positions are not contiguous)", 20, false, false,
+       [] { return correctness(spec_of(5, true, LayoutKind::zigzag)); }},
+      {"p8", "P = 8, batch 2, full attention", 30, false, false, [p8] { return correctness(p8); }},
+      {"gqa", "P = 4, causal, GQA (4 query heads share 1 K/V head)", 20, false, false, [gqa] { return correctness(gqa); }},
+      {"rendezvous", "P = 4 with rendezvous sends (a blocking send waits for its receive): no deadlock", 20, false, false,
+       [] { return correctness(spec_of(4), SendMode::rendezvous); }},
+      {"perf-traffic", "performance: each rank sends exactly P - 1 K/V blocks", 20, true, false,
+       [] { return performance(false); }},
+      {"perf-overlap", "performance: the next block's transfer is posted before, and waited after, each compute", 20,
+       true, false, [] { return performance(true); }},
+  };
+}
+
+}  // namespace ringlab::lab

@@ -1,0 +1,42 @@
+// Lab 03 — the ring forward on the communicator API. What you implement and what you may call.
+//
+// Shapes (dimension letters as everywhere in ringlab): B batch, n = S/P tokens per rank, H query
+// heads, HKV key/value heads, D head dimension, P ranks.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "exercises/labs/common/lab_support.hpp"
+#include "reference/attention.hpp"
+#include "sim/communicator.hpp"
+
+namespace ringlab::lab03 {
+
+// What one rank starts with.
+struct RankInputs {
+  Tensor<float> q;  // (B, n, H, D): this rank's queries, at positions[rank] (ascending)
+  Tensor<float> k;  // (B, n, HKV, D): this rank's keys, same positions
+  Tensor<float> v;  // (B, n, HKV, D)
+  std::vector<std::vector<int64_t>> positions;  // [P][n]: every rank's global token positions
+  bool causal = false;  // causal mask by global position: key position <= query position
+};
+
+// Provided. Attention of queries q (at global positions q_pos) against ONE block of keys and values
+// (at k_pos), as a partial result in log-sum-exp form over that block only:
+//   out (B, n, H, D) = softmax over the block's visible keys, times v;
+//   lse (B, H, n)    = log sum_j exp(q.k_j / sqrt(D)) over the block's visible keys
+//                      (-inf, with out = 0, where a query sees no key of the block).
+// The mask compares global positions, so pass the positions of the block you are computing on.
+AttentionOutput<float> block_attention(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
+                                       std::span<const int64_t> q_pos, std::span<const int64_t> k_pos, bool causal);
+
+// TODO (your file): the ring forward, run by every rank at once. Returns this rank's out
+// (B, n, H, D) and lse (B, H, n) over ALL keys of all ranks. Pass K/V blocks around the ring
+// with comm (send / recv / isend / irecv / sendrecv), one hop per step, and merge the partial
+// results (out_i, lse_i) of the blocks:  lse = log(e^lse_a + e^lse_b),
+// out = out_a e^(lse_a - lse) + out_b e^(lse_b - lse)  (a -inf lse is the identity).
+AttentionOutput<float> ring_forward(Communicator& comm, const RankInputs& in);
+
+}  // namespace ringlab::lab03

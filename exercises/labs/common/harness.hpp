@@ -1,0 +1,146 @@
+// The lab harness: what every lab's hidden tests are built from, and the protocol between a lab
+// binary and the grader (exercises/grader/).
+//
+// A lab binary is the student's file linked with the lab's harness (labs/NN-name/harness.cpp,
+// built once with the project) and this library, which holds main():
+//   lab --list                      one JSON object per line per criterion:
+//                                   {"id", "title", "timeout", "performance", "needs_gpu"}
+//   lab --run ID --result FILE      runs one criterion and writes its CriterionResult as JSON to
+//                                   FILE; the exit status does not matter (the file does)
+// The grader runs each criterion in its own process group with a wall-clock limit, so a student's
+// endless loop or crash costs one criterion, never the grade. Deadlocks are caught earlier, by the
+// simulator's watchdog inside the criterion, and come back as DeadlockReport::describe().
+//
+// Sections: [results] [criteria] [problems] [running ranks] [comparing]
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "reference/attention.hpp"
+#include "reference/compare.hpp"
+#include "reference/layout.hpp"
+#include "sim/run_report.hpp"
+#include "sim/world_options.hpp"
+
+namespace ringlab {
+class Communicator;
+}
+
+namespace ringlab::lab {
+
+// ---- [results] ---------------------------------------------------------------------------------
+
+// Where a distributed result first goes wrong: rank, ring step and block (the K/V block's origin
+// rank), any of them -1 when it does not apply, and what happened there.
+struct Divergence {
+  int64_t rank = -1;
+  int64_t step = -1;
+  int64_t block = -1;
+  std::string what;
+};
+
+struct CriterionResult {
+  bool passed = true;
+  std::string message;                 // one line: what went wrong ("" when passed)
+  double observed_error = -1;          // the worst error against the oracle, when one was measured
+  double tolerance = -1;               // the tolerance it was judged by (abs + rel |r| at the worst element)
+  std::optional<Divergence> divergence;
+  std::string deadlock;                // the simulator's deadlock report, when the ranks deadlocked
+  std::string hint;                    // what to fix
+  std::vector<std::string> details;    // further lines
+
+  // Records a failure; the first one's message is kept.
+  void fail(const std::string& why);
+  // Keeps the divergence that comes first in (step, rank) order.
+  void diverge(Divergence where);
+};
+
+// ---- [criteria] --------------------------------------------------------------------------------
+
+struct Criterion {
+  std::string id;                 // "p3" — what --only takes
+  std::string title;              // "P = 3 (a non-power of two: the ring direction matters)"
+  double timeout_seconds = 20;    // wall clock for the whole criterion process
+  bool performance = false;       // graded only after every correctness criterion passed
+  bool needs_gpu = false;         // reported as needs-GPU where no GPU is present
+  std::function<CriterionResult()> run;
+};
+
+// Each lab's harness.cpp defines these two.
+const char* lab_name();
+std::vector<Criterion> lab_criteria();
+
+// ---- [problems] --------------------------------------------------------------------------------
+
+// One attention problem, cut by rank: global inputs (float) and their float64 copies, the exact
+// oracle (forward, and backward when asked), and each rank's positions under a layout.
+struct Problem {
+  AttentionDims dims;
+  int64_t ranks = 1;
+  bool causal = false;
+  LayoutKind layout = LayoutKind::contiguous;
+  AttentionInputs<float> inputs;           // (B, S, H, D) / (B, S, HKV, D)
+  AttentionInputs<double> inputs64;
+  AttentionOutput<double> reference;       // out (B, S, H, D), lse (B, H, S)
+  AttentionGrads<double> reference_grads;  // when backward
+  AttentionOutput<float> forward32;        // the forward in float32 (out, lse) for backward labs
+  std::vector<std::vector<int64_t>> positions;  // [rank] -> ascending global positions
+
+  MaskKind mask() const { return causal ? MaskKind::causal : MaskKind::none; }
+  int64_t tokens_per_rank() const { return dims.seq / ranks; }
+};
+
+struct ProblemSpec {
+  int64_t ranks = 4;
+  int64_t tokens_per_rank = 8;
+  int64_t heads = 2, kv_heads = 2, dim = 16, batch = 1;
+  LayoutKind layout = LayoutKind::contiguous;
+  bool causal = false;
+  bool backward = false;
+  uint64_t seed = 1;
+};
+
+Problem make_problem(const ProblemSpec& spec);
+
+// Rows of a global (B, S, X, D) tensor at a rank's positions -> (B, n, X, D).
+Tensor<float> rows_of(const Tensor<float>& global, std::span<const int64_t> positions);
+// The same for (B, H, S) lse-like tensors -> (B, H, n).
+Tensor<double> lse_rows_of(const Tensor<double>& global, std::span<const int64_t> positions);
+Tensor<double> rows_of(const Tensor<double>& global, std::span<const int64_t> positions);
+
+// ---- [running ranks] ---------------------------------------------------------------------------
+
+// Runs `rank_function` on P virtual ranks with the deadlock watchdog (a few seconds' fallback;
+// deadlocks are usually detected at once).
+RunReport run_ranks(int64_t ranks, SendMode mode, const std::function<void(Communicator&)>& rank_function,
+                    double watchdog_seconds = 5);
+
+// When the run did not end well, records why in `result` (the deadlock report, the fault, or the
+// exception a rank threw — "not implemented: ..." for a starter's TODO) and returns true.
+bool record_run_failure(const RunReport& report, CriterionResult& result);
+
+// ---- [comparing] -------------------------------------------------------------------------------
+
+// Compares with the shared tolerance check and records the worst error: a failure names the
+// tensor, the first bad element and `where` (e.g. "rank 2").
+bool compare_into(CriterionResult& result, const std::string& name, std::span<const float> actual,
+                  std::span<const double> expected, const Shape& shape, Tolerance tolerance, const std::string& where);
+
+template <class A>
+bool compare_tensor(CriterionResult& result, const std::string& name, const Tensor<A>& actual, const Tensor<double>& expected,
+                    Tolerance tolerance, const std::string& where) {
+  if (actual.shape() != expected.shape()) {
+    result.fail(where + ": " + name + " has shape " + shape_string(actual.shape()) + ", expected " +
+                shape_string(expected.shape()));
+    return false;
+  }
+  std::vector<float> values(actual.storage().begin(), actual.storage().end());
+  return compare_into(result, name, values, expected.span(), expected.shape(), tolerance, where);
+}
+
+}  // namespace ringlab::lab

@@ -1,0 +1,175 @@
+// The grader's negative controls (ANCHORS.md: CMU 11-868's grader is validated the same way):
+// every lab's starter fails, its solution passes, and every deliberately broken version fails on
+// the criterion it was written to fail — while the criteria it should pass, pass. Plus what no
+// student file may do to the grader: hang it (an endless loop), crash it (a segfault), or confuse
+// it (an exception, a compile error). Runs the built `ringlab grade ... --json`.
+// Compiled binaries are cached under the build tree, so a second run takes seconds.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/run_binary.hpp"
+
+using ringlab::test::run_binary;
+
+namespace {
+
+const std::string kBinary = RINGLAB_BINARY;
+const std::string kFixtures = RINGLAB_TEST_FIXTURES;
+
+struct Graded {
+  int status = -1;
+  nlohmann::json report;
+  std::string status_of(const std::string& criterion) const {
+    for (const auto& c : report["criteria"])
+      if (c["id"] == criterion) return c["status"];
+    return "absent";
+  }
+  const nlohmann::json& criterion(const std::string& id) const {
+    for (const auto& c : report["criteria"])
+      if (c["id"] == id) return c;
+    static const nlohmann::json none;
+    return none;
+  }
+  bool correctness_passed() const { return report["score"]["correctness_passed"] == report["score"]["correctness_total"]; }
+};
+
+Graded grade(const std::string& lab, const std::string& file, std::vector<std::string> extra = {}) {
+  setenv("RINGLAB_GRADE_CACHE", RINGLAB_GRADE_CACHE_DIR, 1);
+  std::vector<std::string> args{"grade", lab, file, "--json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const auto run = run_binary(kBinary, args, 600);
+  Graded g;
+  g.status = run.status;
+  INFO(run.err);
+  REQUIRE_NOTHROW(g.report = nlohmann::json::parse(run.out));
+  return g;
+}
+
+// A starter fails; the solution passes every criterion, performance included.
+void starter_and_solution(const std::string& lab) {
+  const Graded starter = grade(lab, "starter");
+  CHECK(starter.status == 1);
+  CHECK(starter.report["compiled"] == true);  // it compiles, then fails
+  CHECK_FALSE(starter.report["passed"]);
+  const Graded solution = grade(lab, "solution");
+  INFO(solution.report.dump(2));
+  CHECK(solution.status == 0);
+  CHECK(solution.report["passed"]);
+}
+
+// A broken version fails `criterion` (status failed) and passes every one in `passes`.
+Graded broken(const std::string& lab, const std::string& name, const std::string& criterion,
+              std::initializer_list<const char*> passes = {}) {
+  const Graded g = grade(lab, "broken/" + name);
+  INFO(lab << " broken/" << name << "\n" << g.report.dump(2));
+  CHECK(g.status == 1);
+  CHECK(g.status_of(criterion) == "failed");
+  for (const char* ok : passes) CHECK(g.status_of(ok) == "passed");
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("grader negative controls: 01-softmax-merge", "[exercises][grader]") {
+  starter_and_solution("01-softmax-merge");
+  broken("01-softmax-merge", "missing_scale", "chunk-scale", {"finalize", "merge-two", "identity"});
+  broken("01-softmax-merge", "missing_rescale", "merge-two", {"finalize", "chunk-scale", "identity"});
+  broken("01-softmax-merge", "nan_on_empty", "identity", {"finalize", "chunk-scale", "merge-two"});
+  broken("01-softmax-merge", "no_max", "large-scores", {"chunk-scale", "merge-two", "identity"});
+}
+
+TEST_CASE("grader negative controls: 02-layouts", "[exercises][grader]") {
+  starter_and_solution("02-layouts");
+  broken("02-layouts", "no_fold", "zigzag-p2", {"zigzag-p1", "striped-p3", "causal-pairs"});
+  broken("02-layouts", "mirror_off_by_one", "zigzag-p2", {"zigzag-p1", "striped-p8", "partition"});
+  CHECK(grade("02-layouts", "broken/mirror_off_by_one").status_of("balance") == "failed");
+  broken("02-layouts", "strict_pairs", "causal-pairs", {"zigzag-p8", "partition"});
+}
+
+TEST_CASE("grader negative controls: 03-ring-forward", "[exercises][grader]") {
+  starter_and_solution("03-ring-forward");
+  const Graded direction = broken("03-ring-forward", "wrong_direction", "p3", {"p1", "p2"});
+  CHECK(direction.criterion("p3")["deadlock"].get<std::string>().find("cycle of waits") != std::string::npos);
+  const Graded rescale = broken("03-ring-forward", "missing_rescale", "p2", {"p1"});
+  CHECK(rescale.criterion("p2")["observed_error"].get<double>() > rescale.criterion("p2")["tolerance"].get<double>());
+  const Graded off = broken("03-ring-forward", "off_by_one", "p2");
+  CHECK(off.criterion("p2")["first_divergence"]["block"] == 1);
+  const Graded send = broken("03-ring-forward", "missing_send", "p2", {"p1"});
+  CHECK(send.criterion("p2").contains("deadlock"));
+  const Graded mask = broken("03-ring-forward", "offset_mask", "p4-causal", {"p1", "p2", "p3", "p8"});
+  CHECK(mask.criterion("p4-causal")["first_divergence"]["rank"] == 1);  // rank 0 is right
+  broken("03-ring-forward", "blocking_ring", "rendezvous", {"p2", "p3", "p8"});
+  const Graded overlap = broken("03-ring-forward", "no_overlap", "perf-overlap", {"perf-traffic"});
+  CHECK(overlap.correctness_passed());
+}
+
+TEST_CASE("grader negative controls: 04-ring-backward", "[exercises][grader]") {
+  starter_and_solution("04-ring-backward");
+  const Graded reverse = broken("04-ring-backward", "reverse_dkv", "p3-direction", {"p1", "p2"});
+  const auto& divergence = reverse.criterion("p3-direction")["first_divergence"];
+  CHECK(divergence["step"] == 1);  // step 0's accumulators are each rank's own: the first wrong add is at step 1
+  broken("04-ring-backward", "missing_home_hop", "p2", {"p1"});
+  const Graded send = broken("04-ring-backward", "missing_send", "p2");
+  CHECK(send.criterion("p2").contains("deadlock"));
+}
+
+TEST_CASE("grader negative controls: 05-ulysses", "[exercises][grader]") {
+  starter_and_solution("05-ulysses");
+  const Graded order = broken("05-ulysses", "wrong_chunk_order", "p2", {"p1"});
+  CHECK(order.criterion("p2")["first_divergence"]["step"] == 0);  // the all-to-all in
+  const Graded back = broken("05-ulysses", "heads_back_misplaced", "p2", {"p1"});
+  CHECK(back.criterion("p2")["first_divergence"]["step"] == 1);  // the all-to-all back
+}
+
+TEST_CASE("grader negative controls: 06-causal-skip", "[exercises][grader]") {
+  starter_and_solution("06-causal-skip");
+  const Graded send = broken("06-causal-skip", "skip_stops_sending", "contiguous-p3", {"classify"});
+  CHECK(send.criterion("contiguous-p3").contains("deadlock"));
+  broken("06-causal-skip", "skip_by_rank", "zigzag-p4", {"classify", "contiguous-p3", "contiguous-p8"});
+  const Graded never = broken("06-causal-skip", "never_skips", "perf-skips");
+  CHECK(never.correctness_passed());
+}
+
+TEST_CASE("grader containment: endless loops time out, crashes and exceptions are reported", "[exercises][grader]") {
+  const auto start = std::chrono::steady_clock::now();
+  const Graded loop = grade("03-ring-forward", kFixtures + "/lab03_endless_loop.cpp", {"--only", "p2", "--timeout", "3"});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(loop.status_of("p2") == "timeout");
+  CHECK(seconds < 60);  // compile + 3 s, never a hang
+  const Graded crash = grade("03-ring-forward", kFixtures + "/lab03_segfault.cpp", {"--only", "p2"});
+  CHECK(crash.status_of("p2") == "failed");
+  CHECK(crash.criterion("p2")["message"].get<std::string>().find("SIGSEGV") != std::string::npos);
+  const Graded thrown = grade("03-ring-forward", kFixtures + "/lab03_throws.cpp", {"--only", "p2"});
+  CHECK(thrown.criterion("p2")["message"].get<std::string>().find("rank 1 threw: boom on purpose") != std::string::npos);
+  const Graded broken_build = grade("03-ring-forward", kFixtures + "/lab03_compile_error.cpp");
+  CHECK(broken_build.status == 1);
+  CHECK(broken_build.report["compiled"] == false);
+  CHECK(broken_build.status_of("compiles") == "failed");
+  CHECK_FALSE(broken_build.report["compile_output"].get<std::string>().empty());
+}
+
+TEST_CASE("grader text report: error vs tolerance, first divergence, reproduce line", "[exercises][grader]") {
+  setenv("RINGLAB_GRADE_CACHE", RINGLAB_GRADE_CACHE_DIR, 1);
+  const auto rescale = run_binary(kBinary, {"grade", "03-ring-forward", "broken/missing_rescale", "--only", "p2"}, 600);
+  CHECK(rescale.status == 1);
+  CHECK(rescale.out.find("p2             FAILED") != std::string::npos);
+  CHECK(rescale.out.find("observed error ") != std::string::npos);
+  CHECK(rescale.out.find(" vs tolerance ") != std::string::npos);
+  CHECK(rescale.out.find("reproduce: ringlab grade 03-ring-forward broken/missing_rescale --only p2") != std::string::npos);
+  const auto mask = run_binary(kBinary, {"grade", "03", "broken/offset_mask", "--only", "p4-causal"}, 600);
+  CHECK(mask.out.find("first diverging: rank 1, step 0, block 1") != std::string::npos);
+  const auto list = run_binary(kBinary, {"grade", "--list"});
+  CHECK(list.status == 0);
+  for (const char* lab : {"01-softmax-merge", "02-layouts", "03-ring-forward", "04-ring-backward", "05-ulysses", "06-causal-skip"})
+    CHECK(list.out.find(lab) != std::string::npos);
+  CHECK(run_binary(kBinary, {"grade"}).status == 2);
+  const auto unknown = run_binary(kBinary, {"grade", "99-nothing"});
+  CHECK(unknown.status == 2);
+  CHECK(unknown.err_lines().size() == 1);
+  const auto bad_file = run_binary(kBinary, {"grade", "03", "no_such_file.cpp"});
+  CHECK(bad_file.status == 2);
+  const auto bad_criterion = run_binary(kBinary, {"grade", "03", "solution", "--only", "p99"}, 600);
+  CHECK(bad_criterion.status == 2);
+}
