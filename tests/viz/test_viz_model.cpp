@@ -1,0 +1,248 @@
+// The viewer's model from plans: ring positions and held blocks, transfers and collectives, the
+// block grid's cells (who computes what, when, with which shape), load, the schematic timeline,
+// and where the reverse-dkv and kv-offset-mask errata put their errors — checked against the
+// algorithms' definitions and the plan checker, over P in {1, 2, 3, 4, 8} (STYLE.md habit 5).
+#include <catch2/catch.hpp>
+#include <numeric>
+
+#include "reference/error.hpp"
+#include "sim/plan_check.hpp"
+#include "viz/model/geometry.hpp"
+#include "viz_test_support.hpp"
+
+using namespace ringlab;
+using namespace ringlab::viz;
+using ringlab::viz::test::model_of;
+using ringlab::viz::test::spec_of;
+
+namespace {
+
+int64_t mod(int64_t a, int64_t n) { return ((a % n) + n) % n; }
+
+bool any_line_contains(const std::vector<std::string>& lines, const std::string& text) {
+  for (const std::string& line : lines)
+    if (line.find(text) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("ring grid: rank q computes key block k at step (q - k) mod P, causal shapes by position", "[viz][model]") {
+  const int64_t P = GENERATE(1, 2, 3, 4, 8);
+  const ScheduleModel m = model_of(spec_of(Algorithm::ring, LayoutKind::contiguous, P, true));
+  REQUIRE(m.grids.size() == 1);
+  const BlockGrid& grid = m.grids[0];
+  REQUIRE(grid.blocks == P);
+  REQUIRE(m.phases[0].name == "ring forward");
+  for (int64_t q = 0; q < P; ++q)
+    for (int64_t k = 0; k < P; ++k) {
+      const GridCell& cell = grid.at(q, k);
+      INFO("cell " << q << " x " << k);
+      CHECK(cell.planned);
+      CHECK(cell.step == mod(q - k, P));
+      CHECK(cell.phase_step == mod(q - k, P));
+      CHECK(cell.ranks == std::vector<int64_t>{q});
+      CHECK(cell.shape == (k > q ? BlockShape::skipped : (k == q ? BlockShape::diagonal : BlockShape::full)));
+      CHECK(cell.computed() == (k <= q));
+      CHECK(cell.cause == ErrorCause::none);
+    }
+}
+
+TEST_CASE("ring positions: each rank holds block g - t, K/V travel to g + 1 during step t", "[viz][model]") {
+  const int64_t P = GENERATE(1, 2, 3, 4, 8);
+  const ScheduleModel m = model_of(spec_of(Algorithm::ring, LayoutKind::contiguous, P, false));
+  REQUIRE(m.step_count() == P + 1);  // the ring, then finalize
+  for (int64_t t = 0; t < P; ++t) {
+    for (int64_t g = 0; g < P; ++g) {
+      const RankStep& held = m.rank_steps[g][t];
+      CHECK(held.kv_block == mod(g - t, P));
+      CHECK(held.computed == mod(g - t, P));
+    }
+    const std::vector<const Transfer*> moving = m.transfers_at(t);
+    CHECK(static_cast<int64_t>(moving.size()) == (t < P - 1 ? P : 0));
+    for (const Transfer* transfer : moving) {
+      CHECK(transfer->to == mod(transfer->from + 1, P));
+      CHECK(transfer->origin == mod(transfer->from - t, P));
+      CHECK(transfer->payload == Payload::kv);
+    }
+  }
+  CHECK(m.transfers_at(P).empty());  // finalize moves nothing
+  const Vec2 top = ring_node(0, P, 1);
+  CHECK(top.x == Approx(0).margin(1e-6));
+  CHECK(top.y == Approx(-1));
+}
+
+TEST_CASE("zig-zag turns diagonal blocks into half blocks and balances causal work", "[viz][model]") {
+  const int64_t P = GENERATE(2, 3, 4, 8);
+  const ScheduleModel zigzag = model_of(spec_of(Algorithm::ring, LayoutKind::zigzag, P, true));
+  const ScheduleModel contiguous = model_of(spec_of(Algorithm::ring, LayoutKind::contiguous, P, true));
+  CHECK(zigzag.load.flops_imbalance() == Approx(1.0).epsilon(1e-9));
+  CHECK(contiguous.load.flops_imbalance() > 1.2);
+  int halves = 0;
+  for (const GridCell& cell : zigzag.grids[0].cells) {
+    halves += cell.shape == BlockShape::q_half || cell.shape == BlockShape::kv_half;
+    CHECK(cell.computed());  // every pair of zig-zag blocks has visible work
+  }
+  CHECK(halves == P * (P - 1));
+
+  // Units: block g holds units g and 2P-1-g, so queries of block 0 see block 1's keys only from
+  // their late unit: the lower row of the cell.
+  const UnitPattern pattern = zigzag.unit_pattern(0, 1);
+  REQUIRE(pattern.rows == 2);
+  REQUIRE(pattern.cols == 2);
+  CHECK(pattern.at(0, 0) == UnitVisibility::none);
+  CHECK(pattern.at(0, 1) == UnitVisibility::none);
+  CHECK(pattern.at(1, 0) == UnitVisibility::full);
+  CHECK(pattern.at(1, 1) == UnitVisibility::full);
+  CHECK(zigzag.grids[0].at(0, 1).shape == BlockShape::q_half);
+  const UnitPattern diagonal = zigzag.unit_pattern(0, 0);
+  CHECK(diagonal.at(0, 0) == UnitVisibility::diagonal);
+  CHECK(diagonal.at(1, 0) == UnitVisibility::full);
+  CHECK(diagonal.at(0, 1) == UnitVisibility::none);
+}
+
+TEST_CASE("all-gather and Ulysses phases are drawn as their collectives", "[viz][model]") {
+  SECTION("all-gather: one group of every rank, then each rank holds all blocks") {
+    const ScheduleModel m = model_of(spec_of(Algorithm::allgather, LayoutKind::contiguous, 4, false));
+    const std::vector<const CollectiveView*> at0 = m.collectives_at(0);
+    REQUIRE(at0.size() == 1);
+    CHECK(at0[0]->kind == Collective::all_gather_kv);
+    CHECK(at0[0]->members == std::vector<int64_t>{0, 1, 2, 3});
+    CHECK(m.phases[0].has_collective);
+    for (int64_t g = 0; g < 4; ++g) {
+      CHECK(m.rank_steps[g][1].kv_block == kAllBlocks);
+      CHECK(m.rank_steps[g][1].computed == g);
+    }
+    CHECK(m.transfers.empty());
+  }
+  SECTION("Ulysses: an all-to-all over the group, one block computed by every rank for its heads") {
+    const ScheduleModel m = model_of(spec_of(Algorithm::ulysses, LayoutKind::contiguous, 4, true));
+    REQUIRE(m.ring == 1);
+    REQUIRE(m.ulysses == 4);
+    const std::vector<const CollectiveView*> at0 = m.collectives_at(0);
+    REQUIRE(at0.size() == 1);
+    CHECK(at0[0]->kind == Collective::all_to_all_qkv);
+    CHECK(at0[0]->members.size() == 4);
+    CHECK(m.grids[0].at(0, 0).ranks == std::vector<int64_t>{0, 1, 2, 3});
+    CHECK(m.collectives_at(m.step_count() - 1).front()->kind == Collective::all_to_all_out);
+  }
+  SECTION("hybrid U=2 on 4 ranks: two Ulysses groups, a ring of two; cells shared by a group") {
+    const ScheduleModel m = model_of(spec_of(Algorithm::hybrid, LayoutKind::zigzag, 4, true, false, Erratum::none, 2));
+    REQUIRE(m.ring == 2);
+    CHECK(m.collectives_at(0).size() == 2);
+    CHECK(m.grids[0].at(1, 0).ranks == std::vector<int64_t>{2, 3});
+    // Ranks of a Ulysses group sit side by side; ring position 1 is opposite position 0.
+    CHECK(ring_node(2, 2, 2).y > 0);
+    CHECK(ring_node(0, 2, 2).y < 0);
+  }
+}
+
+TEST_CASE("reverse-dkv erratum: dK/dV of block g-t go into block g+t's accumulator from backward step 1",
+          "[viz][model][errata]") {
+  const int64_t P = GENERATE(2, 3, 4, 5, 8);
+  const ScheduleModel m = model_of(spec_of(Algorithm::ring, LayoutKind::contiguous, P, false, true, Erratum::reverse_dkv));
+  REQUIRE(m.grids.size() == 2);
+  const BlockGrid& backward = m.grids[1];
+  REQUIRE(backward.pass == Pass::backward);
+  const int64_t first = m.phases[2].first_step;
+  int64_t misrouted = 0;
+  for (int64_t g = 0; g < P; ++g)
+    for (int64_t t = 0; t < P; ++t) {
+      const GridCell& cell = backward.at(g, mod(g - t, P));
+      INFO("rank " << g << ", backward step " << t);
+      CHECK(cell.step == first + t);
+      const bool wrong = mod(2 * t, P) != 0;  // the accumulator of g + t is not block g - t's
+      CHECK((cell.cause == ErrorCause::misrouted_gradient) == wrong);
+      if (wrong) CHECK(cell.misrouted_into == mod(g + t, P));
+      misrouted += wrong;
+    }
+  for (const GridCell& cell : m.grids[0].cells) CHECK(cell.cause == ErrorCause::none);  // forward is right
+  if (P == 2) {
+    CHECK_FALSE(m.first_error.known());  // invisible at P = 2 (DESIGN.md erratum 1)
+  } else {
+    REQUIRE(m.first_error.known());
+    CHECK(m.first_error.step == first + 1);
+    CHECK(m.first_error.cause == ErrorCause::misrouted_gradient);
+    CHECK(m.first_error.pass == Pass::backward);
+    CHECK(m.first_error.text.find("accumulator of block") != std::string::npos);
+  }
+  // The plan checker finds the same additions, one finding per (rank, step).
+  const PlanCheck check = check_plan(build_plan(spec_of(Algorithm::ring, LayoutKind::contiguous, P, false, true,
+                                                        Erratum::reverse_dkv)));
+  int64_t adds = 0;
+  for (const PlanFinding& f : check.findings) adds += f.message.find("adds dK/dV of block") != std::string::npos;
+  if (misrouted < 32) CHECK(adds == misrouted);
+}
+
+TEST_CASE("kv-offset-mask erratum: every query block but the first is masked wrongly", "[viz][model][errata]") {
+  const int64_t P = GENERATE(2, 3, 4);
+  const ScheduleModel m = model_of(spec_of(Algorithm::ring, LayoutKind::contiguous, P, true, false, Erratum::kv_offset_mask));
+  for (const GridCell& cell : m.grids[0].cells) {
+    INFO("cell " << cell.q_block << " x " << cell.kv_block);
+    CHECK(cell.shape == BlockShape::erratum);
+    CHECK((cell.cause == ErrorCause::wrong_mask) == (cell.q_block > 0));
+  }
+  REQUIRE(m.first_error.known());
+  CHECK(m.first_error.step == 0);
+  CHECK(m.first_error.q_block == 1);
+}
+
+TEST_CASE("load: FLOPs per rank add up to the grid's, cumulative by step, and causal contiguous is unbalanced",
+          "[viz][model]") {
+  const int64_t P = GENERATE(1, 3, 4, 8);
+  const ScheduleModel m = model_of(spec_of(Algorithm::ring, LayoutKind::contiguous, P, true, true));
+  double from_ranks = 0, from_cells = 0;
+  for (const RankLoad& r : m.load.ranks) {
+    from_ranks += r.flops;
+    REQUIRE(r.flops_until.size() == static_cast<size_t>(m.step_count()));
+    CHECK(r.flops_until.back() == Approx(r.flops));
+    CHECK(std::is_sorted(r.flops_until.begin(), r.flops_until.end()));
+  }
+  for (const BlockGrid& grid : m.grids)
+    for (const GridCell& cell : grid.cells) from_cells += cell.flops;
+  CHECK(from_ranks == Approx(from_cells));
+  for (int64_t g = 0; g < P; ++g) {
+    CHECK(m.load.ranks[g].computed == 2 * (g + 1));  // forward and backward
+    CHECK(m.load.ranks[g].skipped == 2 * (P - 1 - g));
+  }
+  CHECK(m.load.flops_max == Approx(m.load.ranks.back().flops));
+}
+
+TEST_CASE("schematic timeline: two rows per rank, spans in time order, steps in order", "[viz][model]") {
+  const int64_t P = GENERATE(1, 3, 4);
+  const ScheduleModel m = model_of(spec_of(Algorithm::ring, LayoutKind::zigzag, P, true, true));
+  REQUIRE(m.timeline.rows.size() == static_cast<size_t>(2 * P));
+  CHECK_FALSE(m.timeline.measured);
+  CHECK(m.timeline.end > 0);
+  for (int64_t r = 0; r < P; ++r) {
+    const TimelineRow& compute = m.timeline.row(r, 0);
+    CHECK(compute.rank == r);
+    CHECK(static_cast<int64_t>(compute.spans.size()) == m.load.ranks[r].computed);
+    for (size_t i = 1; i < compute.spans.size(); ++i) CHECK(compute.spans[i].start >= compute.spans[i - 1].end);
+    CHECK(m.load.ranks[r].busy > 0);
+  }
+  for (int64_t t = 1; t < m.step_count(); ++t) CHECK(m.steps[t].start >= m.steps[t - 1].start);
+  CHECK(m.timeline.end >= m.steps.back().end);
+}
+
+TEST_CASE("a cell's tooltip names its rank, step, token ranges, work and error state", "[viz][model]") {
+  PlanSpec spec = spec_of(Algorithm::ring, LayoutKind::contiguous, 4, true);
+  spec.dims.seq = 64;
+  const ScheduleModel m = model_of(spec);
+  const std::vector<std::string> lines = m.describe_cell(m.grids[0], 2, 1);
+  INFO(lines.size());
+  CHECK(any_line_contains(lines, "queries of block 2 (tokens 32-47)"));
+  CHECK(any_line_contains(lines, "keys of block 1 (tokens 16-31)"));
+  CHECK(any_line_contains(lines, "rank 2"));
+  CHECK(any_line_contains(lines, "step 1 of 4: ring forward, step 1"));
+  CHECK(any_line_contains(lines, "FLOP"));
+  CHECK(any_line_contains(lines, "no run attached"));
+  CHECK(any_line_contains(m.describe_cell(m.grids[0], 0, 3), "skipped"));
+  CHECK(m.describe_cell(m.grids[0], 4, 0).empty());
+}
+
+TEST_CASE("the model of a plan that does not divide is never built: build_plan refuses it", "[viz][model]") {
+  PlanSpec spec = spec_of(Algorithm::ring, LayoutKind::zigzag, 4, true);
+  spec.dims.seq = 100;
+  CHECK_THROWS_AS(build_plan(spec), UsageError);
+}

@@ -1,0 +1,209 @@
+// The model of a trace (the same grid and ring as the plan's, measured time), malformed traces
+// (one clear line), and live runs: a correct schedule verifies clean; the reverse-dkv erratum
+// shows every block right on its own, the misrouted blocks, the wrong key blocks and the step
+// where the error enters; kv-offset-mask shows blocks wrong on their own.
+#include <catch2/catch.hpp>
+
+#include "reference/error.hpp"
+#include "reference/inputs.hpp"
+#include "sim/sim_executor.hpp"
+#include "sim/trace.hpp"
+#include "sim/world_options.hpp"
+#include "viz/model/live_run.hpp"
+#include "viz_test_support.hpp"
+
+using namespace ringlab;
+using namespace ringlab::viz;
+using ringlab::viz::test::spec_of;
+
+namespace {
+
+std::vector<TraceEvent> traced_run(const PlanSpec& spec) {
+  const Plan plan = build_plan(spec);
+  const AttentionInputs<float> inputs = make_inputs(spec.dims, 0, spec.backward);
+  const WorldOptions world = make_world_options(static_cast<int>(spec.ranks), 10, {}, true);
+  SimResult result = run_sim(plan, inputs, SimOptions{world, 1, nullptr, nullptr, nullptr});
+  REQUIRE(result.report.ok());
+  return result.report.trace;
+}
+
+}  // namespace
+
+TEST_CASE("a trace's model has the plan's grid, held blocks and transfers, in measured time", "[viz][trace]") {
+  const int64_t P = GENERATE(1, 3, 4);
+  const LayoutKind layout = GENERATE(LayoutKind::contiguous, LayoutKind::zigzag);
+  const PlanSpec spec = spec_of(Algorithm::ring, layout, P, true);
+  const ScheduleModel plan = test::model_of(spec);
+  // Through the JSON text, as a file would be read.
+  const std::vector<TraceEvent> events =
+      parse_chrome_trace(chrome_trace_json(traced_run(spec), static_cast<int>(P)), "run.json");
+  const ScheduleModel trace = model_from_trace(events, "run.json");
+  CHECK(trace.source == SourceKind::trace);
+  CHECK(trace.ranks == P);
+  CHECK(trace.ring == P);
+  CHECK(trace.timeline.measured);
+  REQUIRE(trace.phases.size() >= 1);
+  CHECK(trace.phases[0].name == "ring forward");
+  CHECK(trace.phases[0].steps == P);
+  const BlockGrid& a = plan.grids[0];
+  const BlockGrid& b = trace.grids[0];
+  for (int64_t q = 0; q < P; ++q)
+    for (int64_t k = 0; k < P; ++k) {
+      INFO("cell " << q << " x " << k);
+      const GridCell& from_plan = a.at(q, k);
+      const GridCell& from_trace = b.at(q, k);
+      CHECK(from_trace.planned == from_plan.computed());  // skipped blocks make no event
+      if (!from_plan.computed()) continue;
+      CHECK(from_trace.step == from_plan.step);
+      CHECK(from_trace.shape == from_plan.shape);
+      CHECK(from_trace.ranks == from_plan.ranks);
+      CHECK(from_trace.flops == Approx(from_plan.flops));
+    }
+  for (int64_t r = 0; r < P; ++r) {
+    CHECK(trace.load.ranks[r].flops == Approx(plan.load.ranks[r].flops));
+    CHECK(trace.load.ranks[r].busy > 0);
+  }
+  CHECK(trace.transfers.size() == static_cast<size_t>(P * (P - 1)));
+  for (const Transfer& t : trace.transfers) {
+    CHECK(t.to == (t.from + 1) % P);
+    if (t.origin >= 0) CHECK(t.origin == ((t.from - t.step) % P + P) % P);
+  }
+}
+
+TEST_CASE("a trace with the backward pass has both grids and knows dK/dV messages", "[viz][trace]") {
+  const PlanSpec spec = spec_of(Algorithm::ring, LayoutKind::zigzag, 3, true, true);
+  const ScheduleModel trace = model_from_trace(traced_run(spec), "bwd.json");
+  REQUIRE(trace.grids.size() == 2);
+  CHECK(trace.grids[1].pass == Pass::backward);
+  int dkv = 0;
+  for (const Transfer& t : trace.transfers) dkv += t.payload == Payload::dkv;
+  CHECK(dkv == 3 * 3);  // R sends of dK/dV per rank: one extra hop home
+}
+
+TEST_CASE("malformed or unreadable traces give one clear line", "[viz][trace]") {
+  auto message_of = [](auto&& load) -> std::string {
+    try {
+      load();
+    } catch (const UsageError& error) {
+      return error.what();
+    }
+    return "";
+  };
+  const std::string bad_json = message_of([] { parse_chrome_trace("{\"traceEvents\": [", "bad.json"); });
+  CHECK(bad_json.find("bad.json") != std::string::npos);
+  CHECK(bad_json.find('\n') == std::string::npos);
+  const std::string missing = message_of([] { read_chrome_trace("/nonexistent/trace.json"); });
+  CHECK(missing.find("cannot open") != std::string::npos);
+  const std::string empty = message_of([] { model_from_trace({}, "empty.json"); });
+  CHECK(empty.find("empty.json") != std::string::npos);
+  TraceEvent no_step;
+  no_step.name = "compute";
+  no_step.lane = TraceLane::compute;
+  const std::vector<TraceEvent> events{no_step};
+  const std::string stepless = message_of([&] { model_from_trace(events, "nosteps.json"); });
+  CHECK(stepless.find("no event has a \"step\"") != std::string::npos);
+  TraceEvent huge = no_step;
+  huge.step = 0;
+  huge.q_block = 100000;
+  huge.kv_block = 0;
+  const std::vector<TraceEvent> too_big{huge};
+  CHECK(message_of([&] { model_from_trace(too_big, "big.json"); }).find("big.json") != std::string::npos);
+  TraceEvent far = no_step;
+  far.step = 2000000000;  // a step count that would need gigabytes
+  const std::vector<TraceEvent> too_long{far};
+  CHECK(message_of([&] { model_from_trace(too_long, "long.json"); }).find("more than the viewer holds") != std::string::npos);
+}
+
+TEST_CASE("small run specs keep the blocks, units and shapes of the plan on screen", "[viz][run]") {
+  PlanSpec spec = spec_of(Algorithm::ring, LayoutKind::zigzag, 4, true);
+  spec.dims = {8, 65536, 32, 8, 128};
+  const PlanSpec small = small_run_spec(spec);
+  CHECK(small.dims.seq <= 512);
+  CHECK(small.dims.batch == 1);
+  CHECK(small.dims.heads <= 16);
+  const ScheduleModel big = test::model_of(spec), run = test::model_of(small);
+  REQUIRE(big.grids[0].blocks == run.grids[0].blocks);
+  for (size_t i = 0; i < big.grids[0].cells.size(); ++i) CHECK(big.grids[0].cells[i].shape == run.grids[0].cells[i].shape);
+  PlanSpec striped = spec_of(Algorithm::ring, LayoutKind::striped, 4, true);
+  striped.dims.seq = 1 << 20;
+  CHECK_THROWS_AS(small_run_spec(striped), UsageError);
+}
+
+TEST_CASE("a live run of a correct schedule verifies clean", "[viz][run]") {
+  const RunOutcome outcome = run_schedule(spec_of(Algorithm::ring, LayoutKind::zigzag, 4, true, true));
+  INFO(outcome.error);
+  REQUIRE(outcome.ok);
+  const ScheduleModel& m = outcome.model;
+  CHECK(m.source == SourceKind::run);
+  CHECK(m.timeline.measured);
+  CHECK(m.diagnosis.present);
+  CHECK(m.diagnosis.verified);
+  CHECK_FALSE(m.first_error.known());
+  for (const BlockResult& b : m.diagnosis.blocks) {
+    CHECK(b.query_ok);
+    CHECK(b.key_ok);
+  }
+}
+
+TEST_CASE("a live run of the reverse-dkv erratum shows the wrong blocks and where the error enters", "[viz][run][errata]") {
+  const int64_t P = GENERATE(3, 4);
+  const ScheduleModel m = run_schedule(spec_of(Algorithm::ring, LayoutKind::contiguous, P, true, true, Erratum::reverse_dkv)).model;
+  REQUIRE(m.diagnosis.present);
+  CHECK_FALSE(m.diagnosis.verified);
+  CHECK(m.diagnosis.summary.find("WRONG") == 0);
+  // Every block is right on its own: the error is in where dK/dV are added.
+  int64_t measured = 0, misrouted = 0;
+  for (const BlockGrid& grid : m.grids)
+    for (const GridCell& cell : grid.cells) {
+      measured += cell.measured;
+      misrouted += cell.cause == ErrorCause::misrouted_gradient;
+      CHECK(cell.cause != ErrorCause::wrong_result);
+    }
+  CHECK(measured > 0);
+  CHECK(misrouted > 0);
+  CHECK(m.diagnosis.wrong_cells == 0);
+  REQUIRE(m.first_error.known());
+  CHECK(m.first_error.cause == ErrorCause::misrouted_gradient);
+  CHECK(m.first_error.step == m.phases[2].first_step + 1);
+  int64_t wrong_keys = 0;
+  for (const BlockResult& b : m.diagnosis.blocks) {
+    CHECK(b.query_ok);  // out and dq are right
+    wrong_keys += !b.key_ok;
+  }
+  CHECK(wrong_keys > 0);
+  const std::vector<std::string> lines = m.describe_cell(m.grids[1], m.first_error.q_block, m.first_error.kv_block);
+  bool says_where = false;
+  for (const std::string& line : lines) says_where |= line.find("accumulator of block") != std::string::npos;
+  CHECK(says_where);
+}
+
+TEST_CASE("a live run of the kv-offset-mask erratum shows blocks wrong on their own", "[viz][run][errata]") {
+  const ScheduleModel m = run_schedule(spec_of(Algorithm::ring, LayoutKind::contiguous, 3, true, false, Erratum::kv_offset_mask)).model;
+  REQUIRE(m.diagnosis.present);
+  CHECK_FALSE(m.diagnosis.verified);
+  CHECK(m.diagnosis.wrong_cells > 0);
+  for (const GridCell& cell : m.grids[0].cells)
+    if (cell.cause == ErrorCause::wrong_result) CHECK(cell.tolerance_used > 1);
+  CHECK(m.first_error.known());
+  CHECK_FALSE(m.diagnosis.blocks[1].query_ok);
+}
+
+TEST_CASE("LiveRun runs on a background thread and hands the outcome over once", "[viz][run]") {
+  LiveRun live;
+  REQUIRE(live.start(spec_of(Algorithm::ring, LayoutKind::contiguous, 3, false)));
+  live.wait();
+  CHECK_FALSE(live.running());
+  std::optional<RunOutcome> outcome = live.take();
+  REQUIRE(outcome.has_value());
+  CHECK(outcome->ok);
+  CHECK(live.progress() == Approx(1.0));
+  CHECK_FALSE(live.take().has_value());
+  PlanSpec bad = spec_of(Algorithm::ring, LayoutKind::zigzag, 4, true);
+  bad.dims.seq = 100;
+  REQUIRE(live.start(bad));
+  live.wait();
+  outcome = live.take();
+  REQUIRE(outcome.has_value());
+  CHECK_FALSE(outcome->ok);
+  CHECK(outcome->error.find("100") != std::string::npos);
+}

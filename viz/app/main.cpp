@@ -1,0 +1,115 @@
+// ringlab-viz — watch and debug sequence-parallel attention schedules (Dear ImGui, GLFW, OpenGL 3).
+//
+//   ringlab-viz [schedule flags of `ringlab plan`] [--trace FILE] [--run]
+//   ringlab-viz --screenshot OUT.png [--step N] [--panel grid|ring|load|timeline|controls|messages|all]
+//               [--size WxH] [--colour step|rank|error] [--geometry OUT.json] [same flags]
+//
+// Errors a user can cause (a bad flag, a schedule that does not divide, a malformed or unreadable
+// trace) print one line "ringlab-viz: error: ..." and exit 2. Interactively, a bad trace is also
+// shown in the Messages panel and the plan is shown instead.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "reference/error.hpp"
+#include "sim/run_config.hpp"
+#include "viz/app/gl_app.hpp"
+
+namespace {
+
+using namespace ringlab;
+using namespace ringlab::viz;
+
+struct AppFlags {
+  std::string trace, screenshot, panel = "all", size = "1600x1000", colour = "step", geometry;
+  double step = -1;
+  bool run = false;
+  int frames = 3;
+};
+
+void parse_size(const std::string& text, int& width, int& height) {
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%dx%d%c", &width, &height, &tail) != 2 || width < 64 || height < 64 || width > 8192 ||
+      height > 8192) {
+    throw UsageError("--size " + text + " is not WIDTHxHEIGHT between 64 and 8192 pixels; e.g. --size 1600x1000");
+  }
+}
+
+int run(const RunConfig& given, const AppFlags& flags) {
+  RunConfig config = given;
+  validate(config);
+  const PlanSpec spec = plan_spec(config);
+  (void)build_plan(spec);  // a schedule that does not build is a usage error here, not a panel message
+
+  ViewerOptions options;
+  options.all_panels = flags.panel == "all";
+  if (!options.all_panels) options.panel = parse_panel(flags.panel);
+  Viewer viewer(ScheduleControls::from_spec(spec), options);
+  viewer.view().colouring = parse_colouring(flags.colour);
+  const bool screenshot = !flags.screenshot.empty();
+
+  if (!flags.trace.empty() && !viewer.open_trace(flags.trace)) {
+    if (screenshot) throw UsageError(viewer.message());
+    std::cerr << "ringlab-viz: error: " << viewer.message() << "\n";  // and the Messages panel says it too
+  }
+  if (flags.run) {
+    viewer.run_blocking();
+    if (!viewer.message().empty()) std::cerr << "ringlab-viz: " << viewer.message() << "\n";
+  }
+  if (flags.step >= 0) {
+    if (flags.step > viewer.playback().last()) {
+      char text[200];
+      std::snprintf(text, sizeof text, "--step %g is past the last step (%g) of this schedule; steps count across all phases from 0",
+                    flags.step, viewer.playback().last());
+      throw UsageError(text);
+    }
+    viewer.playback().scrub(flags.step);
+  }
+  if (!screenshot) return run_window(viewer);
+  ScreenshotOptions shot;
+  shot.path = flags.screenshot;
+  shot.frames = flags.frames;
+  shot.geometry_path = flags.geometry;
+  parse_size(flags.size, shot.width, shot.height);
+  return take_screenshot(viewer, shot);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ringlab-viz: watch and debug sequence-parallel attention schedules"};
+  app.name("ringlab-viz");
+  RunConfig config;
+  AppFlags flags;
+  add_schedule_flags(app, config);
+  app.add_option("--trace", flags.trace, "open a Chrome trace written by ringlab run --trace");
+  app.add_flag("--run", flags.run, "run the schedule on the simulator (small sizes) and show each block's error");
+  app.add_option("--screenshot", flags.screenshot, "render off-screen and write this PNG, then exit");
+  app.add_option("--step", flags.step, "the step shown (across all phases, from 0; 2.5 = halfway through step 2)");
+  app.add_option("--panel", flags.panel, "ring | grid | load | timeline | controls | messages | all")->capture_default_str();
+  app.add_option("--size", flags.size, "screenshot size WIDTHxHEIGHT")->capture_default_str();
+  app.add_option("--colour,--color", flags.colour, "grid colouring: step | rank | error")->capture_default_str();
+  app.add_option("--geometry", flags.geometry, "with --screenshot: write each panel's canvas rectangle as JSON");
+  app.add_option("--frames", flags.frames, "with --screenshot: frames rendered before the capture")->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& error) {
+    std::string message = error.what();
+    for (char& c : message)
+      if (c == '\n') c = ' ';
+    std::cerr << "ringlab-viz: error: " << message << "; run 'ringlab-viz --help' for the flags\n";
+    return kExitUsage;
+  }
+  try {
+    return run(config, flags);
+  } catch (const UsageError& error) {
+    std::cerr << "ringlab-viz: error: " << error.what() << "\n";
+    return kExitUsage;
+  } catch (const std::exception& error) {
+    std::cerr << "ringlab-viz: internal error: " << error.what() << " (please report this)\n";
+    return 70;
+  }
+}

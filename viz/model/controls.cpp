@@ -1,0 +1,199 @@
+#include "viz/model/controls.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "reference/error.hpp"
+
+namespace ringlab::viz {
+
+// ---- playback --------------------------------------------------------------------------------
+
+void Playback::set_steps(int64_t count) {
+  steps = std::max<int64_t>(1, count);
+  position = std::clamp(position, 0.0, last());
+  if (position >= last()) playing = false;
+}
+
+void Playback::advance(double seconds) {
+  if (!playing || seconds <= 0) return;
+  position += seconds * speed;
+  if (position >= last()) {
+    position = last();
+    playing = false;
+  }
+}
+
+void Playback::toggle() {
+  if (!playing && position >= last()) position = 0;
+  playing = !playing && steps > 1;
+}
+
+void Playback::step_forward() {
+  playing = false;
+  position = std::min(last(), std::floor(position) + 1);
+}
+
+void Playback::step_back() {
+  playing = false;
+  const double whole = std::floor(position);
+  position = std::max(0.0, position > whole ? whole : whole - 1);
+}
+
+void Playback::scrub(double to) { position = std::clamp(to, 0.0, last()); }
+
+void Playback::reset() {
+  position = 0;
+  playing = false;
+}
+
+// ---- schedule controls -----------------------------------------------------------------------
+
+PlanSpec ScheduleControls::spec() const {
+  PlanSpec s;
+  s.algo = parse_algorithm(kAlgorithmNames[static_cast<size_t>(std::clamp(algo, 0, 3))]);
+  s.layout = parse_layout(kLayoutNames[static_cast<size_t>(std::clamp(layout, 0, 2))]);
+  s.block = block;
+  s.ranks = ranks;
+  s.ulysses = s.algo == Algorithm::hybrid ? ulysses : 1;
+  s.dims.batch = batch;
+  s.dims.seq = seq;
+  s.dims.heads = heads;
+  s.dims.kv_heads = kv_heads > 0 ? kv_heads : heads;
+  s.dims.dim = dim;
+  s.causal = causal;
+  s.skip = skip;
+  s.backward = backward;
+  s.erratum = parse_erratum(kErratumNames[static_cast<size_t>(std::clamp(erratum, 0, 2))]);
+  return s;
+}
+
+ScheduleControls ScheduleControls::from_spec(const PlanSpec& s) {
+  ScheduleControls c;
+  c.algo = static_cast<int>(s.algo);
+  c.layout = static_cast<int>(s.layout);
+  c.block = static_cast<int>(s.block);
+  c.ranks = static_cast<int>(s.ranks);
+  c.ulysses = s.algo == Algorithm::hybrid ? static_cast<int>(s.ulysses) : 2;
+  c.batch = static_cast<int>(s.dims.batch);
+  c.seq = static_cast<int>(s.dims.seq);
+  c.heads = static_cast<int>(s.dims.heads);
+  c.kv_heads = s.dims.kv_heads == s.dims.heads ? 0 : static_cast<int>(s.dims.kv_heads);
+  c.dim = static_cast<int>(s.dims.dim);
+  c.causal = s.causal;
+  c.skip = s.skip;
+  c.backward = s.backward;
+  c.erratum = static_cast<int>(s.erratum);
+  return c;
+}
+
+// ---- grid colouring --------------------------------------------------------------------------
+
+const char* colouring_name(GridColouring colouring) {
+  switch (colouring) {
+    case GridColouring::step: return "step";
+    case GridColouring::rank: return "rank";
+    case GridColouring::error: return "error";
+  }
+  return "?";
+}
+
+GridColouring parse_colouring(const std::string& name) {
+  if (name == "step") return GridColouring::step;
+  if (name == "rank") return GridColouring::rank;
+  if (name == "error") return GridColouring::error;
+  throw UsageError("unknown grid colouring '" + name + "'; use --colour step, rank or error");
+}
+
+Rgba cell_colour(const ScheduleModel& model, const GridCell& cell, GridColouring colouring, int64_t current_step) {
+  if (!cell.planned) return model.source == SourceKind::trace ? palette::not_traced : palette::skipped;
+  if (cell.shape == BlockShape::skipped) return palette::skipped;
+  Rgba colour{};
+  switch (colouring) {
+    case GridColouring::step: {
+      const int64_t phase_steps =
+          cell.step >= 0 ? model.phases[static_cast<size_t>(model.steps[static_cast<size_t>(cell.step)].phase)].steps : 1;
+      colour = step_colour(cell.phase_step, phase_steps);
+      break;
+    }
+    case GridColouring::rank:
+      colour = category_colour(cell.ranks.empty() ? -1 : cell.ranks.front());
+      break;
+    case GridColouring::error:
+      switch (cell.cause) {
+        case ErrorCause::misrouted_gradient: colour = palette::error_misrouted; break;
+        case ErrorCause::wrong_result: colour = error_colour(std::max(2.0, cell.tolerance_used)); break;
+        case ErrorCause::wrong_mask: colour = palette::error_wrong; break;
+        case ErrorCause::none: colour = cell.measured ? palette::error_ok : palette::error_unknown; break;
+      }
+      break;
+  }
+  if (cell.shape == BlockShape::masked && colouring != GridColouring::error) colour = palette::masked_computed;
+  return cell.step > current_step ? dimmed(colour) : colour;
+}
+
+Rgba block_result_colour(const BlockResult& result, bool keys) {
+  return (keys ? result.key_ok : result.query_ok) ? palette::error_ok : palette::error_wrong;
+}
+
+// ---- panels and help -------------------------------------------------------------------------
+
+const char* panel_name(Panel panel) {
+  switch (panel) {
+    case Panel::ring: return "ring";
+    case Panel::grid: return "grid";
+    case Panel::load: return "load";
+    case Panel::timeline: return "timeline";
+    case Panel::controls: return "controls";
+    case Panel::messages: return "messages";
+    case Panel::count: break;
+  }
+  return "?";
+}
+
+Panel parse_panel(const std::string& name) {
+  for (int p = 0; p < static_cast<int>(Panel::count); ++p)
+    if (name == panel_name(static_cast<Panel>(p))) return static_cast<Panel>(p);
+  throw UsageError("unknown panel '" + name + "'; use --panel grid, ring, load, timeline, controls, messages or all");
+}
+
+HelpTopic help_topic(Panel panel) {
+  switch (panel) {
+    case Panel::ring:
+      return {"book/ring-attention.md",
+              "Ranks sit on a ring. Each keeps its queries; the K/V blocks (one colour per origin block) move one "
+              "hop per step while the rank computes on the block it holds. In the backward pass the dK/dV "
+              "accumulators travel too (outlined squares). Ulysses all-to-all and all-gather phases are drawn as "
+              "their collectives: see book/ulysses-hybrid.md."};
+    case Panel::grid:
+      return {"book/causal-balance.md",
+              "The attention matrix in blocks: rows are query blocks, columns key blocks (ring positions). Each "
+              "cell is computed by one rank at one step, or skipped when the causal mask hides it entirely. "
+              "Colour by step, rank or error; the current step's cells are outlined. Zig-zag layouts turn "
+              "diagonal blocks into half blocks, which is what balances the causal work."};
+    case Panel::load:
+      return {"book/causal-balance.md",
+              "Work per rank: FLOPs of the visible pairs, time computing (busy) and waiting (blocked). max/mean "
+              "is the load imbalance: the slowest rank sets the wall-clock time, so a causal schedule with the "
+              "contiguous layout saves work but little time."};
+    case Panel::timeline:
+      return {"book/cost-model.md",
+              "Per rank, a compute row and a communication row over time: measured for traces and runs, a "
+              "schematic clock (fixed FLOP rate and link speed) for plans. Scroll to zoom, drag to pan; the "
+              "vertical line follows the mouse across all rows."};
+    case Panel::controls:
+      return {"book/ring-attention.md",
+              "The schedule's parameters, as ringlab plan takes them; any change re-plans at once. Run executes "
+              "the schedule on the simulator at small sizes and measures each block's error. Keys: Space "
+              "play/pause, Left/Right step, R restart."};
+    case Panel::messages:
+      return {"book/backward.md",
+              "What went wrong and where: trace and plan errors, the plan checker's findings, the run's "
+              "verification, and the step at which a wrong result enters (the reverse-dkv erratum adds dK/dV "
+              "into the wrong block's accumulator from step 1 of the backward ring when P >= 3)."};
+    case Panel::count: break;
+  }
+  return {"book/ring-attention.md", ""};
+}
+
+}  // namespace ringlab::viz

@@ -1,0 +1,598 @@
+// The model's queries and the plan walk.
+// Sections: [names and queries] [plan walk: state] [plan walk: ops] [plan walk: driver]
+//           [summaries] [first error]
+#include "viz/model/schedule_model.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <tuple>
+
+namespace ringlab::viz {
+
+// ---- [names and queries] ---------------------------------------------------------------------
+
+const char* error_cause_name(ErrorCause cause) {
+  switch (cause) {
+    case ErrorCause::none: return "none";
+    case ErrorCause::wrong_result: return "wrong result";
+    case ErrorCause::wrong_mask: return "wrong mask";
+    case ErrorCause::misrouted_gradient: return "misrouted dK/dV";
+  }
+  return "?";
+}
+
+const char* source_name(SourceKind kind) {
+  switch (kind) {
+    case SourceKind::plan: return "plan";
+    case SourceKind::trace: return "trace";
+    case SourceKind::run: return "run";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string format(const char* pattern, auto... args) {
+  char buffer[320];
+  std::snprintf(buffer, sizeof buffer, pattern, args...);
+  return buffer;
+}
+
+std::string flops_text(double flops) {
+  if (flops >= 1e12) return format("%.2f TFLOP", flops / 1e12);
+  if (flops >= 1e9) return format("%.2f GFLOP", flops / 1e9);
+  if (flops >= 1e6) return format("%.2f MFLOP", flops / 1e6);
+  return format("%.0f FLOP", flops);
+}
+
+const char* shape_meaning(BlockShape shape) {
+  switch (shape) {
+    case BlockShape::full: return "full: every query sees every key";
+    case BlockShape::diagonal: return "diagonal: the causal mask cuts through it";
+    case BlockShape::q_half: return "q-half: only some query units see the keys (computed as a rectangle)";
+    case BlockShape::kv_half: return "kv-half: the queries see only some key units (computed as a rectangle)";
+    case BlockShape::masked: return "masked: fully masked but computed anyway (--no-skip)";
+    case BlockShape::skipped: return "skipped: fully masked, no kernel call";
+    case BlockShape::erratum: return "erratum: masked by the query's index within its block";
+  }
+  return "?";
+}
+
+}  // namespace
+
+const BlockGrid* ScheduleModel::grid_of(Pass pass) const {
+  for (const BlockGrid& grid : grids)
+    if (grid.pass == pass) return &grid;
+  return grids.empty() ? nullptr : &grids.front();
+}
+
+BlockGrid empty_grid(Pass pass, int64_t blocks) {
+  BlockGrid grid{pass, blocks, {}};
+  grid.cells.resize(static_cast<size_t>(blocks * blocks));
+  for (int64_t q = 0; q < blocks; ++q)
+    for (int64_t k = 0; k < blocks; ++k) {
+      grid.at(q, k).q_block = q;
+      grid.at(q, k).kv_block = k;
+    }
+  return grid;
+}
+
+BlockGrid* ScheduleModel::grid_of(Pass pass) {
+  for (BlockGrid& grid : grids)
+    if (grid.pass == pass) return &grid;
+  return nullptr;
+}
+
+const BlockGrid* ScheduleModel::grid_at(int64_t step) const {
+  if (step < 0 || step >= step_count()) return grid_of(Pass::forward);
+  return grid_of(phases[static_cast<size_t>(steps[static_cast<size_t>(step)].phase)].pass);
+}
+
+std::string ScheduleModel::step_label(int64_t step) const {
+  if (step < 0 || step >= step_count()) return "no step";
+  const StepView& s = steps[static_cast<size_t>(step)];
+  const PhaseView& phase = phases[static_cast<size_t>(s.phase)];
+  std::string text = format("step %lld of %lld: %s", static_cast<long long>(step), static_cast<long long>(step_count() - 1),
+                            phase.name.c_str());
+  if (phase.steps > 1) text += format(", step %lld", static_cast<long long>(s.phase_step));
+  return text;
+}
+
+UnitPattern ScheduleModel::unit_pattern(int64_t q_block, int64_t kv_block, int64_t max_units) const {
+  UnitPattern pattern;
+  if (q_block < 0 || kv_block < 0 || q_block >= static_cast<int64_t>(block_units.size()) ||
+      kv_block >= static_cast<int64_t>(block_units.size())) {
+    return pattern;
+  }
+  const std::vector<int64_t>& q = block_units[static_cast<size_t>(q_block)];
+  const std::vector<int64_t>& k = block_units[static_cast<size_t>(kv_block)];
+  if (q.empty() || k.empty() || static_cast<int64_t>(q.size()) > max_units || static_cast<int64_t>(k.size()) > max_units) {
+    return pattern;
+  }
+  pattern.rows = static_cast<int64_t>(q.size());
+  pattern.cols = static_cast<int64_t>(k.size());
+  for (int64_t a : q)
+    for (int64_t c : k)
+      pattern.entries.push_back(!causal || c < a ? UnitVisibility::full
+                                                 : (c == a ? UnitVisibility::diagonal : UnitVisibility::none));
+  return pattern;
+}
+
+std::vector<std::string> ScheduleModel::describe_cell(const BlockGrid& grid, int64_t q_block, int64_t kv_block) const {
+  std::vector<std::string> lines;
+  if (q_block < 0 || kv_block < 0 || q_block >= grid.blocks || kv_block >= grid.blocks) return lines;
+  const GridCell& cell = grid.at(q_block, kv_block);
+  auto tokens = [&](int64_t block) {
+    return block < static_cast<int64_t>(block_tokens.size()) ? " (tokens " + block_tokens[static_cast<size_t>(block)] + ")"
+                                                             : std::string();
+  };
+  const char* pass = grid.pass == Pass::forward ? "forward" : "backward";
+  lines.push_back(format("%s: queries of block %lld%s", pass, static_cast<long long>(q_block), tokens(q_block).c_str()));
+  lines.push_back(format("x keys of block %lld%s", static_cast<long long>(kv_block), tokens(kv_block).c_str()));
+  if (!cell.planned) {
+    lines.push_back(source == SourceKind::trace ? "not in the trace: skipped, or not traced" : "not computed by this plan");
+    return lines;
+  }
+  std::string who = cell.ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < cell.ranks.size(); ++i) who += (i ? ", " : "") + std::to_string(cell.ranks[i]);
+  lines.push_back(who + (cell.ranks.size() > 1 ? " (one head group each)" : "") + ", " + step_label(cell.step));
+  lines.push_back(shape_meaning(cell.shape));
+  if (cell.computed()) {
+    lines.push_back("work: " + flops_text(cell.flops) + format(", %lld visible pairs per (batch, head)", static_cast<long long>(cell.pairs)));
+  }
+  switch (cell.cause) {
+    case ErrorCause::none: break;
+    case ErrorCause::wrong_result:
+      lines.push_back(format("WRONG: its own result is off by %.3g (%.0fx the tolerance)", cell.max_abs_error, cell.tolerance_used));
+      break;
+    case ErrorCause::wrong_mask:
+      lines.push_back("WRONG (plan): masked by the query's index within its block, not by position");
+      break;
+    case ErrorCause::misrouted_gradient:
+      lines.push_back(format("WRONG: its dK/dV are added into the accumulator of block %lld, not %lld",
+                             static_cast<long long>(cell.misrouted_into), static_cast<long long>(kv_block)));
+      break;
+  }
+  if (cell.measured && cell.cause == ErrorCause::none) {
+    lines.push_back(format("own result ok: max abs error %.3g (%.0f%% of the tolerance)", cell.max_abs_error,
+                           100 * cell.tolerance_used));
+  }
+  if (diagnosis.present && kv_block < static_cast<int64_t>(diagnosis.blocks.size()) && grid.pass == Pass::backward) {
+    const BlockResult& r = diagnosis.blocks[static_cast<size_t>(kv_block)];
+    lines.push_back(format("key block %lld final dK/dV: max abs error %.3g / %.3g (%s)", static_cast<long long>(kv_block),
+                           r.dk_error, r.dv_error, r.key_ok ? "ok" : "WRONG"));
+  }
+  if (!diagnosis.present && cell.cause == ErrorCause::none && source != SourceKind::trace) {
+    lines.push_back("no run attached: Run measures each block's error");
+  }
+  return lines;
+}
+
+std::vector<const Transfer*> ScheduleModel::transfers_at(int64_t step) const {
+  std::vector<const Transfer*> found;
+  for (const Transfer& t : transfers)
+    if (t.step == step) found.push_back(&t);
+  return found;
+}
+
+std::vector<const CollectiveView*> ScheduleModel::collectives_at(int64_t step) const {
+  std::vector<const CollectiveView*> found;
+  for (const CollectiveView& c : collectives)
+    if (c.step == step) found.push_back(&c);
+  return found;
+}
+
+// ---- [plan walk: state] ----------------------------------------------------------------------
+
+namespace {
+
+constexpr size_t kSlots = static_cast<size_t>(Slot::count);
+
+bool is_ulysses_collective(Collective c) {
+  return c == Collective::all_to_all_qkv || c == Collective::all_to_all_out || c == Collective::all_to_all_dout ||
+         c == Collective::all_to_all_grads;
+}
+
+struct Message {
+  int64_t origin = kNoBlock;
+  double arrival = 0;
+};
+
+struct PendingExchange {
+  ExchangeOp op;
+  double send_done = 0;
+};
+
+struct WalkRank {
+  std::vector<Op> ops;
+  size_t pc = 0;
+  double clock = 0;
+  std::array<int64_t, kSlots> origin{};                       // ring position held by each slot
+  std::array<std::pair<int64_t, int64_t>, kSlots> written{};  // (q, kv) cell whose dK/dV a slot holds
+  std::map<std::tuple<int, int, int64_t>, PendingExchange> pending;  // (phase, exchange id, step)
+  int64_t collectives_done = 0;
+  bool at_collective = false;
+  double arrived_at = 0;
+  bool done() const { return pc >= ops.size(); }
+};
+
+struct Arrival {
+  int64_t count = 0;
+  double latest = 0, start = 0, end = 0;
+};
+
+// ---- [plan walk: ops] ------------------------------------------------------------------------
+
+class PlanWalk {
+ public:
+  PlanWalk(const Plan& plan, const SchematicClock& clock, ScheduleModel& model)
+      : plan_(plan), clock_(clock), m_(model) {}
+
+  void run() {
+    const int64_t P = plan_.ranks();
+    ranks_.resize(static_cast<size_t>(P));
+    for (int64_t r = 0; r < P; ++r) {
+      WalkRank& s = ranks_[static_cast<size_t>(r)];
+      s.ops = expand(plan_, r);
+      s.origin.fill(kNoBlock);
+      s.written.fill({kNoBlock, kNoBlock});
+    }
+    // Round robin: each rank runs until it must wait for another; stops when nobody can move.
+    bool progress = true;
+    while (progress) {
+      progress = false;
+      for (int64_t r = 0; r < P; ++r) {
+        WalkRank& s = ranks_[static_cast<size_t>(r)];
+        while (!s.done() && execute(r, s.ops[s.pc])) {
+          ++s.pc;
+          progress = true;
+        }
+      }
+    }
+    for (int64_t r = 0; r < P; ++r) {
+      const WalkRank& s = ranks_[static_cast<size_t>(r)];
+      if (!s.done()) {
+        const Op& op = s.ops[s.pc];
+        m_.findings.push_back({r, op.step, plan_.phases()[static_cast<size_t>(op.phase)].name,
+                               "the viewer's walk stops here: this rank waits forever (deadlock)"});
+      }
+    }
+  }
+
+ private:
+  int64_t global_step(const Op& op) const { return m_.phases[static_cast<size_t>(op.phase)].first_step + op.step; }
+  TimelineRow& row(int64_t rank, int lane) { return m_.timeline.rows[static_cast<size_t>(2 * rank + lane)]; }
+  RankStep& rank_step(int64_t rank, int64_t step) {
+    return m_.rank_steps[static_cast<size_t>(rank)][static_cast<size_t>(step)];
+  }
+  BlockGrid& grid(Pass pass) { return m_.grids[pass == Pass::forward || m_.grids.size() == 1 ? 0 : 1]; }
+
+  void add_span(int64_t rank, int lane, Span span) {
+    if (span.end > span.start || span.kind == SpanKind::compute) row(rank, lane).spans.push_back(std::move(span));
+  }
+
+  bool execute(int64_t rank, const Op& op) {
+    return std::visit([&](const auto& body) { return execute(rank, op, body); }, op.body);
+  }
+
+  bool execute(int64_t rank, const Op& op, const ExchangeOp& e) {
+    WalkRank& s = ranks_[static_cast<size_t>(rank)];
+    const int64_t step = global_step(op);
+    double send_done = s.clock;
+    if (e.send_to >= 0) {
+      const int64_t origin = s.origin[static_cast<size_t>(e.send_slot)];
+      const double arrival = s.clock + clock_.latency + static_cast<double>(e.bytes) / clock_.link_bandwidth;
+      m_.transfers.push_back({rank, e.send_to, e.payload, origin, step, e.bytes, s.clock, arrival});
+      queues_[{rank, e.send_to, e.tag}].push_back({origin, arrival});
+      send_done = arrival;
+      const char* what = e.payload == Payload::kv ? "K/V" : "dK/dV";
+      add_span(rank, 1, {s.clock, arrival, SpanKind::send, step, origin, e.send_to,
+                         std::string("send ") + what + " of block " + std::to_string(origin) + " to rank " +
+                             std::to_string(e.send_to)});
+    }
+    if (e.recv_from >= 0) s.origin[static_cast<size_t>(e.recv_slot)] = kNoBlock;  // until the wait
+    s.pending[{op.phase, e.id, op.step}] = {e, send_done};
+    return true;
+  }
+
+  bool execute(int64_t rank, const Op& op, const WaitOp& w) {
+    WalkRank& s = ranks_[static_cast<size_t>(rank)];
+    const auto found = s.pending.find({op.phase, w.exchange_id, w.exchange_step});
+    if (found == s.pending.end()) return true;  // the plan checker reports this one
+    const ExchangeOp& e = found->second.op;
+    double ready = found->second.send_done;
+    if (e.recv_from >= 0) {
+      auto queue = queues_.find({e.recv_from, rank, e.tag});
+      if (queue == queues_.end() || queue->second.empty()) return false;  // not sent yet
+      const Message message = queue->second.front();
+      queue->second.pop_front();
+      ready = std::max(ready, message.arrival);
+      s.origin[static_cast<size_t>(e.recv_slot)] = message.origin;
+    }
+    if (ready > s.clock) {
+      add_span(rank, 1, {s.clock, ready, SpanKind::wait, global_step(op), kNoBlock, e.recv_from,
+                         e.recv_from >= 0 ? "wait for rank " + std::to_string(e.recv_from) : "wait for the send"});
+      m_.load.ranks[static_cast<size_t>(rank)].blocked += ready - s.clock;
+      s.clock = ready;
+    }
+    s.pending.erase(found);
+    return true;
+  }
+
+  bool execute(int64_t rank, const Op&, const LoadKvOp& load) {
+    ranks_[static_cast<size_t>(rank)].origin[static_cast<size_t>(load.slot)] = load.block;
+    return true;
+  }
+
+  bool execute(int64_t rank, const Op& op, const ComputeOp& c) {
+    WalkRank& s = ranks_[static_cast<size_t>(rank)];
+    const int64_t step = global_step(op);
+    RankLoad& load = m_.load.ranks[static_cast<size_t>(rank)];
+    const bool computed = !c.kernels.empty();
+    const double seconds = computed ? c.flops / clock_.flop_rate : 0;
+    if (computed) {
+      add_span(rank, 0, {s.clock, s.clock + seconds, SpanKind::compute, step, c.kv_block, -1,
+                         std::string(c.pass == Pass::forward ? "fwd" : "bwd") + " b" + std::to_string(c.q_block) + "xb" +
+                             std::to_string(c.kv_block) + " (" + block_shape_name(c.shape) + ")"});
+      load.computed += 1;
+    }
+    if (c.shape == BlockShape::skipped) load.skipped += 1;
+    if (c.shape == BlockShape::diagonal || c.shape == BlockShape::masked || c.shape == BlockShape::erratum) load.masked += 1;
+    load.flops += c.flops;
+    load.busy += seconds;
+    s.clock += seconds;
+
+    RankStep& held = rank_step(rank, step);
+    held.computed = c.kv_block;
+    held.kv_block = s.origin[static_cast<size_t>(c.kv_slot)] == kAllBlocks ? kAllBlocks : c.kv_block;
+    held.shape = c.shape;
+    held.flops += c.flops;
+
+    GridCell& cell = grid(c.pass).at(c.q_block, c.kv_block);
+    cell.planned = true;
+    cell.shape = c.shape;
+    cell.step = step;
+    cell.phase_step = op.step;
+    cell.ranks.push_back(rank);
+    cell.flops += c.flops;
+    cell.pairs = c.pairs;
+    for (const KernelBlock& k : c.kernels)
+      if (k.erratum_local_query_index && !queries_at_start(c.q_block)) cell.cause = ErrorCause::wrong_mask;
+
+    if (c.pass == Pass::backward && c.grad_slot != Slot::gathered_dkv && !c.accumulate_grad) {
+      s.origin[static_cast<size_t>(c.grad_slot)] = c.kv_block;
+      s.written[static_cast<size_t>(c.grad_slot)] = {c.q_block, c.kv_block};
+    }
+    return true;
+  }
+
+  bool execute(int64_t rank, const Op& op, const AccumulateOp& a) {
+    WalkRank& s = ranks_[static_cast<size_t>(rank)];
+    const int64_t from = s.origin[static_cast<size_t>(a.from)], to = s.origin[static_cast<size_t>(a.to)];
+    rank_step(rank, global_step(op)).dkv_block = to;
+    if (from >= 0 && to >= 0 && from != to) {
+      const auto [q, k] = s.written[static_cast<size_t>(a.from)];
+      if (q >= 0 && k >= 0) {
+        GridCell& cell = grid(Pass::backward).at(q, k);
+        if (cell.computed() && cell.cause == ErrorCause::none) {
+          cell.cause = ErrorCause::misrouted_gradient;
+          cell.misrouted_into = to;
+        }
+      }
+    }
+    return true;
+  }
+
+  bool execute(int64_t rank, const Op& op, const CollectiveOp& c) {
+    WalkRank& s = ranks_[static_cast<size_t>(rank)];
+    const std::pair<int64_t, int64_t> key{s.collectives_done, (is_ulysses_collective(c.collective) ? 0 : 1) + 2 * c.group};
+    Arrival& arrival = arrivals_[key];
+    const int64_t members = static_cast<int64_t>(c.members.size());
+    if (!s.at_collective) {
+      s.at_collective = true;
+      s.arrived_at = s.clock;
+      arrival.latest = arrival.count == 0 ? s.clock : std::max(arrival.latest, s.clock);
+      if (++arrival.count == members) complete_collective(op, c, arrival);
+    }
+    if (arrival.count < members) return false;
+    s.at_collective = false;
+    ++s.collectives_done;
+    const int64_t step = global_step(op);
+    if (arrival.start > s.arrived_at) {
+      add_span(rank, 1, {s.arrived_at, arrival.start, SpanKind::wait, step, kNoBlock, -1, "wait for the group"});
+    }
+    add_span(rank, 1, {arrival.start, arrival.end, SpanKind::collective, step, kNoBlock, -1, collective_name(c.collective)});
+    m_.load.ranks[static_cast<size_t>(rank)].blocked += arrival.end - s.arrived_at;
+    s.clock = arrival.end;
+    return true;
+  }
+
+  void complete_collective(const Op& op, const CollectiveOp& c, Arrival& arrival) {
+    arrival.start = arrival.latest;
+    arrival.end = arrival.start + clock_.latency + static_cast<double>(c.send_bytes) / clock_.link_bandwidth;
+    m_.collectives.push_back({global_step(op), c.collective, collective_name(c.collective), c.members, c.send_bytes,
+                              arrival.start, arrival.end});
+    for (int64_t member : c.members) {
+      WalkRank& s = ranks_[static_cast<size_t>(member)];
+      if (c.collective == Collective::all_gather_kv) s.origin[static_cast<size_t>(Slot::gathered_kv)] = kAllBlocks;
+      if (c.collective == Collective::reduce_scatter_dkv) {
+        s.origin[static_cast<size_t>(Slot::dkv0)] = plan_.ring_position(member);
+      }
+    }
+  }
+
+  bool execute(int64_t rank, const Op&, const PrepareBackwardOp&) {
+    ranks_[static_cast<size_t>(rank)].origin[static_cast<size_t>(Slot::dkv0)] = plan_.ring_position(rank);
+    return true;
+  }
+
+  bool execute(int64_t, const Op&, const FinalizeOp&) { return true; }
+  bool execute(int64_t, const Op&, const StoreGradsOp&) { return true; }
+
+  // Masking by a query's index within its block equals masking by position only when the
+  // block's queries are the positions 0..n-1 (what the erratum gets away with on rank 0).
+  bool queries_at_start(int64_t q_block) {
+    const std::vector<int64_t> positions = plan_.block_positions(q_block);
+    for (size_t i = 0; i < positions.size(); ++i)
+      if (positions[i] != static_cast<int64_t>(i)) return false;
+    return true;
+  }
+
+  const Plan& plan_;
+  SchematicClock clock_;
+  ScheduleModel& m_;
+  std::vector<WalkRank> ranks_;
+  std::map<std::tuple<int64_t, int64_t, int>, std::deque<Message>> queues_;  // (src, dst, tag)
+  std::map<std::pair<int64_t, int64_t>, Arrival> arrivals_;                  // (occurrence, group key)
+};
+
+// ---- [summaries] -----------------------------------------------------------------------------
+
+std::string token_ranges(const std::vector<int64_t>& positions) {
+  std::string text;
+  int ranges = 0;
+  for (size_t i = 0; i < positions.size();) {
+    size_t j = i;
+    while (j + 1 < positions.size() && positions[j + 1] == positions[j] + 1) ++j;
+    if (++ranges > 4) {
+      text += ", ...";
+      break;
+    }
+    if (!text.empty()) text += ", ";
+    text += std::to_string(positions[i]);
+    if (j > i) text += "-" + std::to_string(positions[j]);
+    i = j + 1;
+  }
+  return text;
+}
+
+}  // namespace
+
+// Step times, cumulative FLOPs and max/mean from the walk's (or a trace's) spans and cells.
+void summarise(ScheduleModel& m) {
+  const size_t steps = m.steps.size();
+  std::vector<double> start(steps, 1e300), end(steps, -1e300);
+  m.timeline.end = 0;
+  for (TimelineRow& row : m.timeline.rows) {
+    std::stable_sort(row.spans.begin(), row.spans.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+    for (const Span& span : row.spans) {
+      m.timeline.end = std::max(m.timeline.end, span.end);
+      if (span.step < 0 || span.step >= static_cast<int64_t>(steps)) continue;
+      start[static_cast<size_t>(span.step)] = std::min(start[static_cast<size_t>(span.step)], span.start);
+      end[static_cast<size_t>(span.step)] = std::max(end[static_cast<size_t>(span.step)], span.end);
+    }
+  }
+  double previous_end = 0;
+  for (size_t t = 0; t < steps; ++t) {
+    StepView& s = m.steps[t];
+    s.start = start[t] <= end[t] ? std::max(start[t], previous_end) : previous_end;
+    s.end = std::max(s.start, start[t] <= end[t] ? end[t] : previous_end);
+    previous_end = s.end;
+  }
+  LoadSummary& load = m.load;
+  load.flops_max = load.flops_mean = load.busy_max = load.busy_mean = 0;
+  for (size_t r = 0; r < load.ranks.size(); ++r) {
+    RankLoad& rank = load.ranks[r];
+    rank.flops_until.assign(steps, 0);
+    double sum = 0;
+    for (size_t t = 0; t < steps && r < m.rank_steps.size(); ++t) rank.flops_until[t] = sum += m.rank_steps[r][t].flops;
+    load.flops_max = std::max(load.flops_max, rank.flops);
+    load.busy_max = std::max(load.busy_max, rank.busy);
+    load.flops_mean += rank.flops;
+    load.busy_mean += rank.busy;
+  }
+  if (!load.ranks.empty()) {
+    load.flops_mean /= static_cast<double>(load.ranks.size());
+    load.busy_mean /= static_cast<double>(load.ranks.size());
+  }
+}
+
+ScheduleModel model_from_plan(const Plan& plan, const SchematicClock& clock) {
+  ScheduleModel m;
+  m.source = SourceKind::plan;
+  m.title = plan.spec().describe();
+  m.ranks = plan.ranks();
+  m.ulysses = plan.ulysses();
+  m.ring = plan.ring();
+  m.causal = plan.spec().causal;
+  int64_t first = 0;
+  for (const Phase& phase : plan.phases()) {
+    PhaseView view{phase.name, phase.pass, phase.family, phase.steps, first, false, false};
+    for (const TemplateEntry& entry : phase.body) {
+      view.has_compute |= std::holds_alternative<ComputeT>(entry.op);
+      view.has_collective |= std::holds_alternative<CollectiveT>(entry.op);
+    }
+    for (int64_t s = 0; s < phase.steps; ++s) m.steps.push_back({static_cast<int>(m.phases.size()), s, 0, 0});
+    m.phases.push_back(view);
+    first += phase.steps;
+  }
+  m.rank_steps.assign(static_cast<size_t>(m.ranks), std::vector<RankStep>(m.steps.size()));
+  for (Pass pass : {Pass::forward, Pass::backward}) {
+    if (pass == Pass::backward && !plan.spec().backward) continue;
+    m.grids.push_back(empty_grid(pass, m.ring));
+  }
+  m.unit_tokens = plan.layout().block();
+  for (int64_t g = 0; g < m.ring; ++g) {
+    m.block_units.push_back(plan.block_units(g));
+    m.block_tokens.push_back(token_ranges(plan.block_positions(g)));
+  }
+  m.load.ranks.assign(static_cast<size_t>(m.ranks), {});
+  for (int64_t r = 0; r < m.ranks; ++r)
+    for (int lane = 0; lane < 2; ++lane) m.timeline.rows.push_back({r, lane, {}});
+
+  PlanWalk(plan, clock, m).run();
+  for (BlockGrid& grid : m.grids)
+    for (GridCell& cell : grid.cells) std::sort(cell.ranks.begin(), cell.ranks.end());  // walk order varies
+  // The checker's findings name (rank, step) in words; the viewer lists them next to its own.
+  if (plan.ranks() <= 256) {
+    const PlanCheck check = check_plan(plan);
+    m.findings.insert(m.findings.begin(), check.findings.begin(), check.findings.end());
+  }
+  summarise(m);
+  locate_first_error(m);
+  return m;
+}
+
+// ---- [first error] ---------------------------------------------------------------------------
+
+void locate_first_error(ScheduleModel& m) {
+  m.first_error = {};
+  const GridCell* best = nullptr;
+  Pass best_pass = Pass::forward;
+  for (const BlockGrid& grid : m.grids)
+    for (const GridCell& cell : grid.cells) {
+      if (!cell.wrong() || cell.step < 0) continue;
+      if (!best || cell.step < best->step || (cell.step == best->step && cell.q_block < best->q_block)) {
+        best = &cell;
+        best_pass = grid.pass;
+      }
+    }
+  if (!best) return;
+  ErrorEntry& e = m.first_error;
+  e.step = best->step;
+  e.rank = best->ranks.empty() ? -1 : best->ranks.front();
+  e.pass = best_pass;
+  e.q_block = best->q_block;
+  e.kv_block = best->kv_block;
+  e.cause = best->cause;
+  const std::string where = m.step_label(e.step) + ", rank " + std::to_string(e.rank) + ": ";
+  const long long q = e.q_block, k = e.kv_block;
+  switch (e.cause) {
+    case ErrorCause::misrouted_gradient:
+      e.text = where + format("dK/dV of key block %lld (from queries of block %lld) are added into the accumulator of block %lld",
+                              k, q, static_cast<long long>(best->misrouted_into));
+      break;
+    case ErrorCause::wrong_mask:
+      e.text = where + format("block %lld x %lld is masked by the query's index within its block, not its position", q, k);
+      break;
+    case ErrorCause::wrong_result:
+      e.text = where + format("block %lld x %lld is wrong on its own (max abs error %.3g)", q, k, best->max_abs_error);
+      break;
+    case ErrorCause::none: break;
+  }
+}
+
+}  // namespace ringlab::viz

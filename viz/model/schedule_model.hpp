@@ -1,0 +1,271 @@
+// The viewer's model: everything ringlab-viz draws, computed from a plan, a Chrome trace file or a
+// live run, with no UI code (STYLE.md habit 9: like Tracy's server/, unit-tested on its own).
+//
+// Steps. A plan is phases of steps; the model numbers them globally ("step 5" = the 5th step of
+// the whole schedule, across phases) and keeps each phase's own step number for labels. Every
+// per-step table below is indexed by the global step.
+//
+// Time. A plan has no time of its own: the model walks it with a schematic clock (a FLOP rate,
+// a link bandwidth and latency, waits honoured), good for the shape of a timeline and for busy
+// and blocked time, not for predictions (the cost model does those). Traces and live runs carry
+// measured time. Either way times are seconds from the start.
+//
+// Sections: [steps and ring] [block grid] [load and timeline] [diagnosis] [model] [builders]
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sim/plan.hpp"
+#include "sim/plan_check.hpp"
+#include "sim/trace.hpp"
+
+namespace ringlab::viz {
+
+inline constexpr int64_t kNoBlock = -1;
+inline constexpr int64_t kAllBlocks = -2;  // after an all-gather: every block's K/V
+
+// ---- [steps and ring] ------------------------------------------------------------------------
+
+struct PhaseView {
+  std::string name;
+  Pass pass = Pass::forward;
+  Family family = Family::ring;
+  int64_t steps = 1;
+  int64_t first_step = 0;    // global step of its step 0
+  bool has_compute = false;
+  bool has_collective = false;
+};
+
+struct StepView {
+  int phase = 0;
+  int64_t phase_step = 0;
+  double start = 0, end = 0;  // model time covered by the step's operations, over all ranks
+};
+
+// What one rank holds and does at one step.
+struct RankStep {
+  int64_t kv_block = kNoBlock;    // K/V block (ring position) it computes with, kAllBlocks when gathered
+  int64_t computed = kNoBlock;    // the key block of its compute this step, if any
+  int64_t dkv_block = kNoBlock;   // backward: the dK/dV accumulator it adds into this step
+  BlockShape shape = BlockShape::full;
+  double flops = 0;
+};
+
+// A point-to-point message of a ring exchange.
+struct Transfer {
+  int64_t from = 0, to = 0;         // world ranks
+  Payload payload = Payload::kv;
+  int64_t origin = kNoBlock;        // ring position whose K/V or dK/dV travels (kNoBlock: unknown)
+  int64_t step = 0;                 // global step that posts it; it travels during that step
+  int64_t bytes = 0;
+  double start = 0, end = 0;
+};
+
+// One group's collective (all-to-all, all-gather, reduce-scatter).
+struct CollectiveView {
+  int64_t step = 0;
+  Collective kind = Collective::all_gather_kv;
+  std::string name;                 // collective_name(kind), or the trace's event name
+  std::vector<int64_t> members;     // world ranks
+  int64_t bytes = 0;                // each member sends
+  double start = 0, end = 0;
+};
+
+// ---- [block grid] ----------------------------------------------------------------------------
+
+// Why a cell's contribution to the result is wrong.
+enum class ErrorCause : uint8_t {
+  none,
+  wrong_result,        // the block's own result is wrong (a kernel or mask mistake), measured
+  wrong_mask,          // the plan masks it wrongly (erratum kv-offset-mask), predicted from the plan
+  misrouted_gradient,  // right on its own, but its dK/dV are added into another block's accumulator
+};
+const char* error_cause_name(ErrorCause cause);
+
+// One (query block, key block) pair: rows are the query block's ring position, columns the key
+// block's. In a hybrid schedule the U ranks of a ring group compute the same cell for their heads.
+struct GridCell {
+  int64_t q_block = 0, kv_block = 0;
+  bool planned = false;                  // some rank has a compute op for it (a trace: an event)
+  BlockShape shape = BlockShape::skipped;
+  int64_t step = -1;                     // global step of its compute
+  int64_t phase_step = -1;
+  std::vector<int64_t> ranks;            // ranks that compute it
+  double flops = 0;                      // over those ranks
+  int64_t pairs = 0;                     // visible (query, key) pairs per (batch, head)
+  // diagnosis
+  ErrorCause cause = ErrorCause::none;
+  int64_t misrouted_into = kNoBlock;     // the accumulator its dK/dV went into
+  bool measured = false;                 // a run measured this block's own result
+  double max_abs_error = 0;
+  double tolerance_used = 0;             // max error / tolerance: <= 1 passes
+  bool computed() const { return planned && shape != BlockShape::skipped; }
+  bool wrong() const { return cause != ErrorCause::none; }
+};
+
+struct BlockGrid {
+  Pass pass = Pass::forward;
+  int64_t blocks = 0;           // R
+  std::vector<GridCell> cells;  // row-major: [q_block * blocks + kv_block]
+  GridCell& at(int64_t q_block, int64_t kv_block) { return cells[static_cast<size_t>(q_block * blocks + kv_block)]; }
+  const GridCell& at(int64_t q_block, int64_t kv_block) const {
+    return cells[static_cast<size_t>(q_block * blocks + kv_block)];
+  }
+};
+
+// An R x R grid of cells not computed yet.
+BlockGrid empty_grid(Pass pass, int64_t blocks);
+
+// Visibility of (query unit, key unit) pairs inside a cell, for drawing its sub-structure.
+enum class UnitVisibility : uint8_t { none, diagonal, full };
+struct UnitPattern {
+  int64_t rows = 0, cols = 0;            // 0 when unknown (a trace) or too fine to draw
+  std::vector<UnitVisibility> entries;   // row-major
+  UnitVisibility at(int64_t i, int64_t j) const { return entries[static_cast<size_t>(i * cols + j)]; }
+};
+
+// ---- [load and timeline] ---------------------------------------------------------------------
+
+struct RankLoad {
+  double flops = 0;
+  double busy = 0;     // seconds computing
+  double blocked = 0;  // seconds waiting for messages and collectives
+  int64_t computed = 0, skipped = 0, masked = 0;
+  std::vector<double> flops_until;  // [step]: FLOPs done by the end of that step
+};
+
+struct LoadSummary {
+  std::vector<RankLoad> ranks;
+  double flops_max = 0, flops_mean = 0, busy_max = 0, busy_mean = 0;
+  double flops_imbalance() const { return flops_mean > 0 ? flops_max / flops_mean : 1; }
+  double busy_imbalance() const { return busy_mean > 0 ? busy_max / busy_mean : 1; }
+};
+
+enum class SpanKind : uint8_t { compute, send, wait, collective, other };
+
+struct Span {
+  double start = 0, end = 0;
+  SpanKind kind = SpanKind::other;
+  int64_t step = -1;          // global step, -1 when unknown
+  int64_t block = kNoBlock;   // compute: key block; send: origin
+  int64_t peer = -1;
+  std::string label;          // "attention fwd b2 (diag)", "send kv -> 3", "all-to-all q,k,v"...
+};
+
+struct TimelineRow {
+  int64_t rank = 0;
+  int lane = 0;  // 0 compute, 1 communication
+  std::vector<Span> spans;  // by start time
+};
+
+struct Timeline {
+  std::vector<TimelineRow> rows;  // rank-major: compute row then communication row per rank
+  double end = 0;                 // last span end
+  bool measured = false;          // measured time (trace, run) or the schematic clock (plan)
+  const TimelineRow& row(int64_t rank, int lane) const { return rows[static_cast<size_t>(2 * rank + lane)]; }
+};
+
+// The plan walk's schematic clock. Deliberately simple (no link contention, no overlap model):
+// the cost model owns real estimates.
+struct SchematicClock {
+  double flop_rate = 400e12;       // FLOP/s of one rank
+  double link_bandwidth = 100e9;   // bytes/s of one point-to-point link
+  double latency = 10e-6;          // seconds per message or collective
+};
+
+// ---- [diagnosis] -----------------------------------------------------------------------------
+
+// The final result of one ring position's tokens after a run, against exact attention.
+struct BlockResult {
+  double out_error = 0, dq_error = 0;  // its queries' rows (max abs error)
+  double dk_error = 0, dv_error = 0;   // its keys' rows
+  bool query_ok = true, key_ok = true;
+};
+
+// Where the result first goes wrong: the earliest step at which a wrong contribution enters.
+struct ErrorEntry {
+  int64_t step = -1;  // global step; -1 = none known
+  int64_t rank = -1;
+  Pass pass = Pass::forward;
+  int64_t q_block = kNoBlock, kv_block = kNoBlock;
+  ErrorCause cause = ErrorCause::none;
+  std::string text;   // one line, e.g. "step 5 (ring backward, step 1), rank 0: ..."
+  bool known() const { return step >= 0; }
+};
+
+struct RunDiagnosis {
+  bool present = false;              // a run was attached
+  bool verified = true;              // every output within tolerance
+  std::string summary;               // "verified: 5 of 5 tensors within tolerance" or what failed
+  std::vector<std::string> tensors;  // one line per output tensor
+  std::vector<BlockResult> blocks;   // [R]
+  int64_t wrong_cells = 0;           // cells whose own result was measured wrong
+};
+
+// ---- [model] ---------------------------------------------------------------------------------
+
+enum class SourceKind : uint8_t { plan, trace, run };
+const char* source_name(SourceKind kind);
+
+struct ScheduleModel {
+  SourceKind source = SourceKind::plan;
+  std::string title;           // the spec's describe(), or the trace's path
+  int64_t ranks = 1, ulysses = 1, ring = 1;
+  bool causal = false;
+  std::vector<PhaseView> phases;
+  std::vector<StepView> steps;                  // global steps
+  std::vector<std::vector<RankStep>> rank_steps;  // [rank][step]
+  std::vector<Transfer> transfers;              // by posting step
+  std::vector<CollectiveView> collectives;      // by step
+  std::vector<BlockGrid> grids;                 // forward, then backward when present
+  std::vector<std::vector<int64_t>> block_units;  // [ring position]: layout units (empty from a trace)
+  int64_t unit_tokens = 0;                      // tokens per layout unit
+  std::vector<std::string> block_tokens;        // [ring position]: "0-255" or "0-127, 896-1023"
+  LoadSummary load;
+  Timeline timeline;
+  std::vector<PlanFinding> findings;            // the plan checker's, when it ran
+  RunDiagnosis diagnosis;
+  ErrorEntry first_error;
+
+  int64_t step_count() const { return static_cast<int64_t>(steps.size()); }
+  // The grid of the pass the step belongs to (the backward grid during backward phases).
+  const BlockGrid* grid_at(int64_t step) const;
+  const BlockGrid* grid_of(Pass pass) const;
+  BlockGrid* grid_of(Pass pass);  // nullptr when the schedule has no such pass
+  // "step 5 of 9: ring backward, step 1"
+  std::string step_label(int64_t step) const;
+  // The cell's sub-structure in layout units (causal visibility), when it has few enough units.
+  UnitPattern unit_pattern(int64_t q_block, int64_t kv_block, int64_t max_units = 8) const;
+  // The lines of a cell's hover tooltip: ranks, step, query and key token ranges, FLOPs, error.
+  std::vector<std::string> describe_cell(const BlockGrid& grid, int64_t q_block, int64_t kv_block) const;
+  // Transfers travelling during a step.
+  std::vector<const Transfer*> transfers_at(int64_t step) const;
+  std::vector<const CollectiveView*> collectives_at(int64_t step) const;
+};
+
+// ---- [builders] ------------------------------------------------------------------------------
+
+// Walks the plan: every rank's ops in dependency order with the schematic clock, tracking which
+// block each buffer holds (so misrouted dK/dV are found, as the plan checker finds them), and
+// runs the plan checker when the plan is small enough. Throws nothing for a built plan.
+ScheduleModel model_from_plan(const Plan& plan, const SchematicClock& clock = {});
+
+// From a Chrome trace's complete events (sim/trace.hpp): phases from the events' labels, steps
+// and blocks from their args, measured time. Throws UsageError when the events describe no
+// ringlab schedule (no rank has an event with a step).
+ScheduleModel model_from_trace(std::span<const TraceEvent> events, const std::string& title);
+
+// Replaces the timeline and busy/blocked time with measured ones from a run's trace events.
+void attach_measured_time(ScheduleModel& model, std::span<const TraceEvent> events);
+
+// Recomputes first_error from the grids' causes (earliest step, then query block).
+void locate_first_error(ScheduleModel& model);
+
+// Step times, cumulative FLOPs per step and the load's max/mean, from the timeline rows and the
+// rank steps: the last stage of every builder.
+void summarise(ScheduleModel& model);
+
+}  // namespace ringlab::viz

@@ -1,0 +1,34 @@
+// Small ImGui helpers shared by the panels: colour and geometry conversion, the help marker,
+// and the canvas every panel draws into.
+#pragma once
+
+#include <imgui.h>
+
+#include <string>
+
+#include "viz/model/controls.hpp"
+#include "viz/model/geometry.hpp"
+#include "viz/model/palette.hpp"
+
+namespace ringlab::viz {
+
+inline ImU32 to_imgui(Rgba c) { return IM_COL32(c.r, c.g, c.b, c.a); }
+inline ImU32 to_imgui(Rgba c, uint8_t alpha) { return IM_COL32(c.r, c.g, c.b, alpha); }
+inline ImVec2 to_imgui(Vec2 v) { return {v.x, v.y}; }
+inline Vec2 from_imgui(ImVec2 v) { return {v.x, v.y}; }
+
+// An opaque rectangle: no rounding, so exactly the pixels of the rect (tests check them).
+inline void fill(ImDrawList* list, const Rect& r, Rgba colour) {
+  list->AddRectFilled({r.x0, r.y0}, {r.x1, r.y1}, to_imgui(colour));
+}
+
+// "(?)" that shows the panel's book chapter and a paragraph on hover.
+void help_marker(Panel panel);
+
+// Claims the rest of the window's content region as an interactive canvas (an invisible button,
+// so it takes hover, clicks and drags), fills its background and returns its rectangle.
+Rect begin_canvas(const char* id, float min_height = 40);
+
+void text_at(ImDrawList* list, Vec2 at, Rgba colour, const std::string& text);
+
+}  // namespace ringlab::viz

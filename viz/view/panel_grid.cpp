@@ -1,0 +1,144 @@
+#include <algorithm>
+
+#include "viz/view/draw_util.hpp"
+#include "viz/view/panels.hpp"
+
+namespace ringlab::viz {
+
+namespace {
+
+const BlockGrid* chosen_grid(const ScheduleModel& model, const ViewState& view, int64_t step) {
+  switch (view.grid_pass) {
+    case GridPassChoice::forward: return model.grid_of(Pass::forward);
+    case GridPassChoice::backward: return model.grid_of(Pass::backward);
+    case GridPassChoice::current: break;
+  }
+  return model.grid_at(step);
+}
+
+// A computed cell: its visible part in `colour` over the masked-out background — per layout unit
+// when the model knows the units (zig-zag's half blocks show as such), else by the block's shape.
+void draw_cell_body(ImDrawList* list, const ScheduleModel& model, const GridCell& cell, const Rect& r, Rgba colour) {
+  const UnitPattern pattern = model.unit_pattern(cell.q_block, cell.kv_block);
+  const bool partial = cell.shape == BlockShape::diagonal || cell.shape == BlockShape::q_half ||
+                       cell.shape == BlockShape::kv_half;
+  if (!partial) {
+    fill(list, r, colour);
+    return;
+  }
+  fill(list, r, palette::masked_out);
+  auto triangle = [&](const Rect& s) { list->AddTriangleFilled({s.x0, s.y0}, {s.x0, s.y1}, {s.x1, s.y1}, to_imgui(colour)); };
+  if (pattern.rows > 0) {
+    const float w = r.width() / static_cast<float>(pattern.cols), h = r.height() / static_cast<float>(pattern.rows);
+    for (int64_t i = 0; i < pattern.rows; ++i)
+      for (int64_t j = 0; j < pattern.cols; ++j) {
+        const Rect s{r.x0 + w * static_cast<float>(j), r.y0 + h * static_cast<float>(i), r.x0 + w * static_cast<float>(j + 1),
+                     r.y0 + h * static_cast<float>(i + 1)};
+        if (pattern.at(i, j) == UnitVisibility::full) fill(list, s, colour);
+        if (pattern.at(i, j) == UnitVisibility::diagonal) triangle(s);
+      }
+    return;
+  }
+  switch (cell.shape) {
+    case BlockShape::q_half: fill(list, {r.x0, r.centre().y, r.x1, r.y1}, colour); break;
+    case BlockShape::kv_half: fill(list, {r.x0, r.y0, r.centre().x, r.y1}, colour); break;
+    default: triangle(r); break;
+  }
+}
+
+void draw_axes(ImDrawList* list, const GridGeometry& g) {
+  // The corner says which way is which: query blocks down, key blocks across.
+  text_at(list, {g.matrix.x0 - GridGeometry::kMargin + 3, g.matrix.y0 - GridGeometry::kMargin + 2}, palette::text_dim, "q\\k");
+  if (g.cell < 18) return;
+  for (int64_t b = 0; b < g.blocks; ++b) {
+    const Rect column = g.cell_rect(0, b), row = g.cell_rect(b, 0);
+    const std::string label = std::to_string(b);
+    text_at(list, {column.centre().x - 4, g.matrix.y0 - 26}, palette::text_dim, label);
+    text_at(list, {g.matrix.x0 - 26, row.centre().y - 7}, palette::text_dim, label);
+  }
+}
+
+}  // namespace
+
+void draw_grid_panel(const ScheduleModel& model, const Playback& playback, ViewState& view) {
+  const int64_t step = std::clamp<int64_t>(playback.step(), 0, std::max<int64_t>(0, model.step_count() - 1));
+  help_marker(Panel::grid);
+  ImGui::SameLine();
+  ImGui::TextUnformatted("colour:");
+  for (GridColouring c : {GridColouring::step, GridColouring::rank, GridColouring::error}) {
+    ImGui::SameLine();
+    if (ImGui::RadioButton(colouring_name(c), view.colouring == c)) view.colouring = c;
+  }
+  if (model.grids.size() > 1) {
+    ImGui::SameLine();
+    ImGui::TextUnformatted(" pass:");
+    const char* names[] = {"current", "fwd", "bwd"};
+    for (int p = 0; p < 3; ++p) {
+      ImGui::SameLine();
+      if (ImGui::RadioButton(names[p], static_cast<int>(view.grid_pass) == p)) view.grid_pass = static_cast<GridPassChoice>(p);
+    }
+  }
+  if (model.first_error.known()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.4f, 1.0f));
+    ImGui::TextWrapped("error enters at %s", model.first_error.text.c_str());
+    ImGui::PopStyleColor();
+  } else if (model.diagnosis.present) {
+    ImGui::TextUnformatted(model.diagnosis.summary.c_str());
+  }
+
+  const Rect canvas = begin_canvas("##grid");
+  const bool hovered = ImGui::IsItemHovered(), clicked = ImGui::IsItemClicked(ImGuiMouseButton_Left);
+  view.canvas[static_cast<size_t>(Panel::grid)] = canvas;
+  view.drawn[static_cast<size_t>(Panel::grid)] = true;
+  view.cell_hover = {};
+  const BlockGrid* grid = chosen_grid(model, view, step);
+  if (!grid) return;
+  view.grid_blocks = grid->blocks;
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  list->PushClipRect({canvas.x0, canvas.y0}, {canvas.x1, canvas.y1}, true);
+  const GridGeometry g = grid_geometry(canvas, grid->blocks);
+  draw_axes(list, g);
+
+  for (const GridCell& cell : grid->cells) {
+    const Rect r = g.cell_rect(cell.q_block, cell.kv_block);
+    const Rgba colour = cell_colour(model, cell, view.colouring, step);
+    if (cell.computed() && cell.shape != BlockShape::masked) draw_cell_body(list, model, cell, r, colour);
+    else fill(list, r, colour);
+    if (cell.wrong()) {  // a red corner on wrong cells, whatever the colouring
+      const float s = std::max(3.0f, r.width() * 0.22f);
+      list->AddTriangleFilled({r.x1 - s, r.y0}, {r.x1, r.y0}, {r.x1, r.y0 + s}, to_imgui(palette::error_wrong));
+    }
+    if (g.cell >= 40 && cell.computed()) {
+      text_at(list, {r.x0 + 4, r.y1 - 16}, palette::background, "t" + std::to_string(cell.phase_step));
+    }
+  }
+  // The current step: its cells outlined.
+  for (const GridCell& cell : grid->cells)
+    if (cell.planned && cell.step == step)
+      for (const Rect& band : g.highlight_bands(cell.q_block, cell.kv_block)) fill(list, band, palette::highlight);
+  // Where the error enters.
+  if (model.first_error.known() && model.first_error.pass == grid->pass) {
+    const Rect r = g.cell_rect(model.first_error.q_block, model.first_error.kv_block).inset(-2);
+    list->AddRect({r.x0, r.y0}, {r.x1, r.y1}, to_imgui(palette::error_wrong), 0, 0, 2);
+  }
+  // After a run: each block's final result, queries on the left, keys on top (backward).
+  if (model.diagnosis.present && static_cast<int64_t>(model.diagnosis.blocks.size()) == grid->blocks) {
+    for (int64_t b = 0; b < grid->blocks; ++b) {
+      const BlockResult& result = model.diagnosis.blocks[static_cast<size_t>(b)];
+      fill(list, g.row_strip(b), block_result_colour(result, false));
+      if (grid->pass == Pass::backward) fill(list, g.column_strip(b), block_result_colour(result, true));
+    }
+  }
+  list->PopClipRect();
+
+  int64_t q = -1, k = -1;
+  if (hovered && g.hit(from_imgui(ImGui::GetIO().MousePos), q, k)) {
+    view.cell_hover = {true, grid->pass, q, k, model.describe_cell(*grid, q, k)};
+    if (clicked && grid->at(q, k).step >= 0) view.jump_to_step = grid->at(q, k).step;  // click: go to its step
+    ImGui::BeginTooltip();
+    for (const std::string& line : view.cell_hover.lines) ImGui::TextUnformatted(line.c_str());
+    ImGui::EndTooltip();
+  }
+}
+
+}  // namespace ringlab::viz

@@ -1,0 +1,88 @@
+#include <algorithm>
+#include <cstdio>
+
+#include "viz/view/draw_util.hpp"
+#include "viz/view/panels.hpp"
+
+namespace ringlab::viz {
+
+namespace {
+
+void dashed_line(ImDrawList* list, float x0, float x1, float y, Rgba colour) {
+  for (float x = x0; x < x1; x += 8) list->AddLine({x, y}, {std::min(x + 4, x1), y}, to_imgui(colour), 1);
+}
+
+}  // namespace
+
+void draw_load_panel(const ScheduleModel& model, const Playback& playback, ViewState& view) {
+  const LoadSummary& load = model.load;
+  const int64_t step = std::clamp<int64_t>(playback.step(), 0, std::max<int64_t>(0, model.step_count() - 1));
+  help_marker(Panel::load);
+  ImGui::SameLine();
+  if (ImGui::RadioButton("FLOPs", !view.load_shows_time)) view.load_shows_time = false;
+  ImGui::SameLine();
+  if (ImGui::RadioButton("busy/blocked", view.load_shows_time)) view.load_shows_time = true;
+  ImGui::Text("max/mean: FLOPs %.2f, busy %.2f (%s)", load.flops_imbalance(), load.busy_imbalance(),
+              model.timeline.measured ? "measured" : "schematic");
+
+  const Rect canvas = begin_canvas("##load");
+  const bool hovered = ImGui::IsItemHovered();
+  view.canvas[static_cast<size_t>(Panel::load)] = canvas;
+  view.drawn[static_cast<size_t>(Panel::load)] = true;
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  list->PushClipRect({canvas.x0, canvas.y0}, {canvas.x1, canvas.y1}, true);
+  const BarGeometry g = bar_geometry(canvas, model.ranks);
+  text_at(list, {g.plot.x0, canvas.y0 + 3}, palette::text_dim,
+          view.load_shows_time ? "busy (green) and blocked (red) seconds per rank" : "FLOPs per rank: done by this step / total");
+
+  double top = 0;
+  for (const RankLoad& r : load.ranks) top = std::max(top, view.load_shows_time ? r.busy + r.blocked : r.flops);
+  const float height = g.plot.height();
+  auto y_of = [&](double value) { return g.plot.y1 - static_cast<float>(top > 0 ? value / top : 0) * height; };
+  for (size_t i = 0; i < load.ranks.size(); ++i) {
+    const RankLoad& r = load.ranks[i];
+    const Rect slot = g.slot(static_cast<int64_t>(i));
+    if (view.load_shows_time) {
+      fill(list, {slot.x0, y_of(r.busy), slot.x1, slot.y1}, palette::busy_bar);
+      fill(list, {slot.x0, y_of(r.busy + r.blocked), slot.x1, y_of(r.busy)}, palette::blocked_bar);
+    } else {
+      const double done = step < static_cast<int64_t>(r.flops_until.size()) ? r.flops_until[static_cast<size_t>(step)] : r.flops;
+      fill(list, {slot.x0, y_of(r.flops), slot.x1, slot.y1}, dimmed(palette::flops_bar, 0.45f));
+      fill(list, {slot.x0, y_of(done), slot.x1, slot.y1}, palette::flops_bar);
+    }
+    if (g.pitch >= 14) text_at(list, {slot.x0, g.plot.y1 + 2}, palette::text_dim, std::to_string(i));
+  }
+  const double mean = view.load_shows_time ? load.busy_mean : load.flops_mean;
+  if (top > 0) {
+    double mean_total = mean;
+    if (view.load_shows_time) {
+      mean_total = 0;
+      for (const RankLoad& r : load.ranks) mean_total += r.busy + r.blocked;
+      mean_total /= static_cast<double>(std::max<size_t>(1, load.ranks.size()));
+    }
+    dashed_line(list, g.plot.x0, g.plot.x1, y_of(mean_total), palette::text);
+    list->AddLine({g.plot.x0, y_of(top)}, {g.plot.x1, y_of(top)}, to_imgui(palette::highlight), 1);
+    text_at(list, {g.plot.x1 - 34, y_of(mean_total) + 2}, palette::text, "mean");
+  }
+  list->PopClipRect();
+
+  view.bar_hover = -1;
+  if (hovered) {
+    const Vec2 mouse = from_imgui(ImGui::GetIO().MousePos);
+    for (size_t i = 0; i < load.ranks.size(); ++i) {
+      const Rect slot = g.slot(static_cast<int64_t>(i));
+      if (mouse.x < slot.x0 || mouse.x >= slot.x1) continue;
+      const RankLoad& r = load.ranks[i];
+      view.bar_hover = static_cast<int64_t>(i);
+      ImGui::BeginTooltip();
+      ImGui::Text("rank %zu", i);
+      ImGui::Text("%.4g FLOP (%.2fx the mean)", r.flops, load.flops_mean > 0 ? r.flops / load.flops_mean : 1.0);
+      ImGui::Text("busy %.3g s, blocked %.3g s", r.busy, r.blocked);
+      ImGui::Text("blocks: %lld computed, %lld skipped, %lld masked", static_cast<long long>(r.computed),
+                  static_cast<long long>(r.skipped), static_cast<long long>(r.masked));
+      ImGui::EndTooltip();
+    }
+  }
+}
+
+}  // namespace ringlab::viz
