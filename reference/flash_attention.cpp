@@ -152,10 +152,10 @@ void flash_forward_accumulate(const Tensor<float>& q, const Tensor<float>& k, co
 }
 
 AttentionOutput<float> finalize_accumulator(const SoftmaxState<float>& acc, int64_t batch, int64_t heads,
-                                            int64_t q_rows, int64_t dim) {
+                                            int64_t q_rows, int64_t dim, int threads) {
   AttentionOutput<float> result{Tensor<float>({batch, q_rows, heads, dim}), Tensor<float>({batch, heads, q_rows})};
   const int64_t rows = batch * heads * q_rows;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(thread_count({threads}))
   for (int64_t row = 0; row < rows; ++row) {
     const int64_t i = row % q_rows, h = row / q_rows % heads, b = row / q_rows / heads;
     if (acc.max[row] == kNegInf || acc.sum[row] == 0.0f) {
@@ -173,13 +173,13 @@ AttentionOutput<float> finalize_accumulator(const SoftmaxState<float>& acc, int6
 
 // ---- [backward] ------------------------------------------------------------------------------
 
-Tensor<float> softmax_delta(const Tensor<float>& dout, const Tensor<float>& out) {
+Tensor<float> softmax_delta(const Tensor<float>& dout, const Tensor<float>& out, int threads) {
   if (dout.shape() != out.shape() || out.rank() != 4) {
     throw std::invalid_argument("softmax_delta: dout and out must both be (B, S, H, D)");
   }
   const int64_t B = out.dim(0), S = out.dim(1), H = out.dim(2), D = out.dim(3);
   Tensor<float> delta({B, H, S});
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(thread_count({threads}))
   for (int64_t b = 0; b < B; ++b)
     for (int64_t i = 0; i < S; ++i)
       for (int64_t h = 0; h < H; ++h) {

@@ -44,11 +44,12 @@ void flash_forward_accumulate(const Tensor<float>& q, const Tensor<float>& k, co
                               const KernelOptions& options = {});
 
 // out (B, Sq, H, D) = o / l and lse (B, H, Sq) = m + log l from an accumulator.
+// threads: OpenMP threads, 0 = the default (a rank of the simulator passes its own share).
 AttentionOutput<float> finalize_accumulator(const SoftmaxState<float>& acc, int64_t batch, int64_t heads,
-                                            int64_t q_rows, int64_t dim);
+                                            int64_t q_rows, int64_t dim, int threads = 0);
 
 // delta (B, H, Sq) = rowsum(dout o out), the backward's per-row constant.
-Tensor<float> softmax_delta(const Tensor<float>& dout, const Tensor<float>& out);
+Tensor<float> softmax_delta(const Tensor<float>& dout, const Tensor<float>& out, int threads = 0);
 
 // Backward of one block, accumulated into dq (B, Sq, H, D) and dk, dv (B, Sk, HKV, D).
 // lse and delta: (B, H, Sq) of the *whole* forward (all keys the queries see), so that

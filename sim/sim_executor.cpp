@@ -230,13 +230,13 @@ class RankRun {
   }
 
   void execute(const Op&, const FinalizeOp&) {
-    AttentionOutput<float> result = finalize_accumulator(acc_, B_, heads_, n_, D_);
+    AttentionOutput<float> result = finalize_accumulator(acc_, B_, heads_, n_, D_, threads_);
     out_ = std::move(result.out);
     lse_ = std::move(result.lse);
   }
 
   void execute(const Op&, const PrepareBackwardOp&) {
-    delta_ = softmax_delta(dout_, out_);
+    delta_ = softmax_delta(dout_, out_, threads_);
     dq_ = Tensor<float>(q_.shape());
     slot(Slot::dkv0) = {Tensor<float>(kv_shape()), Tensor<float>(kv_shape())};
     slot(Slot::gathered_dkv) = {};
@@ -395,7 +395,7 @@ class RankRun {
         scatter_rows(part.out, qr, 1, exact.out);  // kernel blocks of one compute never share query rows
         scatter_rows(part.lse, qr, 2, exact.lse);
       }
-      const AttentionOutput<float> got = finalize_accumulator(acc, B_, heads_, n_, D_);
+      const AttentionOutput<float> got = finalize_accumulator(acc, B_, heads_, n_, D_, threads_);
       check("out", got.out, exact.out);
       check("lse", got.lse, exact.lse);
     } else {

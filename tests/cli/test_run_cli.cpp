@@ -67,7 +67,7 @@ TEST_CASE("ringlab run prints the per-rank, verification and footer tables and p
   CHECK(run.err.empty());
 }
 
-TEST_CASE("--heads alone means HKV = H (no GQA unless asked)", "[cli]") {
+TEST_CASE("a lone --heads means HKV = H (no GQA unless asked)", "[cli]") {
   const auto run = run_binary(kRinglab, {"run", "--json", "--ranks", "2", "--seq", "64", "--heads", "6"});
   REQUIRE(run.status == 0);
   CHECK(nlohmann::json::parse(run.out)["config"].get<std::string>().find("H=6 HKV=6") != std::string::npos);
@@ -86,7 +86,7 @@ TEST_CASE("ringlab run --json is one object with the verification", "[cli]") {
   CHECK(summary["load_imbalance"]["flops_max_over_mean"].get<double>() <= 1.02);
 }
 
-TEST_CASE("--save writes outputs in global order; --in reads float64 inputs", "[cli]") {
+TEST_CASE("saving writes outputs in global order and --in reads float64 inputs", "[cli]") {
   TempDir dir;
   const AttentionDims dims{2, 120, 4, 2, 8};
   write_inputs(dir, dims, true);
@@ -127,7 +127,7 @@ TEST_CASE("NumPy writes the inputs and checks ringlab's outputs", "[cli][numpy]"
   CHECK(std::system(("/usr/bin/python3 " + script + " check " + dir.path.string()).c_str()) == 0);
 }
 
-TEST_CASE("--trace writes a Chrome trace that reads back", "[cli]") {
+TEST_CASE("tracing writes a Chrome trace that reads back", "[cli]") {
   TempDir dir;
   const auto run = run_binary(kRinglab, {"run", "--ranks", "4", "--seq", "256", "--trace", dir / "t.json", "--no-progress"});
   REQUIRE(run.status == 0);
