@@ -6,8 +6,7 @@
 namespace ringlab {
 
 BlockClassifier::BlockClassifier(const Plan& plan, int64_t q_tile, int64_t kv_tile)
-    : plan_(plan),
-      kind_(plan.spec().layout),
+    : kind_(plan.spec().layout),
       R_(plan.ring()),
       ulysses_(plan.ulysses()),
       block_(plan.layout().block()),

@@ -64,7 +64,6 @@ class BlockClassifier {
   void count_tiles(QueryPosition q_position, int64_t kv_block, const RowRange& q_rows, const RowRange& kv_rows,
                    bool skip_masked, BlockWork& work) const;
 
-  const Plan& plan_;
   LayoutKind kind_;
   int64_t R_, ulysses_, block_, rounds_, n_;  // ring degree, U, layout block, units per rank, block tokens
   Layout ring_layout_;                        // the layout over R positions, units of U block tokens

@@ -184,7 +184,8 @@ class Fields {
   Fields(const json& object, std::string where, std::initializer_list<const char*> known)
       : object_(object), where_(std::move(where)) {
     if (!object.is_object()) fail("is not an object");
-    for (const auto& [key, value] : object.items()) {
+    for (const auto& item : object.items()) {
+      const std::string& key = item.key();  // (clang 14 cannot capture a structured binding)
       if (std::find_if(known.begin(), known.end(), [&](const char* k) { return key == k; }) == known.end()) {
         std::string list;
         for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
