@@ -467,8 +467,9 @@ Exercise ulysses_degree(int64_t variant) {
     mistake(max_part, double(head_limited), "a common slip",
             "that divides the query heads but not the K/V heads; a Ulysses degree must divide HKV too");
   }
-  e.parts = {max_part, number_part("ring_degree", "R = P / U", double(p.ranks / best), 0, 0),
-             number_part("kv_heads_per_gpu", "K/V heads per GPU", double(p.kv_heads / best), 0, 0)};
+  const int64_t ring_degree = p.ranks / best, kv_heads_per_gpu = p.kv_heads / best;  // both divide exactly
+  e.parts = {max_part, number_part("ring_degree", "R = P / U", double(ring_degree), 0, 0),
+             number_part("kv_heads_per_gpu", "K/V heads per GPU", double(kv_heads_per_gpu), 0, 0)};
   e.solution = cat(
       "U must divide P, n_h and HKV. Divisors of P = ", p.ranks, " that divide both ", p.heads, " and ", p.kv_heads,
       ": the largest is ", best, " (ringlab's build_plan refuses every larger one).\n"

@@ -349,14 +349,15 @@ Exercise hybrid_plan(int64_t variant) {
       "ring_step_bytes: bytes of K/V a GPU sends per ring step.\n"
       "ring_comm_time: time of a GPU's R - 1 ring transfers over InfiniBand (none hidden).\n"
       "scores_bytes: the score block a GPU would materialise per ring step without a flash kernel.");
+  const int64_t tokens_per_position = p.seq / R;  // R divides S
   Part ring_step = bytes_part("ring_step_bytes", "K/V bytes one GPU sends per ring step", step);
-  mistake(ring_step, double(p.seq / R) * double(hidden) * double(e_bytes), "the source material's answer (000, exercise 5)",
+  mistake(ring_step, double(tokens_per_position) * double(hidden) * double(e_bytes), "the source material's answer (000, exercise 5)",
           "4.3 GB is (S/R) H e: one tensor over the full hidden size. A GPU sends K and V, but only for its n_h/U "
           "heads: 2 (S/R)(HKV/U) d e");
-  mistake(ring_step, 2.0 * double(p.seq / R) * double(hidden) * double(e_bytes), "a common slip",
+  mistake(ring_step, 2.0 * double(tokens_per_position) * double(hidden) * double(e_bytes), "a common slip",
           "K and V over the full hidden size; after the all-to-all a GPU holds only n_h/U heads");
   Part ring_time = seconds_part("ring_comm_time", "time of the R - 1 ring transfers at the IB bandwidth", ring.with_overlap);
-  mistake(ring_time, double(R - 1) * double(p.seq / R) * double(hidden) * double(e_bytes) / ib_bandwidth,
+  mistake(ring_time, double(R - 1) * double(tokens_per_position) * double(hidden) * double(e_bytes) / ib_bandwidth,
           "the source material's answer (000, exercise 5)", "built on the 4.3 GB step, which counts the full hidden size");
   Part scores_part = bytes_part("scores_bytes", "one GPU's score block per ring step, no flash kernel", scores);
   mistake(scores_part, attention_matrix_bytes(1, p.heads, tokens, tokens, e_bytes), "the source material's answer (000, exercise 5)",

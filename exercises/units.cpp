@@ -384,7 +384,7 @@ std::string format_quantity(double value, Quantity quantity, const DisplayUnit& 
       return format_number(value, significant) + " tokens";
     case Quantity::ratio: return format_number(value, significant) + "x";
     case Quantity::fraction: return format_number(value * 100, significant) + "%";
-    case Quantity::number: return format_number(value, significant);
+    case Quantity::number:
     case Quantity::list: return format_number(value, significant);
     case Quantity::bytes:
     case Quantity::seconds: {

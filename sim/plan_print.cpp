@@ -69,7 +69,7 @@ void print_plan(std::ostream& os, const Plan& plan, const PlanPrintOptions& opti
         cells[step].push_back(cell_of(ops[r], cursor[r], static_cast<int>(p), step));
         width = std::max(width, static_cast<int>(cells[step].back().size()));
       }
-    width = std::min(width, 30);
+    width = std::min(width, 44);
     os << "\n" << phase.name << " (" << phase.steps << (phase.steps == 1 ? " step" : " steps") << ")\n";
     char buffer[64];
     std::snprintf(buffer, sizeof buffer, "%5s", "step");

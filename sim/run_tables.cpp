@@ -58,6 +58,9 @@ void print_diagnosis(std::ostream& os, const Plan& plan, const PlanCheck& check,
                   plan.phases()[bad->phase].name.c_str(), static_cast<long long>(bad->q_block),
                   static_cast<long long>(bad->kv_block), block_shape_name(bad->shape), bad->max_abs_error);
     os << line;
+    if (bad->mask_mismatch) {
+      os << "                     and some of its queries see keys they must not, or none they must (lse -inf on one side)\n";
+    }
     const auto count = std::count_if(errors.begin(), errors.end(), [](const BlockError& e) { return !e.ok; });
     os << "  " << count << " of " << errors.size() << " blocks are wrong on their own\n";
   } else if (!errors.empty()) {
@@ -112,7 +115,8 @@ nlohmann::json to_json(std::span<const BlockError> errors) {
                      {"q_block", e.q_block},
                      {"kv_block", e.kv_block},
                      {"shape", block_shape_name(e.shape)},
-                     {"max_abs_error", std::isfinite(e.max_abs_error) ? nlohmann::json(e.max_abs_error) : nlohmann::json("inf")},
+                     {"max_abs_error", e.max_abs_error},
+                     {"mask_mismatch", e.mask_mismatch},
                      {"ok", e.ok}});
   }
   return array;

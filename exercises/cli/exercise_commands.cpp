@@ -167,15 +167,27 @@ std::vector<std::pair<std::string, std::string>> parse_assignments(const std::ve
     if (!e.find_part(part)) throw UsageError("unknown part '" + part + "' of " + e.id + "; its parts are " + part_names(e));
     pairs.emplace_back(part, arg.substr(eq + 1));
   }
-  if (pairs.empty()) {
-    throw UsageError("no answers given; use ringlab check " + e.id + " PART=ANSWER ... with parts " + part_names(e));
-  }
   return pairs;
 }
 
 int check_answers(const std::string& id, int64_t variant, const std::vector<std::string>& args, bool explain, bool json) {
   const Exercise e = make_exercise(id, variant);
   const auto pairs = parse_assignments(args, e);
+  if (pairs.empty()) {
+    if (!explain) {
+      throw UsageError("no answers given; use ringlab check " + e.id + " PART=ANSWER ... with parts " + part_names(e) +
+                       ", or --explain for the worked solution");
+    }
+    if (json) {
+      std::cout << nlohmann::json{{"exercise", e.id}, {"variant", e.variant}, {"solution", e.solution},
+                                  {"command", e.command}, {"model", e.model}}
+                       .dump(2)
+                << "\n";
+    } else {
+      print_solution(e);
+    }
+    return kExitVerified;
+  }
   std::vector<Verdict> verdicts;
   for (const auto& [part, answer] : pairs) verdicts.push_back(judge(*e.find_part(part), answer));  // may throw UsageError
   int right = 0;

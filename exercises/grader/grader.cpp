@@ -84,7 +84,7 @@ std::string resolve_student_file(const LabInfo& lab, const std::string& file) {
   if (file.empty()) return lab.directory + "/starter.cpp";
   if (fs::is_regular_file(file)) return fs::absolute(file).string();
   for (const std::string& candidate : {file, file + ".cpp", "broken/" + file, "broken/" + file + ".cpp"}) {
-    const std::string path = lab.directory + "/" + candidate;
+    std::string path = lab.directory + "/" + candidate;
     if (fs::is_regular_file(path)) return path;
   }
   std::string broken;

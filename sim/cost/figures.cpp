@@ -264,7 +264,8 @@ Figure load_figure(const Plan& plan, const DryResult& result) {
   const double y0 = kMargin + plot_h;  // the axis
   // Time axis in ms with round ticks.
   const double step_ms = nice_step(top * 1e3);
-  for (double t = 0; t <= top * 1e3 * 1.0001; t += step_ms) {
+  for (int tick = 0; double(tick) * step_ms <= top * 1e3 * 1.0001; ++tick) {
+    const double t = double(tick) * step_ms;
     const double y = y0 - plot_h * (t / (top * 1e3));
     figure.lines.push_back({kMargin - 4, y, kMargin + P * bar, y, {230, 230, 230}, 0.5, "grid"});
     char label[32];
@@ -333,7 +334,8 @@ Figure timeline_figure(const Plan& plan, const DryResult& result) {
                             {{"rank", std::to_string(e.rank)}, {"step", std::to_string(e.step)}, {"name", e.name}}, tip});
   }
   const double step_ms = nice_step(end_us / 1e3);
-  for (double t = 0; t <= end_us / 1e3 * 1.0001; t += step_ms) {
+  for (int tick = 0; double(tick) * step_ms <= end_us / 1e3 * 1.0001; ++tick) {
+    const double t = double(tick) * step_ms;
     const double x = kMargin + plot_w * t * 1e3 / end_us;
     figure.lines.push_back({x, kMargin - 4, x, kMargin + P * row, {225, 225, 225}, 0.5, "grid"});
     char label[32];

@@ -16,7 +16,8 @@ namespace ringlab {
 
 double DeviceModel::rank_share(int64_t ranks) const {
   if (shared_cores <= 0) return 1.0;
-  if (ranks <= shared_cores) return double(shared_cores / ranks);  // whole threads: max(1, cores/P)
+  const int64_t whole_threads = shared_cores / ranks;  // max(1, cores/P) threads each
+  if (ranks <= shared_cores) return double(whole_threads);
   return double(shared_cores) / double(ranks);                     // time-shared cores
 }
 
@@ -36,7 +37,8 @@ double masked_tile_efficiency(double full_efficiency, double causal_efficiency, 
   // Square tiles of t rows over a causal S x S attention, nt = S/t tiles a side:
   //   nt (nt-1)/2 tiles fully visible, nt tiles on the diagonal (computed whole under the mask).
   // Time  ~ visible / causal_eff = full_area / full_eff + diagonal_area / masked_eff.
-  const double t = double(tile), nt = double(seq / tile);
+  const int64_t whole_tiles = seq / tile;
+  const double t = double(tile), nt = double(whole_tiles);
   const double visible = double(seq) * double(seq + 1) / 2;
   const double full_area = t * t * nt * (nt - 1) / 2, diagonal_area = t * t * nt;
   const double diagonal_time = visible / causal_efficiency - full_area / full_efficiency;

@@ -1,6 +1,6 @@
 // The `ringlab run` and `ringlab plan` command-line contract (DESIGN.md), end to end through the
 // built binary: tables and JSON, --save / --in round trips (and NumPy interop), traces, fault
-// injection, the errata's exit statuses, and the bad-input matrix: exit 2, one line, no files.
+// injection and the errata's exit statuses. Bad inputs: test_bad_inputs.cpp.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -186,111 +186,4 @@ TEST_CASE("ringlab plan prints the grid and checks the plan", "[cli]") {
                                              "--erratum", "reverse-dkv"});
   CHECK(erratum.status == 1);
   CHECK(erratum.out.find("FOUND PROBLEMS") != std::string::npos);
-}
-
-TEST_CASE("bad input: exit 2, one line naming the problem and the fix, no output files", "[cli][bad-input]") {
-  TempDir dir;
-  const AttentionDims small{1, 64, 4, 2, 8};
-  // Input directories, each with one thing wrong.
-  auto inputs_with = [&](const std::string& name, auto&& spoil) {
-    const std::string sub = dir / name;
-    fs::create_directories(sub);
-    TempDir unused;
-    const AttentionInputs<double> x = make_inputs(small, 1, false).cast<double>();
-    write_npy(sub + "/q.npy", x.q);
-    write_npy(sub + "/k.npy", x.k);
-    write_npy(sub + "/v.npy", x.v);
-    spoil(sub);
-    return sub;
-  };
-  const std::string nan_dir = inputs_with("nan", [&](const std::string& d) {
-    Tensor<double> q = read_npy(d + "/q.npy").values;
-    q[17] = NAN;
-    write_npy(d + "/q.npy", q);
-  });
-  const std::string inf_dir = inputs_with("inf", [&](const std::string& d) {
-    Tensor<double> v = read_npy(d + "/v.npy").values;
-    v[3] = INFINITY;
-    write_npy(d + "/v.npy", v);
-  });
-  const std::string truncated_dir = inputs_with("truncated", [&](const std::string& d) {
-    std::string bytes = npy_bytes(read_npy(d + "/k.npy").values);
-    std::ofstream(d + "/k.npy", std::ios::binary) << bytes.substr(0, bytes.size() - 100);
-  });
-  const std::string typed_dir = inputs_with("typed", [&](const std::string& d) {
-    std::string bytes = npy_bytes(read_npy(d + "/q.npy").values);
-    bytes.replace(bytes.find("<f8"), 3, "<i8");
-    std::ofstream(d + "/q.npy", std::ios::binary) << bytes;
-  });
-  const std::string fortran_dir = inputs_with("fortran", [&](const std::string& d) {
-    std::string bytes = npy_bytes(read_npy(d + "/q.npy").values);
-    bytes.replace(bytes.find("False"), 5, "True ");
-    std::ofstream(d + "/q.npy", std::ios::binary) << bytes;
-  });
-  const std::string shape_dir = inputs_with("shape", [&](const std::string& d) {
-    write_npy(d + "/k.npy", Tensor<double>({1, 64, 2, 16}));
-  });
-  const std::string missing_dir = inputs_with("missing", [&](const std::string& d) { fs::remove(d + "/v.npy"); });
-  fs::create_directories(dir / "full");
-  std::ofstream(dir / "full/keep.txt") << "already here\n";
-
-  struct Case {
-    const char* what;
-    std::vector<std::string> args;
-    const char* message;  // a piece of the expected line
-  };
-  const Case cases[] = {
-      {"unknown flag", {"--bogus"}, "--bogus"},
-      {"unknown algorithm", {"--algo", "tree"}, "--algo"},
-      {"S not divisible by P", {"--ranks", "3", "--seq", "1000"}, "not divisible by P=3"},
-      {"S not divisible by 2P for zigzag", {"--ranks", "4", "--seq", "1004", "--layout", "zigzag"}, "2P=8"},
-      {"S not divisible by P block for striped", {"--ranks", "4", "--seq", "1024", "--layout", "striped", "--block", "3"},
-       "not divisible"},
-      {"HKV does not divide H", {"--heads", "4", "--kv-heads", "3"}, "does not divide H=4"},
-      {"Ulysses: H not divisible by P", {"--algo", "ulysses", "--ranks", "4", "--heads", "6", "--kv-heads", "6"},
-       "H=6 is not divisible"},
-      {"Ulysses: HKV not divisible by P", {"--algo", "ulysses", "--ranks", "4", "--heads", "8", "--kv-heads", "2"},
-       "HKV=2 is not divisible"},
-      {"hybrid without --ulysses", {"--algo", "hybrid", "--ranks", "4"}, "--ulysses"},
-      {"hybrid U does not divide P", {"--algo", "hybrid", "--ranks", "6", "--ulysses", "4", "--seq", "1200"},
-       "does not divide P=6"},
-      {"zero ranks", {"--ranks", "0"}, "--ranks"},
-      {"negative sequence", {"--seq", "-5"}, "must be positive"},
-      {"zero head dimension", {"--dim", "0"}, "must be positive"},
-      {"sizes that do not fit in memory", {"--seq", "100000000", "--heads", "64"}, "GB"},
-      {"NaN in an input", {"--in", nan_dir}, "NaN"},
-      {"Inf in an input", {"--in", inf_dir}, "Inf"},
-      {"truncated .npy", {"--in", truncated_dir}, "truncated"},
-      {"wrongly typed .npy", {"--in", typed_dir}, "dtype <i8"},
-      {"Fortran-ordered .npy", {"--in", fortran_dir}, "Fortran order"},
-      {"mis-shaped k.npy", {"--in", shape_dir}, "k has shape"},
-      {"missing v.npy", {"--in", missing_dir}, "no v.npy"},
-      {"unreadable --in directory", {"--in", dir / "nowhere"}, "not a readable directory"},
-      {"--save into a non-empty directory", {"--save", dir / "full"}, "not empty"},
-      {"erratum without --backward", {"--erratum", "reverse-dkv", "--causal"}, "--backward"},
-      {"erratum of another algorithm", {"--erratum", "kv-offset-mask", "--causal", "--algo", "allgather"}, "--algo ring"},
-      {"bad --inject", {"--inject", "explode@1:2"}, "inject"},
-      {"fault on a rank that does not exist", {"--inject", "drop@9:1"}, "9"},
-      {"negative --timeout", {"--timeout", "-1"}, "--timeout"},
-  };
-  for (const Case& c : cases) {
-    std::vector<std::string> args{"run", "--no-progress"};
-    args.insert(args.end(), c.args.begin(), c.args.end());
-    const bool saves_elsewhere = std::find(c.args.begin(), c.args.end(), "--save") != c.args.end();
-    if (!saves_elsewhere) args.insert(args.end(), {"--save", dir / "never"});
-    const auto run = run_binary(kRinglab, args);
-    INFO(c.what << "\n  stderr: " << run.err << "\n  stdout: " << run.out);
-    CHECK(run.status == 2);
-    REQUIRE(run.err_lines().size() == 1);
-    CHECK(run.err_lines()[0].rfind("ringlab: error: ", 0) == 0);
-    CHECK(run.err.find(c.message) != std::string::npos);
-    CHECK(run.out.empty());
-    CHECK_FALSE(fs::exists(dir / "never"));
-  }
-  // No staging directory or partial file anywhere.
-  for (const auto& entry : fs::recursive_directory_iterator(dir.path)) {
-    INFO(entry.path());
-    CHECK(entry.path().filename().string().find("partial") == std::string::npos);
-  }
-  CHECK(fs::exists(dir / "full/keep.txt"));
 }

@@ -32,10 +32,14 @@ void print_glfw_error(int code, const char* text) { std::fprintf(stderr, "ringla
 class GlfwWindow {
  public:
   GlfwWindow(int width, int height, bool visible, const char* title) {
-    glfwSetErrorCallback(print_glfw_error);
     if (!glfwInit()) {
-      throw UsageError("cannot open a display for the window; set DISPLAY, or for screenshots run under xvfb-run -a");
+      // One line: GLFW's own reason folded into ours (no error callback yet, so nothing else prints).
+      const char* reason = nullptr;
+      glfwGetError(&reason);
+      throw UsageError(std::string("cannot open a display for the window") + (reason ? " (" + std::string(reason) + ")" : "") +
+                       "; set DISPLAY, or for screenshots run under xvfb-run -a");
     }
+    glfwSetErrorCallback(print_glfw_error);  // from here on, GLFW errors are printed as they happen
     glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
     glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 0);
     glfwWindowHint(GLFW_VISIBLE, visible ? GLFW_TRUE : GLFW_FALSE);

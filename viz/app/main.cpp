@@ -85,7 +85,12 @@ int main(int argc, char** argv) {
   app.add_option("--trace", flags.trace, "open a Chrome trace written by ringlab run --trace");
   app.add_flag("--run", flags.run, "run the schedule on the simulator (small sizes) and show each block's error");
   app.add_option("--screenshot", flags.screenshot, "render off-screen and write this PNG, then exit");
-  app.add_option("--step", flags.step, "the step shown (across all phases, from 0; 2.5 = halfway through step 2)");
+  app.add_option("--step", flags.step, "the step shown (across all phases, from 0; 2.5 = halfway through step 2)")
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            return !text.empty() && text[0] == '-' ? std::string("a step is 0 or more, e.g. --step 2.5") : std::string();
+          },
+          "STEP >= 0"));
   app.add_option("--panel", flags.panel, "ring | grid | load | timeline | controls | messages | all")->capture_default_str();
   app.add_option("--size", flags.size, "screenshot size WIDTHxHEIGHT")->capture_default_str();
   app.add_option("--colour,--color", flags.colour, "grid colouring: step | rank | error")->capture_default_str();

@@ -76,7 +76,7 @@ void measured_rows(ScheduleModel& m, std::span<const TraceEvent> events, StepOf 
     const SpanKind kind = kind_of(e);
     const double start = (e.start_us - t0) * 1e-6, end = start + e.duration_us * 1e-6;
     const int64_t block = e.kv_block >= 0 ? e.kv_block : kNoBlock;
-    m.timeline.rows[static_cast<size_t>(2 * e.rank + (e.lane == TraceLane::compute ? 0 : 1))].spans.push_back(
+    m.timeline.rows[2 * static_cast<size_t>(e.rank) + (e.lane == TraceLane::compute ? 0 : 1)].spans.push_back(
         {start, end, kind, step_of(e), block, e.peer, span_label(e)});
     RankLoad& load = m.load.ranks[static_cast<size_t>(e.rank)];
     if (kind == SpanKind::compute) load.busy += end - start;

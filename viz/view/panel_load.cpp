@@ -9,7 +9,10 @@ namespace ringlab::viz {
 namespace {
 
 void dashed_line(ImDrawList* list, float x0, float x1, float y, Rgba colour) {
-  for (float x = x0; x < x1; x += 8) list->AddLine({x, y}, {std::min(x + 4, x1), y}, to_imgui(colour), 1);
+  for (int dash = 0; x0 + 8.0f * float(dash) < x1; ++dash) {
+    const float x = x0 + 8.0f * float(dash);
+    list->AddLine({x, y}, {std::min(x + 4, x1), y}, to_imgui(colour), 1);
+  }
 }
 
 }  // namespace

@@ -25,7 +25,6 @@ namespace ringlab::lab04 {
 namespace {
 
 using lab::CriterionResult;
-using lab::Divergence;
 
 struct Contribution {
   int64_t rank = 0, step = 0;   // who computed it, at its how-many-th block_backward call

@@ -20,7 +20,6 @@ namespace ringlab::lab05 {
 namespace {
 
 using lab::CriterionResult;
-using lab::Divergence;
 
 struct Session {
   const lab::Problem* problem = nullptr;

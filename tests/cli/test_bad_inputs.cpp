@@ -1,0 +1,171 @@
+// The bad-input matrix across the command line: `ringlab run`, `ringlab check`, `ringlab grade`
+// and `ringlab-viz`. Every row must exit 2 with exactly one line on stderr ("<tool>: error:
+// <problem>; <fix>"), print nothing on stdout, and leave no output file or staging leftover.
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "reference/inputs.hpp"
+#include "reference/npy.hpp"
+#include "tests/cli/run_binary.hpp"
+
+using namespace ringlab;
+using ringlab::test::run_binary;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Row {
+  const char* what;
+  std::string binary;              // the built ringlab or ringlab-viz
+  std::vector<std::string> args;
+  const char* message;             // a piece of the expected line
+  std::string must_not_exist;      // an output that must not appear ("" = none)
+};
+
+// Input directories, each with one thing wrong.
+std::string inputs_with(const fs::path& root, const std::string& name, const std::function<void(const std::string&)>& spoil) {
+  const std::string dir = (root / name).string();
+  fs::create_directories(dir);
+  const AttentionInputs<double> x = make_inputs({1, 64, 4, 2, 8}, 1, false).cast<double>();
+  write_npy(dir + "/q.npy", x.q);
+  write_npy(dir + "/k.npy", x.k);
+  write_npy(dir + "/v.npy", x.v);
+  spoil(dir);
+  return dir;
+}
+
+void replace_in_file(const std::string& path, const std::string& from, const std::string& to) {
+  std::string bytes = npy_bytes(read_npy(path).values);
+  bytes.replace(bytes.find(from), from.size(), to);
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+}  // namespace
+
+TEST_CASE("bad input across run, check, grade and ringlab-viz: exit 2, one line, no files", "[cli][bad-input]") {
+  const fs::path root = fs::temp_directory_path() / ("ringlab-bad-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root);
+  const std::string save = (root / "never").string();
+  const std::string ringlab = RINGLAB_BINARY;
+
+  const std::string nan_dir = inputs_with(root, "nan", [](const std::string& d) {
+    Tensor<double> q = read_npy(d + "/q.npy").values;
+    q[17] = NAN;
+    write_npy(d + "/q.npy", q);
+  });
+  const std::string inf_dir = inputs_with(root, "inf", [](const std::string& d) {
+    Tensor<double> v = read_npy(d + "/v.npy").values;
+    v[3] = INFINITY;
+    write_npy(d + "/v.npy", v);
+  });
+  const std::string truncated_dir = inputs_with(root, "truncated", [](const std::string& d) {
+    const std::string bytes = npy_bytes(read_npy(d + "/k.npy").values);
+    std::ofstream(d + "/k.npy", std::ios::binary) << bytes.substr(0, bytes.size() - 100);
+  });
+  const std::string typed_dir = inputs_with(root, "typed", [](const std::string& d) { replace_in_file(d + "/q.npy", "<f8", "<i8"); });
+  const std::string fortran_dir =
+      inputs_with(root, "fortran", [](const std::string& d) { replace_in_file(d + "/q.npy", "False", "True "); });
+  const std::string shape_dir =
+      inputs_with(root, "shape", [](const std::string& d) { write_npy(d + "/k.npy", Tensor<double>({1, 64, 2, 16})); });
+  const std::string missing_dir = inputs_with(root, "missing", [](const std::string& d) { fs::remove(d + "/v.npy"); });
+  fs::create_directories(root / "full");
+  std::ofstream(root / "full/keep.txt") << "already here\n";
+  const std::string bad_trace = (root / "bad.json").string();
+  std::ofstream(bad_trace) << "{\"traceEvents\": [";
+  const std::string png = (root / "shot.png").string();
+
+  auto run = [&](std::vector<std::string> args, const char* message) {
+    args.insert(args.begin(), {"run", "--no-progress"});
+    if (std::find(args.begin(), args.end(), "--save") == args.end()) args.insert(args.end(), {"--save", save});
+    return Row{"", ringlab, args, message, save};
+  };
+  std::vector<Row> rows = {
+      // ringlab run: flags, sizes, divisibility, GQA and Ulysses constraints, memory, inputs, outputs, faults
+      run({"--bogus"}, "--bogus"),
+      run({"--algo", "tree"}, "--algo"),
+      run({"--ranks", "3", "--seq", "1000"}, "not divisible by P=3"),
+      run({"--ranks", "4", "--seq", "1004", "--layout", "zigzag"}, "2P=8"),
+      run({"--ranks", "4", "--seq", "1024", "--layout", "striped", "--block", "3"}, "not divisible"),
+      run({"--heads", "4", "--kv-heads", "3"}, "does not divide H=4"),
+      run({"--algo", "ulysses", "--ranks", "4", "--heads", "6", "--kv-heads", "6"}, "H=6 is not divisible"),
+      run({"--algo", "ulysses", "--ranks", "4", "--heads", "8", "--kv-heads", "2"}, "HKV=2 is not divisible"),
+      run({"--algo", "hybrid", "--ranks", "4"}, "--ulysses"),
+      run({"--algo", "hybrid", "--ranks", "6", "--ulysses", "4", "--seq", "1200"}, "does not divide P=6"),
+      run({"--ranks", "0"}, "--ranks"),
+      run({"--seq", "-5"}, "must be positive"),
+      run({"--dim", "0"}, "must be positive"),
+      run({"--seq", "100000000", "--heads", "64"}, "GB"),
+      run({"--in", nan_dir}, "NaN"),
+      run({"--in", inf_dir}, "Inf"),
+      run({"--in", truncated_dir}, "truncated"),
+      run({"--in", typed_dir}, "dtype <i8"),
+      run({"--in", fortran_dir}, "Fortran order"),
+      run({"--in", shape_dir}, "k has shape"),
+      run({"--in", missing_dir}, "no v.npy"),
+      run({"--in", (root / "nowhere").string()}, "not a readable directory"),
+      run({"--save", (root / "full").string()}, "not empty"),
+      run({"--trace", (root / "no-dir" / "t.json").string()}, "does not exist"),
+      run({"--erratum", "reverse-dkv", "--causal"}, "--backward"),
+      run({"--erratum", "kv-offset-mask", "--causal", "--algo", "allgather"}, "--algo ring"),
+      run({"--inject", "explode@1:2"}, "inject"),
+      run({"--inject", "drop@9:1"}, "no rank 9"),
+      run({"--timeout", "-1"}, "--timeout"),
+      {"", ringlab, {"run", "--dry-run", "--hw", "abacus"}, "abacus", ""},
+      // ringlab check: exercises, parts, answers and units
+      {"", ringlab, {"check", "nosuch", "x=1"}, "unknown exercise 'nosuch'", ""},
+      {"", ringlab, {"check", "overlap-time", "nopart=3"}, "unknown part 'nopart'", ""},
+      {"", ringlab, {"check", "overlap-time", "total=eighty"}, "cannot read 'eighty'", ""},
+      {"", ringlab, {"check", "attention-memory", "full=4.4parsec"}, "unknown unit 'parsec'", ""},
+      {"", ringlab, {"check", "attention-memory", "full"}, "is not PART=ANSWER", ""},
+      {"", ringlab, {"check", "attention-memory", "--variant", "-3", "full=4.4TB"}, "negative", ""},
+      {"", ringlab, {"exercises", "show", "nosuch"}, "unknown exercise", ""},
+      // ringlab grade: labs, files, criteria
+      {"", ringlab, {"grade", "nosuch"}, "unknown lab 'nosuch'", ""},
+      {"", ringlab, {"grade", "03-ring-forward", (root / "nowhere.cpp").string()}, "no file", ""},
+      {"", ringlab, {"grade", "03-ring-forward", root.string()}, "no file", ""},
+      {"", ringlab, {"grade", "03-ring-forward", "solution", "--only", "nosuch"}, "no criterion 'nosuch'", ""},
+  };
+#ifdef RINGLAB_VIZ_BINARY
+  // ringlab-viz: traces, outputs, flags — refused before any window opens.
+  const std::string viz = RINGLAB_VIZ_BINARY;
+  for (Row row : std::vector<Row>{
+           {"", viz, {"--trace", bad_trace, "--screenshot", png}, "not valid JSON", png},
+           {"", viz, {"--trace", (root / "nowhere.json").string(), "--screenshot", png}, "cannot open the trace", png},
+           {"", viz, {"--screenshot", (root / "no-dir" / "x.png").string()}, "does not exist", ""},
+           {"", viz, {"--screenshot", png, "--step", "-4"}, "0 or more", png},
+           {"", viz, {"--screenshot", png, "--size", "0x0"}, "WIDTHxHEIGHT", png},
+           {"", viz, {"--screenshot", png, "--ranks", "3", "--seq", "1000"}, "not divisible by P=3", png},
+           {"", viz, {"--screenshot", png, "--panel", "nosuch"}, "unknown panel", png},
+           {"", viz, {"--bogus"}, "--bogus", ""},
+       })
+    rows.push_back(row);
+#else
+  WARN("ringlab-viz is not built here (no viewer dependencies): its rows are skipped");
+#endif
+  CHECK(rows.size() >= 20);
+  for (const Row& row : rows) {
+    const auto result = run_binary(row.binary, row.args, 120);
+    std::string command = fs::path(row.binary).filename().string();
+    for (const std::string& a : row.args) command += " " + a;
+    INFO(command << "\n  stderr: " << result.err << "\n  stdout: " << result.out);
+    CHECK(result.status == 2);
+    REQUIRE(result.err_lines().size() == 1);
+    const std::string tool = fs::path(row.binary).filename().string() + ": error: ";
+    CHECK(result.err_lines()[0].rfind(tool, 0) == 0);
+    CHECK(result.err.find(row.message) != std::string::npos);
+    CHECK(result.out.empty());
+    if (!row.must_not_exist.empty()) CHECK_FALSE(fs::exists(row.must_not_exist));
+  }
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    INFO(entry.path());
+    CHECK(entry.path().filename().string().find("partial") == std::string::npos);
+  }
+  CHECK(fs::exists(root / "full/keep.txt"));
+  fs::remove_all(root);
+}
