@@ -5,11 +5,15 @@
 // Heads: H = HKV = 32, D = 128, bf16 (h100-ib preset); pure Ulysses needs H divisible by P, so
 // its rows use H = HKV = P. One run per row (the dry executor is deterministic).
 // Usage: bench_dry_run [--quick]   (--quick: only the P = 1024 rows)
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <string>
 #include <vector>
 
+#include "bench/report_row.hpp"
 #include "sim/cost/dry_executor.hpp"
 
 using namespace ringlab;
@@ -55,6 +59,8 @@ int main(int argc, char** argv) {
               "target_s", "result");
   std::printf("%-12s %-11s %6s %6s %10s %12s %9s %8s\n", "", "", "", "", "s", "ms", "s", "");
   int missed = 0;
+  std::map<int64_t, double> slowest;
+  std::map<int64_t, std::string> slowest_label;
   for (const Row& row : rows) {
     PlanSpec spec;
     spec.algo = row.algo;
@@ -76,6 +82,18 @@ int main(int argc, char** argv) {
                 static_cast<long long>(row.ranks), static_cast<long long>(heads), seconds, result.makespan_s * 1e3,
                 row.target_s, met ? "met" : "MISSED");
     std::fflush(stdout);
+    if (seconds >= slowest[row.ranks]) {
+      slowest[row.ranks] = seconds;
+      slowest_label[row.ranks] = std::string(row.label) + " " + layout_name(row.layout);
+    }
+  }
+  for (const auto& [ranks, seconds] : slowest) {
+    const double target = ranks == 1024 ? 2.0 : 60.0;
+    bench::report_row("cost model",
+                      bench::format("dry run P=%lld S=%lld causal fwd+bwd, slowest of 6 algorithms/layouts",
+                                    static_cast<long long>(ranks), static_cast<long long>(S)),
+                      bench::format("%.2f s (%s)", seconds, slowest_label[ranks].c_str()),
+                      bench::format("< %.0f s", target), bench::verdict(seconds < target));
   }
   std::printf("%s: %zu rows, %d missed\n", missed ? "MISSED" : "OK", rows.size(), missed);
   return missed ? 1 : 0;

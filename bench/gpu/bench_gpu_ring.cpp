@@ -11,11 +11,15 @@
 // ranks share the SMs, so an idle rank's share goes to the others and the imbalance costs time
 // only where one rank's kernels are too small to fill the GPU; on P GPUs it costs it directly.
 //
-// The prediction: the simulator's cost model (issue 5) is not in this tree yet, so the model here
-// is the simplest one calibrated in this same run: a step costs max(compute, transfers), compute =
-// the step's FLOPs over all ranks / the FLOP rate of the P = 1 run (the ranks share one GPU), and
-// transfers = the step's bytes / the measured device-to-device copy bandwidth. Replace
-// `predicted_step_ms` with the dry executor's per-step times once it lands.
+// The predictions, side by side:
+//   simple     a step costs max(compute, transfers): compute = the step's FLOPs over all ranks /
+//              the FLOP rate of the P = 1 run (the ranks share one GPU), transfers = the step's
+//              bytes / the measured device-to-device copy bandwidth
+//   dry run    the simulator's cost model (sim/cost/dry_executor.hpp) walking the same plan, on a
+//              machine description calibrated in this run: one device whose FLOP rate (the P = 1
+//              run's) the P ranks share (DeviceModel::shared_cores = 1), links that share the
+//              measured copy bandwidth, launch latency and elementwise work at the device's rate.
+//              Per step: the dry executor's end of the step minus the end of the one before.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -23,8 +27,10 @@
 #include <map>
 
 #include "bench/gpu/bench_gpu_common.hpp"
+#include "bench/report_row.hpp"
 #include "gpu/executors/executor.hpp"
 #include "reference/inputs.hpp"
+#include "sim/cost/dry_executor.hpp"
 #include "sim/run_tables.hpp"
 #include "sim/verification.hpp"
 
@@ -121,6 +127,26 @@ double predicted_step_ms(double step_flops, double step_bytes, const Calibration
   return std::max(step_flops / c.flops_per_ms, step_bytes / c.bytes_per_ms);
 }
 
+// The cost model's machine for P virtual ranks on this GPU, from this run's measurements.
+Hardware one_gpu_machine(const Calibration& c, int64_t P, gpu::Dtype dtype) {
+  Hardware hw;
+  hw.name = "this GPU, calibrated by bench_gpu_ring";
+  hw.description = gpu::device_description(0);
+  hw.device.name = hw.description;
+  hw.device.peak_flops = c.flops_per_ms * 1e3;  // achieved by one full kernel: efficiencies are 1
+  hw.device.shared_cores = 1;                   // the P ranks share the one device: 1/P each
+  hw.device.kernel_launch_s = 5e-6;
+  hw.device.memory_bandwidth_Bps = c.bytes_per_ms * 1e3 * 2;  // a copy reads and writes each byte
+  LinkClass link;
+  link.name = "device-to-device copy on one GPU";
+  link.latency_s = 5e-6;
+  link.bandwidth_Bps = c.bytes_per_ms * 1e3 / double(P);  // P ranks copy at once, sharing it
+  hw.intra_node = hw.inter_node = link;
+  hw.ranks_per_node = P;
+  hw.element_bytes = gpu::dtype_bytes(dtype);
+  return hw;
+}
+
 void print_steps(const Schedule& s, int64_t P, const AttentionDims& dims, gpu::Dtype dtype, const Calibration& c) {
   const Plan plan = build_plan(spec_of(s, P, dims, false, dtype));
   const AttentionInputs<float> x = make_inputs(dims, 1, false);
@@ -132,7 +158,7 @@ void print_steps(const Schedule& s, int64_t P, const AttentionDims& dims, gpu::D
   const gpu::GpuRunResult result = executor.run(false);
   // Per (phase label, step): span of all events, FLOPs and received bytes over all ranks.
   struct Step {
-    double start = 1e300, end = 0, flops = 0, bytes = 0;
+    double start = 1e300, end = 0, flops = 0, bytes = 0, dry_ms = -1;
   };
   std::map<std::pair<std::string, int>, Step> steps;
   for (const TraceEvent& e : result.trace) {
@@ -141,18 +167,42 @@ void print_steps(const Schedule& s, int64_t P, const AttentionDims& dims, gpu::D
     if (e.flops > 0) st.flops += e.flops;
     if (e.name == "recv" && e.bytes > 0) st.bytes += double(e.bytes);
   }
+  const DryResult dry = run_dry_plan(plan, one_gpu_machine(c, P, dtype));
+  for (size_t i = 0; i < dry.steps.size(); ++i) {
+    const DryStep& d = dry.steps[i];
+    const bool first = i == 0 || dry.steps[i - 1].phase != d.phase;
+    const double begin = first ? dry.phases[static_cast<size_t>(d.phase)].start_s : dry.steps[i - 1].end_s;
+    const auto found = steps.find({plan.phases()[static_cast<size_t>(d.phase)].name, static_cast<int>(d.step)});
+    if (found != steps.end()) found->second.dry_ms = (d.end_s - begin) * 1e3;
+  }
   std::printf("\nper-step times: %s, P=%lld, %s, forward (one run, CUDA events)\n", s.name, static_cast<long long>(P),
               dims.to_string().c_str());
-  std::printf("%-22s %5s %11s %11s %9s %12s\n", "phase", "step", "measured", "model", "meas/mod", "GFLOP");
-  std::printf("%-22s %5s %11s %11s %9s %12s\n", "", "", "[ms]", "[ms]", "", "");
+  std::printf("%-22s %5s %11s %11s %9s %11s %9s %12s\n", "phase", "step", "measured", "simple", "meas/simp", "dry run",
+              "meas/dry", "GFLOP");
+  std::printf("%-22s %5s %11s %11s %9s %11s %9s %12s\n", "", "", "[ms]", "[ms]", "", "[ms]", "", "");
+  std::vector<double> dry_ratios;
   for (const auto& [key, st] : steps) {
     if (st.flops <= 0 && st.bytes <= 0) continue;
     const double measured = (st.end - st.start) / 1000.0, model = predicted_step_ms(st.flops, st.bytes, c);
-    std::printf("%-22s %5d %11.3f %11.3f %9.2f %12.2f\n", key.first.c_str(), key.second, measured, model,
-                model > 0 ? measured / model : 0.0, st.flops / 1e9);
+    char dry_cell[16] = "-", dry_ratio[16] = "-";
+    if (st.dry_ms > 0) {
+      std::snprintf(dry_cell, sizeof dry_cell, "%.3f", st.dry_ms);
+      std::snprintf(dry_ratio, sizeof dry_ratio, "%.2f", measured / st.dry_ms);
+      dry_ratios.push_back(measured / st.dry_ms);
+    }
+    std::printf("%-22s %5d %11.3f %11.3f %9.2f %11s %9s %12.2f\n", key.first.c_str(), key.second, measured, model,
+                model > 0 ? measured / model : 0.0, dry_cell, dry_ratio, st.flops / 1e9);
   }
-  std::printf("model: max(step FLOPs / %.1f TFLOP/s, step bytes / %.0f GB/s), both measured in this run\n",
+  std::printf("simple model: max(step FLOPs / %.1f TFLOP/s, step bytes / %.0f GB/s), both measured in this run\n",
               c.flops_per_ms / 1e9, c.bytes_per_ms / 1e6);
+  std::printf("dry run: sim/cost's dry executor on the same plan, machine calibrated from the same two figures\n");
+  if (!dry_ratios.empty()) {
+    std::sort(dry_ratios.begin(), dry_ratios.end());
+    const double median = dry_ratios[dry_ratios.size() / 2];
+    bench::report_row("gpu ring", bench::format("%s P=%lld fwd: measured / dry-run step time, median over steps",
+                                                s.name, static_cast<long long>(P)),
+                      bench::format("%.2f", median), "-", "-");
+  }
 }
 
 }  // namespace
@@ -225,6 +275,10 @@ int main(int argc, char** argv) {
         if (s.target > 0) std::snprintf(target, sizeof target, "%.0f", 100 * s.target);
         std::printf("%-30s %4lld %8s %10.3f %10.3f %7.1f %7s %9.2f  %s\n", s.name, static_cast<long long>(P),
                     backward ? "fwd+bwd" : "fwd", t1, tp, 100 * efficiency, target, timing.imbalance, verdict);
+        bench::report_row("gpu ring", bench::format("%s P=%lld %s: T(P=1) / T(P)", s.name, static_cast<long long>(P),
+                                                    backward ? "fwd+bwd" : "fwd"),
+                          bench::format("%.1f%% (%.3f / %.3f ms)", 100 * efficiency, t1, tp),
+                          s.target > 0 ? bench::format(">= %.0f%%", 100 * s.target) : "-", verdict);
       }
     }
   }

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <string>
 
+#include "bench/report_row.hpp"
 #include "reference/flash_attention.hpp"
 #include "reference/formulas.hpp"
 #include "reference/inputs.hpp"
@@ -102,12 +103,21 @@ int main(int argc, char** argv) {
   std::printf("ratios\n");
   const double share = fwd_flops / fwd_s / 1e9 / ceiling;
   std::printf("  blockwise forward / sgemm ceiling  %6.2f   (target >= 0.50) %s\n", share, share >= 0.5 ? "met" : "MISSED");
+  bench::report_row("blockwise kernel", bench::format("forward GFLOP/s / Eigen SGEMM GFLOP/s (S=%lld, %d threads)",
+                                                      static_cast<long long>(seq), omp_get_max_threads()),
+                    bench::format("%.2f (%.0f / %.0f)", share, fwd_flops / fwd_s / 1e9, ceiling), ">= 0.50",
+                    bench::verdict(share >= 0.5));
   if (numpy_s > 0) {
     const double speedup = numpy_s / fwd_s;
     std::printf("  numpy time / blockwise time        %6.2fx  (target >= 2x)   %s\n", speedup,
                 speedup >= 2 ? "met" : "MISSED");
+    bench::report_row("blockwise kernel", "NumPy float32 time / blockwise forward time (" + blas + ")",
+                      bench::format("%.2fx (%.0f / %.0f ms)", speedup, numpy_s * 1e3, fwd_s * 1e3), ">= 2x",
+                      bench::verdict(speedup >= 2));
   } else {
     std::printf("  numpy baseline not run (needs /usr/bin/python3 with numpy)\n");
+    bench::report_row("blockwise kernel", "NumPy float32 time / blockwise forward time", "not run (no NumPy)", ">= 2x",
+                      "-");
   }
   return 0;
 }

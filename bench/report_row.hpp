@@ -1,0 +1,36 @@
+// report_row.hpp — the one line each benchmark adds per headline figure, for scripts/bench.
+//
+// A benchmark prints its own tables for people; next to them it prints, per headline figure,
+//
+//   @row|<group>|<what was measured>|<measured figure>|<target>|<verdict>
+//
+// and scripts/bench gathers those lines from every benchmark into one table (and the dated
+// report). The figures in a row are the ones the benchmark measured side by side in its own run;
+// the row only carries them. Verdict: "met", "MISSED", or "-" where there is no target.
+#pragma once
+
+#include <cstdarg>
+#include <cstdio>
+#include <string>
+
+namespace ringlab::bench {
+
+// printf-style formatting into a std::string (benchmarks format figures with units in place).
+inline std::string format(const char* pattern, ...) {
+  char buffer[256];
+  va_list args;
+  va_start(args, pattern);
+  std::vsnprintf(buffer, sizeof buffer, pattern, args);
+  va_end(args);
+  return buffer;
+}
+
+inline void report_row(const std::string& group, const std::string& what, const std::string& measured,
+                       const std::string& target, const char* verdict) {
+  std::printf("@row|%s|%s|%s|%s|%s\n", group.c_str(), what.c_str(), measured.c_str(), target.c_str(), verdict);
+  std::fflush(stdout);
+}
+
+inline const char* verdict(bool met) { return met ? "met" : "MISSED"; }
+
+}  // namespace ringlab::bench
