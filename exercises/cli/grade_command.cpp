@@ -29,7 +29,8 @@ void add_grade_command(CLI::App& app, Registry& registry) {
     if (args->list) {
       std::cout << "code labs (ringlab grade LAB [FILE]):\n";
       for (const grader::LabInfo& lab : grader::labs()) std::cout << "  " << lab.id << "  " << lab.title << "\n";
-      std::cout << "  (a GPU lab, a block attention kernel, comes with the GPU backend)\n";
+      for (const grader::AbsentLab& lab : grader::absent_labs())
+        std::cout << "  " << lab.id << "  not in this build: " << lab.reason << "\n";
       return kExitVerified;
     }
     if (args->options.lab.empty()) {

@@ -68,13 +68,33 @@ std::vector<LabInfo> labs() {
   return result;
 }
 
+std::vector<AbsentLab> absent_labs() {
+  std::vector<AbsentLab> result;
+  for (const std::string& entry : split(config::kAbsentLabs, ';')) {
+    const size_t eq = entry.find('=');
+    if (eq != std::string::npos) result.push_back({entry.substr(0, eq), entry.substr(eq + 1)});
+  }
+  return result;
+}
+
+namespace {
+
+bool names_lab(const std::string& id, const std::string& name) {
+  const std::string number = id.substr(0, id.find('-'));
+  const std::string words = id.substr(id.find('-') + 1);
+  return name == id || name == number || name == words || (name.size() == 1 && "0" + name == number);
+}
+
+}  // namespace
+
 LabInfo find_lab(const std::string& name) {
   const std::vector<LabInfo> all = labs();
-  for (const LabInfo& lab : all) {
-    const std::string number = lab.id.substr(0, lab.id.find('-'));
-    const std::string words = lab.id.substr(lab.id.find('-') + 1);
-    if (name == lab.id || name == number || name == words || (name.size() == 1 && "0" + name == number)) return lab;
-  }
+  for (const LabInfo& lab : all)
+    if (names_lab(lab.id, name)) return lab;
+  for (const AbsentLab& absent : absent_labs())
+    if (names_lab(absent.id, name))
+      throw UsageError("lab " + absent.id + " is not in this build (" + absent.reason +
+                       "); configure ringlab where the CUDA toolkit is installed");
   std::string known;
   for (const LabInfo& lab : all) known += (known.empty() ? "" : ", ") + lab.id;
   throw UsageError("unknown lab '" + name + "'; the labs are " + known + " (by id, number or name)");
@@ -230,7 +250,8 @@ std::string quote(const std::string& text) {
   return quoted + "'";
 }
 
-CriterionReport run_criterion(const Listed& c, const std::string& binary, const std::string& scratch, double limit) {
+CriterionReport run_criterion(const Listed& c, const std::string& binary, const std::string& source,
+                              const std::string& scratch, double limit) {
   CriterionReport report;
   report.id = c.id;
   report.title = c.title;
@@ -239,7 +260,8 @@ CriterionReport run_criterion(const Listed& c, const std::string& binary, const 
   const std::string result_file = scratch + "/" + c.id + ".json";
   std::error_code error;
   fs::remove(result_file, error);
-  const ProcessResult run = run_process({binary, "--run", c.id, "--result", result_file}, limit, {"OMP_NUM_THREADS=1"});
+  const ProcessResult run = run_process({binary, "--run", c.id, "--result", result_file}, limit,
+                                        {"OMP_NUM_THREADS=1", "RINGLAB_GRADE_SOURCE=" + source});
   report.seconds = run.seconds;
   std::string text = read_file(result_file);
   if (run.timed_out) {
@@ -296,9 +318,13 @@ int GradeReport::performance_passed() const {
 int GradeReport::performance_total() const {
   return static_cast<int>(std::count_if(criteria.begin(), criteria.end(), [](const auto& c) { return c.performance; }));
 }
+int GradeReport::needs_gpu() const {
+  return static_cast<int>(std::count_if(criteria.begin(), criteria.end(), [](const auto& c) { return c.status == Status::needs_gpu; }));
+}
 bool GradeReport::passed() const {
   if (!compiled || criteria.empty()) return false;
-  return std::all_of(criteria.begin(), criteria.end(), [](const auto& c) { return c.status == Status::passed; });
+  return std::all_of(criteria.begin(), criteria.end(),
+                     [](const auto& c) { return c.status == Status::passed || c.status == Status::needs_gpu; });
 }
 
 GradeReport grade(const GradeOptions& options) {
@@ -376,7 +402,8 @@ GradeReport grade(const GradeOptions& options) {
       r.status = Status::skipped;
       r.message = "performance is graded once every correctness criterion passes";
     } else {
-      r = run_criterion(c, compiled.binary, scratch_template, options.timeout_seconds > 0 ? options.timeout_seconds : c.timeout);
+      r = run_criterion(c, compiled.binary, source, scratch_template,
+                        options.timeout_seconds > 0 ? options.timeout_seconds : c.timeout);
       if (!c.performance && r.status != Status::passed && r.status != Status::needs_gpu) correctness_ok = false;
     }
     r.reproduce = "ringlab grade " + lab.id + " " + file_argument + " --only " + c.id;

@@ -31,6 +31,12 @@ struct LabInfo {
 
 // The labs this build was configured with, in order.
 std::vector<LabInfo> labs();
+// Labs of the source tree this build left out (a GPU lab without the CUDA toolkit's headers):
+// id and why.
+struct AbsentLab {
+  std::string id, reason;
+};
+std::vector<AbsentLab> absent_labs();
 // By id, number ("03") or name ("ring-forward"); throws UsageError naming the labs otherwise.
 LabInfo find_lab(const std::string& name);
 // FILE as given: a path, or one of the lab's own files: starter, solution, broken/NAME (".cpp"
@@ -78,7 +84,10 @@ struct GradeReport {
   int correctness_total() const;
   int performance_passed() const;
   int performance_total() const;
-  bool passed() const;  // compiled, and every criterion that ran passed, none timed out or skipped
+  int needs_gpu() const;  // criteria not run for want of a GPU
+  // Compiled, and every criterion that ran passed, none timed out or skipped. A criterion reported
+  // needs-GPU did not run: it neither passes nor fails the grade (needs_gpu() counts them).
+  bool passed() const;
 };
 
 // ---- [grading] ---------------------------------------------------------------------------------
@@ -91,7 +100,8 @@ struct GradeOptions {
   bool use_cache = true;
 };
 
-// Throws UsageError for an unknown lab, file or criterion id.
+// Throws UsageError for an unknown lab, file or criterion id. Each criterion's process gets the
+// graded file's path in RINGLAB_GRADE_SOURCE (a GPU lab's device criterion compiles it with nvcc).
 GradeReport grade(const GradeOptions& options);
 
 // ---- [printing] --------------------------------------------------------------------------------

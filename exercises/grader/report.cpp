@@ -122,6 +122,7 @@ void print_report(std::ostream& out, const GradeReport& report) {
   int perf_skipped = 0;
   for (const CriterionReport& c : report.criteria) perf_skipped += c.performance && c.status == Status::skipped ? 1 : 0;
   out << "correctness " << report.correctness_passed() << "/" << report.correctness_total() << " passed";
+  if (report.needs_gpu() > 0) out << " (" << report.needs_gpu() << " not run: needs a GPU)";
   if (perf_total > 0) {
     out << ", performance " << report.performance_passed() << "/" << perf_total;
     if (perf_skipped > 0) out << " (" << perf_skipped << " skipped until correctness passes)";
@@ -160,7 +161,8 @@ nlohmann::json to_json(const GradeReport& report) {
            {{"correctness_passed", report.correctness_passed()},
             {"correctness_total", report.correctness_total()},
             {"performance_passed", report.performance_passed()},
-            {"performance_total", report.performance_total()}}},
+            {"performance_total", report.performance_total()},
+            {"needs_gpu", report.needs_gpu()}}},
           {"passed", report.passed()},
           {"environment", report.environment}};
 }

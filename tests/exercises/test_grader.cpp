@@ -132,6 +132,39 @@ TEST_CASE("grader negative controls: 06-causal-skip", "[exercises][grader]") {
   CHECK(never.correctness_passed());
 }
 
+#ifdef RINGLAB_WITH_LAB07
+TEST_CASE("grader negative controls: 07-block-kernel (kernels under the warp emulator)", "[exercises][grader]") {
+  starter_and_solution("07-block-kernel");
+  const Graded solution = grade("07-block-kernel", "solution");
+  // Without a GPU the device criterion is reported, not run, and does not fail the grade.
+  const std::string device = solution.status_of("device");
+  CHECK((device == "needs-GPU" || device == "passed"));
+  CHECK(solution.report["score"]["needs_gpu"] == (device == "needs-GPU" ? 1 : 0));
+  const Graded starter = grade("07-block-kernel", "starter");
+  CHECK(starter.criterion("full-s100")["message"].get<std::string>().find("wrote nothing") != std::string::npos);
+  broken("07-block-kernel", "missing_rescale", "full-s100");
+  const Graded index = broken("07-block-kernel", "mask_by_index", "zigzag-striped", {"full-s100", "causal", "gqa"});
+  CHECK(index.criterion("zigzag-striped")["hint"].get<std::string>().find("global positions") != std::string::npos);
+  const Graded nan = broken("07-block-kernel", "nan_on_empty", "empty-rows", {"full-s100", "causal", "batch"});
+  CHECK(nan.criterion("empty-rows")["message"].get<std::string>().find("sees no key") != std::string::npos);
+  broken("07-block-kernel", "gqa_modulo", "gqa", {"full-s100", "causal", "zigzag-striped"});
+}
+
+TEST_CASE("lab 07: the same student file compiles with nvcc, with the device runner", "[exercises][grader]") {
+  const std::string lab = std::string(RINGLAB_TEST_SOURCE_DIR) + "/exercises/labs/07-block-kernel";
+  for (const char* file : {"solution.cpp", "starter.cpp"}) {
+    INFO(file);
+    const std::vector<std::string> args{"-std=c++20", "-O1", "-arch=sm_" RINGLAB_TEST_CUDA_ARCH,
+                                        "-I" + std::string(RINGLAB_TEST_SOURCE_DIR), "-I" + lab,
+                                        "-DRINGLAB_LAB07_STUDENT_FILE=\"" + lab + "/" + file + "\"",
+                                        lab + "/device_runner.cu", "-o", RINGLAB_TEST_NVCC_OUTPUT};
+    const auto nvcc = run_binary(RINGLAB_TEST_NVCC, args, 300);
+    INFO(nvcc.out << nvcc.err);
+    CHECK(nvcc.status == 0);
+  }
+}
+#endif
+
 TEST_CASE("grader containment: endless loops time out, crashes and exceptions are reported", "[exercises][grader]") {
   const auto start = std::chrono::steady_clock::now();
   const Graded loop = grade("03-ring-forward", kFixtures + "/lab03_endless_loop.cpp", {"--only", "p2", "--timeout", "3"});
@@ -162,7 +195,9 @@ TEST_CASE("grader text report: error vs tolerance, first divergence, reproduce l
   CHECK(mask.out.find("first diverging: rank 1, step 0, block 1") != std::string::npos);
   const auto list = run_binary(kBinary, {"grade", "--list"});
   CHECK(list.status == 0);
-  for (const char* lab : {"01-softmax-merge", "02-layouts", "03-ring-forward", "04-ring-backward", "05-ulysses", "06-causal-skip"})
+  // 07-block-kernel is listed either way: as a lab, or as "not in this build" without CUDA.
+  for (const char* lab : {"01-softmax-merge", "02-layouts", "03-ring-forward", "04-ring-backward", "05-ulysses",
+                          "06-causal-skip", "07-block-kernel"})
     CHECK(list.out.find(lab) != std::string::npos);
   CHECK(run_binary(kBinary, {"grade"}).status == 2);
   const auto unknown = run_binary(kBinary, {"grade", "99-nothing"});
