@@ -250,6 +250,20 @@ std::string quote(const std::string& text) {
   return quoted + "'";
 }
 
+// In a sanitizer build the student's file is instrumented too (RINGLAB_GRADER_COMPILE_FLAGS), so a
+// crash ends in the sanitizer's report and exit status 1 (or SIGABRT) instead of SIGSEGV. Returns the
+// report's headline ("AddressSanitizer: SEGV on unknown address ..."), or "" when there is none.
+std::string sanitizer_headline(const std::string& output) {
+  for (const char* marker : {"ERROR: AddressSanitizer: ", "ERROR: LeakSanitizer: ", "WARNING: ThreadSanitizer: ",
+                             "ERROR: ThreadSanitizer: ", ": runtime error: "}) {
+    const size_t at = output.find(marker);
+    if (at == std::string::npos) continue;
+    const size_t start = marker[0] == ':' ? output.rfind('\n', at) + 1 : at + std::string(marker).find(' ') + 1;
+    return output.substr(start, output.find('\n', at) - start);
+  }
+  return "";
+}
+
 CriterionReport run_criterion(const Listed& c, const std::string& binary, const std::string& source,
                               const std::string& scratch, double limit) {
   CriterionReport report;
@@ -289,6 +303,11 @@ CriterionReport run_criterion(const Listed& c, const std::string& binary, const 
       report.status = Status::failed;
       report.message = std::string("the criterion's result could not be read: ") + e.what();
     }
+  } else if (const std::string found = sanitizer_headline(run.output); !found.empty()) {
+    // Before the signal: with abort_on_error the sanitizer ends the process with SIGABRT.
+    report.status = Status::failed;
+    report.message = found.find("SEGV on") != std::string::npos ? "crashed with SIGSEGV (" + found + ")"
+                                                                 : "stopped by a sanitizer: " + found;
   } else if (run.signal) {
     report.status = Status::failed;
     report.message = "crashed with " + signal_text(run.signal);
