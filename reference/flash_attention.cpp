@@ -213,7 +213,15 @@ void flash_backward_accumulate(const Tensor<float>& q, const Tensor<float>& k, c
   // shapes, so the summation order — and the result — never depends on the thread count.
   const int64_t chunks = std::clamp<int64_t>((8 + g.B * g.HKV - 1) / (g.B * g.HKV), 1, n_k_tiles);
   const int64_t nq = q_rows.size();
-  std::vector<float> dq_partial(chunks > 1 ? static_cast<size_t>(chunks * g.B * g.H * nq * g.D) : 0, 0.0f);
+  // The partial buffers live on in the calling thread between calls: a fresh multi-megabyte
+  // buffer per call would cost a page fault per 4 KiB on first touch, about a tenth of a backward
+  // call's time on a virtual machine (the simulator calls this from each rank's thread, step
+  // after step).
+  // The OpenMP team sees it through this pointer: inside the parallel region the thread_local's
+  // name would mean each worker thread's own (empty) buffer.
+  thread_local std::vector<float> dq_partial_storage;
+  dq_partial_storage.assign(chunks > 1 ? static_cast<size_t>(chunks * g.B * g.H * nq * g.D) : 0, 0.0f);
+  float* const dq_partial = dq_partial_storage.data();
   const int64_t tasks = g.B * g.HKV * chunks;
 
 #pragma omp parallel num_threads(thread_count(options))
@@ -260,7 +268,7 @@ void flash_backward_accumulate(const Tensor<float>& q, const Tensor<float>& k, c
             if (chunks == 1) {
               Strided(&dq(b, qt.begin, h, 0), n, g.D, Eigen::OuterStride<>(g.H * g.D)) += scale * dq_tile;
             } else {
-              float* base = dq_partial.data() + (((c * g.B + b) * g.H + h) * nq + (qt.begin - q_rows.begin)) * g.D;
+              float* base = dq_partial + (((c * g.B + b) * g.H + h) * nq + (qt.begin - q_rows.begin)) * g.D;
               Eigen::Map<Matrix>(base, n, g.D) += scale * dq_tile;
             }
           }
@@ -277,7 +285,7 @@ void flash_backward_accumulate(const Tensor<float>& q, const Tensor<float>& k, c
         for (int64_t i = 0; i < nq; ++i) {
           float* target = &dq(b, q_rows.begin + i, h, 0);
           for (int64_t c = 0; c < chunks; ++c) {
-            const float* part = dq_partial.data() + (((c * g.B + b) * g.H + h) * nq + i) * g.D;
+            const float* part = dq_partial + (((c * g.B + b) * g.H + h) * nq + i) * g.D;
             for (int64_t d = 0; d < g.D; ++d) target[d] += part[d];
           }
         }

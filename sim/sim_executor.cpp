@@ -130,7 +130,10 @@ class RankRun {
     local_k_ = gather_rows(inputs_.k, local_positions_, 1);
     local_v_ = gather_rows(inputs_.v, local_positions_, 1);
     if (!inputs_.dout.empty()) local_dout_ = gather_rows(inputs_.dout, local_positions_, 1);
-    if (plan_.ulysses() == 1) {  // no all-to-all: the working set is the local set
+    if (!shared_.uses_ulysses_collectives) {  // no all-to-all: the working set is the local set
+      q_ = std::move(local_q_), k_ = std::move(local_k_), v_ = std::move(local_v_);
+      dout_ = std::move(local_dout_);
+    } else if (plan_.ulysses() == 1) {  // an all-to-all of one: it will copy them again
       q_ = local_q_, k_ = local_k_, v_ = local_v_, dout_ = local_dout_;
     }
     if (shared_.uses_ring_collectives) ring_.emplace(world_.split(static_cast<int>(u_), static_cast<int>(g_)));
@@ -154,9 +157,32 @@ class RankRun {
   // ---- [ops] ---------------------------------------------------------------------------------
 
   KvSlot& slot(Slot s) { return slots_[static_cast<size_t>(s)]; }
+  // Buffers that go on living: a fresh multi-megabyte buffer costs a page fault per 4 KiB on first
+  // touch (as much as the copy into it), so blocks a slot no longer needs go back to the world's
+  // pool, where the next send of that size takes them, and zeroed slots reuse their storage.
+  void recycle(KvSlot& s) {
+    if (!s.k.empty()) world_.recycle(std::move(s.k).release());
+    if (!s.v.empty()) world_.recycle(std::move(s.v).release());
+  }
+  static void zero(KvSlot& s, const Shape& k_shape, const Shape& v_shape) {
+    auto zeroed = [](Tensor<float>& t, const Shape& shape) {
+      if (t.shape() == shape) {
+        std::fill(t.storage().begin(), t.storage().end(), 0.0f);
+      } else {
+        t = Tensor<float>(shape);
+      }
+    };
+    zeroed(s.k, k_shape);
+    zeroed(s.v, v_shape);
+  }
   Shape kv_shape() const { return {B_, n_, kv_heads_, D_}; }
 
-  void execute(const Op&, const LoadKvOp& op) { slot(op.slot) = {k_, v_}; }
+  // Copy-assignment keeps the slot's storage when it is large enough: no fresh pages.
+  void execute(const Op&, const LoadKvOp& op) {
+    KvSlot& to = slot(op.slot);
+    to.k = k_;
+    to.v = v_;
+  }
 
   void execute(const Op& at, const ExchangeOp& op) {
     PendingExchange pending{op, {}, {}};
@@ -181,6 +207,7 @@ class RankRun {
     for (Request& request : pending.sends) request.wait();
     if (!pending.receives.empty()) {
       KvSlot& into = slot(pending.op.recv_slot);
+      recycle(into);  // the slot's previous block goes back to the pool for later sends
       into.k = Tensor<float>(kv_shape(), pending.receives[0].wait());
       into.v = Tensor<float>(kv_shape(), pending.receives[1].wait());
     }
@@ -192,7 +219,7 @@ class RankRun {
     const KvSlot& kv = slot(c.kv_slot);
     if (c.pass == Pass::backward && !c.accumulate_grad) {
       // A fresh contribution, zero even when the block is skipped: the next Accumulate adds it.
-      slot(c.grad_slot) = {Tensor<float>(kv.k.shape()), Tensor<float>(kv.v.shape())};
+      zero(slot(c.grad_slot), kv.k.shape(), kv.v.shape());
     }
     if (c.kernels.empty()) return;
     const std::vector<int64_t>& k_pos = c.kv_slot == Slot::gathered_kv ? shared_.gathered_positions
@@ -337,16 +364,15 @@ class RankRun {
 
   // Publishes this rank's outputs into the global tensors (disjoint rows per rank).
   void publish() {
-    if (plan_.ulysses() == 1) {
-      local_out_ = out_, local_lse_ = lse_, local_dq_ = dq_, local_dk_ = dk_, local_dv_ = dv_;
-    }
+    // Without all-to-all the working tensors are the local ones: scattered from where they are.
+    const bool working = plan_.ulysses() == 1;
     std::lock_guard lock(outputs_mutex_);
-    scatter_rows(local_out_, local_positions_, 1, outputs_.out);
-    scatter_rows(local_lse_, local_positions_, 2, outputs_.lse);
+    scatter_rows(working ? out_ : local_out_, local_positions_, 1, outputs_.out);
+    scatter_rows(working ? lse_ : local_lse_, local_positions_, 2, outputs_.lse);
     if (plan_.spec().backward) {
-      scatter_rows(local_dq_, local_positions_, 1, outputs_.dq);
-      scatter_rows(local_dk_, local_positions_, 1, outputs_.dk);
-      scatter_rows(local_dv_, local_positions_, 1, outputs_.dv);
+      scatter_rows(working ? dq_ : local_dq_, local_positions_, 1, outputs_.dq);
+      scatter_rows(working ? dk_ : local_dk_, local_positions_, 1, outputs_.dk);
+      scatter_rows(working ? dv_ : local_dv_, local_positions_, 1, outputs_.dv);
     }
   }
 

@@ -2,15 +2,18 @@
 // simulator (sim/sim_executor.hpp) — P rank threads time-sharing the cores, each kernel call on
 // max(1, cores/P) threads, messages copied into queues by the sending thread.
 //
-// What is measured (about a third of a second, once per process and head dimension):
+// What is measured (about half a second, once per process and head dimension):
 //   * the blockwise kernel of reference/flash_attention.hpp, one single-threaded call on every
 //     core at once (as the rank threads run), forward and backward, on tiles computed whole (no
 //     mask) and on tiles the causal mask cuts through: FLOP/s on the tile area, per core;
 //   * the per-call overhead of a tiny kernel call;
-//   * the queue: a send's copy into a fresh payload (allocation, page faults, copy and checksum,
-//     sim/message.hpp make_payload), the receiver's checksum pass, and the latency of a small
-//     message through a 2-rank world;
-//   * memory bandwidth of an elementwise add (what dK/dV accumulation does).
+//   * the queue: a send's copy into a pooled payload (copy and checksum, sim/message.hpp
+//     make_payload), the receiver's checksum pass, and the latency of a small message through a
+//     2-rank world;
+//   * memory bandwidth of an elementwise add (what dK/dV accumulation does);
+//   the copies and the add on 16 MiB, out of cache, as the simulator's data mostly is.
+// Not modelled: the page faults of a run's first sends (the pool starts empty), a few percent of
+// a short run on a virtual machine.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +30,7 @@ struct CpuCalibration {
   double backward_full_flops = 0;      // (10 D per pair)
   double backward_masked_flops = 0;
   double kernel_call_s = 0;            // overhead of one kernel call
-  double copy_bandwidth_Bps = 0;       // a send's copy into a fresh queue payload
+  double copy_bandwidth_Bps = 0;       // a send's copy into a pooled queue payload
   double verify_bandwidth_Bps = 0;     // the receiver's checksum pass
   double message_latency_s = 0;        // one small message, send to receive, through the queues
   double memory_bandwidth_Bps = 0;     // bytes moved (read + written) per second, elementwise add

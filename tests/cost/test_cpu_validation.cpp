@@ -5,9 +5,9 @@
 //
 // Robustness on a shared 2-core machine: the preset is calibrated in this process right before
 // the runs (so a uniformly loaded machine is measured as loaded), every run is warmed up, the
-// measured figures are medians over steps and ranks, and each P is repeated five times, each
-// repetition calibrated just before its run; the median of the five predicted/measured ratios is
-// what must lie within 15%. ctest runs this executable alone (RUN_SERIAL). A failure prints
+// measured figures are medians over steps and ranks, and each P is repeated seven times, each
+// repetition predicted from the mean of calibrations made just before and just after its run; the
+// median of the seven predicted/measured ratios is what must lie within 15%. ctest runs this executable alone (RUN_SERIAL). A failure prints
 // both figures.
 #include <catch2/catch.hpp>
 
@@ -59,6 +59,19 @@ Timing measure(const Plan& plan, const AttentionInputs<float>& x) {
   return {median(forward), median(backward), (all_done - all_started) * 1e-6};
 }
 
+// The mean of two calibrations, rate by rate.
+CpuCalibration mean_calibration(const CpuCalibration& a, const CpuCalibration& b) {
+  CpuCalibration m = a;
+  for (double CpuCalibration::*field :
+       {&CpuCalibration::forward_full_flops, &CpuCalibration::forward_masked_flops,
+        &CpuCalibration::backward_full_flops, &CpuCalibration::backward_masked_flops, &CpuCalibration::kernel_call_s,
+        &CpuCalibration::copy_bandwidth_Bps, &CpuCalibration::verify_bandwidth_Bps, &CpuCalibration::message_latency_s,
+        &CpuCalibration::memory_bandwidth_Bps}) {
+    m.*field = 0.5 * (a.*field + b.*field);
+  }
+  return m;
+}
+
 Timing predict(const Plan& plan, const Hardware& hw) {
   const DryResult dry = run_dry_plan(plan, hw);
   std::vector<double> forward, backward;
@@ -87,12 +100,17 @@ TEST_CASE("the cpu preset predicts the simulator's ring step and total times wit
   const Plan plan = build_plan(spec);
   const AttentionInputs<float> x = make_inputs(spec.dims, 5, true);
 
+  constexpr int kRepetitions = 7;
   std::vector<Timing> measured, predicted;
   (void)measure(plan, x);  // warm-up: page faults, thread stacks, the buffer pool
-  for (int repetition = 0; repetition < 5; ++repetition) {
-    const Hardware hw = cpu_hardware(calibrate_cpu(64));  // measured now, under the same load
-    predicted.push_back(predict(plan, hw));
+  // Each run is bracketed by calibrations, and predicted from their mean: a machine that speeds up
+  // or slows down steadily over the few seconds is measured as it was during the run.
+  CpuCalibration before = calibrate_cpu(64);
+  for (int repetition = 0; repetition < kRepetitions; ++repetition) {
     measured.push_back(measure(plan, x));
+    const CpuCalibration after = calibrate_cpu(64);
+    predicted.push_back(predict(plan, cpu_hardware(mean_calibration(before, after))));
+    before = after;
   }
   // Each repetition's prediction against the run measured right after its calibration; the
   // median over repetitions of the figures and of their ratios (pairing cancels slow load drift).
