@@ -215,10 +215,9 @@ void flash_backward_accumulate(const Tensor<float>& q, const Tensor<float>& k, c
   const int64_t nq = q_rows.size();
   // The partial buffers live on in the calling thread between calls: a fresh multi-megabyte
   // buffer per call would cost a page fault per 4 KiB on first touch, about a tenth of a backward
-  // call's time on a virtual machine (the simulator calls this from each rank's thread, step
-  // after step).
-  // The OpenMP team sees it through this pointer: inside the parallel region the thread_local's
-  // name would mean each worker thread's own (empty) buffer.
+  // call's time on a virtual machine (the simulator calls this from each rank's thread, step after
+  // step). The OpenMP team reaches it through the pointer: inside the parallel region the
+  // thread_local's name would mean each worker thread's own (empty) buffer.
   thread_local std::vector<float> dq_partial_storage;
   dq_partial_storage.assign(chunks > 1 ? static_cast<size_t>(chunks * g.B * g.H * nq * g.D) : 0, 0.0f);
   float* const dq_partial = dq_partial_storage.data();

@@ -364,7 +364,7 @@ class RankRun {
 
   // Publishes this rank's outputs into the global tensors (disjoint rows per rank).
   void publish() {
-    // Without all-to-all the working tensors are the local ones: scattered from where they are.
+    // With one Ulysses rank the working tensors hold the local rows: scattered from where they are.
     const bool working = plan_.ulysses() == 1;
     std::lock_guard lock(outputs_mutex_);
     scatter_rows(working ? out_ : local_out_, local_positions_, 1, outputs_.out);
