@@ -56,13 +56,15 @@ TileMask classify(MaskKind mask, const Tile& q, const Tile& k, bool skip_masked)
 }
 
 // Masked scores become -inf: key position > query position.
+// Sets the entries of s whose key lies in the query's future to `masked`: -inf for scores, 0 for
+// probabilities.
 void apply_causal_mask(Matrix& s, const Tile& q, const Tile& k, std::span<const int64_t> q_pos,
-                       std::span<const int64_t> k_pos) {
+                       std::span<const int64_t> k_pos, float masked = kNegInf) {
   for (int64_t i = 0; i < q.size(); ++i) {
     const int64_t qp = q_pos[q.begin + i];
     float* row = s.data() + i * s.cols();
     for (int64_t j = 0; j < k.size(); ++j)
-      if (k_pos[k.begin + j] > qp) row[j] = kNegInf;
+      if (k_pos[k.begin + j] > qp) row[j] = masked;
   }
 }
 
@@ -252,11 +254,14 @@ void flash_backward_accumulate(const Tensor<float>& q, const Tensor<float>& k, c
               lse_shift[i] = row_lse == kNegInf ? kPosInf : row_lse;  // a query with no keys has P = 0
               delta_rows[i] = delta(b, h, qt.begin + i);
             }
-            // P = exp(scale q.k - lse), the final softmax restricted to this block.
+            // P = exp(scale q.k - lse), the final softmax restricted to this block. The mask is
+            // applied to P, as exact zeros: Eigen's vectorised exp clamps its argument, so
+            // exp(-inf) would come out as about 1e-38, not 0, and a query that sees no key
+            // would get a (tiny) gradient.
             s.noalias() = qs * kmat.transpose();
-            if (tile_mask == TileMask::partial) apply_causal_mask(s, qt, kt, q_pos, k_pos);
             s.array().colwise() -= lse_shift.array();
             s = s.array().exp();
+            if (tile_mask == TileMask::partial) apply_causal_mask(s, qt, kt, q_pos, k_pos, 0.0f);
             // dS = P o (dO V^T - delta)
             ds.noalias() = dmat * vmat.transpose();
             ds.array().colwise() -= delta_rows.array();
