@@ -9,7 +9,7 @@
 #include "exercises/step_timing.hpp"
 #include "reference/exact_attention.hpp"
 #include "reference/formulas.hpp"
-#include "sim/plan_check.hpp"
+#include "sim/plan/check.hpp"
 
 namespace ringlab::exercises {
 

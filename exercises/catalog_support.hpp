@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "exercises/exercise.hpp"
-#include "sim/plan.hpp"
+#include "sim/plan/plan.hpp"
 
 namespace ringlab::exercises::support {
 

@@ -4,7 +4,7 @@
 //     computes in c and a K/V block travels in t (ring_overlap_figures, sim/cost/overlap_exercise.hpp);
 //   * one step's compute and transfer come from a Hardware description (peak FLOP/s at full
 //     efficiency, one link direction with its latency): DeviceModel::rank_flops, LinkClass::seconds.
-// What the model says about the ring (sim/algorithms/ring.cpp): step 0 computes on the rank's own
+// What the model says about the ring (sim/plan/algorithms/ring.cpp): step 0 computes on the rank's own
 // K/V, the transfer of block k is posted when step k-1 starts and overlaps its compute, so
 //     with overlap:  c + (P-1) max(c, t)        (P - 1 transfers, all hidden when c >= t)
 //     without:       P c + (P-1) t              (each transfer completed before the compute needing it)

@@ -33,7 +33,7 @@ std::vector<unsigned char> encode(std::span<const float> values, Dtype dtype);
 // The CPU emulation of the kernels (tests/gpu/emulation) uses about a sixth of these at its
 // sizes; a wrong block, mask or rescale is O(1) off.
 Tolerance gpu_tolerance(Dtype dtype, const std::string& tensor);
-// The same as a plain function of the tensor name, the form sim/verification.hpp's verify takes.
+// The same as a plain function of the tensor name, the form sim/run/verification.hpp's verify takes.
 using ToleranceFunction = Tolerance (*)(const std::string& tensor);
 ToleranceFunction gpu_tolerance_function(Dtype dtype);
 

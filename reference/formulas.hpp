@@ -43,7 +43,7 @@ double ulysses_forward_send_bytes(const AttentionDims& dims, int64_t ranks, int6
 
 // ---- Exact bytes each rank sends, per algorithm and pass -----------------------------------
 //
-// What the plans of sim/algorithms send, counted exactly (integers); every rank sends the same.
+// What the plans of sim/plan/algorithms send, counted exactly (integers); every rank sends the same.
 // P ranks, U the Ulysses degree, R = P/U the ring degree, t = S/P a rank's tokens, e the element
 // bytes of q, k, v, out and dout on the wire. lse, dK/dV accumulators and dq, dk, dv travel in
 // fp32 (4 bytes). A K/V block is one ring position's tokens (S/R) for one rank's kv heads (HKV/U):

@@ -31,8 +31,8 @@
 #include "gpu/executors/executor.hpp"
 #include "reference/inputs.hpp"
 #include "sim/cost/dry_executor.hpp"
-#include "sim/run_tables.hpp"
-#include "sim/verification.hpp"
+#include "sim/run/tables.hpp"
+#include "sim/run/verification.hpp"
 
 namespace ringlab {
 namespace {

@@ -7,13 +7,11 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "exercises/cli/commands.hpp"
 #include "exercises/exercise.hpp"
 #include "reference/error.hpp"
-#include "sim/cli/commands.hpp"
 
 namespace ringlab::cli {
-
-void add_grade_command(CLI::App& app, Registry& registry);  // exercises/cli/grade_command.cpp
 
 namespace {
 

@@ -4,9 +4,9 @@
 #include <iostream>
 #include <memory>
 
+#include "exercises/cli/commands.hpp"
 #include "exercises/grader/grader.hpp"
 #include "reference/error.hpp"
-#include "sim/cli/commands.hpp"
 
 namespace ringlab::cli {
 

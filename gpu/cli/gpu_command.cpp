@@ -19,12 +19,12 @@
 #include "gpu/kernels/attention_kernels.hpp"
 #include "reference/error.hpp"
 #include "reference/npy.hpp"
-#include "sim/output_files.hpp"
-#include "sim/plan_check.hpp"
-#include "sim/run_config.hpp"
-#include "sim/run_inputs.hpp"
-#include "sim/run_tables.hpp"
-#include "sim/verification.hpp"
+#include "sim/run/output_files.hpp"
+#include "sim/plan/check.hpp"
+#include "sim/run/config.hpp"
+#include "sim/run/inputs.hpp"
+#include "sim/run/tables.hpp"
+#include "sim/run/verification.hpp"
 #ifdef RINGLAB_WITH_NCCL
 #include "gpu/executors/nccl_executor.hpp"
 #endif

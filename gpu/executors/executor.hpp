@@ -1,5 +1,5 @@
 // The GPU executors' common interface. Both interpret the expanded per-rank op lists of a plan
-// (sim/plan.hpp: expand) generically — no algorithm is special-cased — on top of GpuRank
+// (sim/plan/plan.hpp: expand) generically — no algorithm is special-cased — on top of GpuRank
 // (gpu/executors/gpu_rank.hpp), and both report what the sim executor reports: the outputs in
 // global token order, a RankSummary per rank, and a Chrome trace whose times are CUDA-event times.
 #pragma once
@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "gpu/dtype.hpp"
-#include "sim/plan.hpp"
-#include "sim/sim_executor.hpp"
-#include "sim/trace.hpp"
-#include "sim/verification.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/run/result.hpp"
+#include "sim/run/trace.hpp"
+#include "sim/run/verification.hpp"
 
 namespace ringlab::gpu {
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "reference/layout.hpp"
+#include "sim/plan/queries.hpp"
 
 namespace ringlab::gpu {
 namespace {
@@ -31,13 +32,6 @@ DeviceBuffer zeroed(size_t bytes) {
 }
 
 size_t floats(int64_t count) { return static_cast<size_t>(count) * sizeof(float); }
-
-bool plan_uses(const Plan& plan, Collective collective) {
-  for (const Phase& phase : plan.phases())
-    for (const TemplateEntry& entry : phase.body)
-      if (const auto* c = std::get_if<CollectiveT>(&entry.op); c && c->collective == collective) return true;
-  return false;
-}
 
 }  // namespace
 
@@ -120,20 +114,9 @@ GpuRank::GpuRank(const Plan& plan, int64_t rank, Dtype dtype, const AttentionInp
   }
   if (gathers) own_kv_ = zeroed(static_cast<size_t>(g.slot_block_bytes(Slot::kv0)));
 
-  std::vector<int64_t> all_positions;
-  for (int64_t block = 0; block < g.R; ++block) {
-    const std::vector<int64_t> p = plan.block_positions(block);
-    all_positions.insert(all_positions.end(), p.begin(), p.end());
-  }
-  positions_ = upload_ints(all_positions);
+  positions_ = upload_ints(gathered_positions(plan));
   local_index_ = upload_ints(iota_positions(g.n));
-  const std::vector<int64_t> block = plan.block_positions(g.g);
-  for (int64_t m = 0; m < g.U; ++m) {
-    std::vector<int64_t> member_rows;
-    for (int64_t position : plan.layout().positions(plan.rank_at(g.g, m)))
-      member_rows.push_back(std::lower_bound(block.begin(), block.end(), position) - block.begin());
-    member_rows_.push_back(upload_ints(member_rows));
-  }
+  for (int64_t m = 0; m < g.U; ++m) member_rows_.push_back(upload_ints(member_rows(plan, plan.rank_at(g.g, m))));
   // The executors' streams do not synchronise with the legacy default stream used above.
   RINGLAB_CUDA_CHECK(cudaDeviceSynchronize());
 }

@@ -1,9 +1,9 @@
 // One rank's device state and its *local* operations — everything of the op vocabulary
-// (sim/plan.hpp) that needs no communication: LoadKv, Compute, Accumulate, Finalize,
+// (sim/plan/plan.hpp) that needs no communication: LoadKv, Compute, Accumulate, Finalize,
 // PrepareBackward, StoreGrads. Both GPU executors own GpuRanks and add the communication their
 // way (gpu-streams: device copies between ranks on one GPU; gpu-nccl: NCCL between GPUs).
 //
-// Semantics mirror the sim executor (sim/sim_executor.cpp) op for op:
+// Semantics mirror the sim executor (sim/executor/sim_executor.cpp) op for op:
 //   * a rank starts with its layout tokens (Layout::positions, ascending) of q, k, v, dout, all
 //     heads — the "local" tensors (B, S/P, H|HKV, D); its "working" tensors are its ring
 //     position's block (Plan::block_positions) and its heads [u H/U, (u+1) H/U) — the same
@@ -29,8 +29,8 @@
 #include "gpu/dtype.hpp"
 #include "gpu/kernels/attention_kernels.hpp"
 #include "reference/attention.hpp"
-#include "sim/plan.hpp"
-#include "sim/verification.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/run/verification.hpp"
 
 namespace ringlab::gpu {
 

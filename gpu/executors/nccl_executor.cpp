@@ -13,6 +13,7 @@
 #include "gpu/device.hpp"
 #include "gpu/kernels/attention_kernels.hpp"
 #include "reference/error.hpp"
+#include "sim/plan/queries.hpp"
 
 namespace ringlab::gpu {
 
@@ -72,15 +73,6 @@ struct Timed {
   TraceEvent event;
 };
 
-bool plan_uses_ring_collectives(const Plan& plan) {
-  for (const Phase& phase : plan.phases())
-    for (const TemplateEntry& entry : phase.body)
-      if (const auto* c = std::get_if<CollectiveT>(&entry.op)) {
-        if (c->collective == Collective::all_gather_kv || c->collective == Collective::reduce_scatter_dkv) return true;
-      }
-  return false;
-}
-
 class NcclRank {
  public:
   NcclRank(const Plan& plan, int64_t rank, ncclComm_t world, const AttentionInputs<float>& inputs,
@@ -88,7 +80,7 @@ class NcclRank {
       : plan_(plan), rank_(rank), world_(world), options_(options), state_(plan, rank, options.dtype, inputs) {
     // The ring family's communicator: the world when there is no Ulysses dimension.
     ring_ = world_;
-    if (plan_uses_ring_collectives(plan) && plan.ulysses() > 1) {
+    if (plan_uses(plan, Family::ring) && plan.ulysses() > 1) {
       RINGLAB_NCCL_CHECK(ncclCommSplit(world_, static_cast<int>(plan.ulysses_index(rank)),
                                        static_cast<int>(plan.ring_position(rank)), &split_, nullptr));
       ring_ = split_;

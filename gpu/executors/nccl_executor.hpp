@@ -1,4 +1,4 @@
-// gpu-nccl: one GPU per rank. Each rank walks its own op list (sim/plan.hpp: expand):
+// gpu-nccl: one GPU per rank. Each rank walks its own op list (sim/plan/plan.hpp: expand):
 //   Exchange   ncclSend / ncclRecv of the slots inside one group (ncclGroupStart/End) on the
 //              rank's transfer stream, after an event that marks the data (and receive slot)
 //              ready on its compute stream; Wait makes the compute stream wait for the group

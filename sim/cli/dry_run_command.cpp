@@ -8,7 +8,7 @@
 #include "reference/error.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cost/dry_report.hpp"
-#include "sim/run_config.hpp"
+#include "sim/run/config.hpp"
 
 namespace ringlab::cli {
 

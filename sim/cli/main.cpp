@@ -1,6 +1,6 @@
 // ringlab — the command line. Subcommands are added by the parts that own them:
-//   sim/cli        run, plan, compare, figure, bench
-//   exercises/     exercises, check, grade (when exercises/ is built)
+//   sim/cli        run, plan, compare, figure
+//   exercises/cli  exercises, check, grade
 // Errors a user can cause print one line "ringlab: error: <problem>; <fix>" and exit 2
 // (3 for a deadlock or communication fault); see reference/error.hpp.
 #include <CLI/CLI.hpp>
@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "reference/error.hpp"
+#include "exercises/cli/commands.hpp"
 #include "sim/cli/commands.hpp"
 
 int main(int argc, char** argv) {
@@ -17,9 +18,7 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "help for every subcommand");
   ringlab::cli::Registry registry;
   ringlab::cli::add_sim_commands(app, registry);
-#ifdef RINGLAB_WITH_EXERCISES
   ringlab::cli::add_exercise_commands(app, registry);
-#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

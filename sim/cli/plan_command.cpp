@@ -6,9 +6,9 @@
 
 #include "reference/error.hpp"
 #include "sim/cli/commands.hpp"
-#include "sim/plan_check.hpp"
-#include "sim/plan_print.hpp"
-#include "sim/run_config.hpp"
+#include "sim/plan/check.hpp"
+#include "sim/plan/print.hpp"
+#include "sim/run/config.hpp"
 
 namespace ringlab::cli {
 

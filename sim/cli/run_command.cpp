@@ -11,14 +11,15 @@
 #include "reference/error.hpp"
 #include "reference/npy.hpp"
 #include "sim/cli/commands.hpp"
-#include "sim/cli/progress.hpp"
-#include "sim/output_files.hpp"
-#include "sim/plan_check.hpp"
-#include "sim/run_config.hpp"
-#include "sim/run_inputs.hpp"
-#include "sim/run_tables.hpp"
-#include "sim/sim_executor.hpp"
-#include "sim/verification.hpp"
+#include "sim/run/progress.hpp"
+#include "sim/run/output_files.hpp"
+#include "sim/plan/check.hpp"
+#include "sim/run/config.hpp"
+#include "sim/run/inputs.hpp"
+#include "sim/run/tables.hpp"
+#include "sim/executor/sim_executor.hpp"
+#include "sim/plan/queries.hpp"
+#include "sim/run/verification.hpp"
 
 namespace ringlab::cli {
 namespace {

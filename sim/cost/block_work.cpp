@@ -34,7 +34,7 @@ int64_t BlockClassifier::position(int64_t g, int64_t row) const {
   return unit(g, row / block_) * block_ + row % block_;
 }
 
-// Same decision as find_rectangle in sim/plan.cpp, on units computed in O(1).
+// Same decision as find_rectangle in sim/plan/plan.cpp, on units computed in O(1).
 bool BlockClassifier::find_rectangle(int64_t q_block, int64_t kv_block, RowRange& q_rows, RowRange& kv_rows) const {
   constexpr int64_t kMaxUnits = 16;
   const int64_t count = units_per_block();

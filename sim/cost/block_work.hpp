@@ -1,11 +1,11 @@
 // What one compute of a plan costs, decided without allocating: the dry executor's fast path of
-// resolve_compute (sim/plan.hpp), plus the tiles the kernel really computes.
+// resolve_compute (sim/plan/plan.hpp), plus the tiles the kernel really computes.
 //
 // resolve_compute is the definition; BlockClassifier gives the same shape, visible pairs, kernel
 // rows and computed pairs (tests/cost/test_block_work.cpp checks every (rank, key block) of many
 // plans against it) using O(1) closed forms:
 //   * a ring position's block is rank g of the same layout over R = P/U positions with units of
-//     U x block tokens (sim/algorithms/ulysses.cpp), so its i-th local row sits at
+//     U x block tokens (sim/plan/algorithms/ulysses.cpp), so its i-th local row sits at
 //         position(g, i) = unit_R(g, i / b') b' + i mod b',   b' = U block,
 //         unit_R(g, f) = g m + f (contiguous) | f R + g (striped) | f R + (f even ? g : R-1-g) (zigzag)
 //     with m the units per rank, and the visible pairs are Layout::causal_pairs over R positions;
@@ -21,7 +21,7 @@
 #include <array>
 #include <cstdint>
 
-#include "sim/plan.hpp"
+#include "sim/plan/plan.hpp"
 
 namespace ringlab {
 

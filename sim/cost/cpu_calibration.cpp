@@ -10,8 +10,8 @@
 #include "reference/flash_attention.hpp"
 #include "reference/formulas.hpp"
 #include "reference/inputs.hpp"
-#include "sim/message.hpp"
-#include "sim/world.hpp"
+#include "sim/runtime/message.hpp"
+#include "sim/runtime/world.hpp"
 
 namespace ringlab {
 

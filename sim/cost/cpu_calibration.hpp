@@ -1,5 +1,5 @@
 // The `cpu` preset: this machine measured, so that the cost model describes ringlab's own
-// simulator (sim/sim_executor.hpp) — P rank threads time-sharing the cores, each kernel call on
+// simulator (sim/executor/sim_executor.hpp) — P rank threads time-sharing the cores, each kernel call on
 // max(1, cores/P) threads, messages copied into queues by the sending thread.
 //
 // What is measured (about half a second, once per process and head dimension):
@@ -7,7 +7,7 @@
 //     core at once (as the rank threads run), forward and backward, on tiles computed whole (no
 //     mask) and on tiles the causal mask cuts through: FLOP/s on the tile area, per core;
 //   * the per-call overhead of a tiny kernel call;
-//   * the queue: a send's copy into a pooled payload (copy and checksum, sim/message.hpp
+//   * the queue: a send's copy into a pooled payload (copy and checksum, sim/runtime/message.hpp
 //     make_payload), the receiver's checksum pass, and the latency of a small message through a
 //     2-rank world;
 //   * memory bandwidth of an elementwise add (what dK/dV accumulation does);

@@ -11,7 +11,7 @@
 #include "reference/error.hpp"
 #include "reference/formulas.hpp"
 #include "sim/cost/block_work.hpp"
-#include "sim/sim_executor.hpp"
+#include "sim/plan/queries.hpp"
 
 namespace ringlab {
 
@@ -261,9 +261,7 @@ class DryRun {
 
   void collective(const CollectiveT& t, int64_t step) {
     const int64_t bytes = collective_bytes(plan_, t.collective);
-    const bool ulysses_family = t.collective == Collective::all_to_all_qkv || t.collective == Collective::all_to_all_out ||
-                                t.collective == Collective::all_to_all_dout ||
-                                t.collective == Collective::all_to_all_grads;
+    const bool ulysses_family = is_ulysses_collective(t.collective);
     const char* name = ulysses_family ? "all_to_all"
                        : t.collective == Collective::all_gather_kv ? "all_gather"
                                                                     : "reduce_scatter";

@@ -1,6 +1,6 @@
 // The dry executor: walks a plan with no tensors, timing every op with the cost model of
-// sim/cost/hardware.hpp. It knows the op vocabulary of sim/plan.hpp and nothing about algorithms;
-// where something is ambiguous the sim executor (sim/sim_executor.cpp) is the definition.
+// sim/cost/hardware.hpp. It knows the op vocabulary of sim/plan/plan.hpp and nothing about algorithms;
+// where something is ambiguous the sim executor (sim/executor/sim_executor.cpp) is the definition.
 //
 // Scale: it never expands a rank's ops. Each phase is evaluated step by step and, within a step,
 // each template entry for all ranks at once (arrays over ranks). That is valid because every rank
@@ -36,8 +36,8 @@
 
 #include "sim/cost/hardware.hpp"
 #include "sim/cost/memory_model.hpp"
-#include "sim/plan.hpp"
-#include "sim/trace.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/run/trace.hpp"
 
 namespace ringlab {
 

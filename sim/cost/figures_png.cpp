@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "sim/cost/figures.hpp"
-#include "sim/output_files.hpp"
+#include "sim/run/output_files.hpp"
 
 #ifdef RINGLAB_HAVE_STB
 // Static functions only, so another part that also embeds stb_image_write cannot clash with us.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <optional>
 
+#include "sim/plan/queries.hpp"
+
 namespace ringlab {
 
 const char* memory_category_name(MemoryCategory category) {
@@ -37,11 +39,6 @@ struct Span {
   }
   bool covers(int phase) const { return first && *first <= phase && phase <= *last; }
 };
-
-bool is_ulysses(Collective c) {
-  return c == Collective::all_to_all_qkv || c == Collective::all_to_all_out || c == Collective::all_to_all_dout ||
-         c == Collective::all_to_all_grads;
-}
 
 }  // namespace
 
@@ -135,7 +132,7 @@ MemoryReport memory_per_rank(const Plan& plan) {
                 case Collective::all_to_all_dout: dout_in = dout_in.value_or(p); break;
                 case Collective::all_to_all_grads: grads_back = grads_back.value_or(p); break;
               }
-              if (is_ulysses(op.collective) && U > 1) staging[static_cast<size_t>(p)] += 2 * shard_bytes(op.collective);
+              if (is_ulysses_collective(op.collective) && U > 1) staging[static_cast<size_t>(p)] += 2 * shard_bytes(op.collective);
             }
           },
           entry.op);

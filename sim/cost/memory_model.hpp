@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/plan.hpp"
+#include "sim/plan/plan.hpp"
 
 namespace ringlab {
 

@@ -1,5 +1,5 @@
 // BlockClassifier, the dry executor's allocation-free fast path, against its definition
-// resolve_compute (sim/plan.cpp) on every (ring position, key block) of many plans: shape, visible
+// resolve_compute (sim/plan/plan.cpp) on every (ring position, key block) of many plans: shape, visible
 // pairs, kernel rows and computed pairs must be identical, and the tile areas must equal a brute
 // force walk of the kernel's tiles over the block's real positions.
 #include <catch2/catch.hpp>

@@ -6,7 +6,7 @@
 #include "reference/formulas.hpp"
 #include "reference/inputs.hpp"
 #include "sim/cost/dry_executor.hpp"
-#include "sim/sim_executor.hpp"
+#include "sim/executor/sim_executor.hpp"
 
 using namespace ringlab;
 

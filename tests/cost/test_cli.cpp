@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "sim/cost/figures.hpp"
-#include "sim/trace.hpp"
+#include "sim/run/trace.hpp"
 
 namespace {
 

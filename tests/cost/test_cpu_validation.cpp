@@ -18,7 +18,7 @@
 #include "reference/inputs.hpp"
 #include "sim/cost/cpu_calibration.hpp"
 #include "sim/cost/dry_executor.hpp"
-#include "sim/sim_executor.hpp"
+#include "sim/executor/sim_executor.hpp"
 
 using namespace ringlab;
 

@@ -9,7 +9,7 @@
 #include "reference/error.hpp"
 #include "reference/formulas.hpp"
 #include "sim/cost/dry_executor.hpp"
-#include "sim/trace.hpp"
+#include "sim/run/trace.hpp"
 
 using namespace ringlab;
 

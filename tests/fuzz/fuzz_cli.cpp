@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "reference/error.hpp"
-#include "sim/plan.hpp"
-#include "sim/run_config.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/run/config.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::string> args{"run"};

@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "reference/error.hpp"
-#include "sim/trace.hpp"
+#include "sim/run/trace.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

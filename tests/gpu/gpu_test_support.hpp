@@ -10,8 +10,8 @@
 #include "gpu/dtype.hpp"
 #include "gpu/executors/executor.hpp"
 #include "reference/inputs.hpp"
-#include "sim/plan.hpp"
-#include "sim/verification.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/run/verification.hpp"
 
 // Catch2 v2 has no SKIP: a test without a device passes with this warning in its output.
 #define RINGLAB_REQUIRE_GPU()                                      \

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "gpu/cli/gpu_command.hpp"
-#include "sim/trace.hpp"
+#include "sim/run/trace.hpp"
 #include "tests/gpu/gpu_test_support.hpp"
 
 namespace ringlab {

@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "reference/error.hpp"
-#include "sim/plan_check.hpp"
+#include "sim/plan/check.hpp"
 #include "viz/model/geometry.hpp"
 #include "viz_test_support.hpp"
 

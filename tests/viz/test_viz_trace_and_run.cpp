@@ -6,9 +6,9 @@
 
 #include "reference/error.hpp"
 #include "reference/inputs.hpp"
-#include "sim/sim_executor.hpp"
-#include "sim/trace.hpp"
-#include "sim/world_options.hpp"
+#include "sim/executor/sim_executor.hpp"
+#include "sim/run/trace.hpp"
+#include "sim/runtime/world_options.hpp"
 #include "viz/model/live_run.hpp"
 #include "viz_test_support.hpp"
 

@@ -1,7 +1,7 @@
 // Shared by the viz tests: plan specs at sizes that build instantly, and a plan's model.
 #pragma once
 
-#include "sim/plan.hpp"
+#include "sim/plan/plan.hpp"
 #include "viz/model/schedule_model.hpp"
 
 namespace ringlab::viz::test {

@@ -12,7 +12,7 @@
 #include <iostream>
 
 #include "reference/error.hpp"
-#include "sim/run_config.hpp"
+#include "sim/run/config.hpp"
 #include "viz/app/gl_app.hpp"
 
 namespace {

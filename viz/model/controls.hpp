@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "sim/plan.hpp"
+#include "sim/plan/plan.hpp"
 #include "viz/model/palette.hpp"
 #include "viz/model/schedule_model.hpp"
 

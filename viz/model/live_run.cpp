@@ -6,7 +6,8 @@
 
 #include "reference/error.hpp"
 #include "reference/inputs.hpp"
-#include "sim/world_options.hpp"
+#include "sim/plan/queries.hpp"
+#include "sim/runtime/world_options.hpp"
 
 namespace ringlab::viz {
 

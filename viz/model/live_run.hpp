@@ -12,9 +12,9 @@
 #include <string>
 #include <thread>
 
-#include "sim/plan.hpp"
-#include "sim/sim_executor.hpp"
-#include "sim/verification.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/executor/sim_executor.hpp"
+#include "sim/run/verification.hpp"
 #include "viz/model/schedule_model.hpp"
 
 namespace ringlab::viz {

@@ -10,6 +10,8 @@
 #include <map>
 #include <tuple>
 
+#include "sim/plan/queries.hpp"
+
 namespace ringlab::viz {
 
 // ---- [names and queries] ---------------------------------------------------------------------
@@ -190,11 +192,6 @@ std::vector<const CollectiveView*> ScheduleModel::collectives_at(int64_t step) c
 namespace {
 
 constexpr size_t kSlots = static_cast<size_t>(Slot::count);
-
-bool is_ulysses_collective(Collective c) {
-  return c == Collective::all_to_all_qkv || c == Collective::all_to_all_out || c == Collective::all_to_all_dout ||
-         c == Collective::all_to_all_grads;
-}
 
 struct Message {
   int64_t origin = kNoBlock;

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/plan.hpp"
-#include "sim/plan_check.hpp"
-#include "sim/trace.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/plan/check.hpp"
+#include "sim/run/trace.hpp"
 
 namespace ringlab::viz {
 
@@ -253,7 +253,7 @@ struct ScheduleModel {
 // runs the plan checker when the plan is small enough. Throws nothing for a built plan.
 ScheduleModel model_from_plan(const Plan& plan, const SchematicClock& clock = {});
 
-// From a Chrome trace's complete events (sim/trace.hpp): phases from the events' labels, steps
+// From a Chrome trace's complete events (sim/run/trace.hpp): phases from the events' labels, steps
 // and blocks from their args, measured time. Throws UsageError when the events describe no
 // ringlab schedule (no rank has an event with a step).
 ScheduleModel model_from_trace(std::span<const TraceEvent> events, const std::string& title);

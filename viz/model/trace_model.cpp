@@ -1,4 +1,4 @@
-// The model of a Chrome trace (sim/trace.hpp) and measured time for a live run's model.
+// The model of a Chrome trace (sim/run/trace.hpp) and measured time for a live run's model.
 //
 // A trace knows less than a plan: no layout (so no token ranges or unit sub-structure), no
 // skipped blocks (they make no event), and only what the events' args say. Phases come from the
@@ -195,7 +195,7 @@ ScheduleModel model_from_trace(std::span<const TraceEvent> events, const std::st
 
   // Transfers: one per (sender, receiver, step, exchange). ringlab's sim sends K and V as two
   // messages with tags 2x and 2x+1, where x = (phase * 4 + exchange id) * 10^6 + step (see
-  // expand() in sim/plan.cpp): exchange id 1 is the dK/dV accumulator.
+  // expand() in sim/plan/plan.cpp): exchange id 1 is the dK/dV accumulator.
   double t0 = 1e300;
   for (const TraceEvent& e : events) t0 = std::min(t0, e.start_us);
   std::set<std::tuple<int64_t, int64_t, int64_t, int64_t>> sent;

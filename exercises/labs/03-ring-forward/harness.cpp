@@ -17,7 +17,7 @@
 #include "exercises/labs/03-ring-forward/lab.hpp"
 #include "exercises/labs/common/harness.hpp"
 #include "reference/flash_attention.hpp"
-#include "sim/world.hpp"
+#include "sim/runtime/world.hpp"
 
 namespace ringlab::lab03 {
 

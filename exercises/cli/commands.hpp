@@ -1,0 +1,14 @@
+// The exercises' subcommands of the ringlab command line: exercises, check and grade
+// (exercises/cli/exercise_commands.cpp, exercises/cli/grade_command.cpp).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "sim/run/command_registry.hpp"
+
+namespace ringlab::cli {
+
+void add_exercise_commands(CLI::App& app, Registry& registry);
+void add_grade_command(CLI::App& app, Registry& registry);
+
+}  // namespace ringlab::cli

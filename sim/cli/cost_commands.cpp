@@ -1,0 +1,177 @@
+// `ringlab compare` and `ringlab figure`: the cost model's commands.
+//   ringlab compare [schedule flags] [--hw PRESET|FILE] [--scenario NAME] [--json]
+//       one fixed-width table across algorithms and layouts (sim/cost/compare.hpp); --algo or
+//       --layout given restrict the rows to that algorithm or layout
+//   ringlab figure KIND [schedule flags] [--hw ...] [--pass forward|backward] --out FILE.svg [--png FILE.png]
+//       KIND = grid-step | grid-rank | load | timeline (sim/cost/figures.hpp)
+// Exit status 0, or 2 for bad input (one line naming the problem and the fix).
+// Sections: [compare] [figure] [registration]
+#include <iostream>
+#include <memory>
+
+#include "reference/error.hpp"
+#include "sim/cli/commands.hpp"
+#include "sim/cost/compare.hpp"
+#include "sim/cost/figures.hpp"
+#include "sim/run/output_files.hpp"
+#include "sim/run/config.hpp"
+
+namespace ringlab::cli {
+
+namespace {
+
+// ---- [compare] -------------------------------------------------------------------------------
+
+struct CompareFlags {
+  RunConfig config;
+  std::string scenario;
+  bool json = false;
+  bool help_hw = false;
+};
+
+int compare_command(CompareFlags& flags, const CLI::App& command) {
+  if (flags.help_hw) {
+    std::cout << "hardware presets: ";
+    for (const std::string& name : hardware_preset_names()) std::cout << name << " ";
+    std::cout << "\n" << hardware_json_help() << "\n";
+    return kExitVerified;
+  }
+  RunConfig& config = flags.config;
+  validate(config);
+  std::vector<CompareCase> cases;
+  std::string hw_name = config.hw;
+  Scenario scenario;
+  const bool has_scenario = !flags.scenario.empty();
+  if (has_scenario) {
+    scenario = make_scenario(flags.scenario);
+    if (command.count("--hw") == 0) hw_name = scenario.hardware;
+    cases = scenario.cases;
+    if (command.count("--backward") > 0) {
+      for (CompareCase& c : cases) c.spec.backward = true;
+    }
+  }
+  const int64_t head_dim = has_scenario ? cases.front().spec.dims.dim : config.dims.dim;
+  const Hardware hardware = load_hardware(hw_name, head_dim);
+  if (!has_scenario) {
+    cases = compare_cases(plan_spec(config), config.ulysses, hardware);
+    // --algo / --layout given: only those rows (Ulysses has no layout and stays with any layout).
+    const PlanSpec asked = plan_spec(config);
+    std::erase_if(cases, [&](const CompareCase& c) {
+      const bool algo_out = command.count("--algo") > 0 && c.spec.algo != asked.algo;
+      const bool layout_out = command.count("--layout") > 0 && c.spec.algo != Algorithm::ulysses &&
+                              c.spec.layout != asked.layout;
+      return algo_out || layout_out;
+    });
+  }
+  const std::vector<CompareRow> rows = run_compare(cases, hardware);
+  if (flags.json) {
+    nlohmann::json document = compare_json(rows, hardware);
+    if (has_scenario) document["scenario"] = {{"name", scenario.name}, {"title", scenario.title}, {"source", scenario.source}};
+    std::cout << document.dump() << "\n";
+    return kExitVerified;
+  }
+  if (has_scenario) {
+    std::cout << "ringlab compare --scenario " << scenario.name << " | " << scenario.title << "\n";
+    std::cout << "source: " << scenario.source << "\n";
+    std::cout << "sizes: " << cases.front().spec.dims.to_string() << ", P=" << cases.front().spec.ranks << " | hw "
+              << hardware.name << "\n\n";
+  } else {
+    const PlanSpec spec = plan_spec(config);
+    std::cout << "ringlab compare | P=" << spec.ranks << " | " << spec.dims.to_string() << " | "
+              << (spec.causal ? (spec.skip ? "causal" : "causal, no skip") : "full") << " | "
+              << (spec.backward ? "fwd+bwd" : "fwd") << " | hw " << hardware.name << "\n\n";
+  }
+  print_compare_table(std::cout, rows);
+  std::cout << "\nof ideal: (the same attention on one device) / P / time, as ANCHORS.md's ring-flash-attention "
+               "table; imbalance: max/mean compute time per rank\n";
+  for (const std::string& note : scenario.notes) std::cout << "note: " << note << "\n";
+  std::cout << "hardware: " << hardware.name << " - " << hardware.description
+            << " (ringlab run --dry-run --hw " << hardware.name << " prints the model and its sources)\n";
+  return kExitVerified;
+}
+
+// ---- [figure] --------------------------------------------------------------------------------
+
+struct FigureFlags {
+  RunConfig config;
+  std::string kind;
+  std::string out;
+  std::string png;
+  std::string pass = "forward";
+};
+
+int figure_command(FigureFlags& flags) {
+  const FigureKind kind = parse_figure_kind(flags.kind);
+  RunConfig& config = flags.config;
+  validate(config);
+  if (flags.out.empty()) throw UsageError("ringlab figure needs --out FILE.svg; e.g. --out grid.svg");
+  check_output_file(flags.out);
+  if (!flags.png.empty()) {
+    if (!png_supported()) {
+      std::string error;
+      (void)write_png({}, flags.png, error);
+      throw UsageError(error);
+    }
+    check_output_file(flags.png);
+  }
+  if (flags.pass != "forward" && flags.pass != "backward") {
+    throw UsageError("--pass " + flags.pass + " is not a pass; use --pass forward or --pass backward");
+  }
+  Figure figure;
+  if (kind == FigureKind::grid_step || kind == FigureKind::grid_rank) {
+    const Plan plan = build_plan(plan_spec(config));
+    figure = block_grid_figure(plan, kind == FigureKind::grid_rank, flags.pass == "forward" ? Pass::forward : Pass::backward);
+  } else {
+    const Hardware hardware = load_hardware(config.hw, config.dims.dim);
+    PlanSpec spec = plan_spec(config);
+    spec.element_bytes = hardware.element_bytes;
+    const Plan plan = build_plan(spec);
+    DryOptions options;
+    options.trace = kind == FigureKind::timeline;
+    const DryResult result = run_dry_plan(plan, hardware, options);
+    figure = kind == FigureKind::load ? load_figure(plan, result) : timeline_figure(plan, result);
+  }
+  write_file_atomically(flags.out, to_svg(figure));
+  std::cout << "wrote " << flags.out << " (" << figure_kind_name(kind) << ", " << figure.rects.size()
+            << " rectangles)\n";
+  if (!flags.png.empty()) {
+    std::string error;
+    if (!write_png(figure, flags.png, error)) throw UsageError(error);
+    std::cout << "wrote " << flags.png << "\n";
+  }
+  return kExitVerified;
+}
+
+}  // namespace
+
+// ---- [registration] --------------------------------------------------------------------------
+
+void add_cost_commands(CLI::App& app, Registry& registry) {
+  {
+    auto flags = std::make_shared<CompareFlags>();
+    CLI::App* command = app.add_subcommand(
+        "compare", "cost one configuration across algorithms and layouts (dry runs); --algo / --layout restrict the rows");
+    add_schedule_flags(*command, flags->config);
+    command->add_option("--hw", flags->config.hw, "hardware preset (h100-nvlink, h100-ib, h100-pcie, cpu) or JSON file")
+        ->capture_default_str();
+    std::string names;
+    for (const std::string& name : scenario_names()) names += (names.empty() ? "" : ", ") + name;
+    command->add_option("--scenario", flags->scenario, "a scenario of the source material: " + names);
+    command->add_flag("--json", flags->json, "one JSON object on stdout");
+    command->add_flag("--help-hw", flags->help_hw, "list the presets and the JSON machine format");
+    registry.add(command, [flags, command] { return compare_command(*flags, *command); });
+  }
+  {
+    auto flags = std::make_shared<FigureFlags>();
+    CLI::App* command = app.add_subcommand("figure", "draw a schedule for the book: grid-step, grid-rank, load, timeline (SVG, PNG)");
+    command->add_option("kind", flags->kind, "grid-step | grid-rank | load | timeline")->required();
+    add_schedule_flags(*command, flags->config);
+    command->add_option("--hw", flags->config.hw, "hardware preset or JSON file (load, timeline)")->capture_default_str();
+    command->add_option("--pass", flags->pass, "grids: forward | backward")->capture_default_str();
+    command->add_option("--out", flags->out, "the SVG file to write")->required();
+    command->add_option("--png", flags->png, "also write a PNG (needs stb_image_write)");
+    registry.add(command, [flags] { return figure_command(*flags); });
+  }
+}
+
+}  // namespace ringlab::cli

@@ -1,0 +1,384 @@
+// Plans: names, the plan's geometry, compute resolution, and expansion into concrete ops.
+// Sections: [names] [spec and geometry] [compute resolution] [bytes] [expansion] [building]
+#include "sim/plan/plan.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "reference/error.hpp"
+#include "reference/formulas.hpp"
+#include "sim/plan/queries.hpp"
+
+namespace ringlab {
+
+// ---- [names] ---------------------------------------------------------------------------------
+
+const char* algorithm_name(Algorithm algo) {
+  switch (algo) {
+    case Algorithm::ring: return "ring";
+    case Algorithm::allgather: return "allgather";
+    case Algorithm::ulysses: return "ulysses";
+    case Algorithm::hybrid: return "hybrid";
+  }
+  return "?";
+}
+
+Algorithm parse_algorithm(const std::string& name) {
+  if (name == "ring") return Algorithm::ring;
+  if (name == "allgather") return Algorithm::allgather;
+  if (name == "ulysses") return Algorithm::ulysses;
+  if (name == "hybrid") return Algorithm::hybrid;
+  throw UsageError("unknown algorithm '" + name + "'; use --algo ring, allgather, ulysses or hybrid");
+}
+
+const char* erratum_name(Erratum erratum) {
+  switch (erratum) {
+    case Erratum::none: return "none";
+    case Erratum::reverse_dkv: return "reverse-dkv";
+    case Erratum::kv_offset_mask: return "kv-offset-mask";
+  }
+  return "?";
+}
+
+Erratum parse_erratum(const std::string& name) {
+  if (name.empty() || name == "none") return Erratum::none;
+  if (name == "reverse-dkv") return Erratum::reverse_dkv;
+  if (name == "kv-offset-mask") return Erratum::kv_offset_mask;
+  throw UsageError("unknown erratum '" + name + "'; use --erratum reverse-dkv or kv-offset-mask");
+}
+
+const char* slot_name(Slot slot) {
+  switch (slot) {
+    case Slot::kv0: return "kv0";
+    case Slot::kv1: return "kv1";
+    case Slot::dkv0: return "dkv0";
+    case Slot::dkv1: return "dkv1";
+    case Slot::dkv_local: return "dkv_local";
+    case Slot::gathered_kv: return "gathered_kv";
+    case Slot::gathered_dkv: return "gathered_dkv";
+    case Slot::count: break;
+  }
+  return "?";
+}
+
+const char* collective_name(Collective collective) {
+  switch (collective) {
+    case Collective::all_to_all_qkv: return "all-to-all q,k,v";
+    case Collective::all_to_all_out: return "all-to-all out,lse";
+    case Collective::all_to_all_dout: return "all-to-all dout";
+    case Collective::all_to_all_grads: return "all-to-all dq,dk,dv";
+    case Collective::all_gather_kv: return "all-gather K/V";
+    case Collective::reduce_scatter_dkv: return "reduce-scatter dK/dV";
+  }
+  return "?";
+}
+
+const char* block_shape_name(BlockShape shape) {
+  switch (shape) {
+    case BlockShape::full: return "full";
+    case BlockShape::diagonal: return "diag";
+    case BlockShape::q_half: return "q-half";
+    case BlockShape::kv_half: return "kv-half";
+    case BlockShape::masked: return "masked";
+    case BlockShape::skipped: return "skip";
+    case BlockShape::erratum: return "erratum";
+  }
+  return "?";
+}
+
+// ---- [spec and geometry] ---------------------------------------------------------------------
+
+std::string PlanSpec::describe() const {
+  std::string text = algorithm_name(algo);
+  if (algo == Algorithm::hybrid) text += "(U=" + std::to_string(ulysses) + ", R=" + std::to_string(ring_degree()) + ")";
+  text += " | " + Layout(layout, dims.seq, ranks, block).to_string();
+  text += " | P=" + std::to_string(ranks) + " | " + dims.to_string();
+  text += causal ? (skip ? " | causal" : " | causal, no skip") : " | full";
+  text += backward ? " | fwd+bwd" : " | fwd";
+  if (erratum != Erratum::none) text += std::string(" | erratum ") + erratum_name(erratum);
+  return text;
+}
+
+Plan::Plan(PlanSpec spec, std::vector<Phase> phases)
+    : spec_(spec), layout_(spec.layout, spec.dims.seq, spec.ranks, spec.block), phases_(std::move(phases)) {}
+
+int64_t Plan::ring_position_at(int64_t rank, Shift shift, int64_t step) const {
+  const int64_t R = ring();
+  const int64_t position = ring_position(rank) + shift.offset + shift.per_step * step;
+  return ((position % R) + R) % R;
+}
+
+int64_t Plan::ring_peer(int64_t rank, Shift shift, int64_t step) const {
+  return rank_at(ring_position_at(rank, shift, step), ulysses_index(rank));
+}
+
+std::vector<int64_t> Plan::block_units(int64_t ring_position) const {
+  std::vector<int64_t> units;
+  for (int64_t u = 0; u < spec_.ulysses; ++u) {
+    const std::vector<int64_t> member = layout_.units_of(rank_at(ring_position, u));
+    units.insert(units.end(), member.begin(), member.end());
+  }
+  std::sort(units.begin(), units.end());
+  return units;
+}
+
+std::vector<int64_t> Plan::block_positions(int64_t ring_position) const {
+  std::vector<int64_t> positions;
+  for (int64_t unit : block_units(ring_position))
+    for (int64_t t = 0; t < layout_.block(); ++t) positions.push_back(unit * layout_.block() + t);
+  return positions;
+}
+
+// ---- [compute resolution] --------------------------------------------------------------------
+
+namespace {
+
+// Causal pairs between two ring positions' blocks: O(U^2) closed forms, so dry runs scale.
+int64_t block_causal_pairs(const Plan& plan, int64_t q_block, int64_t kv_block) {
+  int64_t pairs = 0;
+  for (int64_t a = 0; a < plan.ulysses(); ++a)
+    for (int64_t b = 0; b < plan.ulysses(); ++b)
+      pairs += plan.layout().causal_pairs(plan.rank_at(q_block, a), plan.rank_at(kv_block, b));
+  return pairs;
+}
+
+// The zig-zag "half block": when every visible (query unit, key unit) pair is fully visible and
+// they form one rectangle of contiguous local rows, that rectangle is all the work. Only tried
+// for blocks of a few units (contiguous and 2P-chunk zig-zag); fine-grained layouts (striped,
+// token-level zig-zag) go to the kernel with the causal mask, whose tile skipping does the rest.
+bool find_rectangle(const Plan& plan, int64_t q_block, int64_t kv_block, RowRange& q_rows, RowRange& kv_rows) {
+  constexpr size_t kMaxUnits = 16;
+  const std::vector<int64_t> q_units = plan.block_units(q_block), k_units = plan.block_units(kv_block);
+  if (q_units.size() > kMaxUnits || k_units.size() > kMaxUnits) return false;
+  int64_t q_lo = INT64_MAX, q_hi = -1, k_lo = INT64_MAX, k_hi = -1;
+  for (size_t i = 0; i < q_units.size(); ++i)
+    for (size_t j = 0; j < k_units.size(); ++j) {
+      if (k_units[j] == q_units[i]) return false;  // a diagonal unit: needs the mask
+      if (k_units[j] < q_units[i]) {
+        q_lo = std::min<int64_t>(q_lo, i), q_hi = std::max<int64_t>(q_hi, i);
+        k_lo = std::min<int64_t>(k_lo, j), k_hi = std::max<int64_t>(k_hi, j);
+      }
+    }
+  if (q_hi < 0) return false;
+  // Every pair inside the rectangle must be visible for it to be computed without a mask.
+  for (int64_t i = q_lo; i <= q_hi; ++i)
+    for (int64_t j = k_lo; j <= k_hi; ++j)
+      if (k_units[j] >= q_units[i]) return false;
+  const int64_t b = plan.layout().block();
+  q_rows = {q_lo * b, (q_hi + 1) * b};
+  kv_rows = {k_lo * b, (k_hi + 1) * b};
+  return true;
+}
+
+}  // namespace
+
+ComputeOp resolve_compute(const Plan& plan, int64_t rank, int64_t kv_block, Pass pass) {
+  const PlanSpec& spec = plan.spec();
+  const int64_t n = plan.block_tokens();
+  const RowRange all{0, n};
+  ComputeOp op;
+  op.pass = pass;
+  op.q_block = plan.ring_position(rank);
+  op.kv_block = kv_block;
+  AttentionDims local = spec.dims;
+  local.heads = plan.heads_per_rank();
+  auto flops_of = [&](int64_t pairs) { return pass == Pass::forward ? forward_flops(pairs, local) : backward_flops(pairs, local); };
+
+  if (!spec.causal) {
+    op.shape = BlockShape::full;
+    op.kernels = {{all, all, MaskKind::none, true, false}};
+    op.pairs = op.computed_pairs = n * n;
+  } else if (spec.erratum == Erratum::kv_offset_mask) {
+    // Every block computed, masked by key position against the query's index within its block.
+    op.shape = BlockShape::erratum;
+    op.kernels = {{all, all, MaskKind::causal, true, true}};
+    const std::vector<int64_t> q_index = iota_positions(n), k_pos = plan.block_positions(kv_block);
+    op.pairs = causal_pairs_of_positions(q_index, k_pos);
+    op.computed_pairs = n * n;
+  } else {
+    op.pairs = block_causal_pairs(plan, op.q_block, kv_block);
+    RowRange q_rows, kv_rows;
+    if (op.pairs == 0) {
+      op.shape = spec.skip ? BlockShape::skipped : BlockShape::masked;
+      if (!spec.skip) op.kernels = {{all, all, MaskKind::causal, false, false}};
+    } else if (op.pairs == n * n) {
+      op.shape = BlockShape::full;
+      op.kernels = {{all, all, MaskKind::none, true, false}};
+    } else if (spec.skip && find_rectangle(plan, op.q_block, kv_block, q_rows, kv_rows)) {
+      op.shape = q_rows.size() == n ? BlockShape::kv_half : BlockShape::q_half;
+      op.kernels = {{q_rows, kv_rows, MaskKind::none, true, false}};
+    } else {
+      op.shape = BlockShape::diagonal;
+      op.kernels = {{all, all, MaskKind::causal, spec.skip, false}};
+    }
+    op.computed_pairs = 0;
+    for (const KernelBlock& k : op.kernels) op.computed_pairs += k.q_rows.size() * k.kv_rows.size();
+  }
+  op.flops = flops_of(op.pairs);
+  return op;
+}
+
+// ---- [bytes] ---------------------------------------------------------------------------------
+
+int64_t payload_bytes(const Plan& plan, Payload payload) {
+  const PlanSpec& spec = plan.spec();
+  const int64_t element = payload == Payload::dkv ? 4 : spec.element_bytes;  // dK/dV travel in fp32
+  return 2 * plan.block_tokens() * plan.kv_heads_per_rank() * spec.dims.dim * spec.dims.batch * element;
+}
+
+int64_t collective_bytes(const Plan& plan, Collective collective) {
+  const PlanSpec& spec = plan.spec();
+  const AttentionDims& d = spec.dims;
+  if (is_ulysses_collective(collective)) {
+    // Each rank's shard of S/P tokens: it keeps 1/U and sends (U-1)/U of it; it receives as much.
+    const int64_t tokens = d.seq / spec.ranks, U = plan.ulysses();
+    const int64_t e = spec.element_bytes;
+    int64_t shard = 0;
+    switch (collective) {
+      case Collective::all_to_all_qkv: shard = tokens * (d.heads + 2 * d.kv_heads) * d.dim * d.batch * e; break;
+      case Collective::all_to_all_out: shard = tokens * d.heads * (d.dim * e + 4) * d.batch; break;  // out + fp32 lse
+      case Collective::all_to_all_dout: shard = tokens * d.heads * d.dim * d.batch * e; break;
+      case Collective::all_to_all_grads: shard = tokens * (d.heads + 2 * d.kv_heads) * d.dim * d.batch * 4; break;
+      default: break;
+    }
+    return shard / U * (U - 1);
+  }
+  const Payload payload = collective == Collective::all_gather_kv ? Payload::kv : Payload::dkv;
+  return (plan.ring() - 1) * payload_bytes(plan, payload);
+}
+
+namespace {
+
+CollectiveOp collective_op(const Plan& plan, int64_t rank, Collective collective) {
+  CollectiveOp op;
+  op.collective = collective;
+  if (is_ulysses_collective(collective)) {
+    op.group = plan.ring_position(rank);
+    for (int64_t u = 0; u < plan.ulysses(); ++u) op.members.push_back(plan.rank_at(op.group, u));
+  } else {
+    op.group = plan.ulysses_index(rank);
+    for (int64_t g = 0; g < plan.ring(); ++g) op.members.push_back(plan.rank_at(g, op.group));
+  }
+  op.send_bytes = op.recv_bytes = collective_bytes(plan, collective);
+  return op;
+}
+
+}  // namespace
+
+// ---- [expansion] -----------------------------------------------------------------------------
+
+std::vector<Op> expand(const Plan& plan, int64_t rank) {
+  std::vector<Op> ops;
+  for (size_t p = 0; p < plan.phases().size(); ++p) {
+    const Phase& phase = plan.phases()[p];
+    for (int64_t step = 0; step < phase.steps; ++step) {
+      for (const TemplateEntry& entry : phase.body) {
+        if (!entry.when.contains(step, phase.steps)) continue;
+        Op op{static_cast<int>(p), step, {}};
+        std::visit(
+            [&](const auto& t) {
+              using T = std::decay_t<decltype(t)>;
+              if constexpr (std::is_same_v<T, ExchangeT>) {
+                ExchangeOp e;
+                e.id = t.id;
+                e.payload = t.payload;
+                e.send_to = t.sends ? plan.ring_peer(rank, t.send_to, step) : -1;
+                e.recv_from = t.receives ? plan.ring_peer(rank, t.recv_from, step) : -1;
+                e.send_slot = t.send_slot.at(step);
+                e.recv_slot = t.recv_slot.at(step);
+                e.bytes = payload_bytes(plan, t.payload);
+                // Tags name (phase, exchange, step) so every message matches exactly one receive.
+                e.tag = static_cast<int>((p * 4 + static_cast<size_t>(t.id)) * 1000000 + static_cast<size_t>(step));
+                op.body = e;
+              } else if constexpr (std::is_same_v<T, WaitT>) {
+                op.body = WaitOp{t.exchange_id, step - t.lag};
+              } else if constexpr (std::is_same_v<T, LoadKvT>) {
+                op.body = LoadKvOp{t.slot.at(step), plan.ring_position(rank)};
+              } else if constexpr (std::is_same_v<T, ComputeT>) {
+                ComputeOp c = resolve_compute(plan, rank, plan.ring_position_at(rank, t.origin, step), t.pass);
+                c.kv_slot = t.kv_slot.at(step);
+                c.kv_row_offset = t.gathered ? c.kv_block * plan.block_tokens() : 0;
+                c.grad_slot = t.grad_slot.at(step);
+                c.accumulate_grad = t.accumulate_grad;
+                op.body = std::move(c);
+              } else if constexpr (std::is_same_v<T, AccumulateT>) {
+                op.body = AccumulateOp{t.from.at(step), t.to.at(step)};
+              } else if constexpr (std::is_same_v<T, CollectiveT>) {
+                op.body = collective_op(plan, rank, t.collective);
+              } else if constexpr (std::is_same_v<T, FinalizeT>) {
+                op.body = FinalizeOp{};
+              } else if constexpr (std::is_same_v<T, PrepareBackwardT>) {
+                op.body = PrepareBackwardOp{};
+              } else if constexpr (std::is_same_v<T, StoreGradsT>) {
+                op.body = StoreGradsOp{t.slot.at(step)};
+              }
+            },
+            entry.op);
+        ops.push_back(std::move(op));
+      }
+    }
+  }
+  return ops;
+}
+
+// ---- [building] ------------------------------------------------------------------------------
+
+Plan build_plan(const PlanSpec& input) {
+  PlanSpec spec = input;
+  const std::string P = std::to_string(spec.ranks);
+  if (spec.ranks <= 0) throw UsageError("--ranks must be positive, got " + P);
+  spec.dims.validate();
+  switch (spec.algo) {
+    case Algorithm::ring:
+    case Algorithm::allgather:
+      spec.ulysses = 1;
+      break;
+    case Algorithm::ulysses:
+      spec.ulysses = spec.ranks;
+      break;
+    case Algorithm::hybrid:
+      if (spec.ulysses <= 0) {
+        throw UsageError("--algo hybrid needs --ulysses U, the Ulysses degree (ring degree P/U); e.g. --ulysses 2");
+      }
+      if (spec.ranks % spec.ulysses != 0) {
+        throw UsageError("--ulysses " + std::to_string(spec.ulysses) + " does not divide P=" + P +
+                         "; pick U among the divisors of " + P);
+      }
+      break;
+  }
+  if (spec.algo == Algorithm::ulysses || spec.algo == Algorithm::hybrid) {
+    const std::string U = std::to_string(spec.ulysses);
+    if (spec.dims.heads % spec.ulysses != 0) {
+      throw UsageError("H=" + std::to_string(spec.dims.heads) + " is not divisible by the Ulysses degree " + U +
+                       " (each rank takes H/U heads); pick --heads a multiple of " + U +
+                       (spec.algo == Algorithm::ulysses ? " or fewer --ranks" : " or another --ulysses"));
+    }
+    if (spec.dims.kv_heads % spec.ulysses != 0) {
+      throw UsageError("HKV=" + std::to_string(spec.dims.kv_heads) + " is not divisible by the Ulysses degree " + U +
+                       " (each rank takes HKV/U kv heads); pick --kv-heads a multiple of " + U +
+                       (spec.algo == Algorithm::ulysses ? " or fewer --ranks" : " or another --ulysses"));
+    }
+  }
+  if (spec.erratum != Erratum::none && spec.algo != Algorithm::ring) {
+    throw UsageError(std::string("--erratum ") + erratum_name(spec.erratum) +
+                     " is a variant of the ring plan; use it with --algo ring");
+  }
+  if (spec.erratum == Erratum::reverse_dkv && !spec.backward) {
+    throw UsageError("--erratum reverse-dkv changes the backward pass; add --backward to see it");
+  }
+  if (spec.erratum == Erratum::kv_offset_mask && !spec.causal) {
+    throw UsageError("--erratum kv-offset-mask changes the causal mask; add --causal to see it");
+  }
+  if (!spec.causal) spec.skip = true;  // nothing is masked, nothing to skip
+  (void)Layout(spec.layout, spec.dims.seq, spec.ranks, spec.block);  // validates divisibility
+  std::vector<Phase> phases;
+  switch (spec.algo) {
+    case Algorithm::ring: phases = ring_phases(spec); break;
+    case Algorithm::allgather: phases = allgather_phases(spec); break;
+    case Algorithm::ulysses:
+    case Algorithm::hybrid: phases = ulysses_phases(spec); break;
+  }
+  return Plan(spec, std::move(phases));
+}
+
+}  // namespace ringlab

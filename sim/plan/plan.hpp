@@ -1,0 +1,332 @@
+// Plans: a schedule compiled into data (DESIGN.md, "a schedule is data").
+//
+// A plan is a program of phases that every rank runs. A phase is a loop of `steps` steps whose
+// body is a list of op *templates*: the fields that vary across ranks and steps (the peer of a
+// send, the slot a buffer lives in, the block whose keys a rank holds) are small expressions of
+// (rank, step). So a uniform schedule — a ring — is a few templates whatever P is, and
+//   * expand(plan, rank) turns it into the concrete, ordered list of operations of one rank —
+//     what the sim and GPU executors run, the checker checks, `ringlab plan` prints and the
+//     viewer animates;
+//   * the dry executor evaluates each template for all ranks at once, which is how P = 16384
+//     stays fast.
+// One file per algorithm (sim/plan/algorithms/*.cpp) writes these templates; executors only know the
+// op vocabulary below, never an algorithm.
+//
+// Ranks and groups: world rank p = g U + u, with g in [0, R) its position on the ring and u in
+// [0, U) its index in its Ulysses group (U = Ulysses degree, R = P / U ring degree; ring and
+// all-gather have U = 1, Ulysses has R = 1). A Ulysses group is U consecutive ranks; a ring
+// group is the R ranks that share u. The tokens of ring position g — its "block" — are the union
+// of its Ulysses group's tokens, in ascending position order.
+//
+// Sections: [spec] [expressions] [templates] [plan] [concrete ops] [building]
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "reference/attention.hpp"
+#include "reference/flash_attention.hpp"
+#include "reference/layout.hpp"
+
+namespace ringlab {
+
+// ---- [spec] ----------------------------------------------------------------------------------
+
+enum class Algorithm : uint8_t { ring, allgather, ulysses, hybrid };
+enum class Erratum : uint8_t {
+  none,
+  reverse_dkv,     // DESIGN.md erratum 1: dK/dV travel against the K/V direction
+  kv_offset_mask,  // DESIGN.md erratum 2: causal mask from the kv offset, not query/key positions
+};
+
+const char* algorithm_name(Algorithm algo);
+Algorithm parse_algorithm(const std::string& name);  // throws UsageError
+const char* erratum_name(Erratum erratum);
+Erratum parse_erratum(const std::string& name);      // "" -> none; throws UsageError
+
+// What a plan is compiled from.
+struct PlanSpec {
+  Algorithm algo = Algorithm::ring;
+  LayoutKind layout = LayoutKind::contiguous;
+  int64_t block = 0;    // tokens per layout unit; 0 = the layout's default
+  int64_t ranks = 4;    // P
+  int64_t ulysses = 1;  // U
+  AttentionDims dims;
+  bool causal = false;
+  bool skip = true;     // skip fully masked blocks (causal only)
+  bool backward = false;
+  Erratum erratum = Erratum::none;
+  int64_t element_bytes = 4;  // of q, k, v, out on the wire: 4 in the simulator (fp32), 2 for bf16
+
+  int64_t ring_degree() const { return ranks / ulysses; }  // R
+  std::string describe() const;
+};
+
+// ---- [expressions] ---------------------------------------------------------------------------
+
+// A ring position relative to the rank's own: (g + offset + per_step * step) mod R.
+struct Shift {
+  int64_t offset = 0;
+  int64_t per_step = 0;
+};
+
+// One of two buffer slots chosen by step parity: slot[(step + offset) % 2] (double buffering).
+enum class Slot : uint8_t {
+  kv0, kv1,        // K/V blocks (double buffer)
+  dkv0, dkv1,      // dK/dV accumulators travelling with K/V (fp32)
+  dkv_local,       // this step's dK/dV contribution, before it joins the travelling accumulator
+  gathered_kv,     // all ring positions' K/V, after an all-gather (ring position order)
+  gathered_dkv,    // dK/dV for all ring positions, before the reduce-scatter
+  count
+};
+const char* slot_name(Slot slot);
+
+struct SlotPair {
+  Slot even = Slot::kv0, odd = Slot::kv0;  // the same slot twice = no double buffering
+  int64_t offset = 0;
+  Slot at(int64_t step) const { return (step + offset) % 2 == 0 ? even : odd; }
+};
+
+// The steps on which a template is present: first <= step <= steps - 1 - skip_last.
+struct Steps {
+  int64_t first = 0;
+  int64_t skip_last = 0;
+  bool contains(int64_t step, int64_t steps) const { return step >= first && step <= steps - 1 - skip_last; }
+};
+
+// ---- [templates] -----------------------------------------------------------------------------
+
+enum class Payload : uint8_t {
+  kv,   // K and V of a block (input precision)
+  dkv,  // dK and dV accumulators of a block (fp32)
+};
+
+// Posts a non-blocking send of a slot to one ring neighbour and a receive into a slot from
+// another; the matching Wait completes both. Either side may be absent.
+struct ExchangeT {
+  int id = 0;  // names the exchange for its Wait; unique within the phase
+  Payload payload = Payload::kv;
+  bool sends = true, receives = true;
+  SlotPair send_slot, recv_slot;
+  Shift send_to{1, 0}, recv_from{-1, 0};
+};
+
+// Waits for the exchange `exchange_id` posted `lag` steps ago (0 = this step).
+struct WaitT {
+  int exchange_id = 0;
+  int64_t lag = 0;
+};
+
+// Puts this rank's own K/V (its block's, its heads') into a slot: the ring's step 0.
+struct LoadKvT {
+  SlotPair slot;
+};
+
+enum class Pass : uint8_t { forward, backward };
+
+// Attention of this rank's queries (its block's tokens, its heads) against the keys of one ring
+// position held in a slot. Forward: merged into the accumulator. Backward: dq accumulates
+// locally and dK/dV go to grad_slot.
+struct ComputeT {
+  Pass pass = Pass::forward;
+  SlotPair kv_slot;
+  Shift origin;                // ring position whose keys the slot holds
+  bool gathered = false;       // kv_slot is gathered_kv: the origin's rows within it
+  SlotPair grad_slot;          // backward only
+  bool accumulate_grad = false;  // backward: add into grad_slot instead of overwriting it
+};
+
+// dK/dV bookkeeping of the ring backward: to += from.
+struct AccumulateT {
+  SlotPair from, to;
+};
+
+enum class Collective : uint8_t {
+  all_to_all_qkv,       // sequence-sharded q, k, v -> this Ulysses group's tokens, 1/U of the heads
+  all_to_all_out,       // back: out and lse to sequence-sharded
+  all_to_all_dout,      // dout (and out) to head-sharded, for the backward
+  all_to_all_grads,     // dq, dk, dv back to sequence-sharded
+  all_gather_kv,        // every ring position's K/V into gathered_kv
+  reduce_scatter_dkv,   // gathered_dkv summed over the ring, each position keeps its own
+};
+const char* collective_name(Collective collective);
+
+struct CollectiveT {
+  Collective collective = Collective::all_gather_kv;
+};
+
+// Forward: out and lse of this rank's rows from the accumulator.
+struct FinalizeT {};
+// Backward: delta = rowsum(dout o out) of this rank's rows, dq = 0, and the dK/dV accumulator of
+// the rank's own block (slot dkv0) = 0.
+struct PrepareBackwardT {};
+// Backward: the dK/dV accumulator in the slot is this rank's block's gradient: store it.
+struct StoreGradsT {
+  SlotPair slot;
+};
+
+using OpTemplate = std::variant<ExchangeT, WaitT, LoadKvT, ComputeT, AccumulateT, CollectiveT, FinalizeT,
+                                PrepareBackwardT, StoreGradsT>;
+
+struct TemplateEntry {
+  OpTemplate op;
+  Steps when;
+};
+
+// Which group a phase's ring positions and collectives refer to.
+enum class Family : uint8_t { ring, ulysses };
+
+struct Phase {
+  std::string name;  // "ring forward", "all-to-all q, k, v"...
+  Pass pass = Pass::forward;
+  Family family = Family::ring;
+  int64_t steps = 1;
+  std::vector<TemplateEntry> body;
+};
+
+// ---- [plan] ----------------------------------------------------------------------------------
+
+class Plan {
+ public:
+  Plan(PlanSpec spec, std::vector<Phase> phases);
+
+  const PlanSpec& spec() const { return spec_; }
+  const Layout& layout() const { return layout_; }
+  const std::vector<Phase>& phases() const { return phases_; }
+
+  int64_t ranks() const { return spec_.ranks; }
+  int64_t ulysses() const { return spec_.ulysses; }
+  int64_t ring() const { return spec_.ring_degree(); }
+  int64_t ring_position(int64_t rank) const { return rank / spec_.ulysses; }
+  int64_t ulysses_index(int64_t rank) const { return rank % spec_.ulysses; }
+  int64_t rank_at(int64_t ring_position, int64_t ulysses_index) const {
+    return ring_position * spec_.ulysses + ulysses_index;
+  }
+  // World rank at a shift along the rank's ring (same Ulysses index).
+  int64_t ring_peer(int64_t rank, Shift shift, int64_t step) const;
+  // Ring position at a shift from the rank's own.
+  int64_t ring_position_at(int64_t rank, Shift shift, int64_t step) const;
+
+  // The tokens of a ring position (its Ulysses group's), ascending, and as layout units.
+  std::vector<int64_t> block_positions(int64_t ring_position) const;
+  std::vector<int64_t> block_units(int64_t ring_position) const;
+  int64_t block_tokens() const { return spec_.dims.seq / ring(); }
+  // Heads a rank computes after the Ulysses all-to-all: [first, first + count).
+  int64_t heads_per_rank() const { return spec_.dims.heads / spec_.ulysses; }
+  int64_t kv_heads_per_rank() const { return spec_.dims.kv_heads / spec_.ulysses; }
+
+ private:
+  PlanSpec spec_;
+  Layout layout_;
+  std::vector<Phase> phases_;
+};
+
+// ---- [concrete ops] --------------------------------------------------------------------------
+
+// How a compute step covers its (query block x key block) pair.
+enum class BlockShape : uint8_t {
+  full,      // every query sees every key: no mask
+  diagonal,  // the causal mask cuts through: masked by position
+  q_half,    // only some query units see the keys, fully (zig-zag: the late half of the queries)
+  kv_half,   // all queries see some key units, fully (zig-zag: the early half of the keys)
+  masked,    // fully masked but computed anyway (--no-skip)
+  skipped,   // fully masked and skipped: no kernel call
+  erratum,   // computed with the erratum mask
+};
+const char* block_shape_name(BlockShape shape);
+
+// One kernel call: local query rows x rows of the key slot, under a mask.
+struct KernelBlock {
+  RowRange q_rows, kv_rows;
+  MaskKind mask = MaskKind::none;
+  bool skip_masked_tiles = true;  // false with --no-skip: masked tiles are computed too
+  bool erratum_local_query_index = false;  // kv-offset-mask erratum: queries masked by local index
+};
+
+struct ExchangeOp {
+  int id = 0;
+  Payload payload = Payload::kv;
+  int64_t send_to = -1, recv_from = -1;  // world ranks, -1 = absent
+  Slot send_slot = Slot::kv0, recv_slot = Slot::kv0;
+  int64_t bytes = 0;                     // each direction
+  int tag = 0;                           // same on both ends
+  int64_t origin_sent = -1;              // ring position whose data is sent (for labels and checks)
+};
+struct WaitOp {
+  int exchange_id = 0;
+  int64_t exchange_step = 0;  // the step that posted it
+};
+struct LoadKvOp {
+  Slot slot = Slot::kv0;
+  int64_t block = 0;  // the rank's own ring position
+};
+struct ComputeOp {
+  Pass pass = Pass::forward;
+  Slot kv_slot = Slot::kv0;
+  int64_t q_block = 0;   // the rank's own ring position
+  int64_t kv_block = 0;  // the ring position whose keys are used
+  int64_t kv_row_offset = 0;  // first row of the block within the slot (gathered slots)
+  Slot grad_slot = Slot::dkv_local;
+  bool accumulate_grad = false;
+  BlockShape shape = BlockShape::full;
+  std::vector<KernelBlock> kernels;  // empty when skipped
+  int64_t pairs = 0;                 // visible (query, key) pairs per (batch, head) actually used
+  int64_t computed_pairs = 0;        // rows x cols of the kernel calls (work done incl. masked)
+  double flops = 0;                  // of the visible pairs, all of this rank's heads and batch
+};
+struct AccumulateOp {
+  Slot from = Slot::dkv_local, to = Slot::dkv0;
+};
+struct CollectiveOp {
+  Collective collective = Collective::all_gather_kv;
+  int64_t group = 0;                 // the group's index in its family
+  std::vector<int64_t> members;      // world ranks, in group order
+  int64_t send_bytes = 0;            // bytes this rank sends in total
+  int64_t recv_bytes = 0;
+};
+struct FinalizeOp {};
+struct PrepareBackwardOp {};
+struct StoreGradsOp {
+  Slot slot = Slot::dkv0;
+};
+
+using OpBody = std::variant<ExchangeOp, WaitOp, LoadKvOp, ComputeOp, AccumulateOp, CollectiveOp, FinalizeOp,
+                            PrepareBackwardOp, StoreGradsOp>;
+
+struct Op {
+  int phase = 0;
+  int64_t step = 0;
+  OpBody body;
+};
+
+// The ordered operations of one rank.
+std::vector<Op> expand(const Plan& plan, int64_t rank);
+
+// Resolves one compute of a ring step: this rank's block against ring position kv_block,
+// under the spec's mask, skip and erratum. Shared by expand() and the dry executor.
+ComputeOp resolve_compute(const Plan& plan, int64_t rank, int64_t kv_block, Pass pass);
+
+// Bytes of one payload of a ring position's block (what an Exchange of it sends).
+int64_t payload_bytes(const Plan& plan, Payload payload);
+// Bytes one rank sends (and as many it receives) in one collective of this plan; the same on every
+// rank. What CollectiveOp::send_bytes holds, without building the op (the dry executor's use).
+int64_t collective_bytes(const Plan& plan, Collective collective);
+
+// ---- [building] ------------------------------------------------------------------------------
+
+// Compiles a spec into a plan; throws UsageError naming what does not fit (divisibility by the
+// layout, H and HKV by U, U by P, an erratum the algorithm does not have).
+Plan build_plan(const PlanSpec& spec);
+
+// One function per algorithm, each in its own file under sim/plan/algorithms/.
+std::vector<Phase> ring_phases(const PlanSpec& spec);
+std::vector<Phase> allgather_phases(const PlanSpec& spec);
+std::vector<Phase> ulysses_phases(const PlanSpec& spec);  // also the hybrid: Ulysses x ring
+
+// The ring loops shared by ring and hybrid (sim/plan/algorithms/ring.cpp).
+Phase ring_forward_phase(const PlanSpec& spec);
+Phase ring_backward_phase(const PlanSpec& spec);
+
+}  // namespace ringlab

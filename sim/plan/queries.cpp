@@ -1,0 +1,65 @@
+#include "sim/plan/queries.hpp"
+
+#include <algorithm>
+
+namespace ringlab {
+
+Family collective_family(Collective collective) {
+  switch (collective) {
+    case Collective::all_to_all_qkv:
+    case Collective::all_to_all_out:
+    case Collective::all_to_all_dout:
+    case Collective::all_to_all_grads: return Family::ulysses;
+    case Collective::all_gather_kv:
+    case Collective::reduce_scatter_dkv: return Family::ring;
+  }
+  return Family::ring;
+}
+
+namespace {
+
+template <class Match>
+bool any_collective(const Plan& plan, Match&& match) {
+  for (const Phase& phase : plan.phases())
+    for (const TemplateEntry& entry : phase.body)
+      if (const auto* c = std::get_if<CollectiveT>(&entry.op); c && match(c->collective)) return true;
+  return false;
+}
+
+}  // namespace
+
+bool plan_uses(const Plan& plan, Collective collective) {
+  return any_collective(plan, [&](Collective c) { return c == collective; });
+}
+
+bool plan_uses(const Plan& plan, Family family) {
+  return any_collective(plan, [&](Collective c) { return collective_family(c) == family; });
+}
+
+std::vector<int64_t> gathered_positions(const Plan& plan) {
+  std::vector<int64_t> positions;
+  positions.reserve(static_cast<size_t>(plan.spec().dims.seq));
+  for (int64_t g = 0; g < plan.ring(); ++g) {
+    const std::vector<int64_t> block = plan.block_positions(g);
+    positions.insert(positions.end(), block.begin(), block.end());
+  }
+  return positions;
+}
+
+std::vector<int64_t> member_rows(const Plan& plan, int64_t rank) {
+  const std::vector<int64_t> block = plan.block_positions(plan.ring_position(rank));
+  std::vector<int64_t> rows;
+  for (int64_t position : plan.layout().positions(rank))
+    rows.push_back(std::lower_bound(block.begin(), block.end(), position) - block.begin());
+  return rows;
+}
+
+int64_t total_ops(const Plan& plan) {
+  int64_t total = 0;
+  for (const Phase& phase : plan.phases())
+    for (int64_t step = 0; step < phase.steps; ++step)
+      for (const TemplateEntry& entry : phase.body) total += entry.when.contains(step, phase.steps) ? 1 : 0;
+  return total * plan.ranks();
+}
+
+}  // namespace ringlab

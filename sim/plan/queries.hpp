@@ -1,0 +1,34 @@
+// Questions about a plan that its users all ask — the executors, the checker, the cost model's
+// memory model and the viewer — answered once here instead of in each of them.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/plan/plan.hpp"
+
+namespace ringlab {
+
+// The family a collective runs in: the Ulysses all-to-alls within a Ulysses group, the all-gather
+// and reduce-scatter of K/V and dK/dV along a ring group.
+Family collective_family(Collective collective);
+inline bool is_ulysses_collective(Collective collective) { return collective_family(collective) == Family::ulysses; }
+
+// Whether any phase of the plan has this collective, or any collective of this family.
+bool plan_uses(const Plan& plan, Collective collective);
+bool plan_uses(const Plan& plan, Family family);
+
+// Every ring position's tokens, ring position by ring position (each ascending): the rows of a
+// gathered slot (gathered_kv, gathered_dkv).
+std::vector<int64_t> gathered_positions(const Plan& plan);
+
+// The rows of `rank`'s own layout tokens within its ring position's block (Plan::block_positions):
+// where the Ulysses all-to-all puts that member's rows. One entry per token of the rank, in the
+// order of Layout::positions(rank).
+std::vector<int64_t> member_rows(const Plan& plan, int64_t rank);
+
+// Ops over all ranks (for a progress bar): the sum over ranks of expand(plan, rank).size(),
+// computed from the templates without expanding.
+int64_t total_ops(const Plan& plan);
+
+}  // namespace ringlab

@@ -1,0 +1,96 @@
+#include "sim/run/config.hpp"
+
+#include <cstdio>
+
+#include "reference/error.hpp"
+
+namespace ringlab {
+
+std::string RunConfig::describe() const {
+  std::string text = algo;
+  if (algo == "hybrid") text += "(U=" + std::to_string(ulysses) + ")";
+  text += " | " + layout + (block ? "(block=" + std::to_string(block) + ")" : "");
+  text += " | P=" + std::to_string(ranks) + " | " + dims.to_string();
+  text += causal ? (no_skip ? " | causal, no skip" : " | causal") : " | full";
+  text += backward ? " | fwd+bwd" : " | fwd";
+  text += " | seed " + std::to_string(seed);
+  if (!erratum.empty()) text += " | erratum " + erratum;
+  return text;
+}
+
+void add_run_flags(CLI::App& command, RunConfig& config) {
+  add_schedule_flags(command, config);
+  command.add_option("--seed", config.seed, "seed of the generated inputs")->capture_default_str();
+  command.add_option("--in", config.in_dir, "read q.npy k.npy v.npy [dout.npy] from DIR");
+  command.add_option("--save", config.save_dir, "write out.npy lse.npy [dq.npy dk.npy dv.npy] into DIR");
+  command.add_option("--trace", config.trace_file, "write a Chrome trace event JSON file");
+  command.add_flag("--json", config.json, "one JSON summary object on stdout");
+  command.add_flag("--dry-run", config.dry_run, "plan and cost model only, no tensors");
+  command.add_option("--hw", config.hw,
+                     "cost-model machine for --dry-run: h100-nvlink | h100-ib | h100-pcie | cpu, or a JSON file")
+      ->capture_default_str();
+  command.add_option("--inject", config.inject, "fault injection KIND@RANK:STEP, KIND = drop|duplicate|corrupt|delay");
+  command.add_option("--timeout", config.timeout, "deadlock watchdog: seconds without progress")->capture_default_str();
+  command.add_flag("!--no-progress", config.progress, "no progress bar on stderr");
+}
+
+void add_schedule_flags(CLI::App& command, RunConfig& config) {
+  command.add_option("--algo", config.algo, "communication pattern: ring | allgather | ulysses | hybrid")
+      ->check(CLI::IsMember({"ring", "allgather", "ulysses", "hybrid"}))
+      ->capture_default_str();
+  command.add_option("--layout", config.layout, "token-to-rank mapping: contiguous | zigzag | striped")
+      ->check(CLI::IsMember({"contiguous", "zigzag", "striped"}))
+      ->capture_default_str();
+  command.add_option("--block", config.block,
+                     "tokens per layout unit (default: contiguous S/P, zigzag S/(2P), striped 1)");
+  command.add_option("--ranks,-P", config.ranks, "number of ranks P")->capture_default_str();
+  command.add_option("--ulysses", config.ulysses, "hybrid: Ulysses degree U (ring degree P/U)");
+  command.add_option("--batch", config.dims.batch, "batch B")->capture_default_str();
+  command.add_option("--seq", config.dims.seq, "sequence length S (tokens)")->capture_default_str();
+  command.add_option("--heads", config.dims.heads, "query heads H")->capture_default_str();
+  command.add_option("--kv-heads", config.dims.kv_heads, "key/value heads HKV (default H; fewer is GQA)");
+  command.add_option("--dim", config.dims.dim, "head dimension D")->capture_default_str();
+  command.add_flag("--causal", config.causal, "causal mask by global token position");
+  command.add_flag("--no-skip", config.no_skip, "compute fully masked blocks instead of skipping them");
+  command.add_flag("--backward", config.backward, "also run the backward pass (dq, dk, dv)");
+  command.add_option("--erratum", config.erratum,
+                     "run a source-material mistake: reverse-dkv (dK/dV against the K/V direction) | "
+                     "kv-offset-mask (causal mask by kv offset)")
+      ->check(CLI::IsMember({"reverse-dkv", "kv-offset-mask"}));
+}
+
+PlanSpec plan_spec(const RunConfig& config) {
+  PlanSpec spec;
+  spec.algo = parse_algorithm(config.algo);
+  spec.layout = parse_layout(config.layout);
+  spec.block = config.block;
+  spec.ranks = config.ranks;
+  spec.ulysses = config.ulysses;
+  spec.dims = config.dims;
+  spec.causal = config.causal;
+  spec.skip = !config.no_skip;
+  spec.backward = config.backward;
+  spec.erratum = parse_erratum(config.erratum);
+  return spec;
+}
+
+void validate(RunConfig& config) {
+  if (config.dims.kv_heads == 0) config.dims.kv_heads = config.dims.heads;
+  if (config.ranks <= 0) {
+    throw UsageError("--ranks must be positive, got " + std::to_string(config.ranks) + "; pass --ranks N with N >= 1");
+  }
+  config.dims.validate();
+  if (config.timeout <= 0) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%g", config.timeout);
+    throw UsageError(std::string("--timeout must be positive seconds, got ") + text + "; e.g. --timeout 10");
+  }
+  if (!config.save_dir.empty() && config.dry_run) {
+    throw UsageError("--save needs tensors but --dry-run computes none; drop one of them");
+  }
+  if (!config.in_dir.empty() && config.dry_run) {
+    throw UsageError("--in reads tensors but --dry-run computes none; drop one of them");
+  }
+}
+
+}  // namespace ringlab

@@ -1,0 +1,57 @@
+// The `run` command's configuration: the flags of DESIGN.md's command-line contract, shared by
+// `ringlab run` and `ringlab-gpu run` so both take exactly the same flags.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "reference/attention.hpp"
+#include "reference/layout.hpp"
+#include "sim/plan/plan.hpp"
+
+namespace ringlab {
+
+struct RunConfig {
+  std::string algo = "ring";          // ring | allgather | ulysses | hybrid
+  std::string layout = "contiguous";  // contiguous | zigzag | striped
+  int64_t block = 0;                  // tokens per layout unit; 0 = the layout's default
+  int64_t ranks = 4;                  // P
+  int64_t ulysses = 0;                // hybrid: Ulysses degree U (ring degree P/U); 0 = not given
+  AttentionDims dims{1, 1024, 4, 0, 64};  // kv_heads 0 until validate(): then H
+  bool causal = false;
+  bool no_skip = false;               // compute fully masked blocks instead of skipping them
+  bool backward = false;
+  uint64_t seed = 0;
+  std::string erratum;                // "" | reverse-dkv | kv-offset-mask (source-material mistakes)
+  std::string in_dir;                 // q.npy k.npy v.npy [dout.npy]
+  std::string save_dir;
+  std::string trace_file;
+  bool json = false;
+  bool dry_run = false;
+  std::string hw = "h100-nvlink";     // cost-model preset
+  std::vector<std::string> inject;    // KIND@RANK:STEP
+  double timeout = 10.0;              // watchdog fallback, seconds without progress
+  bool progress = true;               // progress bar on a terminal stderr
+
+  MaskKind mask() const { return causal ? MaskKind::causal : MaskKind::none; }
+  LayoutKind layout_kind() const { return parse_layout(layout); }
+  // "ring | zigzag(block=64) | P=4 | B=1 S=1024 H=4 HKV=4 D=64 | causal | fwd+bwd | seed 0"
+  std::string describe() const;
+};
+
+// Registers the contract's flags on a CLI11 (sub)command.
+void add_run_flags(CLI::App& command, RunConfig& config);
+// Only the flags that shape a schedule (algo, layout, block, ranks, ulysses, sizes, causal,
+// no-skip, backward, erratum): for `ringlab plan` and `ringlab compare`.
+void add_schedule_flags(CLI::App& command, RunConfig& config);
+
+// The plan spec of a (validated) configuration.
+PlanSpec plan_spec(const RunConfig& config);
+
+// Fills defaults (HKV = H) and checks every constraint that needs no data: sizes, divisibility by
+// the layout, GQA, the Ulysses degree, flag combinations. Throws UsageError (one line with a fix).
+void validate(RunConfig& config);
+
+}  // namespace ringlab

@@ -1,0 +1,96 @@
+#include "sim/run/output_files.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "reference/error.hpp"
+
+namespace ringlab {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string partial_name(const std::string& path) { return path + ".partial-" + std::to_string(::getpid()); }
+
+void require_writable_parent(const fs::path& path, const std::string& flag) {
+  fs::path parent = path.parent_path();
+  if (parent.empty()) parent = ".";
+  std::error_code error;
+  if (!fs::is_directory(parent, error)) {
+    throw UsageError(flag + " " + path.string() + ": directory " + parent.string() + " does not exist; create it first");
+  }
+  if (::access(parent.c_str(), W_OK) != 0) {
+    throw UsageError(flag + " " + path.string() + ": directory " + parent.string() + " is not writable; pick another place");
+  }
+}
+
+}  // namespace
+
+void check_output_directory(const std::string& target) {
+  std::error_code error;
+  const fs::path path(target);
+  if (fs::exists(path, error)) {
+    if (!fs::is_directory(path, error)) {
+      throw UsageError("--save " + target + " exists and is not a directory; pick a new directory name");
+    }
+    if (!fs::is_empty(path, error)) {
+      throw UsageError("--save " + target + " exists and is not empty; pick a new directory or empty this one");
+    }
+  }
+  require_writable_parent(fs::absolute(path).lexically_normal(), "--save");
+}
+
+void check_output_file(const std::string& path) {
+  std::error_code error;
+  if (fs::is_directory(path, error)) throw UsageError(path + " is a directory; name a file to write");
+  require_writable_parent(fs::absolute(path).lexically_normal(), "output");
+}
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  const std::string temporary = partial_name(path);
+  {
+    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+    if (!file) throw UsageError(path + ": cannot open for writing; check the directory is writable");
+    file.write(content.data(), static_cast<std::streamsize>(content.size()));
+    if (!file.flush()) {
+      file.close();
+      fs::remove(temporary);
+      throw UsageError(path + ": write failed (disk full?); free space and run again");
+    }
+  }
+  std::error_code error;
+  fs::rename(temporary, path, error);
+  if (error) {
+    fs::remove(temporary);
+    throw UsageError(path + ": cannot rename into place (" + error.message() + ")");
+  }
+}
+
+StagedDirectory::StagedDirectory(std::string target) : target_(std::move(target)), staging_(partial_name(target_)) {
+  std::error_code error;
+  fs::remove_all(staging_, error);
+  if (!fs::create_directories(staging_, error)) {
+    throw UsageError("--save " + target_ + ": cannot create " + staging_ + " (" + error.message() + ")");
+  }
+}
+
+StagedDirectory::~StagedDirectory() {
+  if (!committed_) {
+    std::error_code error;
+    fs::remove_all(staging_, error);
+  }
+}
+
+std::string StagedDirectory::path(const std::string& file) const { return (fs::path(staging_) / file).string(); }
+
+void StagedDirectory::commit() {
+  std::error_code error;
+  if (fs::exists(target_, error)) fs::remove(target_, error);  // check_output_directory made sure it is empty
+  fs::rename(staging_, target_, error);
+  if (error) throw UsageError("--save " + target_ + ": cannot rename the finished outputs into place (" + error.message() + ")");
+  committed_ = true;
+}
+
+}  // namespace ringlab

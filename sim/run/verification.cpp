@@ -1,0 +1,102 @@
+#include "sim/run/verification.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+
+#include "reference/exact_attention.hpp"
+
+namespace ringlab {
+
+ReferenceOutputs compute_reference(const AttentionInputs<double>& inputs, MaskKind mask, bool backward) {
+  ReferenceOutputs reference;
+  reference.forward = exact_attention(inputs.q, inputs.k, inputs.v, mask);
+  if (backward) reference.grads = exact_attention_backward(inputs.q, inputs.k, inputs.v, inputs.dout, mask);
+  return reference;
+}
+
+bool Verification::ok() const {
+  for (const TensorCheck& check : checks)
+    if (!check.result.ok) return false;
+  return !checks.empty();
+}
+
+Verification verify(const RunOutputs& outputs, const ReferenceOutputs& reference, const std::string& executor,
+                    Tolerance (*tolerance_of)(const std::string&)) {
+  Verification verification{executor, {}};
+  auto check = [&](const char* name, const Tensor<float>& actual, const Tensor<double>& expected) {
+    const Tolerance tolerance = tolerance_of(name);
+    CompareResult result;
+    if (actual.shape() != expected.shape()) {
+      result.ok = false;
+      result.bad = result.count = expected.size();
+      result.tolerance_used = INFINITY;
+    } else {
+      result = compare(actual, expected, tolerance);
+    }
+    verification.checks.push_back({name, expected.shape(), tolerance, result});
+  };
+  check("out", outputs.out, reference.forward.out);
+  check("lse", outputs.lse, reference.forward.lse);
+  if (!reference.grads.dq.empty()) {
+    check("dq", outputs.dq, reference.grads.dq);
+    check("dk", outputs.dk, reference.grads.dk);
+    check("dv", outputs.dv, reference.grads.dv);
+  }
+  return verification;
+}
+
+void print_verification(std::ostream& os, const Verification& verification) {
+  char line[256];
+  os << "verification: " << verification.executor << " vs exact attention (float64)\n";
+  std::snprintf(line, sizeof line, "%-6s %-20s %11s %11s %9s %9s %8s  %s\n", "tensor", "shape", "max_abs_err",
+                "max_rel_err", "tol_abs", "tol_rel", "tol_used", "result");
+  os << line;
+  int passed = 0;
+  for (const TensorCheck& check : verification.checks) {
+    const CompareResult& r = check.result;
+    char used[16];
+    if (std::isfinite(r.tolerance_used) && r.tolerance_used < 100) {
+      std::snprintf(used, sizeof used, "%.0f%%", 100.0 * r.tolerance_used);
+    } else if (std::isfinite(r.tolerance_used)) {
+      std::snprintf(used, sizeof used, ">9999%%");
+    } else {
+      std::snprintf(used, sizeof used, "inf");
+    }
+    std::snprintf(line, sizeof line, "%-6s %-20s %11.3e %11.3e %9.0e %9.0e %8s  %s\n", check.name.c_str(),
+                  shape_string(check.shape).c_str(), r.max_abs_error, r.max_rel_error, check.tolerance.abs, check.tolerance.rel, used,
+                  r.ok ? "ok" : "FAIL");
+    os << line;
+    if (!r.ok) os << "       " << r.describe() << "\n";
+    passed += r.ok ? 1 : 0;
+  }
+  os << std::string(96, '-') << "\n";
+  const int total = static_cast<int>(verification.checks.size());
+  os << (verification.ok() ? "PASS" : "FAIL") << ": " << passed << " of " << total << " tensors within tolerance\n";
+}
+
+nlohmann::json to_json(const Verification& verification) {
+  nlohmann::json checks = nlohmann::json::array();
+  for (const TensorCheck& check : verification.checks) {
+    const CompareResult& r = check.result;
+    nlohmann::json entry = {{"tensor", check.name},
+                            {"shape", check.shape},
+                            {"ok", r.ok},
+                            {"max_abs_error", r.max_abs_error},
+                            {"max_rel_error", r.max_rel_error},
+                            {"tol_abs", check.tolerance.abs},
+                            {"tol_rel", check.tolerance.rel},
+                            {"bad", r.bad},
+                            {"count", r.count}};
+    entry["tolerance_used"] = std::isfinite(r.tolerance_used) ? nlohmann::json(r.tolerance_used) : nlohmann::json("inf");
+    if (!r.ok) {
+      entry["first_bad_index"] = r.first_bad_index;
+      entry["first_bad_actual"] = r.first_bad_actual;
+      entry["first_bad_expected"] = r.first_bad_expected;
+    }
+    checks.push_back(entry);
+  }
+  return {{"executor", verification.executor}, {"ok", verification.ok()}, {"checks", checks}};
+}
+
+}  // namespace ringlab

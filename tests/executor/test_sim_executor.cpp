@@ -1,0 +1,176 @@
+// The sim executor against exact attention: every algorithm x layout x mask x pass at
+// P in {1, 2, 3, 4, 8}, with and without GQA; the load-imbalance figures; the erratum variants;
+// determinism; and the shapes of peers' test suites.
+#include <catch2/catch.hpp>
+#include <tuple>
+
+#include "reference/inputs.hpp"
+#include "sim/run/tables.hpp"
+#include "sim/executor/sim_executor.hpp"
+
+using namespace ringlab;
+
+namespace {
+
+struct Outcome {
+  SimResult sim;
+  Verification verification;
+};
+
+Outcome run_and_verify(const PlanSpec& spec, uint64_t seed = 1) {
+  const Plan plan = build_plan(spec);
+  const AttentionInputs<float> x = make_inputs(spec.dims, seed, spec.backward);
+  SimOptions options;
+  options.world.timeout_seconds = 30;
+  Outcome outcome{run_sim(plan, x, options), {}};
+  REQUIRE(outcome.sim.report.ok());
+  const ReferenceOutputs reference =
+      compute_reference(x.cast<double>(), spec.causal ? MaskKind::causal : MaskKind::none, spec.backward);
+  outcome.verification = verify(outcome.sim.outputs, reference, "sim");
+  return outcome;
+}
+
+std::string failures(const Verification& v) {
+  std::string text;
+  for (const TensorCheck& c : v.checks)
+    if (!c.result.ok) text += c.name + ": " + c.result.describe() + "\n";
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("every algorithm, layout, mask and pass verifies against exact attention", "[sim][matrix]") {
+  const Algorithm algo = GENERATE(Algorithm::ring, Algorithm::allgather, Algorithm::ulysses, Algorithm::hybrid);
+  const LayoutKind layout = GENERATE(LayoutKind::contiguous, LayoutKind::zigzag, LayoutKind::striped);
+  const int64_t P = GENERATE(1, 2, 3, 4, 8);
+  // (causal, skip): full attention; causal skipping masked blocks; causal computing them (--no-skip)
+  const auto [causal, skip] = GENERATE(std::tuple{false, true}, std::tuple{true, true}, std::tuple{true, false});
+  const bool gqa = GENERATE(false, true);
+  const bool backward = GENERATE(false, true);
+  PlanSpec spec;
+  spec.algo = algo;
+  spec.layout = layout;
+  spec.ranks = P;
+  spec.ulysses = algo == Algorithm::hybrid ? (P % 2 == 0 ? 2 : 1) : 1;
+  spec.dims = {2, 24 * P, 2 * P, gqa ? P : 2 * P, 16};  // heads divisible by P for Ulysses
+  spec.causal = causal;
+  spec.skip = skip;
+  spec.backward = backward;
+  INFO(build_plan(spec).spec().describe());
+  const Outcome outcome = run_and_verify(spec);
+  INFO(failures(outcome.verification));
+  CHECK(outcome.verification.ok());
+}
+
+TEST_CASE("load imbalance: zig-zag and striped balance causal work, contiguous does not", "[sim][balance]") {
+  const int64_t P = GENERATE(2, 4, 8);
+  auto imbalance = [&](LayoutKind layout) {
+    PlanSpec spec;
+    spec.layout = layout;
+    spec.ranks = P;
+    spec.dims = {1, 256 * P, 2, 2, 16};
+    spec.causal = true;
+    const Outcome outcome = run_and_verify(spec);
+    REQUIRE(outcome.verification.ok());
+    return std::pair{load_imbalance(outcome.sim.ranks), outcome.sim.ranks};
+  };
+  CHECK(imbalance(LayoutKind::zigzag).first.flops_max_over_mean <= 1.02);
+  CHECK(imbalance(LayoutKind::striped).first.flops_max_over_mean <= 1.02);
+  // Contiguous: rank r does (r + 1/2) blocks of work, so max/mean = (2P - 1)/P and the last rank
+  // does 2P - 1 times the first rank's work (the source material's "about 2P").
+  const auto [contiguous, ranks] = imbalance(LayoutKind::contiguous);
+  CHECK(contiguous.flops_max_over_mean == Approx(double(2 * P - 1) / double(P)).epsilon(0.01));
+  CHECK(ranks.back().flops / ranks.front().flops == Approx(double(2 * P - 1)).epsilon(0.01));
+  // Skipping: rank r skips the P - 1 - r blocks of its future.
+  for (int64_t r = 0; r < P; ++r) CHECK(ranks[r].blocks_skipped == P - 1 - r);
+}
+
+TEST_CASE("the reverse-dkv erratum gives wrong gradients at P >= 3 and is invisible at P = 2", "[sim][errata]") {
+  const int64_t P = GENERATE(2, 3, 4, 8);
+  PlanSpec spec;
+  spec.ranks = P;
+  spec.dims = {1, 32 * P, 2, 2, 16};
+  spec.causal = true;
+  spec.backward = true;
+  spec.erratum = Erratum::reverse_dkv;
+  const Outcome outcome = run_and_verify(spec);
+  const auto& checks = outcome.verification.checks;
+  CHECK(checks[0].result.ok);  // out: the forward is untouched
+  CHECK(checks[2].result.ok);  // dq stays local
+  if (P == 2) {
+    CHECK(outcome.verification.ok());
+  } else {
+    CHECK_FALSE(checks[3].result.ok);  // dk
+    CHECK_FALSE(checks[4].result.ok);  // dv
+  }
+}
+
+TEST_CASE("the kv-offset-mask erratum is wrong on every rank but rank 0", "[sim][errata]") {
+  const int64_t P = GENERATE(3, 4, 8);
+  PlanSpec spec;
+  spec.ranks = P;
+  spec.dims = {1, 32 * P, 2, 2, 16};
+  spec.causal = true;
+  spec.erratum = Erratum::kv_offset_mask;
+  const Plan plan = build_plan(spec);
+  const AttentionInputs<float> x = make_inputs(spec.dims, 3, false);
+  const SimResult sim = run_sim(plan, x, {});
+  REQUIRE(sim.report.ok());
+  const ReferenceOutputs reference = compute_reference(x.cast<double>(), MaskKind::causal, false);
+  // Rank r holds rows [32 r, 32 (r + 1)); compare its slice of out.
+  for (int64_t r = 0; r < P; ++r) {
+    Tensor<float> got({1, 32, 2, 16});
+    Tensor<double> want({1, 32, 2, 16});
+    std::copy_n(&sim.outputs.out(0, 32 * r, 0, 0), 32 * 2 * 16, got.data());
+    std::copy_n(&reference.forward.out(0, 32 * r, 0, 0), 32 * 2 * 16, want.data());
+    INFO("rank " << r);
+    CHECK(compare(got, want, fp32_tolerance("out")).ok == (r == 0));
+  }
+}
+
+TEST_CASE("results are bitwise identical from run to run and across kernel thread counts", "[sim]") {
+  PlanSpec spec;
+  spec.algo = Algorithm::hybrid;
+  spec.ulysses = 2;
+  spec.layout = LayoutKind::zigzag;
+  spec.ranks = 4;
+  spec.dims = {2, 256, 4, 2, 32};
+  spec.causal = true;
+  spec.backward = true;
+  const Plan plan = build_plan(spec);
+  const AttentionInputs<float> x = make_inputs(spec.dims, 9, true);
+  SimOptions one_thread;
+  one_thread.threads_per_rank = 1;
+  SimOptions two_threads;
+  two_threads.threads_per_rank = 2;
+  const SimResult a = run_sim(plan, x, one_thread), b = run_sim(plan, x, one_thread), c = run_sim(plan, x, two_threads);
+  REQUIRE(a.report.ok());
+  CHECK(a.outputs.out == b.outputs.out);
+  CHECK(a.outputs.dk == b.outputs.dk);
+  CHECK(a.outputs.out == c.outputs.out);
+  CHECK(a.outputs.lse == c.outputs.lse);
+  CHECK(a.outputs.dq == c.outputs.dq);
+  CHECK(a.outputs.dv == c.outputs.dv);
+}
+
+TEST_CASE("diagnosis names the first wrong block", "[sim][errata]") {
+  PlanSpec spec;
+  spec.ranks = 4;
+  spec.dims = {1, 128, 2, 2, 16};
+  spec.causal = true;
+  spec.erratum = Erratum::kv_offset_mask;
+  const Plan plan = build_plan(spec);
+  const AttentionInputs<double> inputs = make_inputs(spec.dims, 2, false).cast<double>();
+  const ReferenceOutputs reference = compute_reference(inputs, MaskKind::causal, false);
+  SimOptions options;
+  options.diagnose_inputs = &inputs;
+  options.diagnose_reference = &reference;
+  const SimResult sim = run_sim(plan, inputs.cast<float>(), options);
+  REQUIRE(sim.block_errors.size() == 16);  // 4 ranks x 4 steps
+  const auto first = std::find_if(sim.block_errors.begin(), sim.block_errors.end(), [](const BlockError& e) { return !e.ok; });
+  REQUIRE(first != sim.block_errors.end());
+  CHECK(first->step == 0);
+  CHECK(first->rank == 1);  // rank 0's queries sit at positions 0..n-1: its mask happens to be right
+  for (const BlockError& e : sim.block_errors)
+    if (e.rank == 0) CHECK(e.ok);
+}

@@ -1,0 +1,139 @@
+// Plans of every algorithm pass the checker; deliberately broken plans and the erratum variants
+// are caught, naming the rank and step.
+#include <catch2/catch.hpp>
+#include <set>
+
+#include "reference/error.hpp"
+#include "sim/plan/check.hpp"
+
+using namespace ringlab;
+
+namespace {
+
+std::string findings_text(const PlanCheck& check) {
+  std::string text;
+  for (const PlanFinding& f : check.findings) text += f.describe() + "\n";
+  return text;
+}
+
+PlanSpec spec_of(Algorithm algo, LayoutKind layout, int64_t P, bool causal, bool skip, bool backward) {
+  PlanSpec spec;
+  spec.algo = algo;
+  spec.layout = layout;
+  spec.ranks = P;
+  spec.ulysses = algo == Algorithm::hybrid ? (P % 2 == 0 ? 2 : 1) : 1;
+  spec.dims = {1, 2 * P * 12, 4 * P, 2 * P, 8};  // heads divisible by P for Ulysses
+  spec.causal = causal;
+  spec.skip = skip;
+  spec.backward = backward;
+  return spec;
+}
+
+}  // namespace
+
+TEST_CASE("every algorithm's plan passes the checker", "[plans][checker]") {
+  const Algorithm algo = GENERATE(Algorithm::ring, Algorithm::allgather, Algorithm::ulysses, Algorithm::hybrid);
+  const LayoutKind layout = GENERATE(LayoutKind::contiguous, LayoutKind::zigzag, LayoutKind::striped);
+  const int64_t P = GENERATE(1, 2, 3, 4, 8);
+  const bool causal = GENERATE(false, true);
+  const bool skip = GENERATE(true, false);
+  const bool backward = GENERATE(false, true);
+  const Plan plan = build_plan(spec_of(algo, layout, P, causal, skip, backward));
+  INFO(plan.spec().describe());
+  const PlanCheck check = check_plan(plan);
+  INFO(findings_text(check));
+  CHECK(check.ok());
+  CHECK(check.coverage_checked);
+  CHECK(check.pairs_checked > 0);
+}
+
+TEST_CASE("the reverse-dkv erratum is caught at P >= 3 and invisible at P = 2", "[plans][checker][errata]") {
+  const int64_t P = GENERATE(2, 3, 4, 8);
+  PlanSpec spec = spec_of(Algorithm::ring, LayoutKind::contiguous, P, true, true, true);
+  spec.erratum = Erratum::reverse_dkv;
+  const PlanCheck check = check_plan(build_plan(spec));
+  INFO(findings_text(check));
+  if (P == 2) {
+    CHECK(check.ok());
+  } else {
+    REQUIRE_FALSE(check.ok());
+    CHECK(check.findings.front().message.find("adds dK/dV of block") != std::string::npos);
+    CHECK(check.findings.front().rank >= 0);
+    CHECK(check.findings.front().step >= 1);
+  }
+}
+
+TEST_CASE("the kv-offset-mask erratum is caught on every rank but 0", "[plans][checker][errata]") {
+  const int64_t P = GENERATE(2, 3, 4, 8);
+  PlanSpec spec = spec_of(Algorithm::ring, LayoutKind::contiguous, P, true, true, false);
+  spec.erratum = Erratum::kv_offset_mask;
+  const PlanCheck check = check_plan(build_plan(spec));
+  INFO(findings_text(check));
+  REQUIRE_FALSE(check.ok());
+  std::set<int64_t> ranks;
+  for (const PlanFinding& f : check.findings)
+    if (f.message.find("erratum kv-offset-mask") != std::string::npos) ranks.insert(f.rank);
+  CHECK(ranks.count(0) == 0);
+  for (int64_t r = 1; r < P; ++r) CHECK(ranks.count(r) == 1);
+}
+
+TEST_CASE("broken plans are refused naming the rank and step", "[plans][checker]") {
+  PlanSpec spec = spec_of(Algorithm::ring, LayoutKind::zigzag, 4, true, true, true);
+  const Plan good = build_plan(spec);
+  REQUIRE(check_plan(good).ok());
+
+  SECTION("a missing send deadlocks") {
+    std::vector<Phase> phases = good.phases();
+    std::get<ExchangeT>(phases[0].body[1].op).sends = false;
+    const PlanCheck check = check_plan(Plan(spec, phases));
+    REQUIRE_FALSE(check.ok());
+    CHECK(findings_text(check).find("deadlock") != std::string::npos);
+  }
+  SECTION("K/V sent the wrong way round computes with the wrong block") {
+    std::vector<Phase> phases = good.phases();
+    auto& exchange = std::get<ExchangeT>(phases[0].body[1].op);
+    exchange.send_to = Shift{-1, 0};
+    exchange.recv_from = Shift{1, 0};
+    const PlanCheck check = check_plan(Plan(spec, phases));
+    REQUIRE_FALSE(check.ok());
+    CHECK(findings_text(check).find("computes with block") != std::string::npos);
+  }
+  SECTION("computing before the wait uses a buffer still being received") {
+    std::vector<Phase> phases = good.phases();
+    std::swap(phases[0].body[2], phases[0].body[3]);  // wait before compute: fine, so move the wait after the next step's compute
+    phases[0].body[2].when = Steps{0, 1};
+    std::vector<TemplateEntry> body = phases[0].body;
+    // Drop the wait entirely: step 1 computes on kv1 whose receive was never waited for.
+    body.erase(body.begin() + 2);
+    phases[0].body = body;
+    const PlanCheck check = check_plan(Plan(spec, phases));
+    REQUIRE_FALSE(check.ok());
+    CHECK(findings_text(check).find("before waiting for its receive") != std::string::npos);
+  }
+  SECTION("a compute done twice breaks coverage") {
+    std::vector<Phase> phases = good.phases();
+    phases[0].body.push_back(phases[0].body[2]);
+    const PlanCheck check = check_plan(Plan(spec, phases));
+    REQUIRE_FALSE(check.ok());
+    CHECK(findings_text(check).find("computed 2 times") != std::string::npos);
+  }
+}
+
+TEST_CASE("plan building refuses what does not fit, with a fix", "[plans]") {
+  PlanSpec spec = spec_of(Algorithm::ulysses, LayoutKind::contiguous, 4, false, true, false);
+  spec.dims.heads = 6;
+  spec.dims.kv_heads = 6;
+  CHECK_THROWS_WITH(build_plan(spec), Catch::Contains("H=6 is not divisible by the Ulysses degree 4"));
+  spec.dims.heads = 8;
+  spec.dims.kv_heads = 2;
+  CHECK_THROWS_WITH(build_plan(spec), Catch::Contains("HKV=2 is not divisible"));
+  PlanSpec hybrid = spec_of(Algorithm::hybrid, LayoutKind::zigzag, 6, true, true, false);
+  hybrid.ulysses = 4;
+  CHECK_THROWS_WITH(build_plan(hybrid), Catch::Contains("does not divide P=6"));
+  PlanSpec zig = spec_of(Algorithm::ring, LayoutKind::zigzag, 4, true, true, false);
+  zig.dims.seq = 100;
+  CHECK_THROWS_AS(build_plan(zig), UsageError);
+  PlanSpec erratum = spec_of(Algorithm::ring, LayoutKind::zigzag, 4, true, true, false);
+  erratum.erratum = Erratum::reverse_dkv;
+  CHECK_THROWS_WITH(build_plan(erratum), Catch::Contains("add --backward"));
+}
