@@ -30,7 +30,7 @@ std::vector<unsigned char> encode(std::span<const float> values, Dtype dtype);
 // to the dtype, per tensor ("out", "lse", "dq", "dk", "dv"). fp32 is reference/compare's
 // fp32_tolerance. bf16 and fp16 are looser because the kernels round P (and dS) to the input
 // precision before the second GEMM, as FlashAttention does: 8 (bf16) or 11 (fp16) mantissa bits.
-// The CPU emulation of the kernels (tests/gpu/emulation) uses about a sixth of these at its
+// The CPU emulation of the kernels (gpu/emulation) uses about a sixth of these at its
 // sizes; a wrong block, mask or rescale is O(1) off.
 Tolerance gpu_tolerance(Dtype dtype, const std::string& tensor);
 // The same as a plain function of the tensor name, the form sim/run/verification.hpp's verify takes.

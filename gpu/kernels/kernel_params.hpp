@@ -1,5 +1,5 @@
 // Arguments of the attention kernels: plain structs shared by host code, the CUDA kernels and the
-// CPU warp emulator (tests/gpu/emulation). No CUDA headers, so any C++ file can fill them.
+// CPU warp emulator (gpu/emulation). No CUDA headers, so any C++ file can fill them.
 //
 // One launch computes one *block* of a schedule exactly like the reference's
 // flash_forward_accumulate / flash_backward_accumulate (reference/flash_attention.hpp): local query

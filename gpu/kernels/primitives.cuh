@@ -15,7 +15,7 @@
 // tile i's (row l/4, cols 2(l%4)..+1), or with .trans its (rows 2(l%4)..+1, col l/4).
 //
 // Compiled by nvcc (the real instructions) or, for the CPU tests, after
-// tests/gpu/emulation/warp_emulator.hpp, which defines RINGLAB_WARP_EMULATOR and emulates each
+// gpu/emulation/warp_emulator.hpp, which defines RINGLAB_WARP_EMULATOR and emulates each
 // primitive lane by lane with the same layouts — so the kernels' index arithmetic runs in CI.
 #pragma once
 
@@ -33,7 +33,7 @@
 #define RINGLAB_DYNAMIC_SMEM(name) extern __shared__ __align__(128) unsigned char name[]
 #define RINGLAB_UNROLL _Pragma("unroll")
 #elif !defined(RINGLAB_WARP_EMULATOR)
-#error "gpu/kernels/primitives.cuh needs nvcc, or tests/gpu/emulation/warp_emulator.hpp included first"
+#error "gpu/kernels/primitives.cuh needs nvcc, or gpu/emulation/warp_emulator.hpp included first"
 #endif
 
 namespace ringlab::gpu::dev {

@@ -1,5 +1,5 @@
 // Lab 07's hidden tests: the student's block attention kernel, run by the CPU warp emulator
-// (tests/gpu/emulation) on small problems and compared with exact float64 attention
+// (gpu/emulation) on small problems and compared with exact float64 attention
 // (reference/exact_attention.hpp) within the float32 tolerances of reference/compare.hpp; and,
 // where a GPU is present, the same file compiled by nvcc with device_runner.cu and run on the
 // device against the same oracle.

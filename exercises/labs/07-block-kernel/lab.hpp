@@ -1,7 +1,7 @@
 // Lab 07 — a block attention kernel. What you implement and what you may call.
 //
 // Your file is compiled twice, unchanged: as host C++ under the CPU warp emulator
-// (tests/gpu/emulation/warp_emulator.hpp: every CUDA thread a fiber) — how `ringlab grade` checks
+// (gpu/emulation/warp_emulator.hpp: every CUDA thread a fiber) — how `ringlab grade` checks
 // it on any machine — and by nvcc for the device criterion where a GPU is present. So write the
 // kernel with ringlab's portable conventions (gpu/kernels/primitives.cuh), as the ladder kernels
 // of gpu/kernels/ladder/ are written:
@@ -23,7 +23,7 @@
 #if defined(__CUDACC__)
 #include <cuda_runtime.h>
 #else
-#include "tests/gpu/emulation/warp_emulator.hpp"  // first: it stands in for nvcc
+#include "gpu/emulation/warp_emulator.hpp"  // first: it stands in for nvcc
 // The harness, another translation unit, calls your kernel: under the emulator it must be one
 // ordinary function, not the `inline` that RINGLAB_KERNEL means there for header-only kernels.
 #undef RINGLAB_KERNEL

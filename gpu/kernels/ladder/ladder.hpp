@@ -1,7 +1,7 @@
 // The teaching ladder (in the spirit of llm.c's dev/cuda): single-pass attention forward in
 // numbered versions, each adding one idea. Every version is validated against the CPU reference
 // before it is timed (bench/gpu/bench_gpu_ladder, tests/gpu/test_gpu_ladder.cpp), and the kernels
-// of 01-04 also run under the CPU warp emulator (tests/gpu/emulation).
+// of 01-04 also run under the CPU warp emulator (gpu/emulation).
 //
 //   01_naive_fp32.cu        one thread per query row, K and V read from global memory
 //   02_tiled_smem.cu        K/V tiles in shared memory, shared by a block of 64 query rows

@@ -2,7 +2,7 @@
 // (forward_mma.cuh, backward_mma.cuh, the fp32 ones, elementwise.cuh) and the same grids as the
 // nvcc launchers (gpu/kernels/*.cu), run on the CPU. Linked, with mock_cuda_runtime.cpp, into the
 // tests that run the GPU executors without a GPU (test_executor_emulated.cpp).
-#include "tests/gpu/emulation/warp_emulator.hpp"  // first: it stands in for nvcc
+#include "gpu/emulation/warp_emulator.hpp"  // first: it stands in for nvcc
 
 #include <algorithm>
 #include <string>

@@ -2,7 +2,7 @@
 // checked against the reference blockwise kernel — these run everywhere, GPU or not, so CI checks
 // the kernels' index arithmetic, swizzles, fragment layouts, masks, tile skipping and GQA.
 // Sizes are small and ragged on purpose (partial tiles, row ranges not starting at 0).
-#include "tests/gpu/emulation/warp_emulator.hpp"  // first: it stands in for nvcc
+#include "gpu/emulation/warp_emulator.hpp"  // first: it stands in for nvcc
 
 #include <catch2/catch.hpp>
 #include <cstdint>

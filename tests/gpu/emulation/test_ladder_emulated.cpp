@@ -3,7 +3,7 @@
 // The .cu files are included directly: their launchers are nvcc-only (#ifdef __CUDACC__), their
 // kernels are written with the portable primitives. This executable must not link the compiled
 // ladder library (its kernels' host stubs have the same names).
-#include "tests/gpu/emulation/warp_emulator.hpp"  // first: it stands in for nvcc
+#include "gpu/emulation/warp_emulator.hpp"  // first: it stands in for nvcc
 
 #include <catch2/catch.hpp>
 #include <cmath>

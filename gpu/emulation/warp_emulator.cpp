@@ -3,7 +3,7 @@
 //   [barriers]    block barrier and warp exchange (double-buffered slots)
 //   [primitives]  shuffles, ldmatrix, mma, cp.async
 //   [launch]      grid loop
-#include "tests/gpu/emulation/warp_emulator.hpp"
+#include "gpu/emulation/warp_emulator.hpp"
 
 #include <ucontext.h>
 
