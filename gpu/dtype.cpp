@@ -6,24 +6,19 @@
 #include <cstring>
 
 #include "reference/error.hpp"
+#include "reference/names.hpp"
 
 namespace ringlab::gpu {
 
-const char* dtype_name(Dtype dtype) {
-  switch (dtype) {
-    case Dtype::bf16: return "bf16";
-    case Dtype::fp16: return "fp16";
-    case Dtype::fp32: return "fp32";
-  }
-  return "?";
-}
+namespace {
 
-Dtype parse_dtype(const std::string& name) {
-  if (name == "bf16") return Dtype::bf16;
-  if (name == "fp16") return Dtype::fp16;
-  if (name == "fp32") return Dtype::fp32;
-  throw UsageError("unknown dtype '" + name + "'; use --dtype bf16, fp16 or fp32");
-}
+constexpr NamedValue<Dtype> kDtypeNames[] = {{Dtype::bf16, "bf16"}, {Dtype::fp16, "fp16"}, {Dtype::fp32, "fp32"}};
+
+}  // namespace
+
+const char* dtype_name(Dtype dtype) { return name_of(kDtypeNames, dtype); }
+
+Dtype parse_dtype(const std::string& name) { return parse_named(kDtypeNames, name, "dtype", "--dtype"); }
 
 int64_t dtype_bytes(Dtype dtype) { return dtype == Dtype::fp32 ? 4 : 2; }
 

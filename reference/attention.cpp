@@ -3,15 +3,13 @@
 #include <numeric>
 
 #include "reference/error.hpp"
+#include "reference/names.hpp"
 
 namespace ringlab {
 
 const char* mask_name(MaskKind mask) {
-  switch (mask) {
-    case MaskKind::none: return "none";
-    case MaskKind::causal: return "causal";
-  }
-  return "?";
+  constexpr NamedValue<MaskKind> kNames[] = {{MaskKind::none, "none"}, {MaskKind::causal, "causal"}};
+  return name_of(kNames, mask);
 }
 
 void AttentionDims::validate() const {

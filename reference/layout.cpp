@@ -4,24 +4,20 @@
 #include <cassert>
 
 #include "reference/error.hpp"
+#include "reference/names.hpp"
 
 namespace ringlab {
 
-const char* layout_name(LayoutKind kind) {
-  switch (kind) {
-    case LayoutKind::contiguous: return "contiguous";
-    case LayoutKind::zigzag: return "zigzag";
-    case LayoutKind::striped: return "striped";
-  }
-  return "?";
-}
+namespace {
 
-LayoutKind parse_layout(const std::string& name) {
-  if (name == "contiguous") return LayoutKind::contiguous;
-  if (name == "zigzag") return LayoutKind::zigzag;
-  if (name == "striped") return LayoutKind::striped;
-  throw UsageError("unknown layout '" + name + "'; use --layout contiguous, zigzag or striped");
-}
+constexpr NamedValue<LayoutKind> kLayoutNames[] = {
+    {LayoutKind::contiguous, "contiguous"}, {LayoutKind::zigzag, "zigzag"}, {LayoutKind::striped, "striped"}};
+
+}  // namespace
+
+const char* layout_name(LayoutKind kind) { return name_of(kLayoutNames, kind); }
+
+LayoutKind parse_layout(const std::string& name) { return parse_named(kLayoutNames, name, "layout", "--layout"); }
 
 Layout::Layout(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block)
     : kind_(kind), seq_(seq), ranks_(ranks), block_(block) {

@@ -3,23 +3,18 @@
 #include <algorithm>
 #include <optional>
 
+#include "reference/names.hpp"
 #include "sim/plan/queries.hpp"
 
 namespace ringlab {
 
 const char* memory_category_name(MemoryCategory category) {
-  switch (category) {
-    case MemoryCategory::inputs: return "inputs";
-    case MemoryCategory::working: return "working";
-    case MemoryCategory::kv_slots: return "kv slots";
-    case MemoryCategory::gathered_kv: return "gathered kv";
-    case MemoryCategory::accumulators: return "accumulators";
-    case MemoryCategory::dkv_slots: return "dkv slots";
-    case MemoryCategory::staging: return "staging";
-    case MemoryCategory::outputs: return "outputs";
-    case MemoryCategory::count: break;
-  }
-  return "?";
+  constexpr NamedValue<MemoryCategory> kNames[] = {
+      {MemoryCategory::inputs, "inputs"},           {MemoryCategory::working, "working"},
+      {MemoryCategory::kv_slots, "kv slots"},       {MemoryCategory::gathered_kv, "gathered kv"},
+      {MemoryCategory::accumulators, "accumulators"}, {MemoryCategory::dkv_slots, "dkv slots"},
+      {MemoryCategory::staging, "staging"},         {MemoryCategory::outputs, "outputs"}};
+  return name_of(kNames, category);
 }
 
 int64_t PhaseMemory::total() const {

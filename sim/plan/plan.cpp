@@ -7,84 +7,53 @@
 
 #include "reference/error.hpp"
 #include "reference/formulas.hpp"
+#include "reference/names.hpp"
 #include "sim/plan/queries.hpp"
 
 namespace ringlab {
 
 // ---- [names] ---------------------------------------------------------------------------------
 
-const char* algorithm_name(Algorithm algo) {
-  switch (algo) {
-    case Algorithm::ring: return "ring";
-    case Algorithm::allgather: return "allgather";
-    case Algorithm::ulysses: return "ulysses";
-    case Algorithm::hybrid: return "hybrid";
-  }
-  return "?";
-}
+namespace {
 
-Algorithm parse_algorithm(const std::string& name) {
-  if (name == "ring") return Algorithm::ring;
-  if (name == "allgather") return Algorithm::allgather;
-  if (name == "ulysses") return Algorithm::ulysses;
-  if (name == "hybrid") return Algorithm::hybrid;
-  throw UsageError("unknown algorithm '" + name + "'; use --algo ring, allgather, ulysses or hybrid");
-}
+constexpr NamedValue<Algorithm> kAlgorithmNames[] = {
+    {Algorithm::ring, "ring"}, {Algorithm::allgather, "allgather"}, {Algorithm::ulysses, "ulysses"},
+    {Algorithm::hybrid, "hybrid"}};
+// The mistakes of the source material that a plan can reproduce (none is not one of them).
+constexpr NamedValue<Erratum> kErratumNames[] = {{Erratum::reverse_dkv, "reverse-dkv"},
+                                                 {Erratum::kv_offset_mask, "kv-offset-mask"}};
+constexpr NamedValue<Slot> kSlotNames[] = {
+    {Slot::kv0, "kv0"},         {Slot::kv1, "kv1"},
+    {Slot::dkv0, "dkv0"},       {Slot::dkv1, "dkv1"},
+    {Slot::dkv_local, "dkv_local"}, {Slot::gathered_kv, "gathered_kv"},
+    {Slot::gathered_dkv, "gathered_dkv"}};
+constexpr NamedValue<Collective> kCollectiveNames[] = {
+    {Collective::all_to_all_qkv, "all-to-all q,k,v"},     {Collective::all_to_all_out, "all-to-all out,lse"},
+    {Collective::all_to_all_dout, "all-to-all dout"},     {Collective::all_to_all_grads, "all-to-all dq,dk,dv"},
+    {Collective::all_gather_kv, "all-gather K/V"},        {Collective::reduce_scatter_dkv, "reduce-scatter dK/dV"}};
+constexpr NamedValue<BlockShape> kBlockShapeNames[] = {
+    {BlockShape::full, "full"},       {BlockShape::diagonal, "diag"},   {BlockShape::q_half, "q-half"},
+    {BlockShape::kv_half, "kv-half"}, {BlockShape::masked, "masked"},   {BlockShape::skipped, "skip"},
+    {BlockShape::erratum, "erratum"}};
+
+}  // namespace
+
+const char* algorithm_name(Algorithm algo) { return name_of(kAlgorithmNames, algo); }
+
+Algorithm parse_algorithm(const std::string& name) { return parse_named(kAlgorithmNames, name, "algorithm", "--algo"); }
 
 const char* erratum_name(Erratum erratum) {
-  switch (erratum) {
-    case Erratum::none: return "none";
-    case Erratum::reverse_dkv: return "reverse-dkv";
-    case Erratum::kv_offset_mask: return "kv-offset-mask";
-  }
-  return "?";
+  return erratum == Erratum::none ? "none" : name_of(kErratumNames, erratum);
 }
 
 Erratum parse_erratum(const std::string& name) {
   if (name.empty() || name == "none") return Erratum::none;
-  if (name == "reverse-dkv") return Erratum::reverse_dkv;
-  if (name == "kv-offset-mask") return Erratum::kv_offset_mask;
-  throw UsageError("unknown erratum '" + name + "'; use --erratum reverse-dkv or kv-offset-mask");
+  return parse_named(kErratumNames, name, "erratum", "--erratum");
 }
 
-const char* slot_name(Slot slot) {
-  switch (slot) {
-    case Slot::kv0: return "kv0";
-    case Slot::kv1: return "kv1";
-    case Slot::dkv0: return "dkv0";
-    case Slot::dkv1: return "dkv1";
-    case Slot::dkv_local: return "dkv_local";
-    case Slot::gathered_kv: return "gathered_kv";
-    case Slot::gathered_dkv: return "gathered_dkv";
-    case Slot::count: break;
-  }
-  return "?";
-}
-
-const char* collective_name(Collective collective) {
-  switch (collective) {
-    case Collective::all_to_all_qkv: return "all-to-all q,k,v";
-    case Collective::all_to_all_out: return "all-to-all out,lse";
-    case Collective::all_to_all_dout: return "all-to-all dout";
-    case Collective::all_to_all_grads: return "all-to-all dq,dk,dv";
-    case Collective::all_gather_kv: return "all-gather K/V";
-    case Collective::reduce_scatter_dkv: return "reduce-scatter dK/dV";
-  }
-  return "?";
-}
-
-const char* block_shape_name(BlockShape shape) {
-  switch (shape) {
-    case BlockShape::full: return "full";
-    case BlockShape::diagonal: return "diag";
-    case BlockShape::q_half: return "q-half";
-    case BlockShape::kv_half: return "kv-half";
-    case BlockShape::masked: return "masked";
-    case BlockShape::skipped: return "skip";
-    case BlockShape::erratum: return "erratum";
-  }
-  return "?";
-}
+const char* slot_name(Slot slot) { return name_of(kSlotNames, slot); }
+const char* collective_name(Collective collective) { return name_of(kCollectiveNames, collective); }
+const char* block_shape_name(BlockShape shape) { return name_of(kBlockShapeNames, shape); }
 
 // ---- [spec and geometry] ---------------------------------------------------------------------
 

@@ -5,9 +5,15 @@
 #include <utility>
 
 #include "reference/error.hpp"
+#include "reference/names.hpp"
 
 namespace ringlab {
 namespace {
+
+constexpr NamedValue<FaultKind> kFaultKindNames[] = {{FaultKind::drop, "drop"},
+                                                     {FaultKind::duplicate, "duplicate"},
+                                                     {FaultKind::corrupt, "corrupt"},
+                                                     {FaultKind::delay, "delay"}};
 
 constexpr const char* kFormatHint = "write KIND@RANK:STEP with KIND drop|duplicate|corrupt|delay, e.g. drop@1:2";
 
@@ -26,15 +32,7 @@ int parse_count(std::string_view text, std::string_view field, std::string_view 
 
 }  // namespace
 
-const char* fault_kind_name(FaultKind kind) {
-  switch (kind) {
-    case FaultKind::drop: return "drop";
-    case FaultKind::duplicate: return "duplicate";
-    case FaultKind::corrupt: return "corrupt";
-    case FaultKind::delay: return "delay";
-  }
-  return "?";
-}
+const char* fault_kind_name(FaultKind kind) { return name_of(kFaultKindNames, kind); }
 
 std::string Fault::to_string() const {
   return std::string(fault_kind_name(kind)) + "@" + std::to_string(rank) + ":" + std::to_string(step);
@@ -54,17 +52,9 @@ Fault parse_fault(std::string_view text) {
   if (colon == std::string_view::npos) bad_fault(text, "no ':' between RANK and STEP");
   const std::string_view kind_text = text.substr(0, at);
   Fault fault;
-  if (kind_text == "drop") {
-    fault.kind = FaultKind::drop;
-  } else if (kind_text == "duplicate") {
-    fault.kind = FaultKind::duplicate;
-  } else if (kind_text == "corrupt") {
-    fault.kind = FaultKind::corrupt;
-  } else if (kind_text == "delay") {
-    fault.kind = FaultKind::delay;
-  } else {
-    bad_fault(text, "unknown KIND \"" + std::string(kind_text) + "\"");
-  }
+  const std::optional<FaultKind> kind = find_named(kFaultKindNames, kind_text);
+  if (!kind) bad_fault(text, "unknown KIND \"" + std::string(kind_text) + "\"");
+  fault.kind = *kind;
   fault.rank = parse_count("RANK", text.substr(at + 1, colon - at - 1), text);
   fault.step = parse_count("STEP", text.substr(colon + 1), text);
   return fault;

@@ -2,16 +2,16 @@
 
 #include <cstdio>
 
+#include "reference/names.hpp"
+
 namespace ringlab {
 
 const char* run_status_name(RunStatus status) {
-  switch (status) {
-    case RunStatus::ok: return "ok";
-    case RunStatus::deadlock: return "deadlock";
-    case RunStatus::comm_fault: return "communication fault";
-    case RunStatus::error: return "error";
-  }
-  return "?";
+  constexpr NamedValue<RunStatus> kNames[] = {{RunStatus::ok, "ok"},
+                                              {RunStatus::deadlock, "deadlock"},
+                                              {RunStatus::comm_fault, "communication fault"},
+                                              {RunStatus::error, "error"}};
+  return name_of(kNames, status);
 }
 
 std::string RunReport::describe() const {

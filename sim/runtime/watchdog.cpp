@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "reference/names.hpp"
+
 namespace ringlab {
 namespace {
 
@@ -24,13 +26,11 @@ std::string seconds(double value) {
 }  // namespace
 
 const char* rank_state_name(RankState state) {
-  switch (state) {
-    case RankState::running: return "running";
-    case RankState::polling: return "polling";
-    case RankState::blocked: return "blocked";
-    case RankState::finished: return "finished";
-  }
-  return "?";
+  constexpr NamedValue<RankState> kNames[] = {{RankState::running, "running"},
+                                              {RankState::polling, "polling"},
+                                              {RankState::blocked, "blocked"},
+                                              {RankState::finished, "finished"}};
+  return name_of(kNames, state);
 }
 
 std::string RankWaitReport::describe() const {

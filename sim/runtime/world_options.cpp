@@ -1,16 +1,17 @@
 #include "sim/runtime/world_options.hpp"
 
 #include "reference/error.hpp"
+#include "reference/names.hpp"
 
 namespace ringlab {
 
-const char* send_mode_name(SendMode mode) { return mode == SendMode::eager ? "eager" : "rendezvous"; }
+namespace {
 
-SendMode parse_send_mode(const std::string& name) {
-  if (name == "eager") return SendMode::eager;
-  if (name == "rendezvous") return SendMode::rendezvous;
-  throw UsageError("unknown send mode \"" + name + "\"; use eager or rendezvous");
-}
+constexpr NamedValue<SendMode> kSendModeNames[] = {{SendMode::eager, "eager"}, {SendMode::rendezvous, "rendezvous"}};
+
+}  // namespace
+
+const char* send_mode_name(SendMode mode) { return name_of(kSendModeNames, mode); }
 
 void validate(const WorldOptions& options) {
   if (options.ranks < 1) {

@@ -21,8 +21,6 @@ enum class SendMode : uint8_t {
 };
 
 const char* send_mode_name(SendMode mode);
-// "eager" | "rendezvous"; throws UsageError otherwise.
-SendMode parse_send_mode(const std::string& name);
 
 struct WorldOptions {
   int ranks = 4;                         // P

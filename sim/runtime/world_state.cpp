@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "reference/names.hpp"
+
 namespace ringlab::detail {
 namespace {
 
@@ -34,16 +36,12 @@ Clock::duration to_duration(double seconds) {
 }
 
 const char* collective_name(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::none: return "point-to-point";
-    case CollectiveKind::barrier: return "barrier";
-    case CollectiveKind::all_gather: return "all_gather";
-    case CollectiveKind::all_to_all: return "all_to_all";
-    case CollectiveKind::reduce_scatter: return "reduce_scatter";
-    case CollectiveKind::all_reduce: return "all_reduce";
-    case CollectiveKind::split: return "split";
-  }
-  return "?";
+  constexpr NamedValue<CollectiveKind> kNames[] = {
+      {CollectiveKind::none, "point-to-point"}, {CollectiveKind::barrier, "barrier"},
+      {CollectiveKind::all_gather, "all_gather"}, {CollectiveKind::all_to_all, "all_to_all"},
+      {CollectiveKind::reduce_scatter, "reduce_scatter"}, {CollectiveKind::all_reduce, "all_reduce"},
+      {CollectiveKind::split, "split"}};
+  return name_of(kNames, kind);
 }
 
 std::string group_name(const std::vector<int>& members) {
