@@ -1,6 +1,6 @@
 // Backward launches: the tensor-core kernel for (bf16 | fp16) x (D = 64 | 128) and the fp32 kernel.
-#include "gpu/cuda_check.hpp"
 #include "gpu/kernels/attention_kernels.hpp"
+#include "gpu/kernels/launch.cuh"
 #include "gpu/kernels/backward_fp32.cuh"
 #include "gpu/kernels/backward_mma.cuh"
 #include "reference/error.hpp"
@@ -11,19 +11,12 @@ namespace {
 template <class T, int D>
 void launch_mma(const BackwardParams& p, cudaStream_t stream) {
   using Tiles = BackwardMmaTiles<D>;
-  auto kernel = backward_mma_kernel<T, D>;
-  RINGLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tiles::kSmemBytes));
-  const dim3 grid(static_cast<unsigned>(Tiles::k_tiles(p.a)), static_cast<unsigned>(p.a.batch * p.a.heads));
-  kernel<<<grid, Tiles::kThreads, Tiles::kSmemBytes, stream>>>(p);
-  RINGLAB_CUDA_CHECK(cudaGetLastError());
+  launch_attention(backward_mma_kernel<T, D>, Tiles::k_tiles(p.a), Tiles::kThreads, Tiles::kSmemBytes, p, stream);
 }
 
 void launch_fp32(const BackwardParams& p, cudaStream_t stream) {
-  const int smem = BackwardFp32Tiles::smem_bytes(p.a.dim);
-  RINGLAB_CUDA_CHECK(cudaFuncSetAttribute(backward_fp32_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  const dim3 grid(static_cast<unsigned>(BackwardFp32Tiles::k_tiles(p.a)), static_cast<unsigned>(p.a.batch * p.a.heads));
-  backward_fp32_kernel<<<grid, BackwardFp32Tiles::kThreads, smem, stream>>>(p);
-  RINGLAB_CUDA_CHECK(cudaGetLastError());
+  using Tiles = BackwardFp32Tiles;
+  launch_attention(backward_fp32_kernel, Tiles::k_tiles(p.a), Tiles::kThreads, Tiles::smem_bytes(p.a.dim), p, stream);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Forward launches: the tensor-core kernel for (bf16 | fp16) x (D = 64 | 128) and the fp32 kernel.
-#include "gpu/cuda_check.hpp"
 #include "gpu/kernels/attention_kernels.hpp"
+#include "gpu/kernels/launch.cuh"
 #include "gpu/kernels/forward_fp32.cuh"
 #include "gpu/kernels/forward_mma.cuh"
 #include "reference/error.hpp"
@@ -11,19 +11,12 @@ namespace {
 template <class T, int D>
 void launch_mma(const ForwardParams& p, cudaStream_t stream) {
   using Tiles = ForwardMmaTiles<D>;
-  auto kernel = forward_mma_kernel<T, D>;
-  RINGLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tiles::kSmemBytes));
-  const dim3 grid(static_cast<unsigned>(Tiles::q_tiles(p.a)), static_cast<unsigned>(p.a.batch * p.a.heads));
-  kernel<<<grid, Tiles::kThreads, Tiles::kSmemBytes, stream>>>(p);
-  RINGLAB_CUDA_CHECK(cudaGetLastError());
+  launch_attention(forward_mma_kernel<T, D>, Tiles::q_tiles(p.a), Tiles::kThreads, Tiles::kSmemBytes, p, stream);
 }
 
 void launch_fp32(const ForwardParams& p, cudaStream_t stream) {
-  const int smem = ForwardFp32Tiles::smem_bytes(p.a.dim);
-  RINGLAB_CUDA_CHECK(cudaFuncSetAttribute(forward_fp32_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  const dim3 grid(static_cast<unsigned>(ForwardFp32Tiles::q_tiles(p.a)), static_cast<unsigned>(p.a.batch * p.a.heads));
-  forward_fp32_kernel<<<grid, ForwardFp32Tiles::kThreads, smem, stream>>>(p);
-  RINGLAB_CUDA_CHECK(cudaGetLastError());
+  using Tiles = ForwardFp32Tiles;
+  launch_attention(forward_fp32_kernel, Tiles::q_tiles(p.a), Tiles::kThreads, Tiles::smem_bytes(p.a.dim), p, stream);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "gpu/kernels/kernel_params.hpp"
+#include "gpu/kernels/mma_fragments.cuh"
 #include "gpu/kernels/primitives.cuh"
 
 namespace ringlab::gpu {
@@ -152,18 +153,7 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_mma_kernel(ForwardParams 
 
     // S = Q K^T: 16 rows x 64 keys per warp.
     float s[kScoreTiles][4];
-    RINGLAB_UNROLL
-    for (int nt = 0; nt < kScoreTiles; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
-    RINGLAB_UNROLL
-    for (int kc = 0; kc < kDimChunks; ++kc) {
-      RINGLAB_UNROLL
-      for (int np = 0; np < kScoreTiles / 2; ++np) {
-        uint32_t kb[4];  // B fragments of key n-tiles 2np (kb0, kb1) and 2np+1 (kb2, kb3)
-        ldmatrix_x4(kb, ks + swizzle<D>(np * 16 + lane % 8 + (lane / 16) * 8, kc * 16 + ((lane / 8) % 2) * 8));
-        mma_16816<T>(s[2 * np], qf[kc], kb[0], kb[1]);
-        mma_16816<T>(s[2 * np + 1], qf[kc], kb[2], kb[3]);
-      }
-    }
+    scores_qk<T, D, BK>(s, qf, ks, SwizzledRows<D>{}, lane);
     // Scale; mask where the causal mask cuts the tile or the tile is ragged.
     const bool cut = kind == kTilePartial;
     const bool mask = cut || k_count < BK;
@@ -182,57 +172,8 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_mma_kernel(ForwardParams 
         }
       }
     }
-    // Online softmax: row max over the quad of lanes sharing g, then rescale.
-    float max0 = -INFINITY, max1 = -INFINITY;
-    RINGLAB_UNROLL
-    for (int nt = 0; nt < kScoreTiles; ++nt) {
-      max0 = fmaxf(max0, fmaxf(s[nt][0], s[nt][1]));
-      max1 = fmaxf(max1, fmaxf(s[nt][2], s[nt][3]));
-    }
-    max0 = fmaxf(max0, shfl_xor(max0, 1));
-    max0 = fmaxf(max0, shfl_xor(max0, 2));
-    max1 = fmaxf(max1, shfl_xor(max1, 1));
-    max1 = fmaxf(max1, shfl_xor(max1, 2));
-    const float new0 = fmaxf(m0, max0), new1 = fmaxf(m1, max1);
-    const float shift0 = new0 == -INFINITY ? 0.f : new0;  // a row with no visible key stays empty
-    const float shift1 = new1 == -INFINITY ? 0.f : new1;
-    const float alpha0 = fast_exp(m0 - shift0), alpha1 = fast_exp(m1 - shift1);
-    m0 = new0;
-    m1 = new1;
-    float sum0 = 0.f, sum1 = 0.f;
-    RINGLAB_UNROLL
-    for (int nt = 0; nt < kScoreTiles; ++nt) {
-      s[nt][0] = fast_exp(s[nt][0] - shift0);
-      s[nt][1] = fast_exp(s[nt][1] - shift0);
-      s[nt][2] = fast_exp(s[nt][2] - shift1);
-      s[nt][3] = fast_exp(s[nt][3] - shift1);
-      sum0 += s[nt][0] + s[nt][1];
-      sum1 += s[nt][2] + s[nt][3];
-    }
-    l0 = l0 * alpha0 + sum0;
-    l1 = l1 * alpha1 + sum1;
-    RINGLAB_UNROLL
-    for (int nt = 0; nt < kOutTiles; ++nt) {
-      o[nt][0] *= alpha0;
-      o[nt][1] *= alpha0;
-      o[nt][2] *= alpha1;
-      o[nt][3] *= alpha1;
-    }
-    // O += P V: the S accumulators of key n-tiles 2kc, 2kc+1 are exactly the A fragment of keys
-    // [16kc, 16kc+16); V (keys x D) is k-major, so its B fragments come from ldmatrix.trans.
-    RINGLAB_UNROLL
-    for (int kc = 0; kc < BK / 16; ++kc) {
-      const uint32_t pa[4] = {pack2<T>(s[2 * kc][0], s[2 * kc][1]), pack2<T>(s[2 * kc][2], s[2 * kc][3]),
-                              pack2<T>(s[2 * kc + 1][0], s[2 * kc + 1][1]),
-                              pack2<T>(s[2 * kc + 1][2], s[2 * kc + 1][3])};
-      RINGLAB_UNROLL
-      for (int dp = 0; dp < D / 16; ++dp) {
-        uint32_t vb[4];  // B fragments of output n-tiles 2dp (vb0, vb1) and 2dp+1 (vb2, vb3)
-        ldmatrix_x4_trans(vb, vs + swizzle<D>(kc * 16 + lane % 8 + ((lane / 8) % 2) * 8, dp * 16 + (lane / 16) * 8));
-        mma_16816<T>(o[2 * dp], pa, vb[0], vb[1]);
-        mma_16816<T>(o[2 * dp + 1], pa, vb[2], vb[3]);
-      }
-    }
+    online_softmax(s, o, m0, m1, l0, l1);
+    accumulate_pv<T, D, BK>(s, o, vs, SwizzledRows<D>{}, lane);
     sync_threads();  // every warp is done with this stage before the next prefetch overwrites it
     stage ^= 1;
     tile = next;
@@ -241,10 +182,8 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_mma_kernel(ForwardParams 
   cp_async_wait<0>();
 
   // Write the state back: l summed over the quad, O as float pairs.
-  l0 += shfl_xor(l0, 1);
-  l0 += shfl_xor(l0, 2);
-  l1 += shfl_xor(l1, 1);
-  l1 += shfl_xor(l1, 2);
+  l0 = quad_sum(l0);
+  l1 = quad_sum(l1);
   if (valid0) {
     if (t == 0) {
       p.acc_max[acc0] = m0;

@@ -3,8 +3,7 @@
 // 4 warps owns 64 query rows (16 per warp); K/V tiles of 64 keys are loaded synchronously into
 // rows padded by 16 bytes, which keeps ldmatrix free of bank conflicts without a swizzle.
 // P never leaves registers: the S accumulators of two n-tiles are exactly one A fragment.
-#include "gpu/kernels/ladder/ladder.hpp"
-#include "gpu/kernels/primitives.cuh"
+#include "gpu/kernels/ladder/dense_mma.cuh"
 
 namespace ringlab::gpu::ladder {
 
@@ -55,6 +54,7 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) kernel_03(Args p) {
   RINGLAB_UNROLL
   for (int kc = 0; kc < D / 16; ++kc) ldmatrix_x4(qf[kc], q_s + (warp * 16 + lane % 16) * LD + kc * 16 + (lane / 16) * 8);
 
+  const auto padded = [](int row, int col) { return row * LD + col; };  // the tiles' layout
   const int row0 = q0 + warp * 16 + g, row1 = row0 + 8;  // this thread's two query rows
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f, o[D / 8][4];
   RINGLAB_UNROLL
@@ -66,100 +66,20 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) kernel_03(Args p) {
     load_padded<D>(v_s, v + k0 * stride, stride, BK, imin(BK, p.S - k0));
     sync_threads();
     float s[BK / 8][4];
-    RINGLAB_UNROLL
-    for (int nt = 0; nt < BK / 8; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
-    RINGLAB_UNROLL
-    for (int kc = 0; kc < D / 16; ++kc) {
-      RINGLAB_UNROLL
-      for (int np = 0; np < BK / 16; ++np) {
-        uint32_t kb[4];
-        ldmatrix_x4(kb, k_s + (np * 16 + lane % 8 + (lane / 16) * 8) * LD + kc * 16 + ((lane / 8) % 2) * 8);
-        mma_16816<T>(s[2 * np], qf[kc], kb[0], kb[1]);
-        mma_16816<T>(s[2 * np + 1], qf[kc], kb[2], kb[3]);
-      }
-    }
-    const bool mask = k0 + BK > p.S || (p.causal && k0 + BK - 1 > q0);  // ragged, or crosses the diagonal
-    float max0 = -INFINITY, max1 = -INFINITY;
-    RINGLAB_UNROLL
-    for (int nt = 0; nt < BK / 8; ++nt) {
-      RINGLAB_UNROLL
-      for (int e = 0; e < 2; ++e) {
-        const int j = k0 + nt * 8 + 2 * t + e;
-        s[nt][e] = mask && (j >= p.S || (p.causal && j > row0)) ? -INFINITY : s[nt][e] * p.scale;
-        s[nt][2 + e] = mask && (j >= p.S || (p.causal && j > row1)) ? -INFINITY : s[nt][2 + e] * p.scale;
-      }
-      max0 = fmaxf(max0, fmaxf(s[nt][0], s[nt][1]));
-      max1 = fmaxf(max1, fmaxf(s[nt][2], s[nt][3]));
-    }
-    max0 = fmaxf(max0, shfl_xor(max0, 1));
-    max0 = fmaxf(max0, shfl_xor(max0, 2));
-    max1 = fmaxf(max1, shfl_xor(max1, 1));
-    max1 = fmaxf(max1, shfl_xor(max1, 2));
-    const float new0 = fmaxf(m0, max0), new1 = fmaxf(m1, max1);
-    const float shift0 = new0 == -INFINITY ? 0.f : new0, shift1 = new1 == -INFINITY ? 0.f : new1;
-    const float alpha0 = fast_exp(m0 - shift0), alpha1 = fast_exp(m1 - shift1);
-    m0 = new0, m1 = new1;
-    float sum0 = 0.f, sum1 = 0.f;  // this thread's share of the rows' sums; the quad adds up at the end
-    RINGLAB_UNROLL
-    for (int nt = 0; nt < BK / 8; ++nt) {
-      s[nt][0] = fast_exp(s[nt][0] - shift0);
-      s[nt][1] = fast_exp(s[nt][1] - shift0);
-      s[nt][2] = fast_exp(s[nt][2] - shift1);
-      s[nt][3] = fast_exp(s[nt][3] - shift1);
-      sum0 += s[nt][0] + s[nt][1];
-      sum1 += s[nt][2] + s[nt][3];
-    }
-    l0 = l0 * alpha0 + sum0;
-    l1 = l1 * alpha1 + sum1;
-    RINGLAB_UNROLL
-    for (int nt = 0; nt < D / 8; ++nt) {
-      o[nt][0] *= alpha0, o[nt][1] *= alpha0, o[nt][2] *= alpha1, o[nt][3] *= alpha1;
-    }
-    RINGLAB_UNROLL
-    for (int kc = 0; kc < BK / 16; ++kc) {
-      const uint32_t pa[4] = {pack2<T>(s[2 * kc][0], s[2 * kc][1]), pack2<T>(s[2 * kc][2], s[2 * kc][3]),
-                              pack2<T>(s[2 * kc + 1][0], s[2 * kc + 1][1]),
-                              pack2<T>(s[2 * kc + 1][2], s[2 * kc + 1][3])};
-      RINGLAB_UNROLL
-      for (int dp = 0; dp < D / 16; ++dp) {
-        uint32_t vb[4];
-        ldmatrix_x4_trans(vb, v_s + (kc * 16 + lane % 8 + ((lane / 8) % 2) * 8) * LD + dp * 16 + (lane / 16) * 8);
-        mma_16816<T>(o[2 * dp], pa, vb[0], vb[1]);
-        mma_16816<T>(o[2 * dp + 1], pa, vb[2], vb[3]);
-      }
-    }
+    scores_qk<T, D, BK>(s, qf, k_s, padded, lane);
+    scale_and_mask<BK>(s, p, k0, q0, row0, row1, t);
+    online_softmax(s, o, m0, m1, l0, l1);
+    accumulate_pv<T, D, BK>(s, o, v_s, padded, lane);
   }
-  l0 += shfl_xor(l0, 1);
-  l0 += shfl_xor(l0, 2);
-  l1 += shfl_xor(l1, 1);
-  l1 += shfl_xor(l1, 2);
-  const int rows[2] = {row0, row1};
-  const float sums[2] = {l0, l1}, maxes[2] = {m0, m1};
-  for (int r = 0; r < 2; ++r) {
-    if (rows[r] >= p.S) continue;
-    float* out = p.out + head + rows[r] * stride;
-    RINGLAB_UNROLL
-    for (int nt = 0; nt < D / 8; ++nt) {
-      out[nt * 8 + 2 * t] = o[nt][2 * r] / sums[r];
-      out[nt * 8 + 2 * t + 1] = o[nt][2 * r + 1] / sums[r];
-    }
-    if (t == 0) p.lse[(static_cast<int64_t>(b) * p.H + h) * p.S + rows[r]] = maxes[r] + logf(sums[r]);
-  }
+  write_rows<D>(p, o, m0, m1, l0, l1, b, h, row0, row1, t);
 }
 
 #ifdef __CUDACC__
-template <int D>
-void launch_03_d(const Problem& problem, const Args& args, cudaStream_t stream) {
-  constexpr int smem = Tiles03<D>::kSmemBytes;
-  cudaFuncSetAttribute(kernel_03<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  const dim3 grid(static_cast<unsigned>((problem.seq + 63) / 64), static_cast<unsigned>(problem.batch * problem.heads));
-  kernel_03<D><<<grid, 128, smem, stream>>>(args);
-}
-
 void launch_03(const Problem& problem, const void* q, const void* k, const void* v, float* out, float* lse, void*,
                cudaStream_t stream) {
   const Args args = args_of(problem, q, k, v, out, lse);
-  problem.dim == 64 ? launch_03_d<64>(problem, args, stream) : launch_03_d<128>(problem, args, stream);
+  problem.dim == 64 ? launch_rows_of_64(kernel_03<64>, Tiles03<64>::kSmemBytes, problem, args, stream)
+                    : launch_rows_of_64(kernel_03<128>, Tiles03<128>::kSmemBytes, problem, args, stream);
 }
 #endif
 
