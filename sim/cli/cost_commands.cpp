@@ -3,7 +3,8 @@
 //       one fixed-width table across algorithms and layouts (sim/cost/compare.hpp); --algo or
 //       --layout given restrict the rows to that algorithm or layout
 //   ringlab figure KIND [schedule flags] [--hw ...] [--pass forward|backward] --out FILE.svg [--png FILE.png]
-//       KIND = grid-step | grid-rank | load | timeline (sim/cost/figures.hpp)
+//       KIND = grid-step | grid-rank | load | timeline (viz/figures/book_figures.hpp: the viewer's
+//       model and colours, the cost model's time on --hw)
 // Exit status 0, or 2 for bad input (one line naming the problem and the fix).
 // Sections: [compare] [figure] [registration]
 #include <iostream>
@@ -12,9 +13,9 @@
 #include "reference/error.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cost/compare.hpp"
-#include "sim/cost/figures.hpp"
 #include "sim/run/output_files.hpp"
 #include "sim/run/config.hpp"
+#include "viz/figures/book_figures.hpp"
 
 namespace ringlab::cli {
 
@@ -101,15 +102,15 @@ struct FigureFlags {
 };
 
 int figure_command(FigureFlags& flags) {
-  const FigureKind kind = parse_figure_kind(flags.kind);
+  const viz::FigureKind kind = viz::parse_figure_kind(flags.kind);
   RunConfig& config = flags.config;
   validate(config);
   if (flags.out.empty()) throw UsageError("ringlab figure needs --out FILE.svg; e.g. --out grid.svg");
   check_output_file(flags.out);
   if (!flags.png.empty()) {
-    if (!png_supported()) {
+    if (!viz::png_supported()) {
       std::string error;
-      (void)write_png({}, flags.png, error);
+      (void)viz::write_png({}, flags.png, error);
       throw UsageError(error);
     }
     check_output_file(flags.png);
@@ -117,26 +118,22 @@ int figure_command(FigureFlags& flags) {
   if (flags.pass != "forward" && flags.pass != "backward") {
     throw UsageError("--pass " + flags.pass + " is not a pass; use --pass forward or --pass backward");
   }
-  Figure figure;
-  if (kind == FigureKind::grid_step || kind == FigureKind::grid_rank) {
-    const Plan plan = build_plan(plan_spec(config));
-    figure = block_grid_figure(plan, kind == FigureKind::grid_rank, flags.pass == "forward" ? Pass::forward : Pass::backward);
-  } else {
-    const Hardware hardware = load_hardware(config.hw, config.dims.dim);
-    PlanSpec spec = plan_spec(config);
-    spec.element_bytes = hardware.element_bytes;
-    const Plan plan = build_plan(spec);
-    DryOptions options;
-    options.trace = kind == FigureKind::timeline;
-    const DryResult result = run_dry_plan(plan, hardware, options);
-    figure = kind == FigureKind::load ? load_figure(plan, result) : timeline_figure(plan, result);
+  const Pass pass = flags.pass == "forward" ? Pass::forward : Pass::backward;
+  const Hardware hardware = load_hardware(config.hw, config.dims.dim);
+  PlanSpec spec = plan_spec(config);
+  spec.element_bytes = hardware.element_bytes;
+  const Plan plan = build_plan(spec);
+  viz::check_figure_size(kind, plan.ring(), plan.ranks());  // before the model: it walks every rank
+  if (pass == Pass::backward && !spec.backward) {
+    throw UsageError("--pass backward needs a plan with a backward pass; add --backward");
   }
-  write_file_atomically(flags.out, to_svg(figure));
-  std::cout << "wrote " << flags.out << " (" << figure_kind_name(kind) << ", " << figure.rects.size()
+  const viz::Figure figure = viz::draw_figure(kind, viz::figure_model(plan, hardware), pass);
+  write_file_atomically(flags.out, viz::to_svg(figure));
+  std::cout << "wrote " << flags.out << " (" << viz::figure_kind_name(kind) << ", " << figure.rects.size()
             << " rectangles)\n";
   if (!flags.png.empty()) {
     std::string error;
-    if (!write_png(figure, flags.png, error)) throw UsageError(error);
+    if (!viz::write_png(figure, flags.png, error)) throw UsageError(error);
     std::cout << "wrote " << flags.png << "\n";
   }
   return kExitVerified;

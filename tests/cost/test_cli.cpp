@@ -1,6 +1,6 @@
 // The command line of the cost model: `ringlab run --dry-run` (text, compact summary, --json,
-// --trace, --hw presets and files, errors), `ringlab compare` (its table format pinned here,
-// scenarios, --json) and `ringlab figure` (files written with the right content).
+// --trace, --hw presets and files, errors) and `ringlab compare` (its table format pinned here,
+// scenarios, --json). `ringlab figure` is tested with the figures, in tests/viz.
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
@@ -10,7 +10,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "sim/cost/figures.hpp"
 #include "sim/run/trace.hpp"
 
 namespace {
@@ -172,32 +171,4 @@ TEST_CASE("ringlab run --dry-run --hw: presets, machine files, and clear errors"
   const Run inject = run_ringlab("run --dry-run --inject drop@1:0");
   CHECK(inject.status == 2);
   CHECK(inject.err.find("--inject") != std::string::npos);
-}
-
-TEST_CASE("ringlab figure writes an SVG (and a PNG) whose cells have the right colours", "[cost][cli][figure]") {
-  const std::string svg = "/tmp/ringlab_cost_cli_grid.svg", png = "/tmp/ringlab_cost_cli_grid.png";
-  const std::string png_flag = ringlab::png_supported() ? " --png " + png : "";
-  const Run run = run_ringlab("figure grid-step --ranks 4 --seq 64 --causal --out " + svg + png_flag);
-  REQUIRE(run.status == 0);
-  const std::string content = slurp(svg);
-  CHECK(content.rfind("<?xml", 0) == 0);
-  // Cell (3, 0) is computed at step 3.
-  const std::string cell = "class=\"cell visible\" data-q=\"3\" data-k=\"0\"";
-  const size_t at = content.find(cell);
-  REQUIRE(at != std::string::npos);
-  const size_t start = content.rfind("<rect", at);
-  CHECK(content.substr(start, at - start).find("fill=\"" + ringlab::palette_colour(3, 4).hex() + "\"") != std::string::npos);
-  CHECK(content.find("class=\"cell skipped\" data-q=\"0\" data-k=\"3\"") != std::string::npos);
-  if (!png_flag.empty()) CHECK(slurp(png).substr(1, 3) == "PNG");
-  std::remove(svg.c_str());
-  std::remove(png.c_str());
-  for (const char* kind : {"load", "timeline", "grid-rank"}) {
-    const Run other = run_ringlab(std::string("figure ") + kind + " --ranks 4 --seq 1024 --causal --backward --out " + svg);
-    CHECK(other.status == 0);
-    CHECK(slurp(svg).find("</svg>") != std::string::npos);
-    std::remove(svg.c_str());
-  }
-  const Run unknown = run_ringlab("figure pie --out " + svg);
-  CHECK(unknown.status == 2);
-  CHECK(unknown.err.find("grid-step, grid-rank, load or timeline") != std::string::npos);
 }

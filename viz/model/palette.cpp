@@ -4,6 +4,8 @@
 #include <array>
 #include <cmath>
 
+#include "viz/model/schedule_model.hpp"
+
 namespace ringlab::viz {
 
 namespace {
@@ -64,6 +66,23 @@ Rgba error_colour(double tolerance_used) {
   // 1x .. 10^4 x the tolerance: dark red to full red.
   const float t = std::clamp(static_cast<float>(std::log10(tolerance_used) / 4.0), 0.0f, 1.0f);
   return mix({120, 30, 30, 255}, palette::error_wrong, t);
+}
+
+Rgba span_colour(SpanKind kind, int64_t block) {
+  switch (kind) {
+    case SpanKind::compute: return block >= 0 ? category_colour(block) : palette::compute_span;
+    case SpanKind::send: return palette::send_span;
+    case SpanKind::wait: return palette::wait_span;
+    case SpanKind::collective: return palette::collective_span;
+    case SpanKind::other: break;
+  }
+  return palette::text_dim;
+}
+
+Rgba text_on(Rgba fill) {
+  // Relative luminance (Rec. 709 weights) of the fill, 0..255.
+  const double luminance = 0.2126 * fill.r + 0.7152 * fill.g + 0.0722 * fill.b;
+  return luminance >= 110 ? palette::background : Rgba{255, 255, 255, 255};
 }
 
 }  // namespace ringlab::viz

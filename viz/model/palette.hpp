@@ -1,11 +1,14 @@
 // The viewer's colours, as plain RGBA bytes with no UI types: the view converts them to ImGui's
 // packed colours, and the screenshot test expects exactly these bytes at known pixels, so every
-// colour a test checks is drawn opaque and named here once.
+// colour a test checks is drawn opaque and named here once. The book's figures (viz/figures) draw
+// cells, bars and spans with these same colours, on a white page (palette::paper).
 #pragma once
 
 #include <cstdint>
 
 namespace ringlab::viz {
+
+enum class SpanKind : uint8_t;  // viz/model/schedule_model.hpp
 
 struct Rgba {
   uint8_t r = 0, g = 0, b = 0, a = 255;
@@ -36,6 +39,15 @@ inline constexpr Rgba busy_bar{120, 200, 160};
 inline constexpr Rgba blocked_bar{200, 90, 80};
 inline constexpr Rgba hover_line{255, 255, 255, 180};
 
+// The page of the book's figures: white, printed. Only what surrounds the drawing (background,
+// text, axes) differs from the viewer; what is drawn keeps the viewer's colours.
+namespace paper {
+inline constexpr Rgba background{255, 255, 255};
+inline constexpr Rgba text{33, 37, 41};
+inline constexpr Rgba text_dim{108, 117, 125};
+inline constexpr Rgba grid_line{222, 226, 230};
+}  // namespace paper
+
 }  // namespace palette
 
 // A categorical colour per K/V origin block (ring position) or rank: ten well separated hues,
@@ -47,5 +59,10 @@ Rgba step_colour(int64_t step, int64_t steps);
 Rgba dimmed(Rgba colour, float keep = 0.3f);
 // Error colour of a measured block: green within tolerance, red beyond (brighter the larger).
 Rgba error_colour(double tolerance_used);
+// A timeline span: compute in the colour of its K/V block (category_colour; compute_span when the
+// block is unknown), transfers, waits and collectives in their own colours.
+Rgba span_colour(SpanKind kind, int64_t block);
+// Text drawn over `fill`: the viewer's dark background colour on light fills, white on dark ones.
+Rgba text_on(Rgba fill);
 
 }  // namespace ringlab::viz

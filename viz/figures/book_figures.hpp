@@ -1,0 +1,77 @@
+// The book's figures (`ringlab figure KIND`), drawn from the viewer's UI-free model
+// (viz/model/schedule_model.hpp) in the viewer's colours (viz/model/palette.hpp), so a figure and
+// the same view in ringlab-viz agree: the same step, rank or K/V block has the same colour in both.
+//
+// Kinds:
+//   grid-step  the (query block, key block) grid of one pass, ring positions in ring order, each
+//              cell in the colour of the step (within its phase) that computes it; grid-rank: of
+//              the rank that computes it. Cells as the viewer's grid panel draws them: a cell cut
+//              by the causal mask shows its visible part (per layout unit when its blocks have at
+//              most 8 units: zig-zag's half blocks show as such) over the masked-out colour;
+//              skipped cells (no kernel call) and computed but fully masked ones (--no-skip) have
+//              their own colours. Every cell rect carries class ("cell visible|diagonal|half|
+//              masked|skipped|erratum|unplanned") and data-q / data-k / data-step (within its
+//              phase) / data-rank; every visible part a class ("part visible|diagonal|hidden")
+//              and, when drawn per unit, data-q-unit / data-k-unit (layout units, global order).
+//   load       per rank, stacked bars of busy (computing) and blocked (waiting) time, as the
+//              viewer's load panel shows them, with the mean and the maximum.
+//   timeline   the viewer's timeline: per rank a compute row (spans in their K/V block's colour)
+//              and a communication row (transfers in its upper half, waits in its lower half,
+//              collectives across it).
+// Load and timeline show the cost model's time for a hardware preset (figure_model).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/cost/hardware.hpp"
+#include "sim/plan/plan.hpp"
+#include "viz/figures/figure.hpp"
+#include "viz/model/controls.hpp"
+#include "viz/model/schedule_model.hpp"
+
+namespace ringlab::viz {
+
+enum class FigureKind : uint8_t { grid_step, grid_rank, load, timeline };
+const char* figure_kind_name(FigureKind kind);
+FigureKind parse_figure_kind(const std::string& name);  // throws UsageError listing the kinds
+
+// Throws UsageError when a figure of `kind` cannot be drawn for `ring` ring positions and `ranks`
+// ranks: grids up to 64 ring positions, load bars up to 256 ranks, timelines up to 64 ranks.
+// Cheap: call it on the plan before building a model.
+void check_figure_size(FigureKind kind, int64_t ring, int64_t ranks);
+
+// The model every figure draws from: the plan as the viewer models it, with its timeline and its
+// busy / blocked time from the cost model's dry run on `hardware`.
+ScheduleModel figure_model(const Plan& plan, const Hardware& hardware);
+
+// ---- the figures -----------------------------------------------------------------------------
+
+// The block grid of one pass, coloured by step or by rank (GridColouring::error needs a run, which
+// a figure has not). Throws UsageError when the model has no such pass or too many ring positions.
+Figure grid_figure(const ScheduleModel& model, GridColouring colouring, Pass pass);
+// Busy and blocked time per rank. Throws UsageError beyond 256 ranks.
+Figure load_figure(const ScheduleModel& model);
+// The timeline. Throws UsageError beyond 64 ranks, std::logic_error when the model has no spans.
+Figure timeline_figure(const ScheduleModel& model);
+// The figure of `kind` (grids: of `pass`).
+Figure draw_figure(FigureKind kind, const ScheduleModel& model, Pass pass);
+
+// ---- what a grid cell shows ------------------------------------------------------------------
+
+// A piece of a computed cell, in fractions of the cell's square (0..1, y down): what the viewer's
+// grid panel fills inside a cell cut by the causal mask. A diagonal piece is the triangle below
+// its square's diagonal: (x0, y0), (x0, y1), (x1, y1).
+enum class CellPartKind : uint8_t { visible, diagonal, hidden };
+struct CellPart {
+  CellPartKind kind = CellPartKind::visible;
+  float x0 = 0, y0 = 0, x1 = 1, y1 = 1;
+  int64_t q_unit = -1, k_unit = -1;  // layout units (global order) when drawn per unit
+};
+// The pieces of a cell, empty when it is drawn as one flat square (not cut by the mask, skipped,
+// or computed although fully masked). Per layout unit when the model knows the units and both
+// blocks have at most 8 (ScheduleModel::unit_pattern), else by the block's shape.
+std::vector<CellPart> cell_parts(const ScheduleModel& model, const GridCell& cell);
+
+}  // namespace ringlab::viz
