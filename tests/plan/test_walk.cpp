@@ -38,7 +38,7 @@ struct Recorder final : WalkVisitor {
     visited_at[static_cast<size_t>(v.at.rank)][static_cast<size_t>(v.at.index)] = clock;
     order.push_back(v.at);
     visits.push_back({v.at, clock++, v.received ? *v.received : WalkMessage{}, v.received != nullptr,
-                      v.exchange ? v.exchange_index : -1, v.gathering ? v.gathering->id : -1});
+                      v.exchange ? v.exchange_index : -1, v.gathering ? v.gathering->id : -1, v.sent ? v.sent->id : -1});
   }
   void matched(const WalkMessage& message, const OpRef& receive) override {
     CHECK(matched_at.count(message.id) == 0);  // once per message
@@ -68,6 +68,7 @@ struct Recorder final : WalkVisitor {
     bool receives = false;
     int64_t exchange_index = -1;
     int64_t gathering = -1;
+    int64_t sent = -1;  // Exchange: its message; Wait: its exchange's
   };
   const std::vector<std::vector<Op>>& ops;
   int64_t clock = 0;
@@ -87,8 +88,10 @@ const Op& op_at(const std::vector<std::vector<Op>>& ops, const OpRef& at) {
   return ops[static_cast<size_t>(at.rank)][static_cast<size_t>(at.index)];
 }
 
-// Every dependency the walk promises, on a walk that finished.
-void check_order(const Plan& plan, const std::vector<std::vector<Op>>& ops, const Recorder& rec, const WalkResult& result) {
+// Every dependency the walk promises, on a walk that finished; with rendezvous sends, also that a
+// Wait comes after its own send met its receive (a dispatcher has enqueued that copy by then).
+void check_order(const std::vector<std::vector<Op>>& ops, const Recorder& rec, const WalkResult& result,
+                 bool rendezvous = false) {
   REQUIRE(result.finished());
   CHECK(result.unreceived.empty());
   int64_t total = 0;
@@ -110,6 +113,11 @@ void check_order(const Plan& plan, const std::vector<std::vector<Op>>& ops, cons
       CHECK(posted.step == w->exchange_step);
       CHECK(rec.visited_at[static_cast<size_t>(v.at.rank)][static_cast<size_t>(v.exchange_index)] < v.time);
       CHECK(v.receives == (e.recv_from >= 0));
+      CHECK((v.sent >= 0) == (e.send_to >= 0));
+      if (rendezvous && v.sent >= 0) {
+        REQUIRE(rec.matched_at.count(v.sent) == 1);
+        CHECK(rec.matched_at.at(v.sent) < v.time);
+      }
       if (!v.receives) continue;
       ++received;
       // The message came from the peer's matching send, visited (and matched) before this Wait.
@@ -150,7 +158,6 @@ void check_order(const Plan& plan, const std::vector<std::vector<Op>>& ops, cons
     CHECK(rec.visited_at[static_cast<size_t>(receive.rank)][static_cast<size_t>(receive.index)] < time);
   }
   CHECK(rec.mismatched.empty());
-  (void)plan;
 }
 
 // Index of the first op of `rank` satisfying `pred`, or -1.
@@ -179,7 +186,7 @@ TEST_CASE("walk order respects every dependency, the same on every call", "[plan
   INFO(plan.spec().describe());
   const std::vector<std::vector<Op>> ops = expand_all(plan);
   Recorder first(ops);
-  check_order(plan, ops, first, walk_plan(plan, ops, first));
+  check_order(ops, first, walk_plan(plan, ops, first));
   // Round robin from rank 0: rank 0 runs until it must wait, then rank 1 starts (a schedule that
   // opens with a collective makes rank 0 wait at once, with no visit).
   if (!std::holds_alternative<CollectiveOp>(ops[0][0].body)) {
@@ -193,7 +200,7 @@ TEST_CASE("walk order respects every dependency, the same on every call", "[plan
   CHECK(again.order == first.order);
   // Rendezvous sends (a dispatcher that enqueues copies) finish too, in an order that still holds.
   Recorder rendezvous(ops);
-  check_order(plan, ops, rendezvous, walk_plan(plan, ops, rendezvous, WalkOptions{true}));
+  check_order(ops, rendezvous, walk_plan(plan, ops, rendezvous, WalkOptions{true}), true);
 }
 
 TEST_CASE("a missing send: the receiver waits for the sender, which never sends it", "[plans][walk]") {
