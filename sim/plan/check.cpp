@@ -1,14 +1,11 @@
-// Plan checker: symbolic execution of every rank's ops, then the coverage table.
+// Plan checker: symbolic execution of every rank's ops in the plan walker's order (sim/plan/walk.hpp),
+// then the coverage table.
 // Sections: [state] [ops] [collectives] [coverage] [driver]
 #include "sim/plan/check.hpp"
 
-#include <algorithm>
 #include <array>
-#include <deque>
-#include <map>
-#include <tuple>
 
-#include "sim/plan/queries.hpp"
+#include "sim/plan/walk.hpp"
 
 namespace ringlab {
 
@@ -42,154 +39,135 @@ struct SlotState {
   bool sending = false;  // a send of this slot is in flight (until its Wait)
 };
 
-struct Message {
-  Payload payload;
-  int64_t origin;
-  int64_t bytes;
+// What a message carried when it was sent: the sender's slot at the time of its Exchange.
+struct MessageContent {
+  int64_t origin = -1;
   Contributions grads;
 };
 
-struct PendingExchange {
-  ExchangeOp op;
-};
-
 struct RankState {
-  std::vector<Op> ops;
-  size_t pc = 0;
   std::array<SlotState, static_cast<size_t>(Slot::count)> slots;
-  std::map<std::tuple<int, int, int64_t>, PendingExchange> pending;  // (phase, exchange id, step)
-  std::vector<Contributions> gathered_grads;                   // per ring position
-  int64_t collectives_done = 0;
-  bool at_collective = false;  // arrived at the current collective, waiting for the group
+  std::vector<Contributions> gathered_grads;  // per ring position
   int64_t stored_origin = -1;
   bool finalized = false;
-  bool done() const { return pc >= ops.size(); }
 };
 
-struct Checker {
-  const Plan& plan;
-  PlanCheck result;
-  std::vector<RankState> ranks;
-  std::map<std::tuple<int64_t, int64_t, int>, std::deque<Message>> queues;  // (src, dst, tag)
-  // Collective arrivals: (occurrence, family group key) -> members arrived, and the kind seen.
-  std::map<std::pair<int64_t, int64_t>, std::pair<int64_t, Collective>> arrivals;
-
+class Checker final : public WalkVisitor {
+ public:
   explicit Checker(const Plan& p) : plan(p) {}
 
-  SlotState& slot(int64_t rank, Slot s) { return ranks[rank].slots[static_cast<size_t>(s)]; }
+  PlanCheck run();
+
+ private:
+  SlotState& slot(int64_t rank, Slot s) { return ranks[static_cast<size_t>(rank)].slots[static_cast<size_t>(s)]; }
 
   void report(int64_t rank, const Op& op, const std::string& message) {
     if (result.findings.size() >= 32) return;  // the first findings are the useful ones
-    result.findings.push_back({rank, op.step, plan.phases()[op.phase].name, message});
+    result.findings.push_back({rank, op.step, plan.phases()[static_cast<size_t>(op.phase)].name, message});
   }
 
   // ---- [ops] ---------------------------------------------------------------------------------
 
-  // Executes the op at the rank's pc; returns false when it must wait for another rank.
-  bool execute(int64_t rank, const Op& op) {
-    RankState& state = ranks[rank];
-    return std::visit(
-        [&](const auto& body) -> bool {
-          using T = std::decay_t<decltype(body)>;
-          if constexpr (std::is_same_v<T, ExchangeOp>) {
-            if (body.send_to >= 0) {
-              SlotState& from = slot(rank, body.send_slot);
-              const Content expected = body.payload == Payload::kv ? Content::kv : Content::dkv;
-              if (from.content != expected) {
-                report(rank, op, std::string("sends ") + slot_name(body.send_slot) + " which holds no " +
-                                     (body.payload == Payload::kv ? "K/V" : "dK/dV") + " yet");
-              }
-              queues[{rank, body.send_to, body.tag}].push_back({body.payload, from.origin, body.bytes, from.grads});
-              from.sending = true;
-            }
-            if (body.recv_from >= 0) {
-              SlotState& into = slot(rank, body.recv_slot);
-              if (into.sending) {
-                report(rank, op, std::string("receives into ") + slot_name(body.recv_slot) + " while it is still being sent");
-              }
-              into.content = Content::pending;
-            }
-            state.pending[{op.phase, body.id, op.step}] = {body};
-            return true;
-          } else if constexpr (std::is_same_v<T, WaitOp>) {
-            auto found = state.pending.find({op.phase, body.exchange_id, body.exchange_step});
-            if (found == state.pending.end()) {
-              report(rank, op, "waits for exchange " + std::to_string(body.exchange_id) + " of step " +
-                                   std::to_string(body.exchange_step) + ", which was never posted");
-              return true;
-            }
-            const ExchangeOp& exchange = found->second.op;
-            if (exchange.recv_from >= 0) {
-              auto queue = queues.find({exchange.recv_from, rank, exchange.tag});
-              if (queue == queues.end() || queue->second.empty()) return false;  // not sent yet
-              const Message message = queue->second.front();
-              queue->second.pop_front();
-              ++result.messages;
-              if (message.bytes != exchange.bytes) {
-                report(rank, op, "receives " + std::to_string(exchange.bytes) + " bytes from rank " +
-                                     std::to_string(exchange.recv_from) + ", which sends " +
-                                     std::to_string(message.bytes));
-              }
-              if (message.payload != exchange.payload) report(rank, op, "receives dK/dV where K/V was expected, or the reverse");
-              SlotState& into = slot(rank, exchange.recv_slot);
-              into.content = message.payload == Payload::kv ? Content::kv : Content::dkv;
-              into.origin = message.origin;
-              into.grads = message.grads;
-            }
-            if (exchange.send_to >= 0) slot(rank, exchange.send_slot).sending = false;
-            state.pending.erase(found);
-            return true;
-          } else if constexpr (std::is_same_v<T, LoadKvOp>) {
-            SlotState& into = slot(rank, body.slot);
-            if (into.sending || into.content == Content::pending) {
-              report(rank, op, std::string("loads its K/V into ") + slot_name(body.slot) + ", which is busy");
-            }
-            into = {Content::kv, body.block, {}, false};
-            return true;
-          } else if constexpr (std::is_same_v<T, ComputeOp>) {
-            check_compute(rank, op, body);
-            return true;
-          } else if constexpr (std::is_same_v<T, AccumulateOp>) {
-            SlotState& from = slot(rank, body.from);
-            SlotState& to = slot(rank, body.to);
-            if (to.content != Content::dkv || from.content != Content::dkv) {
-              report(rank, op, std::string("accumulates ") + slot_name(body.from) + " into " + slot_name(body.to) +
-                                   " but one of them holds no dK/dV");
-            } else if (from.origin != to.origin) {
-              report(rank, op, "adds dK/dV of block " + std::to_string(from.origin) + " into the accumulator of block " +
-                                   std::to_string(to.origin));
-            }
-            to.grads.add(from.grads);
-            return true;
-          } else if constexpr (std::is_same_v<T, CollectiveOp>) {
-            return collective(rank, op, body);
-          } else if constexpr (std::is_same_v<T, FinalizeOp>) {
-            state.finalized = true;
-            return true;
-          } else if constexpr (std::is_same_v<T, PrepareBackwardOp>) {
-            if (!state.finalized) report(rank, op, "starts the backward before the forward is finalized");
-            slot(rank, Slot::dkv0) = {Content::dkv, plan.ring_position(rank), {}, false};
-            state.gathered_grads.assign(static_cast<size_t>(plan.ring()), {});
-            return true;
-          } else if constexpr (std::is_same_v<T, StoreGradsOp>) {
-            const SlotState& from = slot(rank, body.slot);
-            const int64_t own = plan.ring_position(rank);
-            if (from.content != Content::dkv) {
-              report(rank, op, std::string("stores ") + slot_name(body.slot) + " which holds no dK/dV");
-            } else if (from.origin != own) {
-              report(rank, op, "stores the dK/dV of block " + std::to_string(from.origin) + " as its own (block " +
-                                   std::to_string(own) + ")");
-            } else if (!(from.grads == expected_grads(rank))) {
-              report(rank, op, "its dK/dV holds contributions of " + std::to_string(from.grads.count) +
-                                   " query blocks, not of the " + std::to_string(expected_grads(rank).count) +
-                                   " whose queries see it");
-            }
-            state.stored_origin = from.origin;
-            return true;
-          }
-          return true;
-        },
-        op.body);
+  void visit(const WalkVisit& v) override {
+    std::visit([&](const auto& body) { execute(v.at.rank, *v.op, body, v); }, v.op->body);
+  }
+
+  void execute(int64_t rank, const Op& op, const ExchangeOp& e, const WalkVisit& v) {
+    if (e.send_to >= 0) {
+      SlotState& from = slot(rank, e.send_slot);
+      const Content expected = e.payload == Payload::kv ? Content::kv : Content::dkv;
+      if (from.content != expected) {
+        report(rank, op, std::string("sends ") + slot_name(e.send_slot) + " which holds no " +
+                             (e.payload == Payload::kv ? "K/V" : "dK/dV") + " yet");
+      }
+      contents.resize(static_cast<size_t>(v.sent->id) + 1);
+      contents[static_cast<size_t>(v.sent->id)] = {from.origin, from.grads};
+      from.sending = true;
+    }
+    if (e.recv_from >= 0) {
+      SlotState& into = slot(rank, e.recv_slot);
+      if (into.sending) {
+        report(rank, op, std::string("receives into ") + slot_name(e.recv_slot) + " while it is still being sent");
+      }
+      into.content = Content::pending;
+    }
+  }
+
+  void execute(int64_t rank, const Op& op, const WaitOp& w, const WalkVisit& v) {
+    if (!v.exchange) {
+      report(rank, op, "waits for exchange " + std::to_string(w.exchange_id) + " of step " +
+                           std::to_string(w.exchange_step) + ", which was never posted");
+      return;
+    }
+    const ExchangeOp& exchange = *v.exchange;
+    if (v.received) {
+      const WalkMessage& message = *v.received;
+      ++result.messages;
+      if (message.bytes != exchange.bytes) {
+        report(rank, op, "receives " + std::to_string(exchange.bytes) + " bytes from rank " +
+                             std::to_string(exchange.recv_from) + ", which sends " + std::to_string(message.bytes));
+      }
+      if (message.payload != exchange.payload) report(rank, op, "receives dK/dV where K/V was expected, or the reverse");
+      const MessageContent& content = contents[static_cast<size_t>(message.id)];
+      SlotState& into = slot(rank, exchange.recv_slot);
+      into.content = message.payload == Payload::kv ? Content::kv : Content::dkv;
+      into.origin = content.origin;
+      into.grads = content.grads;
+    }
+    if (exchange.send_to >= 0) slot(rank, exchange.send_slot).sending = false;
+  }
+
+  void execute(int64_t rank, const Op& op, const LoadKvOp& load, const WalkVisit&) {
+    SlotState& into = slot(rank, load.slot);
+    if (into.sending || into.content == Content::pending) {
+      report(rank, op, std::string("loads its K/V into ") + slot_name(load.slot) + ", which is busy");
+    }
+    into = {Content::kv, load.block, {}, false};
+  }
+
+  void execute(int64_t rank, const Op& op, const ComputeOp& c, const WalkVisit&) { check_compute(rank, op, c); }
+
+  void execute(int64_t rank, const Op& op, const AccumulateOp& a, const WalkVisit&) {
+    SlotState& from = slot(rank, a.from);
+    SlotState& to = slot(rank, a.to);
+    if (to.content != Content::dkv || from.content != Content::dkv) {
+      report(rank, op, std::string("accumulates ") + slot_name(a.from) + " into " + slot_name(a.to) +
+                           " but one of them holds no dK/dV");
+    } else if (from.origin != to.origin) {
+      report(rank, op, "adds dK/dV of block " + std::to_string(from.origin) + " into the accumulator of block " +
+                           std::to_string(to.origin));
+    }
+    to.grads.add(from.grads);
+  }
+
+  // Entering and completing are the walker's calls (entered, completed); passing it does nothing.
+  void execute(int64_t, const Op&, const CollectiveOp&, const WalkVisit&) {}
+
+  void execute(int64_t rank, const Op&, const FinalizeOp&, const WalkVisit&) {
+    ranks[static_cast<size_t>(rank)].finalized = true;
+  }
+
+  void execute(int64_t rank, const Op& op, const PrepareBackwardOp&, const WalkVisit&) {
+    RankState& state = ranks[static_cast<size_t>(rank)];
+    if (!state.finalized) report(rank, op, "starts the backward before the forward is finalized");
+    slot(rank, Slot::dkv0) = {Content::dkv, plan.ring_position(rank), {}, false};
+    state.gathered_grads.assign(static_cast<size_t>(plan.ring()), {});
+  }
+
+  void execute(int64_t rank, const Op& op, const StoreGradsOp& store, const WalkVisit&) {
+    const SlotState& from = slot(rank, store.slot);
+    const int64_t own = plan.ring_position(rank);
+    if (from.content != Content::dkv) {
+      report(rank, op, std::string("stores ") + slot_name(store.slot) + " which holds no dK/dV");
+    } else if (from.origin != own) {
+      report(rank, op, "stores the dK/dV of block " + std::to_string(from.origin) + " as its own (block " +
+                           std::to_string(own) + ")");
+    } else if (!(from.grads == expected_grads(rank))) {
+      report(rank, op, "its dK/dV holds contributions of " + std::to_string(from.grads.count) +
+                           " query blocks, not of the " + std::to_string(expected_grads(rank).count) +
+                           " whose queries see it");
+    }
+    ranks[static_cast<size_t>(rank)].stored_origin = from.origin;
   }
 
   // The query blocks whose backward touches this rank's block.
@@ -228,26 +206,17 @@ struct Checker {
 
   // ---- [collectives] -------------------------------------------------------------------------
 
-  bool collective(int64_t rank, const Op& op, const CollectiveOp& c) {
-    RankState& state = ranks[rank];
-    const bool ulysses = is_ulysses_collective(c.collective);
-    // The n-th collective of a group: every member must enter the same one.
-    const std::pair<int64_t, int64_t> key{state.collectives_done, (ulysses ? 0 : 1) + 2 * c.group};
-    auto& [arrived, kind] = arrivals[key];
-    if (!state.at_collective) {
-      state.at_collective = true;
-      if (arrived == 0) kind = c.collective;
-      if (kind != c.collective) {
-        report(rank, op, std::string("enters ") + collective_name(c.collective) + " while its group is in " +
-                             collective_name(kind));
-      }
-      ++arrived;
-      if (arrived == static_cast<int64_t>(c.members.size())) complete_collective(c);
-    }
-    if (arrived < static_cast<int64_t>(c.members.size())) return false;
-    state.at_collective = false;
-    ++state.collectives_done;
-    return true;
+  // A rank enters its group's n-th collective: it must be the same one as the others'.
+  void entered(const CollectiveEntry& entry) override {
+    if (!entry.kind_mismatch) return;
+    report(entry.at.rank, *entry.op, std::string("enters ") + collective_name(entry.collective->collective) +
+                                         " while its group is in " + collective_name(entry.gathering->kind()));
+  }
+
+  // Every member has entered: the collective's effect, as the last one to enter states it.
+  void completed(const CollectiveGathering& gathering) override {
+    const OpRef last = gathering.entered.back();
+    complete_collective(std::get<CollectiveOp>(ops[static_cast<size_t>(last.rank)][static_cast<size_t>(last.index)].body));
   }
 
   void complete_collective(const CollectiveOp& c) {
@@ -346,61 +315,53 @@ struct Checker {
 
   // ---- [driver] ------------------------------------------------------------------------------
 
-  void run() {
-    ranks.resize(static_cast<size_t>(plan.ranks()));
+  // The ranks that cannot move, in rank order, interleaved with the ranks that finished
+  // without storing their gradients; then the messages nobody took, per (source, destination, tag).
+  void report_ends(const WalkResult& walk) {
+    auto blocked = walk.blocked.begin();
     for (int64_t r = 0; r < plan.ranks(); ++r) {
-      ranks[r].ops = expand(plan, r);
-      result.ops += static_cast<int64_t>(ranks[r].ops.size());
-    }
-    init_coverage();
-    bool progress = true;
-    while (progress) {
-      progress = false;
-      for (int64_t r = 0; r < plan.ranks(); ++r) {
-        RankState& state = ranks[r];
-        while (!state.done() && execute(r, state.ops[state.pc])) {
-          ++state.pc;
-          progress = true;
-        }
-      }
-    }
-    for (int64_t r = 0; r < plan.ranks(); ++r) {
-      const RankState& state = ranks[r];
-      if (!state.done()) {
-        const Op& op = state.ops[state.pc];
-        std::string what = "never completes: it waits";
-        if (const auto* wait = std::get_if<WaitOp>(&op.body)) {
-          const auto found = state.pending.find({op.phase, wait->exchange_id, wait->exchange_step});
-          if (found != state.pending.end()) {
-            what += " for rank " + std::to_string(found->second.op.recv_from) + " (tag " +
-                    std::to_string(found->second.op.tag) + "), which never sends it";
-          }
-        } else if (const auto* c = std::get_if<CollectiveOp>(&op.body)) {
-          what += std::string(" in ") + collective_name(c->collective) + " for ranks that never arrive";
-        }
-        report(r, op, what + " (deadlock)");
-      } else if (plan.spec().backward && state.stored_origin < 0) {
+      if (blocked != walk.blocked.end() && blocked->at.rank == r) {
+        const Op& op = ops[static_cast<size_t>(r)][static_cast<size_t>(blocked->at.index)];
+        report(r, op, "never completes: it " + blocked->what() + " (deadlock)");
+        ++blocked;
+      } else if (plan.spec().backward && ranks[static_cast<size_t>(r)].stored_origin < 0) {
         result.findings.push_back({r, -1, "", "ends without storing its dK/dV"});
       }
     }
-    for (const auto& [key, queue] : queues) {
-      if (!queue.empty()) {
-        result.findings.push_back({std::get<0>(key), -1, "",
-                                   std::to_string(queue.size()) + " message(s) to rank " +
-                                       std::to_string(std::get<1>(key)) + " (tag " + std::to_string(std::get<2>(key)) +
-                                       ") are never received"});
+    for (size_t i = 0; i < walk.unreceived.size();) {
+      const WalkMessage& first = walk.unreceived[i];
+      size_t j = i;
+      while (j < walk.unreceived.size() && walk.unreceived[j].from() == first.from() && walk.unreceived[j].to == first.to &&
+             walk.unreceived[j].tag == first.tag) {
+        ++j;
       }
+      result.findings.push_back({first.from(), -1, "",
+                                 std::to_string(j - i) + " message(s) to rank " + std::to_string(first.to) + " (tag " +
+                                     std::to_string(first.tag) + ") are never received"});
+      i = j;
     }
-    verify_coverage();
   }
+
+  const Plan& plan;
+  PlanCheck result;
+  std::vector<std::vector<Op>> ops;     // [rank]: expand(plan, rank)
+  std::vector<RankState> ranks;
+  std::vector<MessageContent> contents;  // [message id]
 };
+
+PlanCheck Checker::run() {
+  ops = expand_all(plan);
+  for (const std::vector<Op>& list : ops) result.ops += static_cast<int64_t>(list.size());
+  ranks.resize(static_cast<size_t>(plan.ranks()));
+  init_coverage();
+  const WalkResult walk = walk_plan(plan, ops, *this);
+  report_ends(walk);
+  verify_coverage();
+  return std::move(result);
+}
 
 }  // namespace
 
-PlanCheck check_plan(const Plan& plan) {
-  Checker checker(plan);
-  checker.run();
-  return checker.result;
-}
+PlanCheck check_plan(const Plan& plan) { return Checker(plan).run(); }
 
 }  // namespace ringlab

@@ -1,5 +1,5 @@
 // ringlab-viz's command line for what fails before any window opens: malformed or unreadable
-// traces, bad flags and steps give one line on stderr, exit 2, and no output file.
+// traces, bad flags, steps and machines (--hw) give one line on stderr, exit 2, and no output file.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -73,6 +73,15 @@ TEST_CASE("ringlab-viz: an unreadable trace, a bad flag, a bad step: one line, e
   result = run_viz("--panel gird --screenshot " + png.string());
   CHECK(result.status == 2);
   CHECK(result.err.find("unknown panel") != std::string::npos);
+
+  result = run_viz("--hw h100-nvlnk --screenshot " + png.string());
+  CHECK(result.status == 2);
+  CHECK(lines_of(result.err) == 1);
+  CHECK(result.err.find("unknown hardware preset 'h100-nvlnk'") != std::string::npos);
+
+  result = run_viz("--hw /nonexistent/machine.json --screenshot " + png.string());
+  CHECK(result.status == 2);
+  CHECK(lines_of(result.err) == 1);
 
   result = run_viz("--no-such-flag");
   CHECK(result.status == 2);

@@ -231,6 +231,29 @@ TEST_CASE("controls re-plan live, and a schedule that does not divide shows a me
   CHECK(empty.model().step_count() == 0);
 }
 
+TEST_CASE("the hardware control re-plans: the timeline becomes the cost model's for the new machine", "[viz][frames]") {
+  HeadlessImGui imgui;
+  Viewer viewer(controls_of(test::spec_of(Algorithm::ring, LayoutKind::zigzag, 4, true, true)));
+  imgui.frame(viewer);
+  CHECK(viewer.model().timeline.hardware == "h100-nvlink");
+  const double nvlink_end = viewer.model().timeline.end;
+  viewer.playback().scrub(3);
+  viewer.controls().hardware = "h100-pcie";
+  imgui.frames(viewer, 3);
+  CHECK(viewer.message().empty());
+  CHECK(viewer.model().timeline.hardware == "h100-pcie");
+  CHECK(viewer.model().timeline.end > nvlink_end);
+  CHECK(viewer.playback().position == 3);  // the same schedule: the step stays
+  CHECK(viewer.view().drawn[static_cast<size_t>(Panel::timeline)]);
+  // A machine file that does not exist: a message, and the last good model stays.
+  viewer.controls().hardware = "/nonexistent/machine.json";
+  imgui.frame(viewer);
+  CHECK(viewer.message().find("/nonexistent/machine.json") != std::string::npos);
+  CHECK(viewer.model().timeline.hardware == "h100-pcie");
+  CHECK(hardware_choices(viewer.controls().hardware).back() == "/nonexistent/machine.json");
+  CHECK(hardware_choices("h100-ib").size() == 4);
+}
+
 TEST_CASE("a malformed trace shows one line in the Messages panel, and a good one opens", "[viz][frames]") {
   HeadlessImGui imgui;
   Viewer viewer(controls_of(test::spec_of(Algorithm::ring, LayoutKind::contiguous, 4, true)));

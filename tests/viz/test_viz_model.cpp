@@ -1,5 +1,6 @@
 // The viewer's model from plans: ring positions and held blocks, transfers and collectives, the
-// block grid's cells (who computes what, when, with which shape), load, the schematic timeline,
+// block grid's cells (who computes what, when, with which shape), load, the timeline (the cost
+// model's prediction for a hardware preset, as ringlab run --dry-run --hw gives it),
 // and where the reverse-dkv and kv-offset-mask errata put their errors — checked against the
 // algorithms' definitions and the plan checker, over P in {1, 2, 3, 4, 8} (STYLE.md habit 5).
 #include <catch2/catch.hpp>
@@ -208,11 +209,13 @@ TEST_CASE("load: FLOPs per rank add up to the grid's, cumulative by step, and ca
   CHECK(m.load.flops_max == Approx(m.load.ranks.back().flops));
 }
 
-TEST_CASE("schematic timeline: two rows per rank, spans in time order, steps in order", "[viz][model]") {
+TEST_CASE("plan timeline: two rows per rank, spans in time order, steps in order", "[viz][model]") {
   const int64_t P = GENERATE(1, 3, 4);
   const ScheduleModel m = model_of(spec_of(Algorithm::ring, LayoutKind::zigzag, P, true, true));
   REQUIRE(m.timeline.rows.size() == static_cast<size_t>(2 * P));
   CHECK_FALSE(m.timeline.measured);
+  CHECK(m.timeline.hardware == kDefaultHardware);
+  CHECK(m.timeline.note.empty());
   CHECK(m.timeline.end > 0);
   for (int64_t r = 0; r < P; ++r) {
     const TimelineRow& compute = m.timeline.row(r, 0);

@@ -1,6 +1,6 @@
 // ringlab-viz — watch and debug sequence-parallel attention schedules (Dear ImGui, GLFW, OpenGL 3).
 //
-//   ringlab-viz [schedule flags of `ringlab plan`] [--trace FILE] [--run]
+//   ringlab-viz [schedule flags of `ringlab plan`] [--hw PRESET|FILE] [--trace FILE] [--run]
 //   ringlab-viz --screenshot OUT.png [--step N] [--panel grid|ring|load|timeline|controls|messages|all]
 //               [--size WxH] [--colour step|rank|error] [--geometry OUT.json] [same flags]
 //
@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "reference/error.hpp"
+#include "sim/cost/hardware.hpp"
 #include "sim/run/config.hpp"
 #include "viz/app/gl_app.hpp"
 
@@ -40,11 +41,14 @@ int run(const RunConfig& given, const AppFlags& flags) {
   validate(config);
   const PlanSpec spec = plan_spec(config);
   (void)build_plan(spec);  // a schedule that does not build is a usage error here, not a panel message
+  (void)load_hardware(config.hw, config.dims.dim);  // nor does an unknown machine
 
   ViewerOptions options;
   options.all_panels = flags.panel == "all";
   if (!options.all_panels) options.panel = parse_panel(flags.panel);
-  Viewer viewer(ScheduleControls::from_spec(spec), options);
+  ScheduleControls controls = ScheduleControls::from_spec(spec);
+  controls.hardware = config.hw;
+  Viewer viewer(controls, options);
   viewer.view().colouring = parse_colouring(flags.colour);
   const bool screenshot = !flags.screenshot.empty();
 
@@ -82,6 +86,9 @@ int main(int argc, char** argv) {
   RunConfig config;
   AppFlags flags;
   add_schedule_flags(app, config);
+  app.add_option("--hw", config.hw,
+                 "the timeline's machine (cost model): h100-nvlink | h100-ib | h100-pcie | cpu, or a JSON file")
+      ->capture_default_str();
   app.add_option("--trace", flags.trace, "open a Chrome trace written by ringlab run --trace");
   app.add_flag("--run", flags.run, "run the schedule on the simulator (small sizes) and show each block's error");
   app.add_option("--screenshot", flags.screenshot, "render off-screen and write this PNG, then exit");

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "reference/error.hpp"
+#include "sim/cost/hardware.hpp"
 
 namespace ringlab::viz {
 
@@ -85,6 +86,12 @@ ScheduleControls ScheduleControls::from_spec(const PlanSpec& s) {
   c.backward = s.backward;
   c.erratum = static_cast<int>(s.erratum);
   return c;
+}
+
+std::vector<std::string> hardware_choices(const std::string& current) {
+  std::vector<std::string> choices = hardware_preset_names();
+  if (std::find(choices.begin(), choices.end(), current) == choices.end()) choices.push_back(current);
+  return choices;
 }
 
 // ---- grid colouring --------------------------------------------------------------------------
@@ -178,12 +185,14 @@ HelpTopic help_topic(Panel panel) {
               "contiguous layout saves work but little time."};
     case Panel::timeline:
       return {"book/cost-model.md",
-              "Per rank, a compute row and a communication row over time: measured for traces and runs, a "
-              "schematic clock (fixed FLOP rate and link speed) for plans. Scroll to zoom, drag to pan; the "
-              "vertical line follows the mouse across all rows."};
+              "Per rank, a compute row and a communication row over time: measured for traces and runs; for a "
+              "plan, the cost model's prediction for the hardware chosen in Controls (or --hw): the same "
+              "simulated timeline as ringlab run --dry-run --hw. Scroll to zoom, drag to pan; the vertical "
+              "line follows the mouse across all rows."};
     case Panel::controls:
       return {"book/ring-attention.md",
-              "The schedule's parameters, as ringlab plan takes them; any change re-plans at once. Run executes "
+              "The schedule's parameters, as ringlab plan takes them, and the hardware the timeline is predicted "
+              "for; any change re-plans at once. Run executes "
               "the schedule on the simulator at small sizes and measures each block's error. Keys: Space "
               "play/pause, Left/Right step, R restart."};
     case Panel::messages:

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/plan/plan.hpp"
 #include "viz/model/palette.hpp"
@@ -42,7 +43,8 @@ inline constexpr std::array<const char*, 4> kAlgorithmNames{"ring", "allgather",
 inline constexpr std::array<const char*, 3> kLayoutNames{"contiguous", "zigzag", "striped"};
 inline constexpr std::array<const char*, 3> kErratumNames{"none", "reverse-dkv", "kv-offset-mask"};
 
-// What the Controls panel edits (ints, as the widgets want them); any change re-plans.
+// What the Controls panel edits (ints, as the widgets want them, and the machine's name); any
+// change re-plans.
 struct ScheduleControls {
   int algo = 0;    // index into kAlgorithmNames
   int layout = 0;  // index into kLayoutNames
@@ -58,11 +60,16 @@ struct ScheduleControls {
   bool skip = true;
   bool backward = false;
   int erratum = 0;  // index into kErratumNames
+  std::string hardware = kDefaultHardware;  // the cost model's machine for the timeline: a preset or JSON file
 
   PlanSpec spec() const;
   static ScheduleControls from_spec(const PlanSpec& spec);
   friend bool operator==(const ScheduleControls&, const ScheduleControls&) = default;
 };
+
+// The machines the hardware control offers: the presets of `--hw` (hardware_preset_names), then
+// `current` when it is none of them (a JSON file given with --hw).
+std::vector<std::string> hardware_choices(const std::string& current);
 
 // ---- grid colouring --------------------------------------------------------------------------
 

@@ -1,16 +1,14 @@
-// The model's queries and the plan walk.
-// Sections: [names and queries] [plan walk: state] [plan walk: ops] [plan walk: driver]
-//           [summaries] [first error]
+// The model's queries, and the model of a plan: the shared plan walk fills in what each rank holds
+// and computes, the cost model the times.
+// Sections: [names and queries] [plan walk] [summaries] [model of a plan] [first error]
 #include "viz/model/schedule_model.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
-#include <deque>
-#include <map>
-#include <tuple>
 
 #include "sim/plan/queries.hpp"
+#include "sim/plan/walk.hpp"
 
 namespace ringlab::viz {
 
@@ -33,6 +31,11 @@ const char* source_name(SourceKind kind) {
     case SourceKind::run: return "run";
   }
   return "?";
+}
+
+std::string time_source(const Timeline& timeline) {
+  if (timeline.measured) return "measured";
+  return "the cost model's prediction for " + (timeline.hardware.empty() ? std::string("no machine") : timeline.hardware);
 }
 
 namespace {
@@ -187,172 +190,101 @@ std::vector<const CollectiveView*> ScheduleModel::collectives_at(int64_t step) c
   return found;
 }
 
-// ---- [plan walk: state] ----------------------------------------------------------------------
+// ---- [plan walk] -----------------------------------------------------------------------------
 
 namespace {
 
 constexpr size_t kSlots = static_cast<size_t>(Slot::count);
 
-struct Message {
-  int64_t origin = kNoBlock;
-  double arrival = 0;
-};
-
-struct PendingExchange {
-  ExchangeOp op;
-  double send_done = 0;
-};
-
-struct WalkRank {
-  std::vector<Op> ops;
-  size_t pc = 0;
-  double clock = 0;
+// What the viewer follows on each rank: which block each buffer holds, and whose dK/dV.
+struct HeldBlocks {
   std::array<int64_t, kSlots> origin{};                       // ring position held by each slot
   std::array<std::pair<int64_t, int64_t>, kSlots> written{};  // (q, kv) cell whose dK/dV a slot holds
-  std::map<std::tuple<int, int, int64_t>, PendingExchange> pending;  // (phase, exchange id, step)
-  int64_t collectives_done = 0;
-  bool at_collective = false;
-  double arrived_at = 0;
-  bool done() const { return pc >= ops.size(); }
 };
 
-struct Arrival {
-  int64_t count = 0;
-  double latest = 0, start = 0, end = 0;
-};
-
-// ---- [plan walk: ops] ------------------------------------------------------------------------
-
-class PlanWalk {
+// The model's per-step data from the shared plan walk (sim/plan/walk.hpp): what each rank holds
+// and computes, the grid's cells, transfers and collectives. Times come from the cost model.
+class PlanModelWalk final : public WalkVisitor {
  public:
-  PlanWalk(const Plan& plan, const SchematicClock& clock, ScheduleModel& model)
-      : plan_(plan), clock_(clock), m_(model) {}
+  PlanModelWalk(const Plan& plan, const std::vector<std::vector<Op>>& ops, ScheduleModel& model)
+      : plan_(plan), ops_(ops), m_(model) {
+    held_.resize(static_cast<size_t>(plan.ranks()));
+    for (HeldBlocks& h : held_) {
+      h.origin.fill(kNoBlock);
+      h.written.fill({kNoBlock, kNoBlock});
+    }
+  }
 
-  void run() {
-    const int64_t P = plan_.ranks();
-    ranks_.resize(static_cast<size_t>(P));
-    for (int64_t r = 0; r < P; ++r) {
-      WalkRank& s = ranks_[static_cast<size_t>(r)];
-      s.ops = expand(plan_, r);
-      s.origin.fill(kNoBlock);
-      s.written.fill({kNoBlock, kNoBlock});
-    }
-    // Round robin: each rank runs until it must wait for another; stops when nobody can move.
-    bool progress = true;
-    while (progress) {
-      progress = false;
-      for (int64_t r = 0; r < P; ++r) {
-        WalkRank& s = ranks_[static_cast<size_t>(r)];
-        while (!s.done() && execute(r, s.ops[s.pc])) {
-          ++s.pc;
-          progress = true;
-        }
-      }
-    }
-    for (int64_t r = 0; r < P; ++r) {
-      const WalkRank& s = ranks_[static_cast<size_t>(r)];
-      if (!s.done()) {
-        const Op& op = s.ops[s.pc];
-        m_.findings.push_back({r, op.step, plan_.phases()[static_cast<size_t>(op.phase)].name,
-                               "the viewer's walk stops here: this rank waits forever (deadlock)"});
+  void visit(const WalkVisit& v) override {
+    std::visit([&](const auto& body) { execute(v, body); }, v.op->body);
+  }
+
+  // A group's collective: drawn once, at the step of its op; its effect on every member's buffers.
+  void completed(const CollectiveGathering& g) override {
+    const CollectiveOp& c = *g.op;
+    m_.collectives.push_back({global_step(op_at(g.entered.front())), c.collective, collective_name(c.collective),
+                              c.members, c.send_bytes, 0, 0});
+    for (int64_t member : c.members) {
+      HeldBlocks& h = held(member);
+      if (c.collective == Collective::all_gather_kv) h.origin[static_cast<size_t>(Slot::gathered_kv)] = kAllBlocks;
+      if (c.collective == Collective::reduce_scatter_dkv) {
+        h.origin[static_cast<size_t>(Slot::dkv0)] = plan_.ring_position(member);
       }
     }
   }
 
  private:
   int64_t global_step(const Op& op) const { return m_.phases[static_cast<size_t>(op.phase)].first_step + op.step; }
-  TimelineRow& row(int64_t rank, int lane) { return m_.timeline.rows[static_cast<size_t>(2 * rank + lane)]; }
+  const Op& op_at(const OpRef& at) const { return ops_[static_cast<size_t>(at.rank)][static_cast<size_t>(at.index)]; }
+  HeldBlocks& held(int64_t rank) { return held_[static_cast<size_t>(rank)]; }
   RankStep& rank_step(int64_t rank, int64_t step) {
     return m_.rank_steps[static_cast<size_t>(rank)][static_cast<size_t>(step)];
   }
   BlockGrid& grid(Pass pass) { return m_.grids[pass == Pass::forward || m_.grids.size() == 1 ? 0 : 1]; }
 
-  void add_span(int64_t rank, int lane, Span span) {
-    if (span.end > span.start || span.kind == SpanKind::compute) row(rank, lane).spans.push_back(std::move(span));
-  }
-
-  bool execute(int64_t rank, const Op& op) {
-    return std::visit([&](const auto& body) { return execute(rank, op, body); }, op.body);
-  }
-
-  bool execute(int64_t rank, const Op& op, const ExchangeOp& e) {
-    WalkRank& s = ranks_[static_cast<size_t>(rank)];
-    const int64_t step = global_step(op);
-    double send_done = s.clock;
-    if (e.send_to >= 0) {
-      const int64_t origin = s.origin[static_cast<size_t>(e.send_slot)];
-      const double arrival = s.clock + clock_.latency + static_cast<double>(e.bytes) / clock_.link_bandwidth;
-      m_.transfers.push_back({rank, e.send_to, e.payload, origin, step, e.bytes, s.clock, arrival});
-      queues_[{rank, e.send_to, e.tag}].push_back({origin, arrival});
-      send_done = arrival;
-      const char* what = e.payload == Payload::kv ? "K/V" : "dK/dV";
-      add_span(rank, 1, {s.clock, arrival, SpanKind::send, step, origin, e.send_to,
-                         std::string("send ") + what + " of block " + std::to_string(origin) + " to rank " +
-                             std::to_string(e.send_to)});
+  void execute(const WalkVisit& v, const ExchangeOp& e) {
+    HeldBlocks& h = held(v.at.rank);
+    if (v.sent) {
+      const int64_t origin = h.origin[static_cast<size_t>(e.send_slot)];
+      Transfer t{v.at.rank, e.send_to, e.payload, origin, global_step(*v.op), e.bytes, 0, 0};
+      t.tag = e.tag;
+      m_.transfers.push_back(t);
+      message_origin_.resize(static_cast<size_t>(v.sent->id) + 1, kNoBlock);
+      message_origin_[static_cast<size_t>(v.sent->id)] = origin;
     }
-    if (e.recv_from >= 0) s.origin[static_cast<size_t>(e.recv_slot)] = kNoBlock;  // until the wait
-    s.pending[{op.phase, e.id, op.step}] = {e, send_done};
-    return true;
+    if (e.recv_from >= 0) h.origin[static_cast<size_t>(e.recv_slot)] = kNoBlock;  // until the wait
   }
 
-  bool execute(int64_t rank, const Op& op, const WaitOp& w) {
-    WalkRank& s = ranks_[static_cast<size_t>(rank)];
-    const auto found = s.pending.find({op.phase, w.exchange_id, w.exchange_step});
-    if (found == s.pending.end()) return true;  // the plan checker reports this one
-    const ExchangeOp& e = found->second.op;
-    double ready = found->second.send_done;
-    if (e.recv_from >= 0) {
-      auto queue = queues_.find({e.recv_from, rank, e.tag});
-      if (queue == queues_.end() || queue->second.empty()) return false;  // not sent yet
-      const Message message = queue->second.front();
-      queue->second.pop_front();
-      ready = std::max(ready, message.arrival);
-      s.origin[static_cast<size_t>(e.recv_slot)] = message.origin;
-    }
-    if (ready > s.clock) {
-      add_span(rank, 1, {s.clock, ready, SpanKind::wait, global_step(op), kNoBlock, e.recv_from,
-                         e.recv_from >= 0 ? "wait for rank " + std::to_string(e.recv_from) : "wait for the send"});
-      m_.load.ranks[static_cast<size_t>(rank)].blocked += ready - s.clock;
-      s.clock = ready;
-    }
-    s.pending.erase(found);
-    return true;
+  void execute(const WalkVisit& v, const WaitOp&) {
+    if (!v.exchange || !v.received) return;  // nothing arrives (a plan error the checker reports)
+    held(v.at.rank).origin[static_cast<size_t>(v.exchange->recv_slot)] =
+        message_origin_[static_cast<size_t>(v.received->id)];
   }
 
-  bool execute(int64_t rank, const Op&, const LoadKvOp& load) {
-    ranks_[static_cast<size_t>(rank)].origin[static_cast<size_t>(load.slot)] = load.block;
-    return true;
+  void execute(const WalkVisit& v, const LoadKvOp& load) {
+    held(v.at.rank).origin[static_cast<size_t>(load.slot)] = load.block;
   }
 
-  bool execute(int64_t rank, const Op& op, const ComputeOp& c) {
-    WalkRank& s = ranks_[static_cast<size_t>(rank)];
-    const int64_t step = global_step(op);
+  void execute(const WalkVisit& v, const ComputeOp& c) {
+    const int64_t rank = v.at.rank, step = global_step(*v.op);
+    HeldBlocks& h = held(rank);
     RankLoad& load = m_.load.ranks[static_cast<size_t>(rank)];
-    const bool computed = !c.kernels.empty();
-    const double seconds = computed ? c.flops / clock_.flop_rate : 0;
-    if (computed) {
-      add_span(rank, 0, {s.clock, s.clock + seconds, SpanKind::compute, step, c.kv_block, -1,
-                         std::string(c.pass == Pass::forward ? "fwd" : "bwd") + " b" + std::to_string(c.q_block) + "xb" +
-                             std::to_string(c.kv_block) + " (" + block_shape_name(c.shape) + ")"});
-      load.computed += 1;
-    }
+    if (!c.kernels.empty()) load.computed += 1;
     if (c.shape == BlockShape::skipped) load.skipped += 1;
     if (c.shape == BlockShape::diagonal || c.shape == BlockShape::masked || c.shape == BlockShape::erratum) load.masked += 1;
     load.flops += c.flops;
-    load.busy += seconds;
-    s.clock += seconds;
 
-    RankStep& held = rank_step(rank, step);
-    held.computed = c.kv_block;
-    held.kv_block = s.origin[static_cast<size_t>(c.kv_slot)] == kAllBlocks ? kAllBlocks : c.kv_block;
-    held.shape = c.shape;
-    held.flops += c.flops;
+    RankStep& now = rank_step(rank, step);
+    now.computed = c.kv_block;
+    now.kv_block = h.origin[static_cast<size_t>(c.kv_slot)] == kAllBlocks ? kAllBlocks : c.kv_block;
+    now.shape = c.shape;
+    now.flops += c.flops;
 
     GridCell& cell = grid(c.pass).at(c.q_block, c.kv_block);
     cell.planned = true;
     cell.shape = c.shape;
     cell.step = step;
-    cell.phase_step = op.step;
+    cell.phase_step = v.op->step;
     cell.ranks.push_back(rank);
     cell.flops += c.flops;
     cell.pairs = c.pairs;
@@ -360,78 +292,37 @@ class PlanWalk {
       if (k.erratum_local_query_index && !queries_at_start(c.q_block)) cell.cause = ErrorCause::wrong_mask;
 
     if (c.pass == Pass::backward && c.grad_slot != Slot::gathered_dkv && !c.accumulate_grad) {
-      s.origin[static_cast<size_t>(c.grad_slot)] = c.kv_block;
-      s.written[static_cast<size_t>(c.grad_slot)] = {c.q_block, c.kv_block};
-    }
-    return true;
-  }
-
-  bool execute(int64_t rank, const Op& op, const AccumulateOp& a) {
-    WalkRank& s = ranks_[static_cast<size_t>(rank)];
-    const int64_t from = s.origin[static_cast<size_t>(a.from)], to = s.origin[static_cast<size_t>(a.to)];
-    rank_step(rank, global_step(op)).dkv_block = to;
-    if (from >= 0 && to >= 0 && from != to) {
-      const auto [q, k] = s.written[static_cast<size_t>(a.from)];
-      if (q >= 0 && k >= 0) {
-        GridCell& cell = grid(Pass::backward).at(q, k);
-        if (cell.computed() && cell.cause == ErrorCause::none) {
-          cell.cause = ErrorCause::misrouted_gradient;
-          cell.misrouted_into = to;
-        }
-      }
-    }
-    return true;
-  }
-
-  bool execute(int64_t rank, const Op& op, const CollectiveOp& c) {
-    WalkRank& s = ranks_[static_cast<size_t>(rank)];
-    const std::pair<int64_t, int64_t> key{s.collectives_done, (is_ulysses_collective(c.collective) ? 0 : 1) + 2 * c.group};
-    Arrival& arrival = arrivals_[key];
-    const int64_t members = static_cast<int64_t>(c.members.size());
-    if (!s.at_collective) {
-      s.at_collective = true;
-      s.arrived_at = s.clock;
-      arrival.latest = arrival.count == 0 ? s.clock : std::max(arrival.latest, s.clock);
-      if (++arrival.count == members) complete_collective(op, c, arrival);
-    }
-    if (arrival.count < members) return false;
-    s.at_collective = false;
-    ++s.collectives_done;
-    const int64_t step = global_step(op);
-    if (arrival.start > s.arrived_at) {
-      add_span(rank, 1, {s.arrived_at, arrival.start, SpanKind::wait, step, kNoBlock, -1, "wait for the group"});
-    }
-    add_span(rank, 1, {arrival.start, arrival.end, SpanKind::collective, step, kNoBlock, -1, collective_name(c.collective)});
-    m_.load.ranks[static_cast<size_t>(rank)].blocked += arrival.end - s.arrived_at;
-    s.clock = arrival.end;
-    return true;
-  }
-
-  void complete_collective(const Op& op, const CollectiveOp& c, Arrival& arrival) {
-    arrival.start = arrival.latest;
-    arrival.end = arrival.start + clock_.latency + static_cast<double>(c.send_bytes) / clock_.link_bandwidth;
-    m_.collectives.push_back({global_step(op), c.collective, collective_name(c.collective), c.members, c.send_bytes,
-                              arrival.start, arrival.end});
-    for (int64_t member : c.members) {
-      WalkRank& s = ranks_[static_cast<size_t>(member)];
-      if (c.collective == Collective::all_gather_kv) s.origin[static_cast<size_t>(Slot::gathered_kv)] = kAllBlocks;
-      if (c.collective == Collective::reduce_scatter_dkv) {
-        s.origin[static_cast<size_t>(Slot::dkv0)] = plan_.ring_position(member);
-      }
+      h.origin[static_cast<size_t>(c.grad_slot)] = c.kv_block;
+      h.written[static_cast<size_t>(c.grad_slot)] = {c.q_block, c.kv_block};
     }
   }
 
-  bool execute(int64_t rank, const Op&, const PrepareBackwardOp&) {
-    ranks_[static_cast<size_t>(rank)].origin[static_cast<size_t>(Slot::dkv0)] = plan_.ring_position(rank);
-    return true;
+  // dK/dV added into another block's accumulator: the cell that produced them is misrouted.
+  void execute(const WalkVisit& v, const AccumulateOp& a) {
+    HeldBlocks& h = held(v.at.rank);
+    const int64_t from = h.origin[static_cast<size_t>(a.from)], to = h.origin[static_cast<size_t>(a.to)];
+    rank_step(v.at.rank, global_step(*v.op)).dkv_block = to;
+    if (from < 0 || to < 0 || from == to) return;
+    const auto [q, k] = h.written[static_cast<size_t>(a.from)];
+    if (q < 0 || k < 0) return;
+    GridCell& cell = grid(Pass::backward).at(q, k);
+    if (cell.computed() && cell.cause == ErrorCause::none) {
+      cell.cause = ErrorCause::misrouted_gradient;
+      cell.misrouted_into = to;
+    }
   }
 
-  bool execute(int64_t, const Op&, const FinalizeOp&) { return true; }
-  bool execute(int64_t, const Op&, const StoreGradsOp&) { return true; }
+  void execute(const WalkVisit& v, const PrepareBackwardOp&) {
+    held(v.at.rank).origin[static_cast<size_t>(Slot::dkv0)] = plan_.ring_position(v.at.rank);
+  }
+
+  void execute(const WalkVisit&, const CollectiveOp&) {}  // drawn when the group completes it
+  void execute(const WalkVisit&, const FinalizeOp&) {}
+  void execute(const WalkVisit&, const StoreGradsOp&) {}
 
   // Masking by a query's index within its block equals masking by position only when the
   // block's queries are the positions 0..n-1 (what the erratum gets away with on rank 0).
-  bool queries_at_start(int64_t q_block) {
+  bool queries_at_start(int64_t q_block) const {
     const std::vector<int64_t> positions = plan_.block_positions(q_block);
     for (size_t i = 0; i < positions.size(); ++i)
       if (positions[i] != static_cast<int64_t>(i)) return false;
@@ -439,11 +330,10 @@ class PlanWalk {
   }
 
   const Plan& plan_;
-  SchematicClock clock_;
+  const std::vector<std::vector<Op>>& ops_;  // [rank]: the walked op lists
   ScheduleModel& m_;
-  std::vector<WalkRank> ranks_;
-  std::map<std::tuple<int64_t, int64_t, int>, std::deque<Message>> queues_;  // (src, dst, tag)
-  std::map<std::pair<int64_t, int64_t>, Arrival> arrivals_;                  // (occurrence, group key)
+  std::vector<HeldBlocks> held_;         // [rank]
+  std::vector<int64_t> message_origin_;  // [message id]: the block its sender's slot held
 };
 
 // ---- [summaries] -----------------------------------------------------------------------------
@@ -507,7 +397,12 @@ void summarise(ScheduleModel& m) {
   }
 }
 
-ScheduleModel model_from_plan(const Plan& plan, const SchematicClock& clock) {
+// ---- [model of a plan] ----------------------------------------------------------------------
+
+namespace {
+
+// Phases, global steps, empty grids, token ranges and rows: everything but what the walk fills in.
+ScheduleModel plan_skeleton(const Plan& plan) {
   ScheduleModel m;
   m.source = SourceKind::plan;
   m.title = plan.spec().describe();
@@ -539,18 +434,36 @@ ScheduleModel model_from_plan(const Plan& plan, const SchematicClock& clock) {
   m.load.ranks.assign(static_cast<size_t>(m.ranks), {});
   for (int64_t r = 0; r < m.ranks; ++r)
     for (int lane = 0; lane < 2; ++lane) m.timeline.rows.push_back({r, lane, {}});
+  return m;
+}
 
-  PlanWalk(plan, clock, m).run();
+}  // namespace
+
+ScheduleModel model_from_plan(const Plan& plan, const Hardware& hardware) {
+  ScheduleModel m = plan_skeleton(plan);
+  const std::vector<std::vector<Op>> ops = expand_all(plan);
+  PlanModelWalk walk(plan, ops, m);
+  const WalkResult result = walk_plan(plan, ops, walk);
   for (BlockGrid& grid : m.grids)
     for (GridCell& cell : grid.cells) std::sort(cell.ranks.begin(), cell.ranks.end());  // walk order varies
-  // The checker's findings name (rank, step) in words; the viewer lists them next to its own.
+  // The checker's findings name (rank, step) in words, deadlocks included; past the size where
+  // the viewer runs it, the walk's own deadlock description stands in.
   if (plan.ranks() <= 256) {
     const PlanCheck check = check_plan(plan);
-    m.findings.insert(m.findings.begin(), check.findings.begin(), check.findings.end());
+    m.findings = check.findings;
+  } else {
+    for (const BlockedRank& b : result.blocked) {
+      m.findings.push_back({b.at.rank, b.step, plan.phases()[static_cast<size_t>(b.phase)].name,
+                            "never completes: it " + b.what() + " (deadlock)"});
+    }
   }
-  summarise(m);
+  attach_predicted_time(m, plan, hardware);
   locate_first_error(m);
   return m;
+}
+
+ScheduleModel model_from_plan(const Plan& plan, const std::string& hardware) {
+  return model_from_plan(plan, load_hardware(hardware, plan.spec().dims.dim));
 }
 
 // ---- [first error] ---------------------------------------------------------------------------

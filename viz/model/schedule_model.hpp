@@ -5,10 +5,10 @@
 // the whole schedule, across phases) and keeps each phase's own step number for labels. Every
 // per-step table below is indexed by the global step.
 //
-// Time. A plan has no time of its own: the model walks it with a schematic clock (a FLOP rate,
-// a link bandwidth and latency, waits honoured), good for the shape of a timeline and for busy
-// and blocked time, not for predictions (the cost model does those). Traces and live runs carry
-// measured time. Either way times are seconds from the start.
+// Time. A plan has no time of its own: its timeline is the cost model's prediction for a chosen
+// machine (sim/cost: the dry executor's simulated trace on a hardware preset such as h100-nvlink,
+// converted as a run's trace is), so the viewer and `ringlab run --dry-run --hw` agree. Traces
+// and live runs carry measured time. Either way times are seconds from the start.
 //
 // Sections: [steps and ring] [block grid] [load and timeline] [diagnosis] [model] [builders]
 #pragma once
@@ -18,8 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/plan/plan.hpp"
+#include "sim/cost/hardware.hpp"
 #include "sim/plan/check.hpp"
+#include "sim/plan/plan.hpp"
 #include "sim/run/trace.hpp"
 
 namespace ringlab::viz {
@@ -61,7 +62,8 @@ struct Transfer {
   int64_t origin = kNoBlock;        // ring position whose K/V or dK/dV travels (kNoBlock: unknown)
   int64_t step = 0;                 // global step that posts it; it travels during that step
   int64_t bytes = 0;
-  double start = 0, end = 0;
+  double start = 0, end = 0;        // a plan: when the cost model moves it; a trace: as measured
+  int tag = -1;                     // a plan: the exchange's tag (ExchangeOp::tag); -1 from a trace
 };
 
 // One group's collective (all-to-all, all-gather, reduce-scatter).
@@ -163,18 +165,19 @@ struct TimelineRow {
 
 struct Timeline {
   std::vector<TimelineRow> rows;  // rank-major: compute row then communication row per rank
-  double end = 0;                 // last span end
-  bool measured = false;          // measured time (trace, run) or the schematic clock (plan)
+  double end = 0;                 // the last span's end; a plan: the cost model's makespan
+  bool measured = false;          // measured time (trace, run) or the cost model's prediction (plan)
+  std::string hardware;           // a plan: the machine the prediction is for ("h100-nvlink")
+  std::string note;               // why the rows are empty when they are (a plan too large to draw)
   const TimelineRow& row(int64_t rank, int lane) const { return rows[static_cast<size_t>(2 * rank + lane)]; }
 };
 
-// The plan walk's schematic clock. Deliberately simple (no link contention, no overlap model):
-// the cost model owns real estimates.
-struct SchematicClock {
-  double flop_rate = 400e12;       // FLOP/s of one rank
-  double link_bandwidth = 100e9;   // bytes/s of one point-to-point link
-  double latency = 10e-6;          // seconds per message or collective
-};
+// What the timeline's times are, for legends: "measured", or "the cost model's prediction for
+// h100-nvlink".
+std::string time_source(const Timeline& timeline);
+
+// The machine a plan's timeline is predicted for, unless told otherwise (a `--hw` preset).
+inline constexpr const char* kDefaultHardware = "h100-nvlink";
 
 // ---- [diagnosis] -----------------------------------------------------------------------------
 
@@ -248,10 +251,20 @@ struct ScheduleModel {
 
 // ---- [builders] ------------------------------------------------------------------------------
 
-// Walks the plan: every rank's ops in dependency order with the schematic clock, tracking which
-// block each buffer holds (so misrouted dK/dV are found, as the plan checker finds them), and
-// runs the plan checker when the plan is small enough. Throws nothing for a built plan.
-ScheduleModel model_from_plan(const Plan& plan, const SchematicClock& clock = {});
+// Walks the plan (sim/plan/walk.hpp: every rank's ops in dependency order), tracking which block
+// each buffer holds (so misrouted dK/dV are found, as the plan checker finds them), runs the plan
+// checker when the plan is small enough, and times it with the cost model on `hardware`
+// (attach_predicted_time). Throws nothing for a built plan.
+ScheduleModel model_from_plan(const Plan& plan, const Hardware& hardware);
+// The same on a preset or JSON machine file (load_hardware, for the plan's head dimension): the
+// `--hw` values of `ringlab run --dry-run`. Throws UsageError for an unknown preset or a bad file.
+ScheduleModel model_from_plan(const Plan& plan, const std::string& hardware = kDefaultHardware);
+
+// Replaces the timeline, busy/blocked time and the transfers' and collectives' times with the cost
+// model's prediction for `hardware`: run_dry_plan's simulated trace, at the machine's element size
+// (as `ringlab run --dry-run --hw` times it); busy = its compute time, blocked = exposed
+// communication + idle; the timeline ends at its makespan.
+void attach_predicted_time(ScheduleModel& model, const Plan& plan, const Hardware& hardware);
 
 // From a Chrome trace's complete events (sim/run/trace.hpp): phases from the events' labels, steps
 // and blocks from their args, measured time. Throws UsageError when the events describe no

@@ -1,16 +1,23 @@
-// The model of a Chrome trace (sim/run/trace.hpp) and measured time for a live run's model.
+// Timelines from Chrome trace events, and the model of a whole trace.
 //
-// A trace knows less than a plan: no layout (so no token ranges or unit sub-structure), no
+// One conversion from events to timeline rows and busy / blocked time serves three sources: a
+// run's measured trace (attach_measured_time), the cost model's simulated trace of a plan
+// (attach_predicted_time: run_dry_plan with a trace), and a trace file (model_from_trace).
+//
+// A trace file knows less than a plan: no layout (so no token ranges or unit sub-structure), no
 // skipped blocks (they make no event), and only what the events' args say. Phases come from the
 // events' labels (the plan's phase names, in order of first appearance), steps from "step", the
 // grid from the compute events' q_block / kv_block / mask, transfers from the sends.
-// Sections: [classifying events] [rows and load] [trace model]
+// Sections: [classifying events] [rows and load] [predicted time] [trace model: phases]
+//           [trace model: grid, transfers, collectives] [trace model]
 #include <algorithm>
 #include <map>
 #include <set>
 #include <tuple>
 
 #include "reference/error.hpp"
+#include "sim/cost/dry_executor.hpp"
+#include "sim/plan/queries.hpp"
 #include "viz/model/schedule_model.hpp"
 
 namespace ringlab::viz {
@@ -20,7 +27,16 @@ namespace {
 constexpr int64_t kMaxRanks = 4096;
 constexpr int64_t kMaxBlocks = 512;
 constexpr int64_t kMaxRankSteps = int64_t{1} << 22;  // ranks x steps held per step: ~160 MB at most
+// The cost model's simulated trace holds up to three events per op; past this many the plan's
+// timeline is left out (the totals still come from the cost model).
+constexpr int64_t kMaxPredictedEvents = 600'000;
 const char* const kHint = "pass a trace written by ringlab run --trace";
+
+// Where a trace's times come from: they decide what a "send" event is.
+enum class TimeSource : uint8_t {
+  measured,    // ringlab run: "send" is a blocking send (a wait); "isend" / "irecv" post and return
+  cost_model,  // the dry executor: "send" is the transfer itself, asynchronous, on the sender's lane
+};
 
 // ---- [classifying events] --------------------------------------------------------------------
 
@@ -31,9 +47,12 @@ bool is_collective_name(const std::string& name) {
          starts_with(name, "all_reduce") || starts_with(name, "barrier") || starts_with(name, "split");
 }
 
-SpanKind kind_of(const TraceEvent& e) {
+SpanKind kind_of(const TraceEvent& e, TimeSource source = TimeSource::measured) {
   if (e.lane == TraceLane::compute) return SpanKind::compute;
   if (is_collective_name(e.name)) return SpanKind::collective;
+  if (source == TimeSource::cost_model && e.peer >= 0 && (starts_with(e.name, "send") || starts_with(e.name, "isend"))) {
+    return SpanKind::send;
+  }
   if (e.name == "isend" || e.name == "irecv") return SpanKind::send;  // posting: returns at once
   if (starts_with(e.name, "wait") || e.name == "recv" || e.name == "send" || e.name == "sendrecv") return SpanKind::wait;
   return SpanKind::other;
@@ -50,11 +69,11 @@ bool is_backward(const TraceEvent& e) {
   return e.name.find("bwd") != std::string::npos || e.name.find("backward") != std::string::npos;
 }
 
-std::string span_label(const TraceEvent& e) {
+std::string span_label(const TraceEvent& e, SpanKind kind) {
   std::string text = e.name;
   if (e.q_block >= 0) text += " b" + std::to_string(e.q_block) + "xb" + std::to_string(e.kv_block);
   if (!e.mask.empty()) text += " (" + e.mask + ")";
-  if (e.peer >= 0) text += (kind_of(e) == SpanKind::send ? " -> " : " <- ") + std::string("rank ") + std::to_string(e.peer);
+  if (e.peer >= 0) text += (kind == SpanKind::send ? " -> " : " <- ") + std::string("rank ") + std::to_string(e.peer);
   if (e.bytes > 0) text += ", " + std::to_string(e.bytes) + " B";
   return text;
 }
@@ -63,112 +82,202 @@ std::string span_label(const TraceEvent& e) {
 
 // Timeline rows and busy / blocked time from events; `step_of` maps an event to a global step.
 template <class StepOf>
-void measured_rows(ScheduleModel& m, std::span<const TraceEvent> events, StepOf step_of) {
+void timeline_rows(ScheduleModel& m, std::span<const TraceEvent> events, StepOf step_of, TimeSource source) {
   double t0 = 1e300;
   for (const TraceEvent& e : events) t0 = std::min(t0, e.start_us);
+  if (source == TimeSource::cost_model) t0 = 0;  // simulated time starts at 0 by definition
   m.timeline = {};
-  m.timeline.measured = true;
+  m.timeline.measured = source == TimeSource::measured;
   for (int64_t r = 0; r < m.ranks; ++r)
     for (int lane = 0; lane < 2; ++lane) m.timeline.rows.push_back({r, lane, {}});
   for (RankLoad& load : m.load.ranks) load.busy = load.blocked = 0;
   for (const TraceEvent& e : events) {
     if (e.rank >= m.ranks) continue;
-    const SpanKind kind = kind_of(e);
+    const SpanKind kind = kind_of(e, source);
     const double start = (e.start_us - t0) * 1e-6, end = start + e.duration_us * 1e-6;
     const int64_t block = e.kv_block >= 0 ? e.kv_block : kNoBlock;
     m.timeline.rows[2 * static_cast<size_t>(e.rank) + (e.lane == TraceLane::compute ? 0 : 1)].spans.push_back(
-        {start, end, kind, step_of(e), block, e.peer, span_label(e)});
+        {start, end, kind, step_of(e), block, e.peer, span_label(e, kind)});
     RankLoad& load = m.load.ranks[static_cast<size_t>(e.rank)];
     if (kind == SpanKind::compute) load.busy += end - start;
     if (kind == SpanKind::wait || kind == SpanKind::collective) load.blocked += end - start;
+  }
+  // Microseconds in the file round each back-to-back pair differently: spans of a row that
+  // overlap by less than a picosecond are made to touch.
+  for (TimelineRow& row : m.timeline.rows) {
+    std::stable_sort(row.spans.begin(), row.spans.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+    for (size_t i = 1; i < row.spans.size(); ++i) {
+      Span& span = row.spans[i];
+      const double overlap = row.spans[i - 1].end - span.start;
+      if (overlap > 0 && overlap < 1e-12) span.start = std::min(span.end, row.spans[i - 1].end);
+    }
+  }
+}
+
+// Maps an event to the model's global step by its label (the phase's name) and step.
+auto step_by_phase_name(const ScheduleModel& m) {
+  std::map<std::string, int64_t> first_step;
+  for (const PhaseView& phase : m.phases) first_step.emplace(phase.name, phase.first_step);
+  return [first_step = std::move(first_step)](const TraceEvent& e) -> int64_t {
+    const auto found = first_step.find(e.label);
+    return found == first_step.end() || e.step < 0 ? -1 : found->second + e.step;
+  };
+}
+
+// ---- [predicted time] ------------------------------------------------------------------------
+
+// The simulated transfers' and collectives' times, onto the model's (the walk's) own.
+void time_messages(ScheduleModel& m, std::span<const TraceEvent> events) {
+  std::map<std::tuple<int64_t, int64_t, int>, const TraceEvent*> sends;  // (from, to, tag)
+  std::map<std::tuple<std::string, int64_t, int64_t>, const TraceEvent*> collectives;  // (phase, step, rank)
+  for (const TraceEvent& e : events) {
+    if (e.lane != TraceLane::comm) continue;
+    if (e.peer >= 0 && e.tag >= 0) sends.emplace(std::tuple{int64_t{e.rank}, int64_t{e.peer}, e.tag}, &e);
+    if (is_collective_name(e.name)) collectives.emplace(std::tuple{e.label, int64_t{e.step}, int64_t{e.rank}}, &e);
+  }
+  for (Transfer& t : m.transfers) {
+    const auto found = sends.find({t.from, t.to, t.tag});
+    if (found == sends.end()) continue;
+    t.start = found->second->start_us * 1e-6;
+    t.end = t.start + found->second->duration_us * 1e-6;
+  }
+  for (CollectiveView& c : m.collectives) {
+    if (c.step < 0 || c.members.empty()) continue;
+    const StepView& step = m.steps[static_cast<size_t>(c.step)];
+    const std::string& phase = m.phases[static_cast<size_t>(step.phase)].name;
+    const auto found = collectives.find({phase, step.phase_step, c.members.front()});
+    if (found == collectives.end()) continue;  // a group of one moves nothing
+    c.start = found->second->start_us * 1e-6;
+    c.end = c.start + found->second->duration_us * 1e-6;
   }
 }
 
 }  // namespace
 
 void attach_measured_time(ScheduleModel& m, std::span<const TraceEvent> events) {
-  std::map<std::string, int64_t> first_step;
-  for (const PhaseView& phase : m.phases) first_step.emplace(phase.name, phase.first_step);
-  measured_rows(m, events, [&](const TraceEvent& e) -> int64_t {
-    const auto found = first_step.find(e.label);
-    return found == first_step.end() || e.step < 0 ? -1 : found->second + e.step;
-  });
+  timeline_rows(m, events, step_by_phase_name(m), TimeSource::measured);
   summarise(m);
 }
 
-// ---- [trace model] ---------------------------------------------------------------------------
+void attach_predicted_time(ScheduleModel& m, const Plan& plan, const Hardware& hardware) {
+  // Timed as `ringlab run --dry-run --hw` times it: at the machine's element size on the wire.
+  PlanSpec spec = plan.spec();
+  spec.element_bytes = hardware.element_bytes;
+  const Plan costed = spec.element_bytes == plan.spec().element_bytes ? plan : build_plan(spec);
+  DryOptions options;
+  options.trace = 3 * total_ops(costed) <= kMaxPredictedEvents;
+  DryResult dry;
+  std::string note;
+  try {
+    dry = run_dry_plan(costed, hardware, options);
+  } catch (const std::logic_error& error) {  // a hand-broken plan the executors cannot run
+    note = std::string("the cost model cannot time this plan: ") + error.what();
+  }
+  timeline_rows(m, dry.trace, step_by_phase_name(m), TimeSource::cost_model);
+  m.timeline.hardware = hardware.name;
+  m.timeline.note = note;
+  if (note.empty() && !options.trace) {
+    m.timeline.note = "too many operations to draw (P=" + std::to_string(plan.ranks()) +
+                      "): the cost model's totals only, per rank in the load panel";
+  }
+  for (size_t r = 0; r < dry.ranks.size() && r < m.load.ranks.size(); ++r) {
+    m.load.ranks[r].busy = dry.ranks[r].compute_s;
+    m.load.ranks[r].blocked = dry.ranks[r].exposed_comm_s + dry.ranks[r].idle_s;
+  }
+  time_messages(m, dry.trace);
+  summarise(m);
+  // Elementwise work (finalize, dK/dV accumulation) makes no event: the schedule ends at the
+  // makespan even when no span reaches it.
+  m.timeline.end = std::max(m.timeline.end, dry.makespan_s);
+}
 
-ScheduleModel model_from_trace(std::span<const TraceEvent> events, const std::string& title) {
-  ScheduleModel m;
-  m.source = SourceKind::trace;
-  m.title = title;
-  if (events.empty()) throw UsageError(title + ": the trace has no complete (\"X\") events; " + kHint);
+namespace {
 
-  // Phases: the labels of events with a step, in order of first appearance in time.
+// ---- [trace model: phases] -------------------------------------------------------------------
+
+// What the events with a step say about one phase (one label).
+struct PhaseSeen {
+  double first_start = 0;  // the earliest event's start, microseconds
+  int64_t steps = 0;       // 1 + the largest step
+  bool backward = false;
+  bool compute = false;
+  bool collective = false;
+};
+
+// Which events count for phases and steps: those with a step, and a label when any event has one.
+struct PhaseNaming {
   bool any_label = false;
-  for (const TraceEvent& e : events) any_label |= e.step >= 0 && !e.label.empty();
-  auto phase_name = [&](const TraceEvent& e) { return any_label ? e.label : std::string("steps"); };
-  auto counts = [&](const TraceEvent& e) { return e.step >= 0 && (!any_label || !e.label.empty()); };
-  std::map<std::string, std::tuple<double, int64_t, bool, bool, bool>> seen;  // first start, steps, bwd, compute, collective
+  std::string name(const TraceEvent& e) const { return any_label ? e.label : std::string("steps"); }
+  bool counts(const TraceEvent& e) const { return e.step >= 0 && (!any_label || !e.label.empty()); }
+};
+
+struct TraceExtent {
   int64_t max_rank = 0, max_block = -1;
+};
+
+std::map<std::string, PhaseSeen> collect_phases(std::span<const TraceEvent> events, const PhaseNaming& naming,
+                                                TraceExtent& extent) {
+  std::map<std::string, PhaseSeen> seen;
   for (const TraceEvent& e : events) {
-    max_rank = std::max<int64_t>(max_rank, e.rank);
-    if (e.lane == TraceLane::compute) max_block = std::max<int64_t>({max_block, e.q_block, e.kv_block});
-    if (!counts(e)) continue;
-    auto [it, inserted] = seen.try_emplace(phase_name(e), e.start_us, 0, false, false, false);
-    auto& [first, steps, backward, compute, collective] = it->second;
-    first = std::min(first, e.start_us);
-    steps = std::max<int64_t>(steps, int64_t{e.step} + 1);
-    backward |= is_backward(e) || e.label.find("backward") != std::string::npos;
-    compute |= e.lane == TraceLane::compute;
-    collective |= is_collective_name(e.name);
+    extent.max_rank = std::max<int64_t>(extent.max_rank, e.rank);
+    if (e.lane == TraceLane::compute) extent.max_block = std::max<int64_t>({extent.max_block, e.q_block, e.kv_block});
+    if (!naming.counts(e)) continue;
+    auto [it, inserted] = seen.try_emplace(naming.name(e), PhaseSeen{e.start_us});
+    PhaseSeen& phase = it->second;
+    phase.first_start = std::min(phase.first_start, e.start_us);
+    phase.steps = std::max<int64_t>(phase.steps, int64_t{e.step} + 1);
+    phase.backward |= is_backward(e) || e.label.find("backward") != std::string::npos;
+    phase.compute |= e.lane == TraceLane::compute;
+    phase.collective |= is_collective_name(e.name);
   }
+  return seen;
+}
+
+// Throws UsageError when the trace describes more than the viewer holds.
+void check_extent(const std::map<std::string, PhaseSeen>& seen, const TraceExtent& extent, const std::string& title) {
   if (seen.empty()) throw UsageError(title + ": no event has a \"step\" in its args, so it shows no schedule; " + kHint);
-  if (max_rank + 1 > kMaxRanks) {
-    throw UsageError(title + ": rank " + std::to_string(max_rank) + " is beyond the viewer's " + std::to_string(kMaxRanks) +
-                     " ranks; " + kHint);
+  if (extent.max_rank + 1 > kMaxRanks) {
+    throw UsageError(title + ": rank " + std::to_string(extent.max_rank) + " is beyond the viewer's " +
+                     std::to_string(kMaxRanks) + " ranks; " + kHint);
   }
-  if (max_block + 1 > kMaxBlocks) {
-    throw UsageError(title + ": block " + std::to_string(max_block) + " is beyond the viewer's grid of " +
+  if (extent.max_block + 1 > kMaxBlocks) {
+    throw UsageError(title + ": block " + std::to_string(extent.max_block) + " is beyond the viewer's grid of " +
                      std::to_string(kMaxBlocks) + " blocks; " + kHint);
   }
   int64_t total_steps = 0;
-  for (const auto& [name, info] : seen) total_steps += std::get<1>(info);
-  if ((max_rank + 1) * total_steps > kMaxRankSteps) {
-    throw UsageError(title + ": " + std::to_string(max_rank + 1) + " ranks x " + std::to_string(total_steps) +
+  for (const auto& [name, phase] : seen) total_steps += phase.steps;
+  if ((extent.max_rank + 1) * total_steps > kMaxRankSteps) {
+    throw UsageError(title + ": " + std::to_string(extent.max_rank + 1) + " ranks x " + std::to_string(total_steps) +
                      " steps is more than the viewer holds; " + kHint);
   }
-  m.ranks = max_rank + 1;
-  m.ring = max_block >= 0 ? max_block + 1 : m.ranks;
-  m.ulysses = m.ranks % m.ring == 0 ? m.ranks / m.ring : 1;
+}
 
+// The model's phases and global steps, in order of each phase's first event; returns each phase's
+// first global step by name, and whether a backward phase computes.
+std::map<std::string, int64_t> lay_out_phases(ScheduleModel& m, const std::map<std::string, PhaseSeen>& seen,
+                                              bool& any_backward) {
   std::vector<std::pair<double, std::string>> order;
-  for (const auto& [name, info] : seen) order.emplace_back(std::get<0>(info), name);
+  for (const auto& [name, phase] : seen) order.emplace_back(phase.first_start, name);
   std::sort(order.begin(), order.end());
   std::map<std::string, int64_t> first_step;
-  bool any_backward = false;
-  for (const auto& [first_time, name] : order) {
-    const auto& [first, steps, backward, compute, collective] = seen.at(name);
-    (void)first;
+  any_backward = false;
+  for (const auto& [first_start, name] : order) {
+    const PhaseSeen& seen_phase = seen.at(name);
     first_step[name] = static_cast<int64_t>(m.steps.size());
-    PhaseView phase{name, backward ? Pass::backward : Pass::forward, Family::ring, steps,
-                    static_cast<int64_t>(m.steps.size()), compute, collective};
-    for (int64_t s = 0; s < steps; ++s) m.steps.push_back({static_cast<int>(m.phases.size()), s, 0, 0});
+    PhaseView phase{name, seen_phase.backward ? Pass::backward : Pass::forward, Family::ring, seen_phase.steps,
+                    static_cast<int64_t>(m.steps.size()), seen_phase.compute, seen_phase.collective};
+    for (int64_t s = 0; s < seen_phase.steps; ++s) m.steps.push_back({static_cast<int>(m.phases.size()), s, 0, 0});
     m.phases.push_back(phase);
-    any_backward |= backward && compute;
+    any_backward |= seen_phase.backward && seen_phase.compute;
   }
-  auto step_of = [&](const TraceEvent& e) -> int64_t {
-    if (!counts(e)) return -1;
-    return first_step.at(phase_name(e)) + e.step;
-  };
+  return first_step;
+}
 
-  // Grid and what each rank computes at each step.
-  for (Pass pass : {Pass::forward, Pass::backward}) {
-    if (pass == Pass::backward && !any_backward) continue;
-    m.grids.push_back(empty_grid(pass, m.ring));
-  }
-  m.rank_steps.assign(static_cast<size_t>(m.ranks), std::vector<RankStep>(m.steps.size()));
-  m.load.ranks.assign(static_cast<size_t>(m.ranks), {});
+// ---- [trace model: grid, transfers, collectives] ---------------------------------------------
+
+// The grid and what each rank computes at each step, from the compute events.
+template <class StepOf>
+void fill_grid(ScheduleModel& m, std::span<const TraceEvent> events, StepOf step_of) {
   for (const TraceEvent& e : events) {
     if (e.lane != TraceLane::compute) continue;
     RankLoad& load = m.load.ranks[static_cast<size_t>(e.rank)];
@@ -182,7 +291,8 @@ ScheduleModel model_from_trace(std::span<const TraceEvent> events, const std::st
     held.kv_block = held.computed = e.kv_block;
     held.shape = shape;
     held.flops += std::max(0.0, e.flops);
-    const bool backward = is_backward(e) || m.phases[static_cast<size_t>(m.steps[static_cast<size_t>(step)].phase)].pass == Pass::backward;
+    const bool backward =
+        is_backward(e) || m.phases[static_cast<size_t>(m.steps[static_cast<size_t>(step)].phase)].pass == Pass::backward;
     BlockGrid& grid = m.grids[backward && m.grids.size() > 1 ? 1 : 0];
     GridCell& cell = grid.at(e.q_block, e.kv_block);
     cell.planned = true;
@@ -192,10 +302,13 @@ ScheduleModel model_from_trace(std::span<const TraceEvent> events, const std::st
     if (std::find(cell.ranks.begin(), cell.ranks.end(), e.rank) == cell.ranks.end()) cell.ranks.push_back(e.rank);
     cell.flops += std::max(0.0, e.flops);
   }
+}
 
-  // Transfers: one per (sender, receiver, step, exchange). ringlab's sim sends K and V as two
-  // messages with tags 2x and 2x+1, where x = (phase * 4 + exchange id) * 10^6 + step (see
-  // expand() in sim/plan/plan.cpp): exchange id 1 is the dK/dV accumulator.
+// Transfers: one per (sender, receiver, step, exchange). ringlab's sim sends K and V as two
+// messages with tags 2x and 2x+1, where x = (phase * 4 + exchange id) * 10^6 + step (see
+// expand() in sim/plan/plan.cpp): exchange id 1 is the dK/dV accumulator.
+template <class StepOf>
+void fill_transfers(ScheduleModel& m, std::span<const TraceEvent> events, StepOf step_of) {
   double t0 = 1e300;
   for (const TraceEvent& e : events) t0 = std::min(t0, e.start_us);
   std::set<std::tuple<int64_t, int64_t, int64_t, int64_t>> sent;
@@ -212,8 +325,11 @@ ScheduleModel model_from_trace(std::span<const TraceEvent> events, const std::st
                            std::max<int64_t>(0, e.bytes) * (e.tag >= 0 ? 2 : 1), start, start + e.duration_us * 1e-6});
   }
   std::stable_sort(m.transfers.begin(), m.transfers.end(), [](const Transfer& a, const Transfer& b) { return a.step < b.step; });
+}
 
-  // Collectives: the members of each (step, name, group) seen together.
+// Collectives: the members of each (step, name, group) seen together.
+template <class StepOf>
+void fill_collectives(ScheduleModel& m, std::span<const TraceEvent> events, StepOf step_of) {
   std::map<std::tuple<int64_t, std::string, std::string>, CollectiveView> groups;
   for (const TraceEvent& e : events) {
     if (!is_collective_name(e.name) || starts_with(e.name, "split")) continue;
@@ -232,8 +348,44 @@ ScheduleModel model_from_trace(std::span<const TraceEvent> events, const std::st
     std::sort(c.members.begin(), c.members.end());
     m.collectives.push_back(std::move(c));
   }
+}
 
-  measured_rows(m, events, step_of);
+}  // namespace
+
+// ---- [trace model] ---------------------------------------------------------------------------
+
+ScheduleModel model_from_trace(std::span<const TraceEvent> events, const std::string& title) {
+  ScheduleModel m;
+  m.source = SourceKind::trace;
+  m.title = title;
+  if (events.empty()) throw UsageError(title + ": the trace has no complete (\"X\") events; " + kHint);
+
+  PhaseNaming naming;
+  for (const TraceEvent& e : events) naming.any_label |= e.step >= 0 && !e.label.empty();
+  TraceExtent extent;
+  const std::map<std::string, PhaseSeen> seen = collect_phases(events, naming, extent);
+  check_extent(seen, extent, title);
+  m.ranks = extent.max_rank + 1;
+  m.ring = extent.max_block >= 0 ? extent.max_block + 1 : m.ranks;
+  m.ulysses = m.ranks % m.ring == 0 ? m.ranks / m.ring : 1;
+
+  bool any_backward = false;
+  const std::map<std::string, int64_t> first_step = lay_out_phases(m, seen, any_backward);
+  auto step_of = [&](const TraceEvent& e) -> int64_t {
+    if (!naming.counts(e)) return -1;
+    return first_step.at(naming.name(e)) + e.step;
+  };
+  for (Pass pass : {Pass::forward, Pass::backward}) {
+    if (pass == Pass::backward && !any_backward) continue;
+    m.grids.push_back(empty_grid(pass, m.ring));
+  }
+  m.rank_steps.assign(static_cast<size_t>(m.ranks), std::vector<RankStep>(m.steps.size()));
+  m.load.ranks.assign(static_cast<size_t>(m.ranks), {});
+  fill_grid(m, events, step_of);
+  fill_transfers(m, events, step_of);
+  fill_collectives(m, events, step_of);
+
+  timeline_rows(m, events, step_of, TimeSource::measured);
   summarise(m);
   locate_first_error(m);
   return m;

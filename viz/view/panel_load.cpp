@@ -26,7 +26,7 @@ void draw_load_panel(const ScheduleModel& model, const Playback& playback, ViewS
   ImGui::SameLine();
   if (ImGui::RadioButton("busy/blocked", view.load_shows_time)) view.load_shows_time = true;
   ImGui::Text("max/mean: FLOPs %.2f, busy %.2f (%s)", load.flops_imbalance(), load.busy_imbalance(),
-              model.timeline.measured ? "measured" : "schematic");
+              time_source(model.timeline).c_str());
 
   const Rect canvas = begin_canvas("##load");
   const bool hovered = ImGui::IsItemHovered();

@@ -61,9 +61,9 @@ void draw_timeline_panel(const ScheduleModel& model, const Playback& playback, V
   ImGui::SameLine();
   if (ImGui::SmallButton("fit")) view.time_window.fit(total);
   ImGui::SameLine();
-  ImGui::Text("%s time, %s .. %s of %s  (wheel: zoom, drag: pan, double-click: fit)",
-              model.timeline.measured ? "measured" : "schematic", time_text(view.time_window.begin).c_str(),
-              time_text(view.time_window.end).c_str(), time_text(total).c_str());
+  ImGui::Text("%s, %s .. %s of %s  (wheel: zoom, drag: pan, double-click: fit)", time_source(model.timeline).c_str(),
+              time_text(view.time_window.begin).c_str(), time_text(view.time_window.end).c_str(), time_text(total).c_str());
+  if (!model.timeline.note.empty()) ImGui::TextDisabled("%s", model.timeline.note.c_str());
 
   const Rect canvas = begin_canvas("##timeline");
   const bool hovered = ImGui::IsItemHovered(), active = ImGui::IsItemActive();

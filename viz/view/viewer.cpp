@@ -23,7 +23,7 @@ void Viewer::replan() {
   planned_ = controls_;
   try {
     const Plan plan = build_plan(controls_.spec());
-    show(model_from_plan(plan));
+    show(model_from_plan(plan, controls_.hardware));
     message_.clear();
   } catch (const UsageError& error) {
     message_ = error.what();
@@ -178,6 +178,7 @@ void Viewer::draw_controls() {
   ImGui::Checkbox("backward", &controls_.backward);
   ImGui::PushItemWidth(-110);
   ImGui::Combo("erratum", &controls_.erratum, kErratumNames.data(), static_cast<int>(kErratumNames.size()));
+  draw_hardware_choice();
   ImGui::PopItemWidth();
 
   ImGui::Separator();
@@ -211,6 +212,24 @@ void Viewer::draw_controls() {
   if (model_.source != SourceKind::plan) {
     ImGui::SameLine();
     if (ImGui::Button("Back to the plan")) replan();
+  }
+}
+
+// The machine the timeline is predicted for: the presets of --hw, and a JSON file given there.
+void Viewer::draw_hardware_choice() {
+  const std::vector<std::string> choices = hardware_choices(controls_.hardware);
+  std::vector<const char*> names;
+  int current = 0;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    names.push_back(choices[i].c_str());
+    if (choices[i] == controls_.hardware) current = static_cast<int>(i);
+  }
+  if (ImGui::Combo("hardware", &current, names.data(), static_cast<int>(names.size()))) {
+    controls_.hardware = choices[static_cast<size_t>(current)];
+  }
+  if (ImGui::IsItemHovered()) {
+    ImGui::SetTooltip("the timeline is the cost model's prediction for this machine (ringlab run --dry-run --hw);\n"
+                      "cpu measures this machine first, which takes a few seconds");
   }
 }
 

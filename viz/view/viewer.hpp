@@ -49,6 +49,7 @@ class Viewer {
   void poll_run();
   void take_outcome(RunOutcome outcome);
   void draw_controls();
+  void draw_hardware_choice();
   void draw_messages();
   void begin_panel(Panel panel, const char* title, const Rect& where);
 
