@@ -127,7 +127,7 @@ int figure_command(FigureFlags& flags) {
   if (pass == Pass::backward && !spec.backward) {
     throw UsageError("--pass backward needs a plan with a backward pass; add --backward");
   }
-  const viz::Figure figure = viz::draw_figure(kind, viz::figure_model(plan, hardware), pass);
+  const viz::Figure figure = viz::draw_figure(kind, viz::model_from_plan(plan, hardware), pass);
   write_file_atomically(flags.out, viz::to_svg(figure));
   std::cout << "wrote " << flags.out << " (" << viz::figure_kind_name(kind) << ", " << figure.rects.size()
             << " rectangles)\n";

@@ -88,6 +88,11 @@ std::vector<Attributes> parts_in(const std::string& svg, const Attributes& c) {
   return found;
 }
 
+const Hardware& nvlink() {
+  static const Hardware hardware = hardware_preset("h100-nvlink", 8);
+  return hardware;
+}
+
 Plan causal_ring(LayoutKind layout, int64_t P, bool skip = true) {
   PlanSpec spec;
   spec.layout = layout;
@@ -95,13 +100,9 @@ Plan causal_ring(LayoutKind layout, int64_t P, bool skip = true) {
   spec.dims = {1, 64, 2, 2, 8};
   spec.causal = true;
   spec.skip = skip;
+  spec.element_bytes = nvlink().element_bytes;  // as model_from_plan costs it on that machine
   spec.backward = true;
   return build_plan(spec);
-}
-
-const Hardware& nvlink() {
-  static const Hardware hardware = hardware_preset("h100-nvlink", 8);
-  return hardware;
 }
 
 }  // namespace
@@ -191,7 +192,7 @@ TEST_CASE("every cell of a figure has the colour the viewer gives it", "[viz][fi
 
 TEST_CASE("load bars carry the cost model's busy and blocked time per rank", "[viz][figures]") {
   const Plan plan = causal_ring(LayoutKind::contiguous, 4);
-  const ScheduleModel model = figure_model(plan, nvlink());
+  const ScheduleModel model = model_from_plan(plan, nvlink());
   const DryResult dry = run_dry_plan(plan, nvlink());
   const std::string svg = to_svg(load_figure(model));
   const std::vector<Attributes> busy = with_class(svg, "rect", "bar busy"), blocked = with_class(svg, "rect", "bar blocked");
@@ -218,7 +219,7 @@ TEST_CASE("the timeline draws every simulated event, in the viewer's span colour
   DryOptions options;
   options.trace = true;
   const DryResult dry = run_dry_plan(plan, nvlink(), options);
-  const ScheduleModel model = figure_model(plan, nvlink());
+  const ScheduleModel model = model_from_plan(plan, nvlink());
   const std::string svg = to_svg(timeline_figure(model));
   int events = 0, computes = 0, sends = 0;
   for (const Attributes& a : elements(svg, "rect")) {

@@ -18,7 +18,8 @@
 //   timeline   the viewer's timeline: per rank a compute row (spans in their K/V block's colour)
 //              and a communication row (transfers in its upper half, waits in its lower half,
 //              collectives across it).
-// Load and timeline show the cost model's time for a hardware preset (figure_model).
+// Load and timeline show the cost model's time for a hardware preset: every figure draws the
+// model the viewer shows for the plan, model_from_plan(plan, hardware).
 #pragma once
 
 #include <cstdint>
@@ -42,9 +43,6 @@ FigureKind parse_figure_kind(const std::string& name);  // throws UsageError lis
 // Cheap: call it on the plan before building a model.
 void check_figure_size(FigureKind kind, int64_t ring, int64_t ranks);
 
-// The model every figure draws from: the plan as the viewer models it, with its timeline and its
-// busy / blocked time from the cost model's dry run on `hardware`.
-ScheduleModel figure_model(const Plan& plan, const Hardware& hardware);
 
 // ---- the figures -----------------------------------------------------------------------------
 
@@ -57,21 +55,5 @@ Figure load_figure(const ScheduleModel& model);
 Figure timeline_figure(const ScheduleModel& model);
 // The figure of `kind` (grids: of `pass`).
 Figure draw_figure(FigureKind kind, const ScheduleModel& model, Pass pass);
-
-// ---- what a grid cell shows ------------------------------------------------------------------
-
-// A piece of a computed cell, in fractions of the cell's square (0..1, y down): what the viewer's
-// grid panel fills inside a cell cut by the causal mask. A diagonal piece is the triangle below
-// its square's diagonal: (x0, y0), (x0, y1), (x1, y1).
-enum class CellPartKind : uint8_t { visible, diagonal, hidden };
-struct CellPart {
-  CellPartKind kind = CellPartKind::visible;
-  float x0 = 0, y0 = 0, x1 = 1, y1 = 1;
-  int64_t q_unit = -1, k_unit = -1;  // layout units (global order) when drawn per unit
-};
-// The pieces of a cell, empty when it is drawn as one flat square (not cut by the mask, skipped,
-// or computed although fully masked). Per layout unit when the model knows the units and both
-// blocks have at most 8 (ScheduleModel::unit_pattern), else by the block's shape.
-std::vector<CellPart> cell_parts(const ScheduleModel& model, const GridCell& cell);
 
 }  // namespace ringlab::viz

@@ -1,6 +1,6 @@
 // The block grid figure: the viewer's grid panel (viz/view/panel_grid.cpp) on a white page, laid
 // out by the viewer's grid_geometry and coloured by its cell_colour.
-// Sections: [cell parts] [cells] [axes and legend] [grid figure]
+// Sections: [cells] [axes and legend] [grid figure]
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -13,37 +13,6 @@
 #include "viz/model/geometry.hpp"
 
 namespace ringlab::viz {
-
-// ---- [cell parts] ----------------------------------------------------------------------------
-
-std::vector<CellPart> cell_parts(const ScheduleModel& model, const GridCell& cell) {
-  const bool partial = cell.computed() && (cell.shape == BlockShape::diagonal || cell.shape == BlockShape::q_half ||
-                                           cell.shape == BlockShape::kv_half);
-  if (!partial) return {};
-  std::vector<CellPart> parts;
-  const UnitPattern pattern = model.unit_pattern(cell.q_block, cell.kv_block);
-  if (pattern.rows > 0) {
-    const std::vector<int64_t>& q_units = model.block_units[static_cast<size_t>(cell.q_block)];
-    const std::vector<int64_t>& k_units = model.block_units[static_cast<size_t>(cell.kv_block)];
-    const auto rows = static_cast<float>(pattern.rows), cols = static_cast<float>(pattern.cols);
-    for (int64_t i = 0; i < pattern.rows; ++i)
-      for (int64_t j = 0; j < pattern.cols; ++j) {
-        const UnitVisibility seen = pattern.at(i, j);
-        const CellPartKind kind = seen == UnitVisibility::full       ? CellPartKind::visible
-                                  : seen == UnitVisibility::diagonal ? CellPartKind::diagonal
-                                                                     : CellPartKind::hidden;
-        parts.push_back({kind, static_cast<float>(j) / cols, static_cast<float>(i) / rows, static_cast<float>(j + 1) / cols,
-                         static_cast<float>(i + 1) / rows, q_units[static_cast<size_t>(i)], k_units[static_cast<size_t>(j)]});
-      }
-    return parts;
-  }
-  switch (cell.shape) {
-    case BlockShape::q_half: parts.push_back({CellPartKind::visible, 0, 0.5f, 1, 1}); break;  // the late query half
-    case BlockShape::kv_half: parts.push_back({CellPartKind::visible, 0, 0, 0.5f, 1}); break;  // the early key half
-    default: parts.push_back({CellPartKind::diagonal, 0, 0, 1, 1}); break;
-  }
-  return parts;
-}
 
 namespace {
 

@@ -31,17 +31,6 @@ const char* span_kind_name(SpanKind kind) {
   return "other";
 }
 
-// As the viewer draws a span into its row: sends in the upper half of the communication row,
-// waits in the lower half, the rest across; a unit of gap after spans wide enough to keep it.
-Rect span_rect(const Span& span, const Rect& row, const TimeWindow& window, const Rect& area) {
-  const float x0 = window.to_x(span.start, area), right = window.to_x(span.end, area);
-  const float x1 = right - x0 >= 4 ? right - 1 : std::max(x0 + 1, right);
-  const float mid = std::floor((row.y0 + row.y1) / 2);
-  if (span.kind == SpanKind::send) return {x0, row.y0 + 1, x1, mid};
-  if (span.kind == SpanKind::wait) return {x0, mid, x1, row.y1 - 1};
-  return {x0, row.y0 + 1, x1, row.y1 - 1};
-}
-
 void draw_span(Figure& figure, const TimelineRow& row, const Span& span, const Rect& r) {
   char tip[64];
   std::snprintf(tip, sizeof tip, ": %.3f-%.3f ms", span.start * 1e3, span.end * 1e3);

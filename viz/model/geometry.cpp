@@ -145,4 +145,44 @@ TimelineGeometry timeline_geometry(const Rect& canvas, int64_t ranks) {
   return g;
 }
 
+Rect span_rect(const Span& span, const Rect& row, const TimeWindow& window, const Rect& area) {
+  const float x0 = window.to_x(span.start, area), right = window.to_x(span.end, area);
+  const float x1 = right - x0 >= 4 ? right - 1 : std::max(x0 + 1, right);
+  const float mid = std::floor((row.y0 + row.y1) / 2);
+  if (span.kind == SpanKind::send) return {x0, row.y0 + 1, x1, mid};
+  if (span.kind == SpanKind::wait) return {x0, mid, x1, row.y1 - 1};
+  return {x0, row.y0 + 1, x1, row.y1 - 1};
+}
+
+// ---- what a grid cell shows ------------------------------------------------------------------
+
+std::vector<CellPart> cell_parts(const ScheduleModel& model, const GridCell& cell) {
+  const bool partial = cell.computed() && (cell.shape == BlockShape::diagonal || cell.shape == BlockShape::q_half ||
+                                           cell.shape == BlockShape::kv_half);
+  if (!partial) return {};
+  std::vector<CellPart> parts;
+  const UnitPattern pattern = model.unit_pattern(cell.q_block, cell.kv_block);
+  if (pattern.rows > 0) {
+    const std::vector<int64_t>& q_units = model.block_units[static_cast<size_t>(cell.q_block)];
+    const std::vector<int64_t>& k_units = model.block_units[static_cast<size_t>(cell.kv_block)];
+    const auto rows = static_cast<float>(pattern.rows), cols = static_cast<float>(pattern.cols);
+    for (int64_t i = 0; i < pattern.rows; ++i)
+      for (int64_t j = 0; j < pattern.cols; ++j) {
+        const UnitVisibility seen = pattern.at(i, j);
+        const CellPartKind kind = seen == UnitVisibility::full       ? CellPartKind::visible
+                                  : seen == UnitVisibility::diagonal ? CellPartKind::diagonal
+                                                                     : CellPartKind::hidden;
+        parts.push_back({kind, static_cast<float>(j) / cols, static_cast<float>(i) / rows, static_cast<float>(j + 1) / cols,
+                         static_cast<float>(i + 1) / rows, q_units[static_cast<size_t>(i)], k_units[static_cast<size_t>(j)]});
+      }
+    return parts;
+  }
+  switch (cell.shape) {
+    case BlockShape::q_half: parts.push_back({CellPartKind::visible, 0, 0.5f, 1, 1}); break;  // the late query half
+    case BlockShape::kv_half: parts.push_back({CellPartKind::visible, 0, 0, 0.5f, 1}); break;  // the early key half
+    default: parts.push_back({CellPartKind::diagonal, 0, 0, 1, 1}); break;
+  }
+  return parts;
+}
+
 }  // namespace ringlab::viz

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "viz/model/schedule_model.hpp"
+
 namespace ringlab::viz {
 
 struct Vec2 {
@@ -100,5 +102,31 @@ struct TimelineGeometry {
   }
 };
 TimelineGeometry timeline_geometry(const Rect& canvas, int64_t ranks);
+// Where a span is drawn in its row: from its start to its end on the time axis `area` of
+// `window` (a unit of gap after spans wide enough to keep it, so back-to-back spans stay apart),
+// in its band — sends in the upper half of the communication row, waits in the lower half,
+// everything else across the row (one unit in from its edges).
+Rect span_rect(const Span& span, const Rect& row, const TimeWindow& window, const Rect& area);
+
+// ---- what a grid cell shows ------------------------------------------------------------------
+
+// A piece of a computed cell, in fractions of the cell's square (0..1, y down): what the grid
+// panel and the grid figure fill inside a cell cut by the causal mask. A diagonal piece is the
+// triangle below its square's diagonal: (x0, y0), (x0, y1), (x1, y1).
+enum class CellPartKind : uint8_t { visible, diagonal, hidden };
+struct CellPart {
+  CellPartKind kind = CellPartKind::visible;
+  float x0 = 0, y0 = 0, x1 = 1, y1 = 1;
+  int64_t q_unit = -1, k_unit = -1;  // layout units (global order) when drawn per unit
+  // The piece inside a cell drawn at `cell`.
+  Rect in(const Rect& cell) const {
+    return {cell.x0 + x0 * cell.width(), cell.y0 + y0 * cell.height(), cell.x0 + x1 * cell.width(),
+            cell.y0 + y1 * cell.height()};
+  }
+};
+// The pieces of a cell, empty when it is drawn as one flat square (not cut by the mask, skipped,
+// or computed although fully masked). Per layout unit when the model knows the units and both
+// blocks have at most 8 (ScheduleModel::unit_pattern), else by the block's shape.
+std::vector<CellPart> cell_parts(const ScheduleModel& model, const GridCell& cell);
 
 }  // namespace ringlab::viz

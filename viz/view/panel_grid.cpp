@@ -16,33 +16,22 @@ const BlockGrid* chosen_grid(const ScheduleModel& model, const ViewState& view, 
   return model.grid_at(step);
 }
 
-// A computed cell: its visible part in `colour` over the masked-out background — per layout unit
-// when the model knows the units (zig-zag's half blocks show as such), else by the block's shape.
+// A computed cell: its visible part in `colour` over the masked-out background (cell_parts: per
+// layout unit when the model knows the units, so zig-zag's half blocks show as such, else by the
+// block's shape) — the same pieces the book's grid figure draws.
 void draw_cell_body(ImDrawList* list, const ScheduleModel& model, const GridCell& cell, const Rect& r, Rgba colour) {
-  const UnitPattern pattern = model.unit_pattern(cell.q_block, cell.kv_block);
-  const bool partial = cell.shape == BlockShape::diagonal || cell.shape == BlockShape::q_half ||
-                       cell.shape == BlockShape::kv_half;
-  if (!partial) {
+  const std::vector<CellPart> parts = cell_parts(model, cell);
+  if (parts.empty()) {
     fill(list, r, colour);
     return;
   }
   fill(list, r, palette::masked_out);
-  auto triangle = [&](const Rect& s) { list->AddTriangleFilled({s.x0, s.y0}, {s.x0, s.y1}, {s.x1, s.y1}, to_imgui(colour)); };
-  if (pattern.rows > 0) {
-    const float w = r.width() / static_cast<float>(pattern.cols), h = r.height() / static_cast<float>(pattern.rows);
-    for (int64_t i = 0; i < pattern.rows; ++i)
-      for (int64_t j = 0; j < pattern.cols; ++j) {
-        const Rect s{r.x0 + w * static_cast<float>(j), r.y0 + h * static_cast<float>(i), r.x0 + w * static_cast<float>(j + 1),
-                     r.y0 + h * static_cast<float>(i + 1)};
-        if (pattern.at(i, j) == UnitVisibility::full) fill(list, s, colour);
-        if (pattern.at(i, j) == UnitVisibility::diagonal) triangle(s);
-      }
-    return;
-  }
-  switch (cell.shape) {
-    case BlockShape::q_half: fill(list, {r.x0, r.centre().y, r.x1, r.y1}, colour); break;
-    case BlockShape::kv_half: fill(list, {r.x0, r.y0, r.centre().x, r.y1}, colour); break;
-    default: triangle(r); break;
+  for (const CellPart& part : parts) {
+    const Rect s = part.in(r);
+    if (part.kind == CellPartKind::visible) fill(list, s, colour);
+    if (part.kind == CellPartKind::diagonal) {
+      list->AddTriangleFilled({s.x0, s.y0}, {s.x0, s.y1}, {s.x1, s.y1}, to_imgui(colour));
+    }
   }
 }
 

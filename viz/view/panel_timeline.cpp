@@ -18,25 +18,6 @@ std::string time_text(double seconds) {
   return text;
 }
 
-Rgba span_colour(const Span& span) {
-  switch (span.kind) {
-    case SpanKind::compute: return span.block >= 0 ? category_colour(span.block) : palette::compute_span;
-    case SpanKind::send: return palette::send_span;
-    case SpanKind::wait: return palette::wait_span;
-    case SpanKind::collective: return palette::collective_span;
-    case SpanKind::other: break;
-  }
-  return palette::text_dim;
-}
-
-// Sends in the upper half of the communication row, waits in the lower half, the rest full.
-Rect span_band(const Span& span, const Rect& row) {
-  const float mid = std::floor((row.y0 + row.y1) / 2);
-  if (span.kind == SpanKind::send) return {row.x0, row.y0 + 1, row.x1, mid};
-  if (span.kind == SpanKind::wait) return {row.x0, mid, row.x1, row.y1 - 1};
-  return {row.x0, row.y0 + 1, row.x1, row.y1 - 1};
-}
-
 void handle_zoom_and_pan(ViewState& view, const TimelineGeometry& g, double total, bool hovered, bool active) {
   const ImGuiIO& io = ImGui::GetIO();
   TimeWindow& w = view.time_window;
@@ -96,11 +77,7 @@ void draw_timeline_panel(const ScheduleModel& model, const Playback& playback, V
     if (band.y0 > g.area.y1) break;
     for (const Span& span : row.spans) {
       if (span.end < w.begin || span.start > w.end) continue;
-      // A pixel of gap after spans wide enough, so back-to-back spans stay apart.
-      const float x0 = w.to_x(span.start, g.area), right = w.to_x(span.end, g.area);
-      const float x1 = right - x0 >= 4 ? right - 1 : std::max(x0 + 1, right);
-      const Rect b = span_band(span, {x0, band.y0, x1, band.y1});
-      fill(list, b, span_colour(span));
+      fill(list, span_rect(span, band, w, g.area), span_colour(span.kind, span.block));
     }
   }
   // The current step's time.

@@ -1,9 +1,9 @@
-// The figures' kinds, their size limits, and the model they draw from.
+// The figures' kinds and their size limits, and drawing one kind.
 #include <string>
 #include <vector>
 
 #include "reference/error.hpp"
-#include "sim/cost/dry_executor.hpp"
+#include "reference/names.hpp"
 #include "viz/figures/book_figures.hpp"
 
 namespace ringlab::viz {
@@ -14,22 +14,17 @@ constexpr int64_t kMaxGridBlocks = 64;
 constexpr int64_t kMaxLoadRanks = 256;
 constexpr int64_t kMaxTimelineRanks = 64;
 
+constexpr NamedValue<FigureKind> kFigureKindNames[] = {{FigureKind::grid_step, "grid-step"},
+                                                       {FigureKind::grid_rank, "grid-rank"},
+                                                       {FigureKind::load, "load"},
+                                                       {FigureKind::timeline, "timeline"}};
+
 }  // namespace
 
-const char* figure_kind_name(FigureKind kind) {
-  switch (kind) {
-    case FigureKind::grid_step: return "grid-step";
-    case FigureKind::grid_rank: return "grid-rank";
-    case FigureKind::load: return "load";
-    case FigureKind::timeline: return "timeline";
-  }
-  return "?";
-}
+const char* figure_kind_name(FigureKind kind) { return name_of(kFigureKindNames, kind); }
 
 FigureKind parse_figure_kind(const std::string& name) {
-  for (FigureKind kind : {FigureKind::grid_step, FigureKind::grid_rank, FigureKind::load, FigureKind::timeline})
-    if (name == figure_kind_name(kind)) return kind;
-  throw UsageError("unknown figure '" + name + "'; use ringlab figure grid-step, grid-rank, load or timeline");
+  return parse_named(kFigureKindNames, name, "figure", "ringlab figure");
 }
 
 void check_figure_size(FigureKind kind, int64_t ring, int64_t ranks) {
@@ -54,22 +49,6 @@ void check_figure_size(FigureKind kind, int64_t ring, int64_t ranks) {
       }
       break;
   }
-}
-
-ScheduleModel figure_model(const Plan& plan, const Hardware& hardware) {
-  ScheduleModel model = model_from_plan(plan);
-  DryOptions options;
-  options.trace = true;
-  DryResult dry = run_dry_plan(plan, hardware, options);
-  // The dry executor names a transfer in flight "send" and a host copy that stalls the rank
-  // "isend (copy)"; the trace model reads "send" as a blocking send (a wait, as the simulator's
-  // trace means it). Named as the trace model reads them: a transfer, and a wait.
-  for (TraceEvent& event : dry.trace) {
-    if (event.name == "send") event.name = "isend";
-    else if (event.name == "isend (copy)") event.name = "wait (host copy)";
-  }
-  attach_measured_time(model, dry.trace);
-  return model;
 }
 
 Figure draw_figure(FigureKind kind, const ScheduleModel& model, Pass pass) {
