@@ -71,7 +71,7 @@ const char* shape_meaning(BlockShape shape) {
 const BlockGrid* ScheduleModel::grid_of(Pass pass) const {
   for (const BlockGrid& grid : grids)
     if (grid.pass == pass) return &grid;
-  return grids.empty() ? nullptr : &grids.front();
+  return nullptr;
 }
 
 BlockGrid empty_grid(Pass pass, int64_t blocks) {
@@ -92,8 +92,10 @@ BlockGrid* ScheduleModel::grid_of(Pass pass) {
 }
 
 const BlockGrid* ScheduleModel::grid_at(int64_t step) const {
-  if (step < 0 || step >= step_count()) return grid_of(Pass::forward);
-  return grid_of(phases[static_cast<size_t>(steps[static_cast<size_t>(step)].phase)].pass);
+  const BlockGrid* grid = step < 0 || step >= step_count()
+                              ? nullptr
+                              : grid_of(phases[static_cast<size_t>(steps[static_cast<size_t>(step)].phase)].pass);
+  return grid ? grid : (grids.empty() ? nullptr : &grids.front());
 }
 
 std::string ScheduleModel::step_label(int64_t step) const {

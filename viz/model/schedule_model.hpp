@@ -236,8 +236,9 @@ struct ScheduleModel {
   int64_t step_count() const { return static_cast<int64_t>(steps.size()); }
   // The grid of the pass the step belongs to (the backward grid during backward phases).
   const BlockGrid* grid_at(int64_t step) const;
+  // The grid of a pass; nullptr when the schedule has no such pass.
   const BlockGrid* grid_of(Pass pass) const;
-  BlockGrid* grid_of(Pass pass);  // nullptr when the schedule has no such pass
+  BlockGrid* grid_of(Pass pass);
   // "step 5 of 9: ring backward, step 1"
   std::string step_label(int64_t step) const;
   // The cell's sub-structure in layout units (causal visibility), when it has few enough units.

@@ -10,7 +10,9 @@ namespace {
 const BlockGrid* chosen_grid(const ScheduleModel& model, const ViewState& view, int64_t step) {
   switch (view.grid_pass) {
     case GridPassChoice::forward: return model.grid_of(Pass::forward);
-    case GridPassChoice::backward: return model.grid_of(Pass::backward);
+    case GridPassChoice::backward:  // a schedule without a backward pass shows its forward grid
+      if (const BlockGrid* backward = model.grid_of(Pass::backward)) return backward;
+      return model.grid_of(Pass::forward);
     case GridPassChoice::current: break;
   }
   return model.grid_at(step);
