@@ -1,10 +1,10 @@
-// Helpers shared by the catalog files (catalog_support.hpp).
-#include "exercises/catalog_support.hpp"
+// Helpers the catalog's exercises share (support.hpp).
+#include "exercises/catalog/support.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-namespace ringlab::exercises::support {
+namespace ringlab::exercises::catalog {
 
 std::string bytes_text(double bytes, int significant) {
   return format_quantity(bytes, Quantity::bytes, display_unit_for(Quantity::bytes, bytes), significant);
@@ -73,6 +73,23 @@ Part& mistake(Part& part, double value, std::string origin, std::string why) {
 Part& mistake_list(Part& part, std::vector<int64_t> list, std::string origin, std::string why) {
   part.mistakes.push_back({0, std::move(list), std::move(origin), std::move(why)});
   return part;
+}
+
+RanksTokens draw_ranks_tokens(VariantDraw& draw, const RanksTokens& source, std::initializer_list<int64_t> ranks,
+                              std::initializer_list<int64_t> tokens) {
+  return variant_params(draw, source, [&](VariantDraw& d) {
+    const int64_t P = d.pick<int64_t>(ranks);
+    return RanksTokens{P, d.pick<int64_t>(tokens)};
+  });
+}
+
+Machine draw_machine(VariantDraw& draw) {
+  switch (draw.integer(0, 3)) {
+    case 0: return kA100;
+    case 1: return kH100;
+    case 2: return kH100Measured;
+    default: return kA100Ib;
+  }
 }
 
 AttentionDims dims_of(int64_t batch, int64_t seq, int64_t heads, int64_t kv_heads, int64_t dim) {
@@ -168,4 +185,4 @@ std::vector<int64_t> causal_pairs_per_rank(const Layout& layout) {
   return pairs;
 }
 
-}  // namespace ringlab::exercises::support
+}  // namespace ringlab::exercises::catalog
