@@ -1,10 +1,8 @@
-// The exercise catalog, variant draws and answer judging (exercise.hpp).
+// Exercises: variant draws and answer judging (exercise.hpp; the catalog is exercises/catalog/).
 #include "exercises/exercise.hpp"
 
 #include <cmath>
 #include <stdexcept>
-
-#include "reference/error.hpp"
 
 namespace ringlab::exercises {
 
@@ -47,28 +45,6 @@ uint64_t VariantDraw::next() { return splitmix64(state_); }
 int64_t VariantDraw::integer(int64_t lo, int64_t hi) {
   const uint64_t span = static_cast<uint64_t>(hi - lo) + 1;
   return lo + static_cast<int64_t>(next() % span);
-}
-
-// ---- catalog ---------------------------------------------------------------------------------
-
-const std::vector<CatalogEntry>& exercise_catalog() {
-  static const std::vector<CatalogEntry> catalog = [] {
-    std::vector<CatalogEntry> entries;
-    add_source_exercises(entries);
-    add_notes_exercises(entries);
-    add_errata_exercises(entries);
-    return entries;
-  }();
-  return catalog;
-}
-
-Exercise make_exercise(const std::string& id, int64_t variant) {
-  if (variant < 0) throw UsageError("--variant " + std::to_string(variant) + " is negative; use 0 (the source's numbers) or a positive N");
-  for (const CatalogEntry& entry : exercise_catalog())
-    if (entry.id == id) return entry.make(variant);
-  std::string known;
-  for (const CatalogEntry& entry : exercise_catalog()) known += (known.empty() ? "" : ", ") + entry.id;
-  throw UsageError("unknown exercise '" + id + "'; the exercises are " + known + " (run 'ringlab exercises')");
 }
 
 // ---- checking --------------------------------------------------------------------------------

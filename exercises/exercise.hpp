@@ -1,7 +1,7 @@
 // Exercises with answer checkers: what an exercise is, how its variants draw parameters, and how
 // an answer is judged.
 //
-// An exercise is built from its parameters by a function (exercises/catalog_*.cpp): the function
+// An exercise is built from its parameters by a function (exercises/catalog/<id>.cpp): the function
 // computes every expected answer with ringlab's formulas, layouts and plans (never a typed-in
 // number), writes the statement and the worked solution around those values, and names the
 // source material's answers that are wrong, each with why. Variant 0 uses the source material's
@@ -17,10 +17,10 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -106,23 +106,29 @@ class VariantDraw {
 
 // ---- [catalog] -------------------------------------------------------------------------------
 
+// One exercise of the catalog, defined once in its own file (exercises/catalog/<id>.cpp): what
+// names it, and the function that writes it. Everything that names an exercise reads it from here:
+// the listing, the Exercise `make` returns (id, title, source, lab), the variant draws (seeded by
+// the id).
 struct CatalogEntry {
-  std::string id;
-  std::string title;
-  std::string source;
-  std::function<Exercise(int64_t variant)> make;
+  std::string_view id;            // "attention-memory"
+  std::string_view title;         // "Memory of the materialised attention scores"
+  std::string_view source;        // "source material 000, exercise 1": `exercises show`, `check`
+  std::string_view source_short;  // "000 ex. 1": the source column of `ringlab exercises`
+  std::string_view lab;           // the code lab that goes with it ("" if none)
+  // Draws the parameters from `draw` (variant 0 draws nothing: the source's numbers) and writes
+  // the rest of the Exercise: numbers, parameters, statement, parts, model, solution, command.
+  Exercise (*write)(VariantDraw& draw) = nullptr;
+
+  // The exercise for variant N: `write` with draws seeded by (id, N), and this entry's names.
+  Exercise make(int64_t variant) const;
 };
 
-// Every exercise, in the order `ringlab exercises` lists them.
+// Every exercise, in the order `ringlab exercises` lists them (exercises/catalog/catalog.cpp).
 const std::vector<CatalogEntry>& exercise_catalog();
 // Throws UsageError naming the known ids when there is no such exercise, or when the variant is
 // negative.
-Exercise make_exercise(const std::string& id, int64_t variant);
-
-// Registration from the catalog files.
-void add_source_exercises(std::vector<CatalogEntry>& catalog);  // 000's exercises 1-7
-void add_notes_exercises(std::vector<CatalogEntry>& catalog);   // 001's worked numbers
-void add_errata_exercises(std::vector<CatalogEntry>& catalog);  // one per DESIGN.md erratum
+Exercise make_exercise(std::string_view id, int64_t variant);
 
 // ---- [checking] ------------------------------------------------------------------------------
 

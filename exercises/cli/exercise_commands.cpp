@@ -75,7 +75,7 @@ int list_exercises(bool json) {
   std::cout << pad("id", 26) << pad("source", 18) << "title / parts\n";
   for (const CatalogEntry& entry : exercise_catalog()) {
     const Exercise e = entry.make(0);
-    std::cout << pad(e.id, 26) << pad(entry.source, 18) << e.title << "\n" << std::string(44, ' ') << "parts: " << part_names(e)
+    std::cout << pad(e.id, 26) << pad(std::string(entry.source_short), 18) << e.title << "\n" << std::string(44, ' ') << "parts: " << part_names(e)
               << "\n";
   }
   std::cout << "\nringlab exercises show ID [--variant N]    print one (variant N: other numbers)\n"

@@ -6,14 +6,16 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
 #include "exercises/grader/grader_config.hpp"
+#include "exercises/grader/patch.hpp"
 #include "exercises/grader/process.hpp"
 #include "reference/error.hpp"
 
@@ -42,6 +44,12 @@ std::string read_file(const std::string& path) {
 uint64_t fnv1a(const std::string& text, uint64_t hash = 0xCBF29CE484222325ull) {
   for (unsigned char c : text) hash = (hash ^ c) * 0x100000001B3ull;
   return hash;
+}
+
+// Where compiled binaries (and the labs' broken versions, built from their patches) are kept.
+std::string cache_root() {
+  if (const char* dir = std::getenv("RINGLAB_GRADE_CACHE"); dir && *dir) return dir;
+  return (fs::temp_directory_path() / ("ringlab-grade-" + std::to_string(getuid()))).string();
 }
 
 }  // namespace
@@ -100,19 +108,71 @@ LabInfo find_lab(const std::string& name) {
   throw UsageError("unknown lab '" + name + "'; the labs are " + known + " (by id, number or name)");
 }
 
+namespace {
+
+// The text of broken/NAME: solution.cpp with broken/NAME.patch applied.
+std::string broken_version(const LabInfo& lab, const std::string& name) {
+  const std::string patch = lab.directory + "/broken/" + name + ".patch";
+  try {
+    return apply_patch(read_file(lab.directory + "/solution.cpp"), read_file(patch));
+  } catch (const PatchError& e) {
+    throw UsageError(patch + " no longer applies to the lab's solution.cpp: " + e.what());
+  }
+}
+
+// broken/NAME as a file to compile: the patched solution, under the grader's cache folder. Written
+// to a fresh name and moved into place, so concurrent graders never read half a file; its path
+// stays the same, so the compiled binary is cached like any other file's.
+std::string write_broken_version(const LabInfo& lab, const std::string& name) {
+  const std::string text = broken_version(lab, name);
+  const fs::path folder = fs::path(cache_root()) / "broken" / lab.id;
+  const fs::path path = folder / (name + ".cpp");
+  if (fs::is_regular_file(path) && read_file(path.string()) == text) return path.string();
+  std::error_code error;
+  fs::create_directories(folder, error);
+  std::string scratch = (folder / (name + ".cpp.XXXXXX")).string();
+  const int fd = mkstemp(scratch.data());
+  if (fd < 0) throw UsageError("cannot write under " + folder.string() + "; set RINGLAB_GRADE_CACHE to a writable folder");
+  close(fd);
+  std::ofstream(scratch, std::ios::binary) << text;
+  fs::permissions(scratch, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read,
+                  error);  // as a file written by hand: mkstemp made it private
+  fs::rename(scratch, path, error);
+  if (error) {
+    fs::remove(scratch, error);
+    throw UsageError("cannot write " + path.string() + "; set RINGLAB_GRADE_CACHE to a writable folder");
+  }
+  return path.string();
+}
+
+// The lab's broken versions: the names of its broken/NAME.patch, sorted.
+std::vector<std::string> broken_versions(const LabInfo& lab) {
+  std::vector<std::string> names;
+  if (fs::is_directory(lab.directory + "/broken"))
+    for (const auto& entry : fs::directory_iterator(lab.directory + "/broken"))
+      if (entry.path().extension() == ".patch") names.push_back(entry.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
+
 std::string resolve_student_file(const LabInfo& lab, const std::string& file) {
   if (file.empty()) return lab.directory + "/starter.cpp";
   if (fs::is_regular_file(file)) return fs::absolute(file).string();
-  for (const std::string& candidate : {file, file + ".cpp", "broken/" + file, "broken/" + file + ".cpp"}) {
+  for (const std::string& candidate : {file, file + ".cpp"}) {
     std::string path = lab.directory + "/" + candidate;
     if (fs::is_regular_file(path)) return path;
   }
-  std::string broken;
-  if (fs::is_directory(lab.directory + "/broken"))
-    for (const auto& entry : fs::directory_iterator(lab.directory + "/broken"))
-      broken += (broken.empty() ? "" : ", ") + ("broken/" + entry.path().stem().string());
-  throw UsageError("no file '" + file + "'; give the path of your .cpp, or one of the lab's own: starter, solution" +
-                   (broken.empty() ? "" : ", " + broken));
+  std::string name = file;  // broken/NAME: "broken/", ".cpp" and ".patch" optional
+  if (name.starts_with("broken/")) name.erase(0, std::strlen("broken/"));
+  for (const std::string suffix : {".cpp", ".patch"})
+    if (name.size() > suffix.size() && name.ends_with(suffix)) name.resize(name.size() - suffix.size());
+  const std::vector<std::string> broken = broken_versions(lab);
+  if (std::find(broken.begin(), broken.end(), name) != broken.end()) return write_broken_version(lab, name);
+  std::string known;
+  for (const std::string& b : broken) known += ", broken/" + b;
+  throw UsageError("no file '" + file + "'; give the path of your .cpp, or one of the lab's own: starter, solution" + known);
 }
 
 // ---- [compiling] -------------------------------------------------------------------------------
@@ -127,11 +187,6 @@ struct Compiled {
   std::string command;  // as shown to the student
   std::string output;
 };
-
-std::string cache_root() {
-  if (const char* dir = std::getenv("RINGLAB_GRADE_CACHE"); dir && *dir) return dir;
-  return (fs::temp_directory_path() / ("ringlab-grade-" + std::to_string(getuid()))).string();
-}
 
 std::string file_stamp(const std::string& path) {
   struct stat info {};

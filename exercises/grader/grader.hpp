@@ -39,8 +39,10 @@ struct AbsentLab {
 std::vector<AbsentLab> absent_labs();
 // By id, number ("03") or name ("ring-forward"); throws UsageError naming the labs otherwise.
 LabInfo find_lab(const std::string& name);
-// FILE as given: a path, or one of the lab's own files: starter, solution, broken/NAME (".cpp"
-// optional); empty means the starter. Throws UsageError when there is no such file.
+// FILE as given: a path, or one of the lab's own files: starter, solution (".cpp" optional), or
+// broken/NAME, a negative control: the lab's solution.cpp with broken/NAME.patch applied
+// (patch.hpp), written under the grader's cache folder. Empty means the starter. Throws UsageError
+// when there is no such file, or when the lab's patch no longer applies to its solution.
 std::string resolve_student_file(const LabInfo& lab, const std::string& file);
 
 // ---- [reports] ---------------------------------------------------------------------------------

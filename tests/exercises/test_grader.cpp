@@ -1,14 +1,22 @@
-// The grader's negative controls (ANCHORS.md: CMU 11-868's grader is validated the same way):
-// every lab's starter fails, its solution passes, and every deliberately broken version fails on
-// the criterion it was written to fail — while the criteria it should pass, pass. Plus what no
+// The grader's negative controls (the way CMU 11-868's grader is validated): every lab's starter
+// fails, its solution passes, and every deliberately broken version fails on the criterion it was
+// written to fail — while the criteria it should pass, pass. A broken version is a patch against
+// the lab's solution (broken/NAME.patch): it is applied here to a copy of the solution.cpp of
+// today, and the copy is graded; a patch that no longer applies fails its lab's test. Plus what no
 // student file may do to the grader: hang it (an endless loop), crash it (a segfault), or confuse
 // it (an exception, a compile error). Runs the built `ringlab grade ... --json`.
 // Compiled binaries are cached under the build tree, so a second run takes seconds.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <utility>
 
+#include "exercises/grader/patch.hpp"
 #include "tests/cli/run_binary.hpp"
 
 using ringlab::test::run_binary;
@@ -59,82 +67,132 @@ void starter_and_solution(const std::string& lab) {
   CHECK(solution.report["passed"]);
 }
 
-// A broken version fails `criterion` (status failed) and passes every one in `passes`.
-Graded broken(const std::string& lab, const std::string& name, const std::string& criterion,
-              std::initializer_list<const char*> passes = {}) {
-  const Graded g = grade(lab, "broken/" + name);
-  INFO(lab << " broken/" << name << "\n" << g.report.dump(2));
-  CHECK(g.status == 1);
-  CHECK(g.status_of(criterion) == "failed");
-  for (const char* ok : passes) CHECK(g.status_of(ok) == "passed");
-  return g;
+std::string read(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
+
+// The negative controls of one lab: its broken versions graded one by one, then the check that
+// every patch in its broken/ folder had one (a new patch needs its control).
+class NegativeControls {
+ public:
+  explicit NegativeControls(std::string lab) : lab_(std::move(lab)) {}
+
+  // A broken version — broken/NAME.patch applied to a copy of the lab's solution.cpp — fails
+  // `criterion` (status failed) and passes every one in `passes`.
+  Graded broken(const std::string& name, const std::string& criterion, std::initializer_list<const char*> passes = {}) {
+    const std::filesystem::path patch = folder() / "broken" / (name + ".patch");
+    INFO(patch.string());
+    REQUIRE(std::filesystem::is_regular_file(patch));
+    std::string text;
+    REQUIRE_NOTHROW(text = ringlab::grader::apply_patch(read(folder() / "solution.cpp"), read(patch)));
+    const std::filesystem::path copy = std::filesystem::path(RINGLAB_TEST_BROKEN_DIR) / lab_ / (name + ".cpp");
+    std::filesystem::create_directories(copy.parent_path());
+    std::ofstream(copy, std::ios::binary) << text;
+    graded_.insert(name);
+    const Graded g = grade(lab_, copy.string());
+    INFO(lab_ << " broken/" << name << "\n" << g.report.dump(2));
+    CHECK(g.status == 1);
+    CHECK(g.status_of(criterion) == "failed");
+    for (const char* ok : passes) CHECK(g.status_of(ok) == "passed");
+    return g;
+  }
+
+  void every_patch_graded() const {
+    std::set<std::string> patches;
+    for (const auto& file : std::filesystem::directory_iterator(folder() / "broken")) patches.insert(file.path().stem().string());
+    CHECK(graded_ == patches);
+  }
+
+ private:
+  std::filesystem::path folder() const {
+    return std::filesystem::path(RINGLAB_TEST_SOURCE_DIR) / "exercises" / "labs" / lab_;
+  }
+
+  std::string lab_;
+  std::set<std::string> graded_;
+};
 
 }  // namespace
 
 TEST_CASE("grader negative controls: 01-softmax-merge", "[exercises][grader]") {
   starter_and_solution("01-softmax-merge");
-  broken("01-softmax-merge", "missing_scale", "chunk-scale", {"finalize", "merge-two", "identity"});
-  broken("01-softmax-merge", "missing_rescale", "merge-two", {"finalize", "chunk-scale", "identity"});
-  broken("01-softmax-merge", "nan_on_empty", "identity", {"finalize", "chunk-scale", "merge-two"});
-  broken("01-softmax-merge", "no_max", "large-scores", {"chunk-scale", "merge-two", "identity"});
+  NegativeControls lab("01-softmax-merge");
+  lab.broken("missing_scale", "chunk-scale", {"finalize", "merge-two", "identity"});
+  lab.broken("missing_rescale", "merge-two", {"finalize", "chunk-scale", "identity"});
+  lab.broken("nan_on_empty", "identity", {"finalize", "chunk-scale", "merge-two"});
+  lab.broken("no_max", "large-scores", {"chunk-scale", "merge-two", "identity"});
+  lab.every_patch_graded();
 }
 
 TEST_CASE("grader negative controls: 02-layouts", "[exercises][grader]") {
   starter_and_solution("02-layouts");
-  broken("02-layouts", "no_fold", "zigzag-p2", {"zigzag-p1", "striped-p3", "causal-pairs"});
-  broken("02-layouts", "mirror_off_by_one", "zigzag-p2", {"zigzag-p1", "striped-p8", "partition"});
-  CHECK(grade("02-layouts", "broken/mirror_off_by_one").status_of("balance") == "failed");
-  broken("02-layouts", "strict_pairs", "causal-pairs", {"zigzag-p8", "partition"});
+  NegativeControls lab("02-layouts");
+  lab.broken("no_fold", "zigzag-p2", {"zigzag-p1", "striped-p3", "causal-pairs"});
+  const Graded mirror = lab.broken("mirror_off_by_one", "zigzag-p2", {"zigzag-p1", "striped-p8", "partition"});
+  CHECK(mirror.status_of("balance") == "failed");
+  lab.broken("strict_pairs", "causal-pairs", {"zigzag-p8", "partition"});
+  lab.every_patch_graded();
 }
 
 TEST_CASE("grader negative controls: 03-ring-forward", "[exercises][grader]") {
   starter_and_solution("03-ring-forward");
-  const Graded direction = broken("03-ring-forward", "wrong_direction", "p3", {"p1", "p2"});
+  NegativeControls lab("03-ring-forward");
+  const Graded direction = lab.broken("wrong_direction", "p3", {"p1", "p2"});
   CHECK(direction.criterion("p3")["deadlock"].get<std::string>().find("cycle of waits") != std::string::npos);
-  const Graded rescale = broken("03-ring-forward", "missing_rescale", "p2", {"p1"});
+  const Graded rescale = lab.broken("missing_rescale", "p2", {"p1"});
   CHECK(rescale.criterion("p2")["observed_error"].get<double>() > rescale.criterion("p2")["tolerance"].get<double>());
-  const Graded off = broken("03-ring-forward", "off_by_one", "p2");
+  const Graded off = lab.broken("off_by_one", "p2");
   CHECK(off.criterion("p2")["first_divergence"]["block"] == 1);
-  const Graded send = broken("03-ring-forward", "missing_send", "p2", {"p1"});
+  const Graded send = lab.broken("missing_send", "p2", {"p1"});
   CHECK(send.criterion("p2").contains("deadlock"));
-  const Graded mask = broken("03-ring-forward", "offset_mask", "p4-causal", {"p1", "p2", "p3", "p8"});
+  const Graded mask = lab.broken("offset_mask", "p4-causal", {"p1", "p2", "p3", "p8"});
   CHECK(mask.criterion("p4-causal")["first_divergence"]["rank"] == 1);  // rank 0 is right
-  broken("03-ring-forward", "blocking_ring", "rendezvous", {"p2", "p3", "p8"});
-  const Graded overlap = broken("03-ring-forward", "no_overlap", "perf-overlap", {"perf-traffic"});
+  lab.broken("blocking_ring", "rendezvous", {"p2", "p3", "p8"});
+  const Graded overlap = lab.broken("no_overlap", "perf-overlap", {"perf-traffic"});
   CHECK(overlap.correctness_passed());
+  lab.every_patch_graded();
 }
 
 TEST_CASE("grader negative controls: 04-ring-backward", "[exercises][grader]") {
   starter_and_solution("04-ring-backward");
-  const Graded reverse = broken("04-ring-backward", "reverse_dkv", "p3-direction", {"p1", "p2"});
+  NegativeControls lab("04-ring-backward");
+  const Graded reverse = lab.broken("reverse_dkv", "p3-direction", {"p1", "p2"});
   const auto& divergence = reverse.criterion("p3-direction")["first_divergence"];
   CHECK(divergence["step"] == 1);  // step 0's accumulators are each rank's own: the first wrong add is at step 1
-  broken("04-ring-backward", "missing_home_hop", "p2", {"p1"});
-  const Graded send = broken("04-ring-backward", "missing_send", "p2");
+  lab.broken("missing_home_hop", "p2", {"p1"});
+  const Graded send = lab.broken("missing_send", "p2");
   CHECK(send.criterion("p2").contains("deadlock"));
+  lab.every_patch_graded();
 }
 
 TEST_CASE("grader negative controls: 05-ulysses", "[exercises][grader]") {
   starter_and_solution("05-ulysses");
-  const Graded order = broken("05-ulysses", "wrong_chunk_order", "p2", {"p1"});
+  NegativeControls lab("05-ulysses");
+  const Graded order = lab.broken("wrong_chunk_order", "p2", {"p1"});
   CHECK(order.criterion("p2")["first_divergence"]["step"] == 0);  // the all-to-all in
-  const Graded back = broken("05-ulysses", "heads_back_misplaced", "p2", {"p1"});
+  const Graded back = lab.broken("heads_back_misplaced", "p2", {"p1"});
   CHECK(back.criterion("p2")["first_divergence"]["step"] == 1);  // the all-to-all back
+  lab.every_patch_graded();
 }
 
 TEST_CASE("grader negative controls: 06-causal-skip", "[exercises][grader]") {
   starter_and_solution("06-causal-skip");
-  const Graded send = broken("06-causal-skip", "skip_stops_sending", "contiguous-p3", {"classify"});
+  NegativeControls lab("06-causal-skip");
+  const Graded send = lab.broken("skip_stops_sending", "contiguous-p3", {"classify"});
   CHECK(send.criterion("contiguous-p3").contains("deadlock"));
-  broken("06-causal-skip", "skip_by_rank", "zigzag-p4", {"classify", "contiguous-p3", "contiguous-p8"});
-  const Graded never = broken("06-causal-skip", "never_skips", "perf-skips");
+  lab.broken("skip_by_rank", "zigzag-p4", {"classify", "contiguous-p3", "contiguous-p8"});
+  const Graded never = lab.broken("never_skips", "perf-skips");
   CHECK(never.correctness_passed());
+  lab.every_patch_graded();
 }
 
 #ifdef RINGLAB_WITH_LAB07
 TEST_CASE("grader negative controls: 07-block-kernel (kernels under the warp emulator)", "[exercises][grader]") {
   starter_and_solution("07-block-kernel");
+  NegativeControls lab("07-block-kernel");
   const Graded solution = grade("07-block-kernel", "solution");
   // Without a GPU the device criterion is reported, not run, and does not fail the grade.
   const std::string device = solution.status_of("device");
@@ -142,12 +200,13 @@ TEST_CASE("grader negative controls: 07-block-kernel (kernels under the warp emu
   CHECK(solution.report["score"]["needs_gpu"] == (device == "needs-GPU" ? 1 : 0));
   const Graded starter = grade("07-block-kernel", "starter");
   CHECK(starter.criterion("full-s100")["message"].get<std::string>().find("wrote nothing") != std::string::npos);
-  broken("07-block-kernel", "missing_rescale", "full-s100");
-  const Graded index = broken("07-block-kernel", "mask_by_index", "zigzag-striped", {"full-s100", "causal", "gqa"});
+  lab.broken("missing_rescale", "full-s100");
+  const Graded index = lab.broken("mask_by_index", "zigzag-striped", {"full-s100", "causal", "gqa"});
   CHECK(index.criterion("zigzag-striped")["hint"].get<std::string>().find("global positions") != std::string::npos);
-  const Graded nan = broken("07-block-kernel", "nan_on_empty", "empty-rows", {"full-s100", "causal", "batch"});
+  const Graded nan = lab.broken("nan_on_empty", "empty-rows", {"full-s100", "causal", "batch"});
   CHECK(nan.criterion("empty-rows")["message"].get<std::string>().find("sees no key") != std::string::npos);
-  broken("07-block-kernel", "gqa_modulo", "gqa", {"full-s100", "causal", "zigzag-striped"});
+  lab.broken("gqa_modulo", "gqa", {"full-s100", "causal", "zigzag-striped"});
+  lab.every_patch_graded();
 }
 
 TEST_CASE("lab 07: the same student file compiles with nvcc, with the device runner", "[exercises][grader]") {
@@ -205,6 +264,9 @@ TEST_CASE("grader text report: error vs tolerance, first divergence, reproduce l
   CHECK(unknown.err_lines().size() == 1);
   const auto bad_file = run_binary(kBinary, {"grade", "03", "no_such_file.cpp"});
   CHECK(bad_file.status == 2);
+  // It names the lab's own files: the broken versions are its patches, sorted.
+  CHECK(bad_file.err.find("starter, solution, broken/blocking_ring, broken/missing_rescale, broken/missing_send") !=
+        std::string::npos);
   const auto bad_criterion = run_binary(kBinary, {"grade", "03", "solution", "--only", "p99"}, 600);
   CHECK(bad_criterion.status == 2);
 }
