@@ -16,6 +16,7 @@
 #include "sim/cost/dry_report.hpp"
 #include "sim/plan/queries.hpp"
 #include "sim/run/config.hpp"
+#include "sim/run/op_interpreter.hpp"  // the trace's names
 
 namespace ringlab {
 
@@ -220,7 +221,7 @@ class DryRun {
         pairs_[r] += cost->pairs;
         flops_[r] += cost->flops;
         if (tracing_) {
-          TraceEvent event = event_at(r, TraceLane::compute, backward ? "attention bwd" : "attention fwd", clock_[r],
+          TraceEvent event = event_at(r, TraceLane::compute, compute_trace_name(t.pass), clock_[r],
                                       clock_[r] + cost->seconds, step);
           event.flops = cost->flops;
           event.q_block = static_cast<int>(g);
@@ -266,9 +267,7 @@ class DryRun {
   void collective(const CollectiveT& t, int64_t step) {
     const int64_t bytes = collective_bytes(plan_, t.collective);
     const bool ulysses_family = is_ulysses_collective(t.collective);
-    const char* name = ulysses_family ? "all_to_all"
-                       : t.collective == Collective::all_gather_kv ? "all_gather"
-                                                                    : "reduce_scatter";
+    const char* name = collective_trace_name(t.collective);
     const int64_t count = ulysses_family ? U_ : R_;
     if (count <= 1) return;  // a group of one: nothing moves
     bytes_sent_ += bytes, bytes_received_ += bytes, messages_ += count - 1;  // every rank, the same

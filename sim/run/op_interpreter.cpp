@@ -2,21 +2,25 @@
 
 namespace ringlab {
 
+const char* compute_trace_name(Pass pass) { return pass == Pass::forward ? "attention fwd" : "attention bwd"; }
+
+const char* collective_trace_name(Collective collective) {
+  switch (collective) {
+    case Collective::all_gather_kv: return "all_gather";
+    case Collective::reduce_scatter_dkv: return "reduce_scatter";
+    default: return "all_to_all";
+  }
+}
+
 namespace {
 
 struct TraceName {
   const char* operator()(const ExchangeOp& op) const { return op.send_to >= 0 ? "send" : "recv"; }
   const char* operator()(const WaitOp&) const { return "wait"; }
   const char* operator()(const LoadKvOp&) const { return "load kv"; }
-  const char* operator()(const ComputeOp& op) const { return op.pass == Pass::forward ? "attention fwd" : "attention bwd"; }
+  const char* operator()(const ComputeOp& op) const { return compute_trace_name(op.pass); }
   const char* operator()(const AccumulateOp&) const { return "accumulate dK/dV"; }
-  const char* operator()(const CollectiveOp& op) const {
-    switch (op.collective) {
-      case Collective::all_gather_kv: return "all_gather";
-      case Collective::reduce_scatter_dkv: return "reduce_scatter";
-      default: return "all_to_all";
-    }
-  }
+  const char* operator()(const CollectiveOp& op) const { return collective_trace_name(op.collective); }
   const char* operator()(const FinalizeOp&) const { return "finalize"; }
   const char* operator()(const PrepareBackwardOp&) const { return "prepare backward"; }
   const char* operator()(const StoreGradsOp&) const { return "store grads"; }
