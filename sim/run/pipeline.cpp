@@ -164,6 +164,27 @@ void print_report(std::ostream& out, const Verdict& v, const PipelineOptions& op
   }
 }
 
+// An executor that computes no outputs and has no report of its own: what it did, rank by rank.
+void print_work(std::ostream& out, const Plan& plan, const ExecutionResult& result, bool json,
+                const PipelineOptions& options) {
+  if (json) {
+    nlohmann::json summary = {{"command", "run"},
+                              {"config", plan.spec().describe()},
+                              {"executor", result.executor},
+                              {"ranks", to_json(result.ranks)},
+                              {"load_imbalance", to_json(load_imbalance(result.ranks))},
+                              {"exit_status", kExitVerified}};
+    add_time(summary, result.time);
+    out << summary.dump() << "\n";
+    return;
+  }
+  out << options.tool << " run | " << plan.spec().describe() << "\n";
+  out << "executor: " << result.executor << "\n\n";
+  print_rank_table(out, result.ranks);
+  print_load_imbalance(out, load_imbalance(result.ranks));
+  print_time(out, result.time);
+}
+
 }  // namespace
 
 // ---- [pipeline] ------------------------------------------------------------------------------
@@ -192,7 +213,7 @@ int run_pipeline(RunConfig& config, Executor& executor, std::ostream& out, std::
   if (!needs.reports) return kExitVerified;  // rank 0's process verifies and reports for everyone
   if (!needs.computes_outputs) {
     if (!config.trace_file.empty()) write_chrome_trace(config.trace_file, result.trace, ranks);
-    executor.print_own_report(out, plan, result, config.json);
+    if (!executor.print_own_report(out, plan, result, config.json)) print_work(out, plan, result, config.json, options);
     return kExitVerified;
   }
 

@@ -63,6 +63,7 @@ class FakeExecutor final : public Executor {
       result.failure = RunFailure{FailureKind::deadlock, "deadlock: rank 0 waits for rank 1, which waits for rank 0", 3};
       return result;
     }
+    if (inputs.q.empty()) return result;  // given none: computes none
     const AttentionInputs<double> x = inputs.cast<double>();
     const MaskKind mask = plan.spec().causal ? MaskKind::causal : MaskKind::none;
     const AttentionOutput<double> forward = exact_attention(x.q, x.k, x.v, mask);
@@ -311,6 +312,20 @@ TEST_CASE("pipeline: the erratum variants run, their checker findings in the rep
   CHECK(o.status == kExitVerified);  // the fake computes exact attention whatever the plan says
   CHECK_THAT(o.out, Catch::Contains("plan checker: this erratum variant is wrong by construction; it reports\n"));
   CHECK(fake.executions == 1);
+}
+
+TEST_CASE("pipeline: an executor without outputs or a report of its own: its work, nothing verified", "[run][pipeline]") {
+  FakeExecutor fake(Behaviour::wrong);
+  fake.needs_for_test.computes_outputs = false;
+  RunConfig config = small_config();
+  config.in_dir = "/nonexistent";  // never read: no inputs for an executor that computes nothing
+  const Outcome o = run(config, fake);
+  INFO(o.out);
+  CHECK(o.status == kExitVerified);
+  CHECK(fake.checked().empty());  // no sizes to check without inputs
+  CHECK_THAT(o.out, Catch::Contains("executor: fake executor, 2 ranks\n"));
+  CHECK_THAT(o.out, Catch::Contains(" rank  computed  skipped  masked"));
+  CHECK_THAT(o.out, !Catch::Contains("verification"));
 }
 
 TEST_CASE("pipeline: the dry executor goes through it and prints its own report", "[run][pipeline][dry]") {
