@@ -33,10 +33,10 @@ double best_seconds(int repeat, F&& run) {
   return best;
 }
 
-SimResult simulate(const PlanSpec& spec, const AttentionInputs<float>& x) {
-  SimResult result = run_sim(build_plan(spec), x, {});
-  if (!result.report.ok()) {
-    std::fprintf(stderr, "bench_sim_executor: run failed: %s\n", result.report.describe().c_str());
+ExecutionResult simulate(const PlanSpec& spec, const AttentionInputs<float>& x) {
+  ExecutionResult result = SimExecutor().execute(build_plan(spec), x, {});
+  if (result.failure) {
+    std::fprintf(stderr, "bench_sim_executor: run failed: %s\n", result.failure->description.c_str());
     std::exit(1);
   }
   return result;
@@ -68,10 +68,10 @@ int main(int argc, char** argv) {
 
   AttentionOutput<float> single = flash_attention(x.q, x.k, x.v, MaskKind::none);
   const double single_s = best_seconds(repeat, [&] { single = flash_attention(x.q, x.k, x.v, MaskKind::none); });
-  SimResult sim = simulate(ring, x);
+  ExecutionResult sim = simulate(ring, x);
   const double sim_s = best_seconds(repeat, [&] { sim = simulate(ring, x); });
   const AttentionOutput<float> causal_single = flash_attention(x.q, x.k, x.v, MaskKind::causal);
-  SimResult causal = simulate(zigzag, x);
+  ExecutionResult causal = simulate(zigzag, x);
   const double causal_s = best_seconds(repeat, [&] { causal = simulate(zigzag, x); });
 
   const bool sim_ok = same(sim.outputs.out, single.out) && same(sim.outputs.lse, single.lse);

@@ -73,13 +73,13 @@ struct Timing {
   double imbalance = 1;  // max / mean FLOPs over the ranks
 };
 
-Timing median_device_ms(gpu::StreamsExecutor& executor, int warmup, int iterations) {
-  for (int i = 0; i < warmup; ++i) executor.run(false);
+Timing median_device_ms(gpu::StreamsRun& run, int warmup, int iterations) {
+  for (int i = 0; i < warmup; ++i) run.run(false);
   std::vector<double> times;
   Timing timing;
   for (int i = 0; i < iterations; ++i) {
-    const gpu::GpuRunResult result = executor.run(false);
-    times.push_back(result.device_ms);
+    const ExecutionResult result = run.run(false);
+    times.push_back(result.time.seconds * 1e3);
     timing.imbalance = load_imbalance(result.ranks).flops_max_over_mean;
   }
   std::sort(times.begin(), times.end());
@@ -99,7 +99,7 @@ bool check_schedule(const Schedule& s, int64_t P, gpu::Dtype dtype, std::string&
   x.v = gpu::rounded_to_dtype(x.v, dtype), x.dout = gpu::rounded_to_dtype(x.dout, dtype);
   gpu::GpuRunOptions options;
   options.dtype = dtype;
-  const gpu::GpuRunResult result = gpu::run_gpu_streams(plan, x.cast<float>(), options);
+  const ExecutionResult result = gpu::StreamsRun(plan, x.cast<float>(), options).run(true);
   const ReferenceOutputs reference = compute_reference(x, s.causal ? MaskKind::causal : MaskKind::none, true);
   const Verification v = verify(result.outputs, reference, result.executor, gpu::gpu_tolerance_function(dtype));
   for (const TensorCheck& c : v.checks)
@@ -152,10 +152,9 @@ void print_steps(const Schedule& s, int64_t P, const AttentionDims& dims, gpu::D
   const AttentionInputs<float> x = make_inputs(dims, 1, false);
   gpu::GpuRunOptions options;
   options.dtype = dtype;
-  options.trace = true;
-  gpu::StreamsExecutor executor(plan, x, options);
-  executor.run(false);  // warm-up
-  const gpu::GpuRunResult result = executor.run(false);
+  gpu::StreamsRun run(plan, x, options);
+  run.run(false);  // warm-up
+  const ExecutionResult result = run.run(false, true);
   // Per (phase label, step): span of all events, FLOPs and received bytes over all ranks.
   struct Step {
     double start = 1e300, end = 0, flops = 0, bytes = 0, dry_ms = -1;
@@ -259,14 +258,14 @@ int main(int argc, char** argv) {
       gpu::GpuRunOptions options;
       options.dtype = dtype;
       const Plan single = build_plan(spec_of(s, 1, dims, backward, dtype));
-      gpu::StreamsExecutor one(single, x, options);
+      gpu::StreamsRun one(single, x, options);
       const double t1 = median_device_ms(one, 1, iterations).ms;
       if (!backward && s.algo == Algorithm::ring && !s.causal) {  // the model's FLOP rate: one full kernel
         calibration.flops_per_ms = bench::attention_flops(dims.batch, dims.heads, dims.seq, dims.dim, false, false) / t1;
       }
       for (int64_t P : Ps) {
         const Plan plan = build_plan(spec_of(s, P, dims, backward, dtype));
-        gpu::StreamsExecutor many(plan, x, options);
+        gpu::StreamsRun many(plan, x, options);
         const Timing timing = median_device_ms(many, 1, iterations);
         const double tp = timing.ms, efficiency = t1 / tp;
         const char* verdict = s.target == 0 ? "-" : efficiency >= s.target ? "met" : "MISSED";

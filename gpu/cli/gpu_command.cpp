@@ -1,7 +1,7 @@
 // `ringlab-gpu run` and `ringlab-gpu info`. Sections:
 //   [flags]        the shared run flags plus --executor and --dtype
-//   [execution]    streams, single-process nccl, and nccl across mpirun processes
-//   [run]          inputs rounded to the dtype, plan, execution, verification, output
+//   [execution]    gpu-nccl across mpirun processes (an executor of its own); the executor choice
+//   [run]          the run pipeline (sim/run/pipeline.hpp) with the chosen GPU executor
 //   [info]         what this machine can run
 //   [main]         parsing and exit statuses
 #include "gpu/cli/gpu_command.hpp"
@@ -9,22 +9,17 @@
 #include <CLI/CLI.hpp>
 #include <cstring>
 #include <exception>
-#include <type_traits>
-#include <nlohmann/json.hpp>
+#include <memory>
 #include <ostream>
+#include <type_traits>
+#include <utility>
 
 #include "gpu/device.hpp"
 #include "gpu/dtype.hpp"
 #include "gpu/executors/executor.hpp"
-#include "gpu/kernels/attention_kernels.hpp"
 #include "reference/error.hpp"
-#include "reference/npy.hpp"
-#include "sim/run/output_files.hpp"
-#include "sim/plan/check.hpp"
 #include "sim/run/config.hpp"
-#include "sim/run/inputs.hpp"
-#include "sim/run/tables.hpp"
-#include "sim/run/verification.hpp"
+#include "sim/run/pipeline.hpp"
 #ifdef RINGLAB_WITH_NCCL
 #include "gpu/executors/nccl_executor.hpp"
 #endif
@@ -101,168 +96,111 @@ NcclRankResult deserialize(const std::string& bytes, const RankGeometry& g, cons
   return r;
 }
 
-// One process per rank: NCCL bootstrapped through MPI, results gathered to rank 0. Returns the
-// merged result on rank 0 (and an empty one elsewhere).
-GpuRunResult run_nccl_processes(const Plan& plan, const AttentionInputs<float>& inputs, const GpuRunOptions& options,
-                                const MultiProcess& mp) {
-  if (mp.size != plan.ranks()) {
-    throw UsageError("mpirun started " + std::to_string(mp.size) + " processes but --ranks is " +
-                     std::to_string(plan.ranks()) + "; use mpirun -np " + std::to_string(plan.ranks()));
+// gpu-nccl with one process per rank: NCCL bootstrapped through MPI, every rank's result gathered
+// to rank 0, which verifies and reports for everyone (the others' pipelines stop after executing).
+class NcclProcessesExecutor final : public GpuExecutor {
+ public:
+  NcclProcessesExecutor(GpuRunOptions options, const MultiProcess& mp) : GpuExecutor(options), mp_(mp) {}
+
+  PipelineNeeds needs() const override {
+    PipelineNeeds needs = GpuExecutor::needs();
+    needs.reports = mp_.rank == 0;
+    return needs;
   }
-  // A rank that fails still takes part in the gather (with its error), so rank 0 never waits
-  // for a result that will not come.
-  std::string payload;
-  std::exception_ptr failure;
-  try {
-    const int devices = device_count();
-    if (devices == 0) throw UsageError("rank " + std::to_string(mp.rank) + " sees no CUDA device");
-    RINGLAB_CUDA_CHECK(cudaSetDevice(mp.local_rank % devices));
-    ncclUniqueId id;
-    if (mp.rank == 0) RINGLAB_NCCL_CHECK(ncclGetUniqueId(&id));
-    mp.broadcast(&id, sizeof id);
-    ncclComm_t comm = nullptr;
-    RINGLAB_NCCL_CHECK(ncclCommInitRank(&comm, mp.size, id, mp.rank));
-    NcclRankResult mine;
+  std::string label(const Plan& plan) const override { return nccl_label(plan, options_, true); }
+  ExecutionResult execute(const Plan& plan, const AttentionInputs<float>& inputs,
+                          const ExecuteOptions& options) override {
+    if (mp_.size != plan.ranks()) {
+      throw UsageError("mpirun started " + std::to_string(mp_.size) + " processes but --ranks is " +
+                       std::to_string(plan.ranks()) + "; use mpirun -np " + std::to_string(plan.ranks()));
+    }
+    return with_comm_faults(label(plan), [&] { return gather(plan, run_own_rank(plan, inputs, options.trace)); });
+  }
+
+ private:
+  // This process's rank, serialised for the gather ("R" + result), or "E" + the error when it
+  // failed — a rank that fails still takes part in the gather, so rank 0 never waits for a result
+  // that will not come; the error is rethrown after the gather.
+  std::string run_own_rank(const Plan& plan, const AttentionInputs<float>& inputs, bool trace) {
     try {
-      mine = run_nccl_rank(plan, mp.rank, comm, inputs, options);
-    } catch (...) {
-      ncclCommAbort(comm);
-      throw;
+      const int devices = device_count();
+      if (devices == 0) throw UsageError("rank " + std::to_string(mp_.rank) + " sees no CUDA device");
+      RINGLAB_CUDA_CHECK(cudaSetDevice(mp_.local_rank % devices));
+      ncclUniqueId id;
+      if (mp_.rank == 0) RINGLAB_NCCL_CHECK(ncclGetUniqueId(&id));
+      mp_.broadcast(&id, sizeof id);
+      ncclComm_t comm = nullptr;
+      RINGLAB_NCCL_CHECK(ncclCommInitRank(&comm, mp_.size, id, mp_.rank));
+      NcclRankResult mine;
+      try {
+        mine = run_nccl_rank(plan, mp_.rank, comm, inputs, options_, trace);
+      } catch (...) {
+        ncclCommAbort(comm);
+        throw;
+      }
+      RINGLAB_NCCL_CHECK(ncclCommDestroy(comm));
+      return "R" + serialize(mine);
+    } catch (const std::exception& error) {
+      failure_ = std::current_exception();
+      return std::string("E") + error.what();
     }
-    RINGLAB_NCCL_CHECK(ncclCommDestroy(comm));
-    payload = "R" + serialize(mine);
-  } catch (const std::exception& error) {
-    payload = std::string("E") + error.what();
-    failure = std::current_exception();
   }
-  const std::vector<std::string> gathered = mp.gather(payload);
-  if (failure) std::rethrow_exception(failure);
-  if (mp.rank != 0) return {};
-  std::vector<NcclRankResult> all;
-  for (int64_t r = 0; r < plan.ranks(); ++r) {
-    const std::string& part = gathered[static_cast<size_t>(r)];
-    if (part.empty() || part[0] != 'R') {
-      throw CommError("gpu-nccl rank " + std::to_string(r) + " failed: " + (part.empty() ? "no result" : part.substr(1)));
+
+  // The merged result on rank 0; an empty one (the label only) elsewhere.
+  ExecutionResult gather(const Plan& plan, const std::string& payload) {
+    const std::vector<std::string> gathered = mp_.gather(payload);
+    if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
+    if (mp_.rank != 0) {
+      ExecutionResult none;
+      none.executor = label(plan);
+      return none;
     }
-    all.push_back(deserialize(part.substr(1), RankGeometry(plan, r, options.dtype), plan.layout().positions(r)));
+    std::vector<NcclRankResult> all;
+    for (int64_t r = 0; r < plan.ranks(); ++r) {
+      const std::string& part = gathered[static_cast<size_t>(r)];
+      if (part.empty() || part[0] != 'R') {
+        throw CommError("gpu-nccl rank " + std::to_string(r) + " failed: " + (part.empty() ? "no result" : part.substr(1)));
+      }
+      all.push_back(deserialize(part.substr(1), RankGeometry(plan, r, options_.dtype), plan.layout().positions(r)));
+    }
+    return merge_nccl_results(plan, std::move(all), label(plan));
   }
-  return merge_nccl_results(plan, std::move(all), nccl_label(plan, options, true));
-}
+
+  const MultiProcess& mp_;
+  std::exception_ptr failure_;
+};
 #endif
 
-GpuRunResult execute(const GpuRunConfig& config, const Plan& plan, const AttentionInputs<float>& inputs,
-                     const GpuRunOptions& options, const MultiProcess* mp) {
+std::unique_ptr<Executor> make_executor(const GpuRunConfig& config, const GpuRunOptions& options,
+                                        const MultiProcess* mp) {
+  const bool processes = mp && mp->size > 1;
   if (config.executor == "streams") {
-    if (mp && mp->size > 1) throw UsageError("--executor streams runs in one process; drop mpirun, or use --executor nccl");
-    return run_gpu_streams(plan, inputs, options);
+    if (processes) throw UsageError("--executor streams runs in one process; drop mpirun, or use --executor nccl");
+    return std::make_unique<StreamsExecutor>(options);
   }
 #ifdef RINGLAB_WITH_NCCL
-  if (mp && mp->size > 1) return run_nccl_processes(plan, inputs, options, *mp);
-  return run_gpu_nccl(plan, inputs, options);
+  if (processes) return std::make_unique<NcclProcessesExecutor>(options, *mp);
+  return std::make_unique<NcclExecutor>(options);
 #else
-  (void)plan, (void)inputs, (void)options;
   throw UsageError("this ringlab-gpu was built without NCCL; use --executor streams, or rebuild with NCCL installed");
 #endif
 }
 
 // ---- [run] -------------------------------------------------------------------------------------
 
-void save_outputs(const std::string& directory, const RunOutputs& outputs) {
-  StagedDirectory staged(directory);
-  write_npy(staged.path("out.npy"), outputs.out);
-  write_npy(staged.path("lse.npy"), outputs.lse);
-  if (outputs.has_backward()) {
-    write_npy(staged.path("dq.npy"), outputs.dq);
-    write_npy(staged.path("dk.npy"), outputs.dk);
-    write_npy(staged.path("dv.npy"), outputs.dv);
-  }
-  staged.commit();
-}
-
-int run(GpuRunConfig& config, std::ostream& out, const MultiProcess* mp) {
-  RunConfig& rc = config.run;
-  validate(rc);
-  const Dtype dtype = parse_dtype(config.dtype);
-  if (rc.dry_run) {
-    throw UsageError("--dry-run costs a plan without tensors, which is the simulator's job; use ringlab run --dry-run");
-  }
-  if (!rc.inject.empty()) {
-    throw UsageError("--inject is the simulator's fault injection; use ringlab run --inject (the GPU executors "
-                     "run real transfers)");
-  }
-  if (const std::string why = kernel_support(dtype, rc.dims.dim); !why.empty() && rc.in_dir.empty()) throw UsageError(why);
-  std::string why_no_device;
-  if (!device_available(&why_no_device)) {
-    throw UsageError("no CUDA device visible (" + why_no_device +
-                     "); run ringlab-gpu on a machine with an NVIDIA GPU, or use ringlab run (the CPU simulator)");
-  }
-  const bool root = !mp || mp->rank == 0;
-  if (root && !rc.save_dir.empty()) check_output_directory(rc.save_dir);
-  if (root && !rc.trace_file.empty()) check_output_file(rc.trace_file);
-
-  // The inputs as the device sees them: rounded to the dtype, and the oracle computed on those.
-  AttentionInputs<double> inputs = load_inputs(rc);
-  if (const std::string why = kernel_support(dtype, rc.dims.dim); !why.empty()) throw UsageError(why);
-  inputs.q = rounded_to_dtype(inputs.q, dtype);
-  inputs.k = rounded_to_dtype(inputs.k, dtype);
-  inputs.v = rounded_to_dtype(inputs.v, dtype);
-  if (!inputs.dout.empty()) inputs.dout = rounded_to_dtype(inputs.dout, dtype);
-  PlanSpec spec = plan_spec(rc);
-  spec.element_bytes = dtype_bytes(dtype);
-  const Plan plan = build_plan(spec);
-  const PlanCheck check = check_plan(plan);
-  if (!check.ok() && plan.spec().erratum == Erratum::none) {
-    throw UsageError("the plan checker refused this plan: " + check.findings.front().describe() +
-                     "; this is a bug in ringlab's plan for these flags, please report it");
-  }
-
+// The run pipeline with the chosen executor: inputs rounded to the dtype (and the oracle computed
+// on those), the dtype's tolerances, device time, and rank 0 reporting under mpirun.
+int run(GpuRunConfig& config, std::ostream& out, std::ostream& err, const MultiProcess* mp, const std::string& prefix) {
   GpuRunOptions options;
-  options.dtype = dtype;
-  options.trace = !rc.trace_file.empty();
+  options.dtype = parse_dtype(config.dtype);
   options.device = config.device;
-  options.timeout = rc.timeout;
-  const GpuRunResult result = execute(config, plan, inputs.cast<float>(), options, mp);
-  if (!root) return kExitVerified;  // rank 0 verifies and reports for everyone
-
-  const ReferenceOutputs reference = compute_reference(inputs, rc.mask(), rc.backward);
-  const Verification verification = verify(result.outputs, reference, result.executor, gpu_tolerance_function(dtype));
-  if (!rc.save_dir.empty()) save_outputs(rc.save_dir, result.outputs);
-  if (!rc.trace_file.empty()) write_chrome_trace(rc.trace_file, result.trace, static_cast<int>(plan.ranks()));
-  const LoadImbalance imbalance = load_imbalance(result.ranks);
-  const int status = verification.ok() ? kExitVerified : kExitMismatch;
-  if (rc.json) {
-    nlohmann::json summary = {{"command", "run"},
-                              {"config", plan.spec().describe()},
-                              {"executor", result.executor},
-                              {"dtype", dtype_name(dtype)},
-                              {"plan_check", to_json(check)},
-                              {"ranks", to_json(result.ranks)},
-                              {"load_imbalance", to_json(imbalance)},
-                              {"device_ms", result.device_ms},
-                              {"verification", to_json(verification)},
-                              {"exit_status", status}};
-    out << summary.dump() << "\n";
-    return status;
-  }
-  out << "ringlab-gpu run | " << plan.spec().describe() << "\n";
-  out << "executor: " << result.executor << "\n\n";
-  if (!check.ok()) {
-    out << "plan checker: this erratum variant is wrong by construction; it reports\n";
-    for (size_t i = 0; i < check.findings.size() && i < 4; ++i) out << "  " << check.findings[i].describe() << "\n";
-    if (check.findings.size() > 4) out << "  ... and " << check.findings.size() - 4 << " more\n";
-    out << "\n";
-  }
-  print_rank_table(out, result.ranks);
-  print_load_imbalance(out, imbalance);
-  char line[128];
-  std::snprintf(line, sizeof line, "device time: %.3f ms (CUDA events, first to last)\n\n", result.device_ms);
-  out << line;
-  print_verification(out, verification);
-  if (!verification.ok()) {
-    out << "\nfor the first (rank, step, block) that diverges, run the simulator with the same flags: ringlab run "
-           "(its diagnosis checks every block on its own)\n";
-  }
-  return status;
+  options.timeout = config.run.timeout;
+  const std::unique_ptr<Executor> executor = make_executor(config, options, mp);
+  PipelineOptions pipeline;
+  pipeline.tool = "ringlab-gpu";
+  pipeline.error_prefix = prefix;
+  pipeline.executor_line = true;  // two executors and three precisions: the header names which
+  return run_pipeline(config.run, *executor, out, err, pipeline);
 }
 
 // ---- [info] ------------------------------------------------------------------------------------
@@ -320,7 +258,7 @@ int gpu_main(int argc, const char* const* argv, std::ostream& out, std::ostream&
   }
   try {
     if (info_command->parsed()) return info(out);
-    return run(config, out, mp);
+    return run(config, out, err, mp, prefix);
   } catch (const UsageError& error) {
     err << prefix << "error: " << error.what() << "\n";
     return kExitUsage;

@@ -47,16 +47,6 @@ RankGeometry::RankGeometry(const Plan& plan, int64_t rank_, Dtype dtype_)
   heads = plan.heads_per_rank(), kv_heads = plan.kv_heads_per_rank();
 }
 
-void scatter_local_outputs(const LocalOutputs& local, const std::vector<int64_t>& positions, RunOutputs& global) {
-  scatter_rows(local.out, positions, 1, global.out);
-  scatter_rows(local.lse, positions, 2, global.lse);
-  if (!local.dq.empty()) {
-    scatter_rows(local.dq, positions, 1, global.dq);
-    scatter_rows(local.dk, positions, 1, global.dk);
-    scatter_rows(local.dv, positions, 1, global.dv);
-  }
-}
-
 // ---- [construction] ----------------------------------------------------------------------------
 
 GpuRank::GpuRank(const Plan& plan, int64_t rank, Dtype dtype, const AttentionInputs<float>& inputs)

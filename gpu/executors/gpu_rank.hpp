@@ -30,7 +30,7 @@
 #include "gpu/kernels/attention_kernels.hpp"
 #include "reference/attention.hpp"
 #include "sim/plan/plan.hpp"
-#include "sim/run/verification.hpp"
+#include "sim/run/executor.hpp"  // LocalOutputs
 
 namespace ringlab::gpu {
 
@@ -58,15 +58,6 @@ struct RankGeometry {
     return kv_block_elements() * (is_grad_slot(slot) ? 4 : element_bytes());
   }
 };
-
-// The host-side tensors a rank ends with, in its local layout: out (B, S/P, H, D), lse (B, H, S/P)
-// and, after a backward pass, dq (B, S/P, H, D), dk, dv (B, S/P, HKV, D).
-struct LocalOutputs {
-  Tensor<float> out, lse, dq, dk, dv;
-};
-
-// Copies a rank's local outputs into the global tensors at its layout positions.
-void scatter_local_outputs(const LocalOutputs& local, const std::vector<int64_t>& positions, RunOutputs& global);
 
 class GpuRank {
  public:
@@ -100,7 +91,8 @@ class GpuRank {
   void prepare_backward(cudaStream_t stream);
   void store_grads(const StoreGradsOp& op, cudaStream_t stream);
 
-  // Downloads the local outputs (synchronous: call after the streams are done).
+  // Downloads the local outputs, the host-side tensors the rank ends with (synchronous: call
+  // after the streams are done).
   LocalOutputs download_outputs(bool backward) const;
 
   // ---- [all-to-all geometry] -------------------------------------------------------------------

@@ -11,9 +11,11 @@
 #include <tuple>
 
 #include "gpu/device.hpp"
+#include "gpu/executors/local_ops.hpp"
 #include "gpu/kernels/attention_kernels.hpp"
 #include "reference/error.hpp"
 #include "sim/plan/queries.hpp"
+#include "sim/run/op_interpreter.hpp"
 
 namespace ringlab::gpu {
 
@@ -67,17 +69,12 @@ std::string nccl_label(const Plan& plan, const GpuRunOptions& options, bool mult
 
 namespace {
 
-struct Timed {
-  const Event* start = nullptr;
-  const Event* end = nullptr;
-  TraceEvent event;
-};
-
 class NcclRank {
  public:
   NcclRank(const Plan& plan, int64_t rank, ncclComm_t world, const AttentionInputs<float>& inputs,
            const GpuRunOptions& options)
-      : plan_(plan), rank_(rank), world_(world), options_(options), state_(plan, rank, options.dtype, inputs) {
+      : plan_(plan), rank_(rank), world_(world), options_(options), state_(plan, rank, options.dtype, inputs),
+        interpreter_(plan, rank, summary_) {
     // The ring family's communicator: the world when there is no Ulysses dimension.
     ring_ = world_;
     if (plan_uses(plan, Family::ring) && plan.ulysses() > 1) {
@@ -92,26 +89,19 @@ class NcclRank {
     if (split_) ncclCommDestroy(split_);
   }
 
-  NcclRankResult run() {
+  NcclRankResult run(bool trace) {
     const Event* start = record(compute(), true);
     start->wait_on(comm());
     state_.reset(compute());
-    for (const Op& op : expand(plan_, rank_)) std::visit([&](const auto& body) { execute(op, body); }, op.body);
+    interpreter_.run_all(expand(plan_, rank_), *this);
     const Event* end_compute = record(compute(), true);
     const Event* end_comm = record(comm(), true);
     wait_for_device({end_compute, end_comm});
 
     NcclRankResult result;
     result.device_ms = std::max(elapsed_ms(*start, *end_compute), elapsed_ms(*start, *end_comm));
-    for (Timed& t : timed_) {
-      t.event.start_us = 1000.0 * elapsed_ms(*start, *t.start);
-      t.event.duration_us = 1000.0 * elapsed_ms(*t.start, *t.end);
-      if (t.event.lane == TraceLane::compute && t.event.flops >= 0) {
-        summary_.counters.compute_seconds += t.event.duration_us * 1e-6;
-        summary_.counters.flops += t.event.flops;
-      }
-      if (options_.trace) result.trace.push_back(std::move(t.event));
-    }
+    std::vector<TraceEvent> events = timeline_.resolve(*start, [&](int) -> RankSummary& { return summary_; });
+    if (trace) result.trace = std::move(events);
     result.summary = summary_;
     result.outputs = state_.download_outputs(plan_.spec().backward);
     result.positions = state_.local_positions();
@@ -119,31 +109,11 @@ class NcclRank {
   }
 
  private:
+  friend class ringlab::OpInterpreter;  // calls the handlers of [ops]
+
   cudaStream_t compute() const { return compute_.get(); }
   cudaStream_t comm() const { return comm_.get(); }
-
-  const Event* record(cudaStream_t stream, bool timing = false) {
-    events_.emplace_back(timing);
-    events_.back().record(stream);
-    return &events_.back();
-  }
-  template <class F>
-  const Event* timed_work(cudaStream_t stream, TraceEvent event, F&& enqueue) {
-    const Event* start = record(stream, true);
-    enqueue();
-    const Event* end = record(stream, true);
-    timed_.push_back({start, end, std::move(event)});
-    return end;
-  }
-  TraceEvent trace_event(const char* name, TraceLane lane, const Op& op) const {
-    TraceEvent e;
-    e.name = name;
-    e.rank = static_cast<int>(rank_);
-    e.lane = lane;
-    e.step = static_cast<int>(op.step);
-    e.label = plan_.phases()[static_cast<size_t>(op.phase)].name;
-    return e;
-  }
+  const Event* record(cudaStream_t stream, bool timing = false) { return timeline_.record(stream, timing); }
 
   // Polls until the device has passed every event, aborting the communicator when it takes
   // longer than the timeout or NCCL reports an asynchronous error — never a silent hang.
@@ -178,54 +148,18 @@ class NcclRank {
   }
 
   // ---- [ops] -----------------------------------------------------------------------------------
+  // The op interpreter's handlers: the local ops as timed work on the compute stream (shared with
+  // gpu-streams: local_ops.hpp), the communication through NCCL on the transfer stream.
 
-  void execute(const Op& op, const LoadKvOp& body) {
-    timed_work(compute(), trace_event("load kv", TraceLane::compute, op), [&] { state_.load_kv(body, compute()); });
-  }
-
-  void execute(const Op& op, const ComputeOp& body) {
-    if (body.kernels.empty()) {
-      ++summary_.blocks_skipped;
-      state_.compute(body, compute());
-      return;
-    }
-    ++summary_.blocks_computed;
-    if (body.shape == BlockShape::diagonal || body.shape == BlockShape::masked || body.shape == BlockShape::erratum) {
-      ++summary_.blocks_masked;
-    }
-    summary_.pairs += body.pairs;
-    summary_.flops += body.flops;
-    TraceEvent e = trace_event(body.pass == Pass::forward ? "attention fwd" : "attention bwd", TraceLane::compute, op);
-    e.flops = body.flops;
-    e.q_block = static_cast<int>(body.q_block);
-    e.kv_block = static_cast<int>(body.kv_block);
-    e.mask = block_shape_name(body.shape);
-    timed_work(compute(), std::move(e), [&] { state_.compute(body, compute()); });
+  template <class Local>
+  void execute(const Op& op, const Local&, TraceEvent event) {
+    run_local_op(state_, op.body, std::move(event), compute(), timeline_);
   }
 
-  void execute(const Op& op, const AccumulateOp& body) {
-    timed_work(compute(), trace_event("accumulate dK/dV", TraceLane::compute, op),
-               [&] { state_.accumulate(body, compute()); });
-  }
-  void execute(const Op& op, const FinalizeOp&) {
-    timed_work(compute(), trace_event("finalize", TraceLane::compute, op), [&] { state_.finalize(compute()); });
-  }
-  void execute(const Op& op, const PrepareBackwardOp&) {
-    timed_work(compute(), trace_event("prepare backward", TraceLane::compute, op),
-               [&] { state_.prepare_backward(compute()); });
-  }
-  void execute(const Op& op, const StoreGradsOp& body) {
-    timed_work(compute(), trace_event("store grads", TraceLane::compute, op),
-               [&] { state_.store_grads(body, compute()); });
-  }
-
-  void execute(const Op& op, const ExchangeOp& body) {
+  // `e`: "send" (or "recv" when it only receives), its peer, tag and bytes.
+  void execute(const Op& op, const ExchangeOp& body, TraceEvent e) {
     record(compute())->wait_on(comm());  // data and receive slot ready
-    TraceEvent e = trace_event(body.send_to >= 0 ? "send" : "recv", TraceLane::comm, op);
-    e.peer = static_cast<int>(body.send_to >= 0 ? body.send_to : body.recv_from);
-    e.tag = body.tag;
-    e.bytes = body.send_to >= 0 ? state_.slot_block_bytes(body.send_slot) : state_.slot_block_bytes(body.recv_slot);
-    const Event* done = timed_work(comm(), e, [&] {
+    const Event* done = timeline_.timed(comm(), e, [&] {
       RINGLAB_NCCL_CHECK(ncclGroupStart());
       if (body.send_to >= 0) {
         RINGLAB_NCCL_CHECK(ncclSend(state_.slot_block(body.send_slot),
@@ -240,11 +174,10 @@ class NcclRank {
       RINGLAB_NCCL_CHECK(ncclGroupEnd());
     });
     if (body.send_to >= 0 && body.recv_from >= 0) {  // the receive half, on the same span
-      Timed copy = timed_.back();
-      copy.event.name = "recv";
-      copy.event.peer = static_cast<int>(body.recv_from);
-      copy.event.bytes = state_.slot_block_bytes(body.recv_slot);
-      timed_.push_back(std::move(copy));
+      e.name = "recv";
+      e.peer = static_cast<int>(body.recv_from);
+      e.bytes = state_.slot_block_bytes(body.recv_slot);
+      timeline_.also(std::move(e));
     }
     if (body.send_to >= 0) {
       summary_.counters.messages_sent += 1;
@@ -257,7 +190,7 @@ class NcclRank {
     posted_[{op.phase, body.id, op.step}] = done;
   }
 
-  void execute(const Op& op, const WaitOp& body) {
+  void execute(const Op& op, const WaitOp& body, const TraceEvent&) {
     const auto found = posted_.find({op.phase, body.exchange_id, body.exchange_step});
     if (found == posted_.end()) {
       throw CommError("rank " + std::to_string(rank_) + " waits for exchange " + std::to_string(body.exchange_id) +
@@ -267,17 +200,13 @@ class NcclRank {
     posted_.erase(found);
   }
 
-  void execute(const Op& op, const CollectiveOp& body) {
+  // `e`: "all_gather" | "reduce_scatter" | "all_to_all" and the bytes received.
+  void execute(const Op&, const CollectiveOp& body, TraceEvent e) {
     record(compute())->wait_on(comm());
     summary_.counters.collectives += 1;
     summary_.counters.bytes_sent += body.send_bytes;
     summary_.counters.bytes_received += body.recv_bytes;
-    TraceEvent e = trace_event(body.collective == Collective::all_gather_kv        ? "all_gather"
-                               : body.collective == Collective::reduce_scatter_dkv ? "reduce_scatter"
-                                                                                   : "all_to_all",
-                               TraceLane::comm, op);
-    e.bytes = body.recv_bytes;
-    const Event* done = timed_work(comm(), std::move(e), [&] {
+    const Event* done = timeline_.timed(comm(), std::move(e), [&] {
       switch (body.collective) {
         case Collective::all_gather_kv: {
           state_.pack_own_kv(comm());
@@ -353,26 +282,29 @@ class NcclRank {
   GpuRunOptions options_;
   GpuRank state_;
   Stream compute_, comm_;
-  std::deque<Event> events_;
-  std::vector<Timed> timed_;
+  Timeline timeline_;
   std::map<std::tuple<int, int, int64_t>, const Event*> posted_;
   DeviceBuffer staging_send_, staging_recv_;
   RankSummary summary_;
+  OpInterpreter interpreter_;  // counts into summary_
 };
 
 }  // namespace
 
 NcclRankResult run_nccl_rank(const Plan& plan, int64_t rank, ncclComm_t world, const AttentionInputs<float>& inputs,
-                             const GpuRunOptions& options) {
+                             const GpuRunOptions& options, bool trace) {
   NcclRank runner(plan, rank, world, inputs, options);
-  return runner.run();
+  return runner.run(trace);
 }
 
 // ---- [single process] --------------------------------------------------------------------------
 
-GpuRunResult run_gpu_nccl(const Plan& plan, const AttentionInputs<float>& inputs, const GpuRunOptions& options) {
+namespace {
+
+// One thread per rank, rank r on device r % devices; the first rank's error is rethrown.
+std::vector<NcclRankResult> run_rank_threads(const Plan& plan, const AttentionInputs<float>& inputs,
+                                             const GpuRunOptions& options, bool trace) {
   const int64_t P = plan.ranks();
-  if (const std::string why = nccl_single_process_support(P); !why.empty()) throw UsageError(why);
   const int devices = device_count();
   ncclUniqueId id;
   RINGLAB_NCCL_CHECK(ncclGetUniqueId(&id));
@@ -386,7 +318,7 @@ GpuRunResult run_gpu_nccl(const Plan& plan, const AttentionInputs<float>& inputs
         ncclComm_t comm = nullptr;
         RINGLAB_NCCL_CHECK(ncclCommInitRank(&comm, static_cast<int>(P), id, static_cast<int>(r)));
         try {
-          results[static_cast<size_t>(r)] = run_nccl_rank(plan, r, comm, inputs, options);
+          results[static_cast<size_t>(r)] = run_nccl_rank(plan, r, comm, inputs, options, trace);
         } catch (...) {
           ncclCommAbort(comm);
           throw;
@@ -400,28 +332,35 @@ GpuRunResult run_gpu_nccl(const Plan& plan, const AttentionInputs<float>& inputs
   for (std::thread& t : threads) t.join();
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
-  return merge_nccl_results(plan, std::move(results), nccl_label(plan, options, false));
+  return results;
+}
+
+}  // namespace
+
+std::string NcclExecutor::label(const Plan& plan) const { return nccl_label(plan, options_, false); }
+
+ExecutionResult NcclExecutor::execute(const Plan& plan, const AttentionInputs<float>& inputs,
+                                      const ExecuteOptions& options) {
+  if (const std::string why = nccl_single_process_support(plan.ranks()); !why.empty()) throw UsageError(why);
+  return with_comm_faults(label(plan), [&] {
+    return merge_nccl_results(plan, run_rank_threads(plan, inputs, options_, options.trace), label(plan));
+  });
 }
 
 // ---- [merging] ---------------------------------------------------------------------------------
 
-GpuRunResult merge_nccl_results(const Plan& plan, std::vector<NcclRankResult>&& ranks, std::string executor) {
-  const AttentionDims& d = plan.spec().dims;
-  GpuRunResult result;
+ExecutionResult merge_nccl_results(const Plan& plan, std::vector<NcclRankResult>&& ranks, std::string executor) {
+  ExecutionResult result;
   result.executor = std::move(executor);
-  result.outputs.out = Tensor<float>(d.q_shape());
-  result.outputs.lse = Tensor<float>(d.lse_shape());
-  if (plan.spec().backward) {
-    result.outputs.dq = Tensor<float>(d.q_shape());
-    result.outputs.dk = Tensor<float>(d.kv_shape());
-    result.outputs.dv = Tensor<float>(d.kv_shape());
-  }
+  result.outputs = allocate_outputs(plan);
+  double device_ms = 0;
   for (NcclRankResult& r : ranks) {
     scatter_local_outputs(r.outputs, r.positions, result.outputs);
     result.ranks.push_back(r.summary);
-    result.device_ms = std::max(result.device_ms, r.device_ms);
+    device_ms = std::max(device_ms, r.device_ms);
     for (TraceEvent& e : r.trace) result.trace.push_back(std::move(e));
   }
+  result.time = {TimeKind::device, device_ms * 1e-3};
   return result;
 }
 

@@ -34,17 +34,26 @@ struct NcclRankResult {
   LocalOutputs outputs;            // this rank's layout tokens
   std::vector<int64_t> positions;  // their global positions
   RankSummary summary;
-  std::vector<TraceEvent> trace;   // times from this rank's own start event
+  std::vector<TraceEvent> trace;   // with trace: times from this rank's own start event
   double device_ms = 0;
 };
 
 // Runs rank `rank` of the plan on the current device; `world` is a communicator of plan.ranks()
-// ranks in which the caller is `rank`. Collective over all ranks (they must all call it).
+// ranks in which the caller is `rank`. Collective over all ranks (they must all call it). A
+// deadlock or a fault throws CommError (after aborting the communicator).
 NcclRankResult run_nccl_rank(const Plan& plan, int64_t rank, ncclComm_t world, const AttentionInputs<float>& inputs,
-                             const GpuRunOptions& options);
+                             const GpuRunOptions& options, bool trace);
 
-// Single process: one thread per rank, rank r on device r % devices.
-GpuRunResult run_gpu_nccl(const Plan& plan, const AttentionInputs<float>& inputs, const GpuRunOptions& options);
+// gpu-nccl in a single process: one thread per rank, rank r on device r % devices. (Under mpirun,
+// one process per rank: gpu/cli/gpu_command.cpp.)
+class NcclExecutor final : public GpuExecutor {
+ public:
+  using GpuExecutor::GpuExecutor;
+  std::string label(const Plan& plan) const override;  // nccl_label(plan, options, false)
+  // Throws UsageError when this machine cannot run P ranks in one process.
+  ExecutionResult execute(const Plan& plan, const AttentionInputs<float>& inputs,
+                          const ExecuteOptions& options) override;
+};
 
 // How many ranks one process may run on `devices` GPUs: devices, or more when this NCCL
 // allows several ranks per GPU (>= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1).
@@ -55,7 +64,8 @@ std::string nccl_version_text();  // "NCCL 2.28.9"
 // "gpu-nccl, 4 ranks on 4 GPUs, single process (bf16)"
 std::string nccl_label(const Plan& plan, const GpuRunOptions& options, bool multi_process);
 
-// Merges per-rank results into a run result (outputs scattered into global order).
-GpuRunResult merge_nccl_results(const Plan& plan, std::vector<NcclRankResult>&& ranks, std::string executor);
+// Merges per-rank results into a run result (outputs scattered into global order, device time
+// the slowest rank's).
+ExecutionResult merge_nccl_results(const Plan& plan, std::vector<NcclRankResult>&& ranks, std::string executor);
 
 }  // namespace ringlab::gpu

@@ -1,8 +1,10 @@
 // gpu-streams: P virtual ranks on one GPU. Sections:
-//   [bookkeeping]  events, timed spans, messages, collectives
+//   [bookkeeping]  messages, collectives
 //   [scheduler]    the round-robin walk over the P op lists; deadlock report
-//   [ops]          local ops, exchanges and waits, collectives as device copies
+//   [ops]          the op interpreter's handlers: local ops (local_ops.hpp), exchanges and waits,
+//                  collectives as device copies
 //   [results]      timings -> RankSummary and trace events, outputs
+//   [contract]     the executor of sim/run/executor.hpp
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -15,21 +17,16 @@
 #include "gpu/device.hpp"
 #include "gpu/executors/executor.hpp"
 #include "gpu/executors/gpu_rank.hpp"
+#include "gpu/executors/local_ops.hpp"
 #include "gpu/kernels/attention_kernels.hpp"
 #include "reference/error.hpp"
+#include "sim/run/op_interpreter.hpp"
 
 namespace ringlab::gpu {
 
 // ---- [bookkeeping] -----------------------------------------------------------------------------
 
 namespace {
-
-// An interval of device work bracketed by two timing events, and what it was.
-struct Timed {
-  const Event* start = nullptr;
-  const Event* end = nullptr;
-  TraceEvent event;  // start/duration filled in at the end
-};
 
 struct Message {
   const void* from = nullptr;
@@ -54,14 +51,6 @@ struct CollectiveRun {
 
 using CollectiveKey = std::tuple<int, int64_t, int, int64_t>;  // (phase, step, kind, group)
 
-const char* collective_trace_name(Collective c) {
-  switch (c) {
-    case Collective::all_gather_kv: return "all_gather";
-    case Collective::reduce_scatter_dkv: return "reduce_scatter";
-    default: return "all_to_all";
-  }
-}
-
 std::string group_text(const std::vector<int64_t>& members) {
   std::string text = "group {";
   for (size_t i = 0; i < members.size(); ++i) text += (i ? "," : "") + std::to_string(members[i]);
@@ -70,7 +59,7 @@ std::string group_text(const std::vector<int64_t>& members) {
 
 }  // namespace
 
-struct StreamsExecutor::Impl {
+struct StreamsRun::Impl {
   const Plan& plan;
   GpuRunOptions options;
   int64_t P;
@@ -79,12 +68,12 @@ struct StreamsExecutor::Impl {
   std::vector<std::vector<Op>> ops;
 
   // Per run.
-  std::deque<Event> events;
-  std::vector<Timed> timed;
+  Timeline timeline;
   std::map<MessageKey, Message> messages;
   std::vector<std::map<std::tuple<int, int, int64_t>, std::vector<MessageKey>>> posted;  // [rank]
   std::map<CollectiveKey, CollectiveRun> collectives;
   std::vector<RankSummary> summaries;
+  std::vector<OpInterpreter> interpreters;  // [rank], counting into summaries
 
   Impl(const Plan& plan_, const AttentionInputs<float>& inputs, const GpuRunOptions& options_)
       : plan(plan_), options(options_), P(plan_.ranks()) {
@@ -97,40 +86,17 @@ struct StreamsExecutor::Impl {
     }
   }
 
-  const Event* new_event(bool timing = false) {
-    events.emplace_back(timing);
-    return &events.back();
-  }
-  const Event* record(cudaStream_t stream, bool timing = false) {
-    const Event* e = new_event(timing);
-    e->record(stream);
-    return e;
-  }
-  // Brackets work enqueued by `enqueue` on `stream` with timing events.
-  template <class F>
-  void timed_work(cudaStream_t stream, TraceEvent event, F&& enqueue) {
-    const Event* start = record(stream, true);
-    enqueue();
-    const Event* end = record(stream, true);
-    timed.push_back({start, end, std::move(event)});
-  }
-  TraceEvent trace_event(const char* name, int64_t rank, TraceLane lane, const Op& op) const {
-    TraceEvent e;
-    e.name = name;
-    e.rank = static_cast<int>(rank);
-    e.lane = lane;
-    e.step = static_cast<int>(op.step);
-    e.label = plan.phases()[static_cast<size_t>(op.phase)].name;
-    return e;
-  }
+  const Event* record(cudaStream_t stream, bool timing = false) { return timeline.record(stream, timing); }
 
   // ---- [scheduler] -----------------------------------------------------------------------------
 
-  GpuRunResult run(bool download) {
+  ExecutionResult run(bool download, bool trace) {
     RINGLAB_CUDA_CHECK(cudaSetDevice(options.device));
-    events.clear(), timed.clear(), messages.clear(), collectives.clear();
+    timeline.clear(), messages.clear(), collectives.clear();
     posted.assign(static_cast<size_t>(P), {});
     summaries.assign(static_cast<size_t>(P), RankSummary{});
+    interpreters.clear();
+    for (int64_t r = 0; r < P; ++r) interpreters.emplace_back(plan, r, summaries[static_cast<size_t>(r)]);
     // One start event that every stream waits for, so that all times are measured from it.
     const Event* start = record(compute[0].get(), true);
     for (int64_t r = 0; r < P; ++r) {
@@ -161,7 +127,7 @@ struct StreamsExecutor::Impl {
       ends.push_back(record(comm[static_cast<size_t>(r)].get(), true));
     }
     RINGLAB_CUDA_CHECK(cudaDeviceSynchronize());
-    return results(*start, ends, download);
+    return results(*start, ends, download, trace);
   }
 
   std::string deadlock_report(const std::vector<size_t>& next) const {
@@ -187,66 +153,30 @@ struct StreamsExecutor::Impl {
 
   // ---- [ops] -----------------------------------------------------------------------------------
 
+  // The op interpreter's handlers for rank r: the local ops as timed work on its compute stream,
+  // the communication as device copies between ranks. false = wait for another rank to post.
+  struct RankOps {
+    Impl& impl;
+    int64_t r;
+    template <class Local>
+    bool execute(const Op& op, const Local&, TraceEvent event) {
+      run_local_op(impl.rank_of(r), op.body, std::move(event), impl.compute_of(r), impl.timeline);
+      return true;
+    }
+    bool execute(const Op& op, const ExchangeOp& body, const TraceEvent&) { return impl.execute(r, op, body); }
+    bool execute(const Op& op, const WaitOp& body, const TraceEvent&) { return impl.execute(r, op, body); }
+    bool execute(const Op& op, const CollectiveOp& body, const TraceEvent&) { return impl.execute(r, op, body); }
+  };
+
   // Enqueues one op of rank r; false when it must wait for another rank to post first.
   bool execute(int64_t r, const Op& op) {
-    return std::visit([&](const auto& body) { return execute(r, op, body); }, op.body);
+    RankOps handler{*this, r};
+    return interpreters[static_cast<size_t>(r)].run(op, handler);
   }
 
   cudaStream_t compute_of(int64_t r) { return compute[static_cast<size_t>(r)].get(); }
   cudaStream_t comm_of(int64_t r) { return comm[static_cast<size_t>(r)].get(); }
   GpuRank& rank_of(int64_t r) { return *ranks[static_cast<size_t>(r)]; }
-
-  bool execute(int64_t r, const Op& op, const LoadKvOp& body) {
-    timed_work(compute_of(r), trace_event("load kv", r, TraceLane::compute, op),
-               [&] { rank_of(r).load_kv(body, compute_of(r)); });
-    return true;
-  }
-
-  bool execute(int64_t r, const Op& op, const ComputeOp& body) {
-    RankSummary& s = summaries[static_cast<size_t>(r)];
-    if (body.kernels.empty()) {
-      ++s.blocks_skipped;
-      rank_of(r).compute(body, compute_of(r));  // a non-accumulating backward still zeroes its slot
-      return true;
-    }
-    ++s.blocks_computed;
-    if (body.shape == BlockShape::diagonal || body.shape == BlockShape::masked || body.shape == BlockShape::erratum) {
-      ++s.blocks_masked;
-    }
-    s.pairs += body.pairs;
-    s.flops += body.flops;
-    TraceEvent e = trace_event(body.pass == Pass::forward ? "attention fwd" : "attention bwd", r, TraceLane::compute, op);
-    e.flops = body.flops;
-    e.q_block = static_cast<int>(body.q_block);
-    e.kv_block = static_cast<int>(body.kv_block);
-    e.mask = block_shape_name(body.shape);
-    timed_work(compute_of(r), std::move(e), [&] { rank_of(r).compute(body, compute_of(r)); });
-    return true;
-  }
-
-  bool execute(int64_t r, const Op& op, const AccumulateOp& body) {
-    timed_work(compute_of(r), trace_event("accumulate dK/dV", r, TraceLane::compute, op),
-               [&] { rank_of(r).accumulate(body, compute_of(r)); });
-    return true;
-  }
-
-  bool execute(int64_t r, const Op& op, const FinalizeOp&) {
-    timed_work(compute_of(r), trace_event("finalize", r, TraceLane::compute, op),
-               [&] { rank_of(r).finalize(compute_of(r)); });
-    return true;
-  }
-
-  bool execute(int64_t r, const Op& op, const PrepareBackwardOp&) {
-    timed_work(compute_of(r), trace_event("prepare backward", r, TraceLane::compute, op),
-               [&] { rank_of(r).prepare_backward(compute_of(r)); });
-    return true;
-  }
-
-  bool execute(int64_t r, const Op& op, const StoreGradsOp& body) {
-    timed_work(compute_of(r), trace_event("store grads", r, TraceLane::compute, op),
-               [&] { rank_of(r).store_grads(body, compute_of(r)); });
-    return true;
-  }
 
   bool execute(int64_t r, const Op& op, const ExchangeOp& body) {
     const Event* ready = record(compute_of(r));  // the slot's data, and the receive slot, are ready here
@@ -299,15 +229,14 @@ struct StreamsExecutor::Impl {
     e.peer = static_cast<int>(source);
     e.tag = tag;
     e.bytes = m.send_bytes;
-    const Event* start = record(stream, true);
-    RINGLAB_CUDA_CHECK(cudaMemcpyAsync(m.to, m.from, static_cast<size_t>(m.send_bytes), cudaMemcpyDeviceToDevice, stream));
-    const Event* end = record(stream, true);
-    timed.push_back({start, end, e});
+    m.done = timeline.timed(stream, e, [&] {
+      RINGLAB_CUDA_CHECK(
+          cudaMemcpyAsync(m.to, m.from, static_cast<size_t>(m.send_bytes), cudaMemcpyDeviceToDevice, stream));
+    });
     e.name = "send";  // the same copy, seen from the sender
     e.rank = static_cast<int>(source);
     e.peer = static_cast<int>(destination);
-    timed.push_back({start, end, e});
-    m.done = end;
+    timeline.also(std::move(e));
   }
 
   bool execute(int64_t r, const Op& op, const WaitOp& body) {
@@ -351,10 +280,9 @@ struct StreamsExecutor::Impl {
       const int64_t to = members[ti];
       cudaStream_t stream = comm_of(to);
       for (const auto& [member, ready] : run.posted) ready->wait_on(stream);
-      TraceEvent e = trace_event(collective_trace_name(kind), to, TraceLane::comm, op);
-      e.bytes = run.op.recv_bytes;
+      TraceEvent e = op_trace_event(plan, to, op);  // name, step, phase label, bytes received
       e.group = group_text(members);
-      timed_work(stream, std::move(e), [&] {
+      timeline.timed(stream, std::move(e), [&] {
         switch (kind) {
           case Collective::all_gather_kv:
             for (size_t fi = 0; fi < members.size(); ++fi) {
@@ -404,34 +332,23 @@ struct StreamsExecutor::Impl {
 
   // ---- [results] -------------------------------------------------------------------------------
 
-  GpuRunResult results(const Event& start, const std::vector<const Event*>& ends, bool download) {
-    GpuRunResult result;
+  ExecutionResult results(const Event& start, const std::vector<const Event*>& ends, bool download, bool trace) {
+    ExecutionResult result;
     result.executor = streams_label(plan, options);
-    for (const Event* end : ends) result.device_ms = std::max(result.device_ms, static_cast<double>(elapsed_ms(start, *end)));
-    for (Timed& t : timed) {
-      t.event.start_us = 1000.0 * elapsed_ms(start, *t.start);
-      t.event.duration_us = 1000.0 * elapsed_ms(*t.start, *t.end);
-      if (t.event.lane == TraceLane::compute && t.event.flops >= 0) {
-        summaries[static_cast<size_t>(t.event.rank)].counters.compute_seconds += t.event.duration_us * 1e-6;
-        summaries[static_cast<size_t>(t.event.rank)].counters.flops += t.event.flops;
-      }
-    }
+    double device_ms = 0;
+    for (const Event* end : ends) device_ms = std::max(device_ms, static_cast<double>(elapsed_ms(start, *end)));
+    result.time = {TimeKind::device, device_ms * 1e-3};
+    std::vector<TraceEvent> events =
+        timeline.resolve(start, [&](int rank) -> RankSummary& { return summaries[static_cast<size_t>(rank)]; });
     result.ranks = summaries;
-    if (options.trace) {
-      for (Timed& t : timed) result.trace.push_back(std::move(t.event));
+    if (trace) {
+      result.trace = std::move(events);
       std::stable_sort(result.trace.begin(), result.trace.end(), [](const TraceEvent& a, const TraceEvent& b) {
         return std::tie(a.rank, a.start_us) < std::tie(b.rank, b.start_us);
       });
     }
     if (download) {
-      const AttentionDims& d = plan.spec().dims;
-      result.outputs.out = Tensor<float>(d.q_shape());
-      result.outputs.lse = Tensor<float>(d.lse_shape());
-      if (plan.spec().backward) {
-        result.outputs.dq = Tensor<float>(d.q_shape());
-        result.outputs.dk = Tensor<float>(d.kv_shape());
-        result.outputs.dv = Tensor<float>(d.kv_shape());
-      }
+      result.outputs = allocate_outputs(plan);
       for (int64_t r = 0; r < P; ++r) {
         const GpuRank& rank = rank_of(r);
         scatter_local_outputs(rank.download_outputs(plan.spec().backward), rank.local_positions(), result.outputs);
@@ -441,16 +358,23 @@ struct StreamsExecutor::Impl {
   }
 };
 
-StreamsExecutor::StreamsExecutor(const Plan& plan, const AttentionInputs<float>& inputs, const GpuRunOptions& options)
+// ---- [contract] --------------------------------------------------------------------------------
+
+StreamsRun::StreamsRun(const Plan& plan, const AttentionInputs<float>& inputs, const GpuRunOptions& options)
     : impl_(std::make_unique<Impl>(plan, inputs, options)) {}
 
-StreamsExecutor::~StreamsExecutor() = default;
+StreamsRun::~StreamsRun() = default;
 
-GpuRunResult StreamsExecutor::run(bool download) { return impl_->run(download); }
+ExecutionResult StreamsRun::run(bool download, bool trace) { return impl_->run(download, trace); }
 
-GpuRunResult run_gpu_streams(const Plan& plan, const AttentionInputs<float>& inputs, const GpuRunOptions& options) {
-  StreamsExecutor executor(plan, inputs, options);
-  return executor.run(true);
+std::string StreamsExecutor::label(const Plan& plan) const { return streams_label(plan, options_); }
+
+ExecutionResult StreamsExecutor::execute(const Plan& plan, const AttentionInputs<float>& inputs,
+                                         const ExecuteOptions& options) {
+  return with_comm_faults(label(plan), [&] {
+    StreamsRun run(plan, inputs, options_);
+    return run.run(true, options.trace);
+  });
 }
 
 std::string streams_label(const Plan& plan, const GpuRunOptions& options) {

@@ -19,6 +19,6 @@ void add_plan_command(CLI::App& app, Registry& registry);
 // `ringlab compare` and `ringlab figure` (sim/cli/cost_commands.cpp).
 void add_cost_commands(CLI::App& app, Registry& registry);
 // `ringlab run --dry-run`: the plan walked by the cost model, no tensors (sim/cli/dry_run_command.cpp).
-int run_dry(const RunConfig& config);
+int run_dry(RunConfig& config);
 
 }  // namespace ringlab::cli

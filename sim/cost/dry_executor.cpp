@@ -1,17 +1,22 @@
 // The dry executor: template entries evaluated for all ranks at once.
 // Sections: [state] [exchange and wait] [compute] [collectives] [elementwise] [driver] [summary]
+//           [contract]
 #include "sim/cost/dry_executor.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
+#include <ostream>
 #include <stdexcept>
 
 #include "reference/error.hpp"
 #include "reference/formulas.hpp"
 #include "sim/cost/block_work.hpp"
+#include "sim/cost/dry_report.hpp"
 #include "sim/plan/queries.hpp"
+#include "sim/run/config.hpp"
+#include "sim/run/op_interpreter.hpp"  // the trace's names
 
 namespace ringlab {
 
@@ -216,7 +221,7 @@ class DryRun {
         pairs_[r] += cost->pairs;
         flops_[r] += cost->flops;
         if (tracing_) {
-          TraceEvent event = event_at(r, TraceLane::compute, backward ? "attention bwd" : "attention fwd", clock_[r],
+          TraceEvent event = event_at(r, TraceLane::compute, compute_trace_name(t.pass), clock_[r],
                                       clock_[r] + cost->seconds, step);
           event.flops = cost->flops;
           event.q_block = static_cast<int>(g);
@@ -262,9 +267,7 @@ class DryRun {
   void collective(const CollectiveT& t, int64_t step) {
     const int64_t bytes = collective_bytes(plan_, t.collective);
     const bool ulysses_family = is_ulysses_collective(t.collective);
-    const char* name = ulysses_family ? "all_to_all"
-                       : t.collective == Collective::all_gather_kv ? "all_gather"
-                                                                    : "reduce_scatter";
+    const char* name = collective_trace_name(t.collective);
     const int64_t count = ulysses_family ? U_ : R_;
     if (count <= 1) return;  // a group of one: nothing moves
     bytes_sent_ += bytes, bytes_received_ += bytes, messages_ += count - 1;  // every rank, the same
@@ -498,6 +501,75 @@ DrySummary summarize(const DryResult& result) {
   if (s.flops_total > 0) s.flops_imbalance = flops_max / (s.flops_total / n);
   if (compute_sum > 0) s.compute_imbalance = s.compute_max_s / s.compute_mean_s;
   return s;
+}
+
+// ---- [contract] ------------------------------------------------------------------------------
+
+RankSummary rank_summary(const DryRank& rank) {
+  RankSummary s;
+  s.blocks_computed = rank.blocks_computed;
+  s.blocks_skipped = rank.blocks_skipped;
+  s.blocks_masked = rank.blocks_masked;
+  s.pairs = rank.pairs;
+  s.flops = rank.flops;
+  s.counters.messages_sent = rank.messages_sent;
+  s.counters.bytes_sent = rank.bytes_sent;
+  s.counters.messages_received = rank.messages_sent;  // every rank receives what one sends
+  s.counters.bytes_received = rank.bytes_received;
+  s.counters.blocked_seconds = rank.exposed_comm_s + rank.idle_s;
+  s.counters.compute_seconds = rank.compute_s;
+  s.counters.flops = rank.flops;
+  return s;
+}
+
+DryExecutor::DryExecutor(Hardware hardware, DryOptions options)
+    : hardware_(std::move(hardware)), options_(options) {}
+
+void DryExecutor::configure(const RunConfig& config) {
+  if (!config.inject.empty()) {
+    throw UsageError("--inject needs messages to fault, but --dry-run sends none; drop one of them");
+  }
+  hardware_ = load_hardware(config.hw, config.dims.dim);
+}
+
+const Hardware& DryExecutor::hardware() const {
+  if (!hardware_) throw std::logic_error("dry executor: no machine yet (construct it with one, or configure it)");
+  return *hardware_;
+}
+
+PipelineNeeds DryExecutor::needs() const {
+  PipelineNeeds needs;
+  needs.element_bytes = hardware().element_bytes;  // the machine's precision on the wire and in memory
+  needs.computes_outputs = false;
+  return needs;
+}
+
+std::string DryExecutor::label(const Plan& plan) const {
+  return "dry executor, " + std::to_string(plan.ranks()) + (plan.ranks() == 1 ? " rank" : " ranks") + " on " +
+         hardware().name + " (cost model)";
+}
+
+ExecutionResult DryExecutor::execute(const Plan& plan, const AttentionInputs<float>&, const ExecuteOptions& options) {
+  DryOptions dry = options_;
+  dry.trace = dry.trace || options.trace;
+  detail_ = run_dry_plan(plan, hardware(), dry);
+  ExecutionResult result;
+  result.executor = label(plan);
+  result.ranks.reserve(detail_.ranks.size());
+  for (const DryRank& rank : detail_.ranks) result.ranks.push_back(rank_summary(rank));
+  result.trace = std::move(detail_.trace);
+  detail_.trace.clear();
+  result.time = {TimeKind::predicted, detail_.makespan_s};
+  return result;
+}
+
+bool DryExecutor::print_own_report(std::ostream& out, const Plan& plan, const ExecutionResult&, bool json) const {
+  if (json) {
+    out << dry_report_json(plan, hardware(), detail_).dump() << "\n";
+  } else {
+    print_dry_report(out, plan, hardware(), detail_);
+  }
+  return true;
 }
 
 }  // namespace ringlab

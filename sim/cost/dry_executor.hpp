@@ -31,12 +31,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/cost/hardware.hpp"
 #include "sim/cost/memory_model.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/run/executor.hpp"
 #include "sim/run/trace.hpp"
 
 namespace ringlab {
@@ -104,5 +106,37 @@ struct DrySummary {
   double compute_imbalance = 1;    // max / mean compute time per rank
 };
 DrySummary summarize(const DryResult& result);
+
+// ---- the executor contract (sim/run/executor.hpp) --------------------------------------------
+
+// What the pipeline's tables show of a rank of a dry run: its blocks, pairs and FLOPs, its traffic
+// (bytes and messages, both ways), busy = attention compute, blocked = exposed + idle.
+RankSummary rank_summary(const DryRank& rank);
+
+// The dry executor behind `ringlab run --dry-run`: an ExecutionResult with a RankSummary per rank,
+// the predicted makespan as its time (TimeKind::predicted) and the simulated timeline as its
+// trace; no outputs. The detailed cost breakdown (DryResult: phases, steps, memory) stays next to
+// it, and its report is the dry report (sim/cost/dry_report.hpp).
+class DryExecutor final : public Executor {
+ public:
+  DryExecutor() = default;  // the machine comes from --hw when the pipeline configures it
+  explicit DryExecutor(Hardware hardware, DryOptions options = {});
+
+  void configure(const RunConfig& config) override;  // --hw (a preset or a JSON file); refuses --inject
+  PipelineNeeds needs() const override;               // the machine's element size; computes no outputs
+  std::string label(const Plan& plan) const override; // "dry executor, 4 ranks on h100-nvlink (cost model)"
+  ExecutionResult execute(const Plan& plan, const AttentionInputs<float>& inputs,
+                          const ExecuteOptions& options) override;
+  bool print_own_report(std::ostream& out, const Plan& plan, const ExecutionResult& result, bool json) const override;
+
+  const Hardware& hardware() const;  // throws std::logic_error before a machine is known
+  // The last execute's cost breakdown; its trace has moved into the ExecutionResult.
+  const DryResult& detail() const { return detail_; }
+
+ private:
+  std::optional<Hardware> hardware_;
+  DryOptions options_;
+  DryResult detail_;
+};
 
 }  // namespace ringlab

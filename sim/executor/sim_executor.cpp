@@ -1,18 +1,24 @@
 // The sim executor: one thread per rank, each interpreting its ops.
-// Sections: [shared] [layout moves] [rank] [ops] [collectives] [diagnosis] [driver]
+// Sections: [shared] [layout moves] [rank] [ops] [collectives] [diagnosis] [driver] [contract]
 #include "sim/executor/sim_executor.hpp"
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-#include <tuple>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <tuple>
 
+#include "reference/error.hpp"
 #include "reference/exact_attention.hpp"
 #include "reference/flash_attention.hpp"
 #include "sim/plan/queries.hpp"
+#include "sim/run/config.hpp"
+#include "sim/run/op_interpreter.hpp"
 #include "sim/runtime/communicator.hpp"
 #include "sim/runtime/world.hpp"
 
@@ -102,7 +108,7 @@ class RankRun {
           Communicator& world, RunOutputs& outputs, std::mutex& outputs_mutex)
       : plan_(plan), shared_(shared), inputs_(inputs), options_(options), world_(world), outputs_(outputs),
         outputs_mutex_(outputs_mutex), rank_(world.world_rank()), g_(plan.ring_position(rank_)),
-        u_(plan.ulysses_index(rank_)) {
+        u_(plan.ulysses_index(rank_)), interpreter_(plan, rank_, summary_, options.ops_done) {
     const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
     threads_ = options.threads_per_rank > 0 ? options.threads_per_rank
                                             : static_cast<int>(std::max<int64_t>(1, cores / plan.ranks()));
@@ -128,14 +134,7 @@ class RankRun {
     if (shared_.uses_ring_collectives) ring_.emplace(world_.split(static_cast<int>(u_), static_cast<int>(g_)));
     if (shared_.uses_ulysses_collectives) ulysses_.emplace(world_.split(static_cast<int>(g_), static_cast<int>(u_)));
 
-    const std::vector<Op> ops = expand(plan_, rank_);
-    for (const Op& op : ops) {
-      if (op.step != world_.step() || plan_.phases()[op.phase].name != world_.label()) {
-        world_.set_step(static_cast<int>(op.step), plan_.phases()[op.phase].name);
-      }
-      std::visit([&](const auto& body) { execute(op, body); }, op.body);
-      if (options_.ops_done) options_.ops_done->fetch_add(1, std::memory_order_relaxed);
-    }
+    interpreter_.run_all(expand(plan_, rank_), *this);
     publish();
     return summary_;
   }
@@ -143,7 +142,13 @@ class RankRun {
   std::vector<BlockError> block_errors;
 
  private:
+  friend class ringlab::OpInterpreter;  // calls the handlers below
+
   // ---- [ops] ---------------------------------------------------------------------------------
+  // The op interpreter's handlers (sim/run/op_interpreter.hpp): the step label of the world's
+  // traces and deadlock reports, then one execute per op kind.
+
+  void begin_step(int64_t step, const std::string& phase) { world_.set_step(static_cast<int>(step), phase); }
 
   KvSlot& slot(Slot s) { return slots_[static_cast<size_t>(s)]; }
   // Buffers that go on living: a fresh multi-megabyte buffer costs a page fault per 4 KiB on first
@@ -167,13 +172,13 @@ class RankRun {
   Shape kv_shape() const { return {B_, n_, kv_heads_, D_}; }
 
   // Copy-assignment keeps the slot's storage when it is large enough: no fresh pages.
-  void execute(const Op&, const LoadKvOp& op) {
+  void execute(const Op&, const LoadKvOp& op, const TraceEvent&) {
     KvSlot& to = slot(op.slot);
     to.k = k_;
     to.v = v_;
   }
 
-  void execute(const Op& at, const ExchangeOp& op) {
+  void execute(const Op& at, const ExchangeOp& op, const TraceEvent&) {
     PendingExchange pending{op, {}, {}};
     if (op.send_to >= 0) {
       const KvSlot& from = slot(op.send_slot);
@@ -187,7 +192,7 @@ class RankRun {
     pending_.emplace(std::tuple{at.phase, op.id, at.step}, std::move(pending));
   }
 
-  void execute(const Op& op, const WaitOp& wait) {
+  void execute(const Op& op, const WaitOp& wait, const TraceEvent&) {
     auto found = pending_.find({op.phase, wait.exchange_id, wait.exchange_step});
     if (found == pending_.end()) {
       throw std::logic_error("rank " + std::to_string(rank_) + " waits for an exchange it never posted");
@@ -203,8 +208,8 @@ class RankRun {
     pending_.erase(found);
   }
 
-  void execute(const Op& op, const ComputeOp& c) {
-    count_block(summary_, c);
+  // The world's compute scope records the trace event (its name, FLOPs and block labels).
+  void execute(const Op& op, const ComputeOp& c, const TraceEvent& event) {
     const KvSlot& kv = slot(c.kv_slot);
     if (c.pass == Pass::backward && !c.accumulate_grad) {
       // A fresh contribution, zero even when the block is skipped: the next Accumulate adds it.
@@ -214,9 +219,9 @@ class RankRun {
     const std::vector<int64_t>& k_pos = c.kv_slot == Slot::gathered_kv ? shared_.gathered_positions
                                                                         : shared_.block_positions[c.kv_block];
     const std::vector<int64_t> local_index = iota_positions(n_);
-    const BlockLabels labels{static_cast<int>(c.q_block), static_cast<int>(c.kv_block), block_shape_name(c.shape)};
+    const BlockLabels labels{event.q_block, event.kv_block, event.mask};
     if (c.pass == Pass::forward) {
-      world_.compute("attention fwd", c.flops, labels, [&] {
+      world_.compute(event.name, event.flops, labels, [&] {
         for (const KernelBlock& kb : c.kernels) {
           const std::span<const int64_t> q_pos = kb.erratum_local_query_index ? local_index : working_positions();
           flash_forward_accumulate(q_, kv.k, kv.v, q_pos, k_pos, kb.q_rows, shifted(kb.kv_rows, c.kv_row_offset),
@@ -226,7 +231,7 @@ class RankRun {
     } else {
       KvSlot& grad = slot(c.grad_slot);
       if (grad.k.empty()) grad = {Tensor<float>(kv.k.shape()), Tensor<float>(kv.v.shape())};
-      world_.compute("attention bwd", c.flops, labels, [&] {
+      world_.compute(event.name, event.flops, labels, [&] {
         for (const KernelBlock& kb : c.kernels) {
           const std::span<const int64_t> q_pos = kb.erratum_local_query_index ? local_index : working_positions();
           flash_backward_accumulate(q_, kv.k, kv.v, dout_, lse_, delta_, q_pos, k_pos, kb.q_rows,
@@ -238,32 +243,32 @@ class RankRun {
     if (options_.diagnose_inputs) diagnose(op, c);
   }
 
-  void execute(const Op&, const AccumulateOp& op) {
+  void execute(const Op&, const AccumulateOp& op, const TraceEvent&) {
     KvSlot& to = slot(op.to);
     const KvSlot& from = slot(op.from);
     for (int64_t i = 0; i < to.k.size(); ++i) to.k[i] += from.k[i];
     for (int64_t i = 0; i < to.v.size(); ++i) to.v[i] += from.v[i];
   }
 
-  void execute(const Op&, const FinalizeOp&) {
+  void execute(const Op&, const FinalizeOp&, const TraceEvent&) {
     AttentionOutput<float> result = finalize_accumulator(acc_, B_, heads_, n_, D_, threads_);
     out_ = std::move(result.out);
     lse_ = std::move(result.lse);
   }
 
-  void execute(const Op&, const PrepareBackwardOp&) {
+  void execute(const Op&, const PrepareBackwardOp&, const TraceEvent&) {
     delta_ = softmax_delta(dout_, out_, threads_);
     dq_ = Tensor<float>(q_.shape());
     slot(Slot::dkv0) = {Tensor<float>(kv_shape()), Tensor<float>(kv_shape())};
     slot(Slot::gathered_dkv) = {};
   }
 
-  void execute(const Op&, const StoreGradsOp& op) {
+  void execute(const Op&, const StoreGradsOp& op, const TraceEvent&) {
     dk_ = std::move(slot(op.slot).k);
     dv_ = std::move(slot(op.slot).v);
   }
 
-  void execute(const Op&, const CollectiveOp& op) {
+  void execute(const Op&, const CollectiveOp& op, const TraceEvent&) {
     switch (op.collective) {
       case Collective::all_gather_kv: all_gather_kv(); break;
       case Collective::reduce_scatter_dkv: reduce_scatter_dkv(); break;
@@ -351,18 +356,19 @@ class RankRun {
     return blocks;
   }
 
-  // Publishes this rank's outputs into the global tensors (disjoint rows per rank).
+  // Publishes this rank's outputs into the global tensors (disjoint rows per rank); the rank's
+  // tensors are done and move into it.
   void publish() {
     // With one Ulysses rank the working tensors hold the local rows: scattered from where they are.
     const bool working = plan_.ulysses() == 1;
-    std::lock_guard lock(outputs_mutex_);
-    scatter_rows(working ? out_ : local_out_, local_positions_, 1, outputs_.out);
-    scatter_rows(working ? lse_ : local_lse_, local_positions_, 2, outputs_.lse);
+    LocalOutputs local{std::move(working ? out_ : local_out_), std::move(working ? lse_ : local_lse_), {}, {}, {}};
     if (plan_.spec().backward) {
-      scatter_rows(working ? dq_ : local_dq_, local_positions_, 1, outputs_.dq);
-      scatter_rows(working ? dk_ : local_dk_, local_positions_, 1, outputs_.dk);
-      scatter_rows(working ? dv_ : local_dv_, local_positions_, 1, outputs_.dv);
+      local.dq = std::move(working ? dq_ : local_dq_);
+      local.dk = std::move(working ? dk_ : local_dk_);
+      local.dv = std::move(working ? dv_ : local_dv_);
     }
+    std::lock_guard lock(outputs_mutex_);
+    scatter_local_outputs(local, local_positions_, outputs_);
   }
 
   // ---- [diagnosis] ---------------------------------------------------------------------------
@@ -499,42 +505,118 @@ class RankRun {
   std::array<KvSlot, static_cast<size_t>(Slot::count)> slots_;
   std::map<std::tuple<int, int, int64_t>, PendingExchange> pending_;  // (phase, exchange id, step)
   RankSummary summary_;
+  OpInterpreter interpreter_;  // counts into summary_
 };
 
 }  // namespace
 
 // ---- [driver] --------------------------------------------------------------------------------
 
-SimResult run_sim(const Plan& plan, const AttentionInputs<float>& inputs, const SimOptions& options) {
+namespace {
+
+// The run as the contract reports it, and the world's own report beside it.
+struct Simulation {
+  ExecutionResult result;
+  RunReport report;
+};
+
+std::optional<RunFailure> failure_of(const RunReport& report) {
+  if (report.ok()) return std::nullopt;
+  const FailureKind kind = report.status == RunStatus::deadlock     ? FailureKind::deadlock
+                           : report.status == RunStatus::comm_fault ? FailureKind::comm_fault
+                                                                    : FailureKind::error;
+  return RunFailure{kind, report.describe(), report.exit_status()};
+}
+
+std::string sim_label(const Plan& plan) {
+  return "sim executor, " + std::to_string(plan.ranks()) + (plan.ranks() == 1 ? " rank" : " ranks") + " (fp32)";
+}
+
+Simulation simulate(const Plan& plan, const AttentionInputs<float>& inputs, const SimOptions& options) {
   const Shared shared(plan);
-  const AttentionDims& d = plan.spec().dims;
-  SimResult result;
-  result.outputs.out = Tensor<float>(d.q_shape());
-  result.outputs.lse = Tensor<float>(d.lse_shape());
-  if (plan.spec().backward) {
-    result.outputs.dq = Tensor<float>(d.q_shape());
-    result.outputs.dk = Tensor<float>(d.kv_shape());
-    result.outputs.dv = Tensor<float>(d.kv_shape());
-  }
+  Simulation run;
+  ExecutionResult& result = run.result;
+  result.executor = sim_label(plan);
+  result.outputs = allocate_outputs(plan);
   result.ranks.resize(static_cast<size_t>(plan.ranks()));
   std::vector<std::vector<BlockError>> errors(static_cast<size_t>(plan.ranks()));
   std::mutex outputs_mutex;
   WorldOptions world_options = options.world;
   world_options.ranks = static_cast<int>(plan.ranks());
   World world(world_options);
-  result.report = world.run([&](Communicator& comm) {
+  run.report = world.run([&](Communicator& comm) {
     RankRun rank(plan, shared, inputs, options, comm, result.outputs, outputs_mutex);
     result.ranks[comm.world_rank()] = rank.run();
     errors[comm.world_rank()] = std::move(rank.block_errors);
   });
   for (int64_t r = 0; r < plan.ranks(); ++r) {
-    if (r < static_cast<int64_t>(result.report.counters.size())) result.ranks[r].counters = result.report.counters[r];
+    if (r < static_cast<int64_t>(run.report.counters.size())) result.ranks[r].counters = run.report.counters[r];
     result.block_errors.insert(result.block_errors.end(), errors[r].begin(), errors[r].end());
   }
   std::stable_sort(result.block_errors.begin(), result.block_errors.end(), [](const BlockError& a, const BlockError& b) {
     return std::tie(a.phase, a.step, a.rank) < std::tie(b.phase, b.step, b.rank);
   });
-  if (!result.report.ok()) result.outputs = {};
+  result.time = {TimeKind::wall_clock, run.report.wall_seconds};
+  result.failure = failure_of(run.report);
+  if (result.failure) result.outputs = {};
+  result.trace = std::move(run.report.trace);
+  return run;
+}
+
+// Refuses sizes whose tensors would not fit in memory, before allocating any of them: the global
+// inputs and outputs (float32 and the float64 oracle's copies) plus every rank's working set.
+void check_memory(const AttentionDims& d) {
+  const double q = double(d.batch) * double(d.seq) * double(d.heads) * double(d.dim);
+  const double kv = double(d.batch) * double(d.seq) * double(d.kv_heads) * double(d.dim);
+  const double tensors = 4 * q + 6 * kv;                // q, out, dout, dq and k, v, dk, dv (+ slots)
+  const double bytes = tensors * (4 /*float*/ + 8 /*double*/ + 4 /*ranks' copies*/) * 1.5;
+  const double available = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+  if (bytes > 0.8 * available) {
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "%s needs about %.1f GB of tensors but this machine has %.1f GB; use smaller --seq/--batch/--heads, "
+                  "or --dry-run to cost it without tensors",
+                  d.to_string().c_str(), bytes / 1e9, available / 1e9);
+    throw UsageError(text);
+  }
+}
+
+}  // namespace
+
+// ---- [contract] ------------------------------------------------------------------------------
+
+SimExecutor::SimExecutor(WorldOptions world, int threads_per_rank)
+    : world_(std::move(world)), threads_per_rank_(threads_per_rank) {}
+
+void SimExecutor::configure(const RunConfig& config) {
+  world_ = make_world_options(static_cast<int>(config.ranks), config.timeout, config.inject, false);
+}
+
+void SimExecutor::check_sizes(const AttentionDims& dims) const { check_memory(dims); }
+
+PipelineNeeds SimExecutor::needs() const {
+  PipelineNeeds needs;
+  needs.diagnoses = true;
+  needs.counts_progress = true;
+  return needs;
+}
+
+std::string SimExecutor::label(const Plan& plan) const { return sim_label(plan); }
+
+ExecutionResult SimExecutor::execute(const Plan& plan, const AttentionInputs<float>& inputs,
+                                     const ExecuteOptions& options) {
+  SimOptions sim{world_, threads_per_rank_, options.ops_done, options.diagnose_inputs, options.diagnose_reference};
+  sim.world.trace = options.trace;
+  if (options.diagnose_inputs) sim.world.faults = {};  // a diagnosis checks the blocks of a fault-free run
+  return simulate(plan, inputs, sim).result;
+}
+
+SimResult run_sim(const Plan& plan, const AttentionInputs<float>& inputs, const SimOptions& options) {
+  Simulation run = simulate(plan, inputs, options);
+  SimResult result;
+  static_cast<ExecutionResult&>(result) = std::move(run.result);
+  result.report = std::move(run.report);
+  result.report.trace = result.trace;
   return result;
 }
 

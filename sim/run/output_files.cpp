@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "reference/error.hpp"
+#include "reference/npy.hpp"
 
 namespace ringlab {
 namespace fs = std::filesystem;
@@ -66,6 +67,18 @@ void write_file_atomically(const std::string& path, const std::string& content) 
     fs::remove(temporary);
     throw UsageError(path + ": cannot rename into place (" + error.message() + ")");
   }
+}
+
+void save_outputs(const std::string& directory, const RunOutputs& outputs) {
+  StagedDirectory staged(directory);
+  write_npy(staged.path("out.npy"), outputs.out);
+  write_npy(staged.path("lse.npy"), outputs.lse);
+  if (outputs.has_backward()) {
+    write_npy(staged.path("dq.npy"), outputs.dq);
+    write_npy(staged.path("dk.npy"), outputs.dk);
+    write_npy(staged.path("dv.npy"), outputs.dv);
+  }
+  staged.commit();
 }
 
 StagedDirectory::StagedDirectory(std::string target) : target_(std::move(target)), staging_(partial_name(target_)) {

@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "sim/run/verification.hpp"
+
 namespace ringlab {
 
 // Throws UsageError when `target` exists and is not an empty directory, or cannot be created
@@ -15,6 +17,10 @@ void check_output_file(const std::string& path);
 
 // Writes `content` to `path` through `path.partial-<pid>` and a rename.
 void write_file_atomically(const std::string& path, const std::string& content);
+
+// --save DIR: out.npy (B, S, H, D), lse.npy (B, H, S) and, after a backward pass, dq.npy dk.npy
+// dv.npy, in global token order, float32 — through a StagedDirectory (whole or not at all).
+void save_outputs(const std::string& directory, const RunOutputs& outputs);
 
 class StagedDirectory {
  public:

@@ -22,7 +22,7 @@ bool Verification::ok() const {
 }
 
 Verification verify(const RunOutputs& outputs, const ReferenceOutputs& reference, const std::string& executor,
-                    Tolerance (*tolerance_of)(const std::string&)) {
+                    ToleranceFunction tolerance_of) {
   Verification verification{executor, {}};
   auto check = [&](const char* name, const Tensor<float>& actual, const Tensor<double>& expected) {
     const Tolerance tolerance = tolerance_of(name);

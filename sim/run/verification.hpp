@@ -41,8 +41,11 @@ struct Verification {
   bool ok() const;
 };
 
+// The tolerance of each output tensor ("out", "lse", "dq", "dk", "dv") for one executor.
+using ToleranceFunction = Tolerance (*)(const std::string& tensor);
+
 Verification verify(const RunOutputs& outputs, const ReferenceOutputs& reference, const std::string& executor,
-                    Tolerance (*tolerance_of)(const std::string&) = fp32_tolerance);
+                    ToleranceFunction tolerance_of = fp32_tolerance);
 
 void print_verification(std::ostream& os, const Verification& verification);
 nlohmann::json to_json(const Verification& verification);

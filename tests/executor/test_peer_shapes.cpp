@@ -32,8 +32,8 @@ TEST_CASE("shapes from peers' test suites", "[sim][peers]") {
   const Plan plan = build_plan(spec);
   INFO(plan.spec().describe());
   const AttentionInputs<float> x = make_inputs(spec.dims, 1, spec.backward);
-  const SimResult sim = run_sim(plan, x, {});
-  REQUIRE(sim.report.ok());
+  const ExecutionResult sim = SimExecutor().execute(plan, x, {});
+  REQUIRE(sim.ok());
   const Verification verification =
       verify(sim.outputs, compute_reference(x.cast<double>(), MaskKind::causal, spec.backward), "sim");
   for (const TensorCheck& check : verification.checks) {

@@ -55,10 +55,9 @@ TEST_CASE("random plans pass the checker and verify on the simulator", "[sim][ra
     INFO((check.findings.empty() ? std::string() : check.findings.front().describe()));
     REQUIRE(check.ok());
     const AttentionInputs<float> x = make_inputs(spec.dims, static_cast<uint64_t>(trial), spec.backward);
-    SimOptions options;
-    options.threads_per_rank = 1;
-    const SimResult sim = run_sim(plan, x, options);
-    REQUIRE(sim.report.ok());
+    SimExecutor one_thread({}, 1);
+    const ExecutionResult sim = one_thread.execute(plan, x, {});
+    REQUIRE(sim.ok());
     const Verification verification = verify(
         sim.outputs, compute_reference(x.cast<double>(), spec.causal ? MaskKind::causal : MaskKind::none, spec.backward),
         "sim");

@@ -13,17 +13,19 @@ using namespace ringlab;
 namespace {
 
 struct Outcome {
-  SimResult sim;
+  ExecutionResult sim;
   Verification verification;
 };
 
 Outcome run_and_verify(const PlanSpec& spec, uint64_t seed = 1) {
   const Plan plan = build_plan(spec);
   const AttentionInputs<float> x = make_inputs(spec.dims, seed, spec.backward);
-  SimOptions options;
-  options.world.timeout_seconds = 30;
-  Outcome outcome{run_sim(plan, x, options), {}};
-  REQUIRE(outcome.sim.report.ok());
+  WorldOptions world;
+  world.timeout_seconds = 30;
+  SimExecutor sim(world);
+  Outcome outcome{sim.execute(plan, x, {}), {}};
+  INFO((outcome.sim.failure ? outcome.sim.failure->description : ""));
+  REQUIRE(outcome.sim.ok());
   const ReferenceOutputs reference =
       compute_reference(x.cast<double>(), spec.causal ? MaskKind::causal : MaskKind::none, spec.backward);
   outcome.verification = verify(outcome.sim.outputs, reference, "sim");
@@ -114,8 +116,8 @@ TEST_CASE("the kv-offset-mask erratum is wrong on every rank but rank 0", "[sim]
   spec.erratum = Erratum::kv_offset_mask;
   const Plan plan = build_plan(spec);
   const AttentionInputs<float> x = make_inputs(spec.dims, 3, false);
-  const SimResult sim = run_sim(plan, x, {});
-  REQUIRE(sim.report.ok());
+  const ExecutionResult sim = SimExecutor().execute(plan, x, {});
+  REQUIRE(sim.ok());
   const ReferenceOutputs reference = compute_reference(x.cast<double>(), MaskKind::causal, false);
   // Rank r holds rows [32 r, 32 (r + 1)); compare its slice of out.
   for (int64_t r = 0; r < P; ++r) {
@@ -139,12 +141,10 @@ TEST_CASE("results are bitwise identical from run to run and across kernel threa
   spec.backward = true;
   const Plan plan = build_plan(spec);
   const AttentionInputs<float> x = make_inputs(spec.dims, 9, true);
-  SimOptions one_thread;
-  one_thread.threads_per_rank = 1;
-  SimOptions two_threads;
-  two_threads.threads_per_rank = 2;
-  const SimResult a = run_sim(plan, x, one_thread), b = run_sim(plan, x, one_thread), c = run_sim(plan, x, two_threads);
-  REQUIRE(a.report.ok());
+  SimExecutor one_thread({}, 1), two_threads({}, 2);
+  const ExecutionResult a = one_thread.execute(plan, x, {}), b = one_thread.execute(plan, x, {}),
+                        c = two_threads.execute(plan, x, {});
+  REQUIRE(a.ok());
   CHECK(a.outputs.out == b.outputs.out);
   CHECK(a.outputs.dk == b.outputs.dk);
   CHECK(a.outputs.out == c.outputs.out);
@@ -162,10 +162,10 @@ TEST_CASE("diagnosis names the first wrong block", "[sim][errata]") {
   const Plan plan = build_plan(spec);
   const AttentionInputs<double> inputs = make_inputs(spec.dims, 2, false).cast<double>();
   const ReferenceOutputs reference = compute_reference(inputs, MaskKind::causal, false);
-  SimOptions options;
+  ExecuteOptions options;
   options.diagnose_inputs = &inputs;
   options.diagnose_reference = &reference;
-  const SimResult sim = run_sim(plan, inputs.cast<float>(), options);
+  const ExecutionResult sim = SimExecutor().execute(plan, inputs.cast<float>(), options);
   REQUIRE(sim.block_errors.size() == 16);  // 4 ranks x 4 steps
   const auto first = std::find_if(sim.block_errors.begin(), sim.block_errors.end(), [](const BlockError& e) { return !e.ok; });
   REQUIRE(first != sim.block_errors.end());

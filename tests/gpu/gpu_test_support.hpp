@@ -1,6 +1,7 @@
 // Shared by the GPU tests: the device check every real-GPU test starts with, and one schedule run
 // through a GPU executor and verified exactly as `ringlab-gpu run` verifies it (inputs rounded to
-// the dtype, float64 oracle, per-dtype tolerances of gpu/dtype.hpp).
+// the dtype, float64 oracle, per-dtype tolerances of gpu/dtype.hpp), through the executor contract
+// (sim/run/executor.hpp).
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -46,28 +47,35 @@ inline PlanSpec gpu_spec(const std::string& algo, const std::string& layout, int
 
 struct GpuCheck {
   Verification verification;
-  gpu::GpuRunResult result;
+  ExecutionResult result;
 };
 
-// Runs the spec on `run` (run_gpu_streams or run_gpu_nccl) and verifies every output.
-template <class Run>
-GpuCheck run_and_verify(PlanSpec spec, gpu::Dtype dtype, Run run, uint64_t seed = 1) {
-  spec.element_bytes = gpu::dtype_bytes(dtype);
-  const Plan plan = build_plan(spec);
-  AttentionInputs<double> inputs = make_inputs(spec.dims, seed, spec.backward).cast<double>();
-  inputs.q = gpu::rounded_to_dtype(inputs.q, dtype);
-  inputs.k = gpu::rounded_to_dtype(inputs.k, dtype);
-  inputs.v = gpu::rounded_to_dtype(inputs.v, dtype);
-  if (spec.backward) inputs.dout = gpu::rounded_to_dtype(inputs.dout, dtype);
+// Runs the spec on the GPU executor `make(options)` returns (a StreamsExecutor or NcclExecutor) and
+// verifies every output as `ringlab-gpu run` does, through the executor contract: the plan built
+// with the executor's element size, the inputs rounded by it (the float64 oracle computes on
+// those), its per-dtype tolerances; traced.
+template <class Make>
+GpuCheck run_and_verify(PlanSpec spec, gpu::Dtype dtype, Make make, uint64_t seed = 1) {
   gpu::GpuRunOptions options;
   options.dtype = dtype;
-  options.trace = true;
+  auto executor = make(options);
+  const PipelineNeeds needs = executor.needs();
+  CHECK(needs.element_bytes == gpu::dtype_bytes(dtype));
+  spec.element_bytes = needs.element_bytes;
+  const Plan plan = build_plan(spec);
+  const AttentionInputs<double> generated = make_inputs(spec.dims, seed, spec.backward).cast<double>();
+  AttentionInputs<double> inputs = generated;
+  executor.prepare_inputs(inputs);
+  CHECK(inputs.q == gpu::rounded_to_dtype(generated.q, dtype));
+  ExecuteOptions execute;
+  execute.trace = true;
   GpuCheck check;
-  check.result = run(plan, inputs.cast<float>(), options);
+  check.result = executor.execute(plan, inputs.cast<float>(), execute);
+  INFO(check.result.executor << ": " << (check.result.failure ? check.result.failure->description : "completed"));
+  REQUIRE(check.result.ok());
   const ReferenceOutputs reference =
       compute_reference(inputs, spec.causal ? MaskKind::causal : MaskKind::none, spec.backward);
-  check.verification =
-      verify(check.result.outputs, reference, check.result.executor, gpu::gpu_tolerance_function(dtype));
+  check.verification = verify(check.result.outputs, reference, check.result.executor, needs.tolerance);
   return check;
 }
 

@@ -15,9 +15,7 @@ using gpu::Dtype;
 using test::gpu_spec;
 using test::run_and_verify;
 
-auto nccl = [](const Plan& plan, const AttentionInputs<float>& inputs, const gpu::GpuRunOptions& options) {
-  return gpu::run_gpu_nccl(plan, inputs, options);
-};
+auto nccl = [](const gpu::GpuRunOptions& options) { return gpu::NcclExecutor(options); };
 
 void expect_verified(const PlanSpec& spec, Dtype dtype) {
   const test::GpuCheck check = run_and_verify(spec, dtype, nccl);
@@ -56,7 +54,8 @@ TEST_CASE("gpu-nccl: more ranks than NCCL allows are refused with the reason", "
   CHECK_THAT(why, Catch::Contains("one GPU per rank"));
   CHECK_THAT(why, Catch::Contains("--executor streams"));
   const Plan plan = build_plan(gpu_spec("ring", "contiguous", too_many, false, false));
-  CHECK_THROWS_AS(gpu::run_gpu_nccl(plan, make_inputs(plan.spec().dims, 0, false), {}), UsageError);
+  gpu::NcclExecutor executor(gpu::GpuRunOptions{});
+  CHECK_THROWS_AS(executor.execute(plan, make_inputs(plan.spec().dims, 0, false), {}), UsageError);
 }
 
 }  // namespace ringlab

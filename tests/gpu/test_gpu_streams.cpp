@@ -12,9 +12,7 @@ using gpu::Dtype;
 using test::gpu_spec;
 using test::run_and_verify;
 
-auto streams = [](const Plan& plan, const AttentionInputs<float>& inputs, const gpu::GpuRunOptions& options) {
-  return gpu::run_gpu_streams(plan, inputs, options);
-};
+auto streams = [](const gpu::GpuRunOptions& options) { return gpu::StreamsExecutor(options); };
 
 void expect_verified(const PlanSpec& spec, Dtype dtype) {
   const test::GpuCheck check = run_and_verify(spec, dtype, streams);
@@ -78,12 +76,13 @@ TEST_CASE("gpu-streams: repeated runs give the same forward", "[gpu][streams]") 
   const Plan plan = build_plan(spec);
   const AttentionInputs<float> inputs = make_inputs(spec.dims, 3, false);
   gpu::GpuRunOptions options;
-  gpu::StreamsExecutor executor(plan, inputs, options);
-  const gpu::GpuRunResult first = executor.run(true);
-  const gpu::GpuRunResult second = executor.run(true);
+  gpu::StreamsRun run(plan, inputs, options);
+  const ExecutionResult first = run.run(true);
+  const ExecutionResult second = run.run(true);
   CHECK(first.outputs.out == second.outputs.out);  // accumulators reset; merges in a fixed order
   CHECK(first.outputs.lse == second.outputs.lse);
-  CHECK(second.device_ms > 0);
+  CHECK(second.time.kind == TimeKind::device);
+  CHECK(second.time.seconds > 0);
 }
 
 }  // namespace ringlab

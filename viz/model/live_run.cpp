@@ -113,15 +113,18 @@ RunOutcome run_schedule(const PlanSpec& spec, std::atomic<int64_t>* ops_done) {
     const Plan plan = build_plan(spec);
     const AttentionInputs<float> x = make_inputs(spec.dims, 0, spec.backward);
     const AttentionInputs<double> inputs = x.cast<double>();
-    WorldOptions world = make_world_options(static_cast<int>(spec.ranks), 10.0, {}, true);
     // One kernel thread per rank: the viewer shares the machine with its own drawing.
-    SimResult sim = run_sim(plan, x, SimOptions{world, 1, ops_done, nullptr, nullptr});
+    SimExecutor executor(make_world_options(static_cast<int>(spec.ranks), 10.0, {}, false), 1);
+    ExecuteOptions traced;
+    traced.trace = true;
+    traced.ops_done = ops_done;
+    const ExecutionResult sim = executor.execute(plan, x, traced);
     outcome.model = model_from_plan(plan);
     outcome.model.source = SourceKind::run;
     outcome.model.title = "run: " + spec.describe();
-    attach_measured_time(outcome.model, sim.report.trace);
-    if (!sim.report.ok()) {
-      outcome.error = sim.report.describe();
+    attach_measured_time(outcome.model, sim.trace);
+    if (sim.failure) {
+      outcome.error = sim.failure->description;
       return outcome;
     }
     const MaskKind mask = spec.causal ? MaskKind::causal : MaskKind::none;
@@ -129,8 +132,10 @@ RunOutcome run_schedule(const PlanSpec& spec, std::atomic<int64_t>* ops_done) {
     const Verification verification = verify(sim.outputs, reference, "sim (fp32)");
     std::vector<BlockError> block_errors;
     if (!verification.ok()) {
-      world.trace = false;
-      block_errors = run_sim(plan, x, SimOptions{world, 1, nullptr, &inputs, &reference}).block_errors;
+      ExecuteOptions diagnose;
+      diagnose.diagnose_inputs = &inputs;
+      diagnose.diagnose_reference = &reference;
+      block_errors = executor.execute(plan, x, diagnose).block_errors;
     }
     attach_diagnosis(outcome.model, plan, verification, block_errors, sim.outputs, reference);
     outcome.ok = true;

@@ -5,6 +5,10 @@
 // machine. (Concurrency between streams is the real-GPU tests' job: tests/gpu/test_gpu_streams.cpp.)
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <tuple>
+
+#include "sim/cost/dry_executor.hpp"
 #include "tests/gpu/gpu_test_support.hpp"
 #ifdef RINGLAB_WITH_NCCL
 #include "gpu/executors/nccl_executor.hpp"
@@ -19,13 +23,11 @@ using gpu::Dtype;
 using test::gpu_spec;
 using test::run_and_verify;
 
-auto streams = [](const Plan& plan, const AttentionInputs<float>& inputs, const gpu::GpuRunOptions& options) {
-  return gpu::run_gpu_streams(plan, inputs, options);
-};
+auto streams = [](const gpu::GpuRunOptions& options) { return gpu::StreamsExecutor(options); };
 
-template <class Run = decltype(streams)>
-void expect_verified(const PlanSpec& spec, Dtype dtype, Run run = streams) {
-  const test::GpuCheck check = run_and_verify(spec, dtype, run);
+template <class Make = decltype(streams)>
+void expect_verified(const PlanSpec& spec, Dtype dtype, Make make = streams) {
+  const test::GpuCheck check = run_and_verify(spec, dtype, make);
   INFO(spec.describe() << " [" << gpu::dtype_name(dtype) << "]: " << test::describe(check.verification));
   CHECK(check.verification.ok());
 }
@@ -82,14 +84,56 @@ TEST_CASE("emulated gpu-streams: summaries and trace", "[gpu][emulated][streams]
   CHECK(has_send);
 }
 
+// The executor contract across executors: gpu-streams reports, rank by rank, the work and traffic
+// the dry executor's cost model predicts for the same plan, and traces the same compute events
+// (tests/run/test_executors_agree.cpp holds the sim executor to the same).
+TEST_CASE("emulated gpu-streams and the dry executor: the same blocks, pairs, FLOPs and bytes per rank",
+          "[gpu][emulated][streams][agree]") {
+  using ComputeKey = std::tuple<int, std::string, int, std::string, int, int, std::string, double>;
+  auto compute_events = [](const std::vector<TraceEvent>& trace) {
+    std::vector<ComputeKey> keys;
+    for (const TraceEvent& e : trace)
+      if (e.lane == TraceLane::compute && e.flops >= 0)
+        keys.emplace_back(e.rank, e.label, e.step, e.name, e.q_block, e.kv_block, e.mask, e.flops);
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  };
+  for (const char* algo : {"ring", "allgather", "ulysses", "hybrid"})
+    for (const char* layout : {"contiguous", "zigzag"})
+      for (int64_t P : {1, 3, 4}) {
+        if (std::string(algo) == "hybrid" && P != 4) continue;
+        PlanSpec spec = gpu_spec(algo, layout, P, true, true, std::string(algo) == "hybrid" ? 2 : 0);
+        const test::GpuCheck check = run_and_verify(spec, Dtype::fp32, streams);
+        spec.element_bytes = 4;  // fp32 on the wire, as run_and_verify built it
+        const Plan plan = build_plan(spec);
+        INFO(plan.spec().describe());
+        DryExecutor dry(hardware_preset("h100-ib", 64));
+        ExecuteOptions traced;
+        traced.trace = true;
+        const ExecutionResult predicted = dry.execute(plan, {}, traced);
+        REQUIRE(check.result.ranks.size() == predicted.ranks.size());
+        CHECK(check.result.time.kind == TimeKind::device);
+        for (size_t r = 0; r < predicted.ranks.size(); ++r) {
+          INFO("rank " << r);
+          const RankSummary &g = check.result.ranks[r], &d = predicted.ranks[r];
+          CHECK(g.blocks_computed == d.blocks_computed);
+          CHECK(g.blocks_skipped == d.blocks_skipped);
+          CHECK(g.blocks_masked == d.blocks_masked);
+          CHECK(g.pairs == d.pairs);
+          CHECK(g.flops == Approx(d.flops));
+          CHECK(g.counters.bytes_sent == d.counters.bytes_sent);
+          CHECK(g.counters.bytes_received == d.counters.bytes_received);
+        }
+        CHECK(compute_events(check.result.trace) == compute_events(predicted.trace));
+      }
+}
+
 #ifdef RINGLAB_WITH_NCCL
 // gpu-nccl's rank threads, each on its mock "device", talking through the mock NCCL
 // (mock_nccl.cpp): the op interpretation, the all-to-all staging (pack, grouped send/receive with
 // every member, unpack), all-gather and reduce-scatter.
 TEST_CASE("emulated gpu-nccl: rank threads through a mock NCCL", "[gpu][emulated][nccl]") {
-  auto nccl = [](const Plan& plan, const AttentionInputs<float>& inputs, const gpu::GpuRunOptions& options) {
-    return gpu::run_gpu_nccl(plan, inputs, options);
-  };
+  auto nccl = [](const gpu::GpuRunOptions& options) { return gpu::NcclExecutor(options); };
   ringlab_mock_set_device_count(4);
   for (const char* algo : {"ring", "allgather", "ulysses"})
     for (const char* layout : {"zigzag", "striped"})

@@ -1,0 +1,235 @@
+// The run pipeline. Sections: [inputs and plan] [execution] [failure] [report] [pipeline]
+#include "sim/run/pipeline.hpp"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "reference/error.hpp"
+#include "sim/plan/check.hpp"
+#include "sim/plan/queries.hpp"
+#include "sim/run/inputs.hpp"
+#include "sim/run/output_files.hpp"
+#include "sim/run/progress.hpp"
+#include "sim/run/tables.hpp"
+
+namespace ringlab {
+
+namespace {
+
+// ---- [inputs and plan] -----------------------------------------------------------------------
+
+// Generated from the seed or read from --in (whose shapes replace the flags' sizes); the executor
+// checks the final sizes — before generating, so that nothing too large is allocated — and rounds
+// the inputs to its precision.
+AttentionInputs<double> read_inputs(RunConfig& config, const Executor& executor) {
+  if (config.in_dir.empty()) executor.check_sizes(config.dims);
+  AttentionInputs<double> inputs = load_inputs(config);
+  if (!config.in_dir.empty()) executor.check_sizes(config.dims);
+  executor.prepare_inputs(inputs);
+  return inputs;
+}
+
+Plan make_plan(const RunConfig& config, const PipelineNeeds& needs) {
+  PlanSpec spec = plan_spec(config);
+  spec.element_bytes = needs.element_bytes;  // the executor's precision on the wire and in memory
+  return build_plan(spec);
+}
+
+// A plan the checker finds wrong is ringlab's bug — unless it is an erratum variant, which is
+// wrong by construction and runs so that its error can be seen.
+PlanCheck check_or_refuse(const Plan& plan) {
+  PlanCheck check = check_plan(plan);
+  if (!check.ok() && plan.spec().erratum == Erratum::none) {
+    throw UsageError("the plan checker refused this plan: " + check.findings.front().describe() +
+                     "; this is a bug in ringlab's plan for these flags, please report it");
+  }
+  return check;
+}
+
+// ---- [execution] -----------------------------------------------------------------------------
+
+ExecutionResult execute_with_progress(Executor& executor, const Plan& plan, const AttentionInputs<float>& inputs,
+                                      const RunConfig& config, const PipelineNeeds& needs) {
+  std::atomic<int64_t> ops_done{0};
+  ExecuteOptions options;
+  options.trace = !config.trace_file.empty();
+  if (!needs.counts_progress) return executor.execute(plan, inputs, options);
+  options.ops_done = &ops_done;
+  cli::ProgressBar progress(ops_done, total_ops(plan), config.progress && !config.json);
+  return executor.execute(plan, inputs, options);
+}
+
+// A second run with every compute block checked on its own, to name where the error enters.
+std::vector<BlockError> diagnose(Executor& executor, const Plan& plan, const AttentionInputs<float>& x,
+                                 const AttentionInputs<double>& inputs, const ReferenceOutputs& reference) {
+  ExecuteOptions options;
+  options.diagnose_inputs = &inputs;
+  options.diagnose_reference = &reference;
+  return executor.execute(plan, x, options).block_errors;
+}
+
+// ---- [failure] -------------------------------------------------------------------------------
+
+// A deadlock or a communication fault: one line on the error stream (or the report as it is,
+// when it has the per-rank lines of a deadlock), and with --json one object on the output.
+int report_failure(const RunFailure& failure, const Plan& plan, const RunConfig& config, bool reports,
+                   std::ostream& out, std::ostream& err, const std::string& prefix) {
+  if (config.json && reports) {
+    out << nlohmann::json{{"command", "run"},
+                          {"config", plan.spec().describe()},
+                          {"status", failure_kind_name(failure.kind)},
+                          {"report", failure.description},
+                          {"exit_status", failure.exit_status}}
+               .dump()
+        << "\n";
+  }
+  err << prefix << failure.description << "\n";
+  return failure.exit_status;
+}
+
+// ---- [report] --------------------------------------------------------------------------------
+
+void add_time(nlohmann::json& summary, const RunTime& time) {
+  switch (time.kind) {
+    case TimeKind::wall_clock: summary["wall_seconds"] = time.seconds; break;
+    case TimeKind::device: summary["device_ms"] = time.seconds * 1e3; break;
+    case TimeKind::predicted: summary["predicted_seconds"] = time.seconds; break;
+  }
+}
+
+// The wall clock of virtual ranks sharing the CPU is no measurement worth a line (the table's busy
+// and blocked columns are); device and predicted times are.
+void print_time(std::ostream& out, const RunTime& time) {
+  char line[128];
+  switch (time.kind) {
+    case TimeKind::wall_clock: return;
+    case TimeKind::device:
+      std::snprintf(line, sizeof line, "device time: %.3f ms (CUDA events, first to last)\n", time.seconds * 1e3);
+      break;
+    case TimeKind::predicted: std::snprintf(line, sizeof line, "predicted time: %.6f s (cost model)\n", time.seconds); break;
+  }
+  out << line;
+}
+
+struct Verdict {
+  const Plan& plan;
+  const PlanCheck& check;
+  const ExecutionResult& result;
+  const Verification& verification;
+  const PipelineNeeds& needs;
+  int status = kExitVerified;
+};
+
+nlohmann::json json_report(const Verdict& v) {
+  nlohmann::json summary = {{"command", "run"},
+                            {"config", v.plan.spec().describe()},
+                            {"executor", v.result.executor},
+                            {"plan_check", to_json(v.check)},
+                            {"ranks", to_json(v.result.ranks)},
+                            {"load_imbalance", to_json(load_imbalance(v.result.ranks))},
+                            {"verification", to_json(v.verification)},
+                            {"exit_status", v.status}};
+  if (!v.needs.dtype.empty()) summary["dtype"] = v.needs.dtype;
+  add_time(summary, v.result.time);
+  if (!v.result.block_errors.empty()) summary["block_errors"] = to_json(v.result.block_errors);
+  return summary;
+}
+
+void print_erratum_findings(std::ostream& out, const PlanCheck& check) {
+  if (check.ok()) return;
+  out << "plan checker: this erratum variant is wrong by construction; it reports\n";
+  for (size_t i = 0; i < check.findings.size() && i < 4; ++i) out << "  " << check.findings[i].describe() << "\n";
+  if (check.findings.size() > 4) out << "  ... and " << check.findings.size() - 4 << " more\n";
+  out << "\n";
+}
+
+void print_report(std::ostream& out, const Verdict& v, const PipelineOptions& options) {
+  out << options.tool << " run | " << v.plan.spec().describe() << "\n";
+  if (options.executor_line) out << "executor: " << v.result.executor << "\n";
+  out << "\n";
+  print_erratum_findings(out, v.check);
+  print_rank_table(out, v.result.ranks);
+  print_load_imbalance(out, load_imbalance(v.result.ranks));
+  print_time(out, v.result.time);
+  out << "\n";
+  print_verification(out, v.verification);
+  if (v.verification.ok()) return;
+  out << "\n";
+  if (v.needs.diagnoses) {
+    print_diagnosis(out, v.plan, v.check, v.result.block_errors);
+  } else {
+    out << "for the first (rank, step, block) that diverges, run the simulator with the same flags: ringlab run "
+           "(its diagnosis checks every block on its own)\n";
+  }
+}
+
+// An executor that computes no outputs and has no report of its own: what it did, rank by rank.
+void print_work(std::ostream& out, const Plan& plan, const ExecutionResult& result, bool json,
+                const PipelineOptions& options) {
+  if (json) {
+    nlohmann::json summary = {{"command", "run"},
+                              {"config", plan.spec().describe()},
+                              {"executor", result.executor},
+                              {"ranks", to_json(result.ranks)},
+                              {"load_imbalance", to_json(load_imbalance(result.ranks))},
+                              {"exit_status", kExitVerified}};
+    add_time(summary, result.time);
+    out << summary.dump() << "\n";
+    return;
+  }
+  out << options.tool << " run | " << plan.spec().describe() << "\n";
+  out << "executor: " << result.executor << "\n\n";
+  print_rank_table(out, result.ranks);
+  print_load_imbalance(out, load_imbalance(result.ranks));
+  print_time(out, result.time);
+}
+
+}  // namespace
+
+// ---- [pipeline] ------------------------------------------------------------------------------
+
+int run_pipeline(RunConfig& config, Executor& executor, std::ostream& out, std::ostream& err,
+                 const PipelineOptions& options) {
+  validate(config);
+  executor.configure(config);
+  const PipelineNeeds needs = executor.needs();
+  if (needs.reports && !config.save_dir.empty()) check_output_directory(config.save_dir);
+  if (needs.reports && !config.trace_file.empty()) check_output_file(config.trace_file);
+
+  AttentionInputs<double> inputs;
+  if (needs.computes_outputs) inputs = read_inputs(config, executor);
+  const Plan plan = make_plan(config, needs);
+  const PlanCheck check = needs.computes_outputs ? check_or_refuse(plan) : PlanCheck{};
+  const AttentionInputs<float> x = inputs.cast<float>();
+
+  ExecutionResult result = execute_with_progress(executor, plan, x, config, needs);
+  const int ranks = static_cast<int>(plan.ranks());
+  const std::string prefix = options.error_prefix.empty() ? options.tool + ": " : options.error_prefix;
+  if (result.failure) {
+    if (needs.reports && !config.trace_file.empty()) write_chrome_trace(config.trace_file, result.trace, ranks);
+    return report_failure(*result.failure, plan, config, needs.reports, out, err, prefix);
+  }
+  if (!needs.reports) return kExitVerified;  // rank 0's process verifies and reports for everyone
+  if (!needs.computes_outputs) {
+    if (!config.trace_file.empty()) write_chrome_trace(config.trace_file, result.trace, ranks);
+    if (!executor.print_own_report(out, plan, result, config.json)) print_work(out, plan, result, config.json, options);
+    return kExitVerified;
+  }
+
+  const ReferenceOutputs reference = compute_reference(inputs, config.mask(), config.backward);
+  const Verification verification = verify(result.outputs, reference, result.executor, needs.tolerance);
+  if (!verification.ok() && needs.diagnoses) result.block_errors = diagnose(executor, plan, x, inputs, reference);
+  if (!config.save_dir.empty()) save_outputs(config.save_dir, result.outputs);
+  if (!config.trace_file.empty()) write_chrome_trace(config.trace_file, result.trace, ranks);
+
+  Verdict verdict{plan, check, result, verification, needs, verification.ok() ? kExitVerified : kExitMismatch};
+  if (config.json) {
+    out << json_report(verdict).dump() << "\n";
+  } else {
+    print_report(out, verdict, options);
+  }
+  return verdict.status;
+}
+
+}  // namespace ringlab
