@@ -1,6 +1,8 @@
-// gpu-streams: P virtual ranks on one GPU. Sections:
-//   [bookkeeping]  messages, collectives
-//   [scheduler]    the round-robin walk over the P op lists; deadlock report
+// gpu-streams: P virtual ranks on one GPU. The host enqueues every rank's ops in the order of
+// the plan walker (sim/plan/walk.hpp, with rendezvous sends: a Wait comes after both of its
+// exchange's copies are enqueued), so it never has to wait for the device. Sections:
+//   [bookkeeping]  the two halves of a message, collectives
+//   [dispatch]     the walk: ops enqueued in walk order; the one deadlock description
 //   [ops]          the op interpreter's handlers: local ops (local_ops.hpp), exchanges and waits,
 //                  collectives as device copies
 //   [results]      timings -> RankSummary and trace events, outputs
@@ -8,10 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <deque>
 #include <map>
-#include <set>
-#include <sstream>
 #include <tuple>
 
 #include "gpu/device.hpp"
@@ -20,6 +19,7 @@
 #include "gpu/executors/local_ops.hpp"
 #include "gpu/kernels/attention_kernels.hpp"
 #include "reference/error.hpp"
+#include "sim/plan/walk.hpp"
 #include "sim/run/op_interpreter.hpp"
 
 namespace ringlab::gpu {
@@ -28,28 +28,24 @@ namespace ringlab::gpu {
 
 namespace {
 
-struct Message {
+// The halves of a message, posted by the sending and the receiving Exchange.
+struct SendSide {
   const void* from = nullptr;
+  int64_t bytes = -1;
+  const Event* ready = nullptr;  // the sender's compute stream at post: the slot's data is ready
+};
+struct RecvSide {
   void* to = nullptr;
-  int64_t send_bytes = -1, recv_bytes = -1;
-  const Event* from_ready = nullptr;  // sender's compute stream at post
-  const Event* to_ready = nullptr;    // receiver's compute stream at post
-  const Event* done = nullptr;        // set once the copy is enqueued
-  int phase = 0;
-  int64_t step = 0;
-  std::string label;
+  int64_t bytes = -1;
+  const Event* ready = nullptr;  // the receiver's compute stream at post: the slot is free
 };
 
-using MessageKey = std::tuple<int64_t, int64_t, int>;  // (source, destination, tag)
-
+// A collective's device work: every member's stream at entry, and each member's copies done.
 struct CollectiveRun {
-  CollectiveOp op;  // as seen by the first member to arrive (members, kind)
-  std::map<int64_t, const Event*> posted;  // member -> its compute stream at arrival
+  std::map<int64_t, const Event*> posted;  // member -> its compute stream at entry
   std::vector<const Event*> done;          // per member, once enqueued
-  bool enqueued = false;
+  const Op* op = nullptr;                  // the first member's op (for its trace event)
 };
-
-using CollectiveKey = std::tuple<int, int64_t, int, int64_t>;  // (phase, step, kind, group)
 
 std::string group_text(const std::vector<int64_t>& members) {
   std::string text = "group {";
@@ -69,9 +65,10 @@ struct StreamsRun::Impl {
 
   // Per run.
   Timeline timeline;
-  std::map<MessageKey, Message> messages;
-  std::vector<std::map<std::tuple<int, int, int64_t>, std::vector<MessageKey>>> posted;  // [rank]
-  std::map<CollectiveKey, CollectiveRun> collectives;
+  std::vector<SendSide> sends;          // [walk message id]
+  std::map<std::pair<int64_t, int64_t>, RecvSide> receives;  // (rank, op index) of the receiving Exchange
+  std::vector<const Event*> copied;     // [walk message id]: the copy's end, once enqueued
+  std::vector<CollectiveRun> collectives;  // [walk gathering id]
   std::vector<RankSummary> summaries;
   std::vector<OpInterpreter> interpreters;  // [rank], counting into summaries
 
@@ -88,12 +85,11 @@ struct StreamsRun::Impl {
 
   const Event* record(cudaStream_t stream, bool timing = false) { return timeline.record(stream, timing); }
 
-  // ---- [scheduler] -----------------------------------------------------------------------------
+  // ---- [dispatch] ------------------------------------------------------------------------------
 
   ExecutionResult run(bool download, bool trace) {
     RINGLAB_CUDA_CHECK(cudaSetDevice(options.device));
-    timeline.clear(), messages.clear(), collectives.clear();
-    posted.assign(static_cast<size_t>(P), {});
+    timeline.clear(), sends.clear(), receives.clear(), copied.clear(), collectives.clear();
     summaries.assign(static_cast<size_t>(P), RankSummary{});
     interpreters.clear();
     for (int64_t r = 0; r < P; ++r) interpreters.emplace_back(plan, r, summaries[static_cast<size_t>(r)]);
@@ -105,20 +101,12 @@ struct StreamsRun::Impl {
       rank_of(r).reset(compute_of(r));  // the accumulator back to the merge's identity
     }
 
-    std::vector<size_t> next(static_cast<size_t>(P), 0);
-    for (;;) {
-      bool all_done = true, moved = false;
-      for (int64_t r = 0; r < P; ++r) {
-        std::vector<Op>& list = ops[static_cast<size_t>(r)];
-        size_t& pc = next[static_cast<size_t>(r)];
-        while (pc < list.size() && execute(r, list[pc])) {
-          ++pc;
-          moved = true;
-        }
-        all_done = all_done && pc == list.size();
-      }
-      if (all_done) break;
-      if (!moved) throw CommError(deadlock_report(next));
+    Dispatch dispatch{*this};
+    WalkOptions walk_options;
+    walk_options.sends_need_receiver = true;  // a copy is enqueued once both ends have posted
+    const WalkResult walk = walk_plan(plan, ops, dispatch, walk_options);
+    if (!walk.finished()) {
+      throw CommError("deadlock on gpu-streams: no rank can move; " + one_line(describe_deadlock(plan, walk)));
     }
 
     std::vector<const Event*> ends;
@@ -130,152 +118,147 @@ struct StreamsRun::Impl {
     return results(*start, ends, download, trace);
   }
 
-  std::string deadlock_report(const std::vector<size_t>& next) const {
-    std::ostringstream text;
-    text << "deadlock on gpu-streams: no rank can move;";
-    for (int64_t r = 0; r < P; ++r) {
-      const size_t pc = next[static_cast<size_t>(r)];
-      const std::vector<Op>& list = ops[static_cast<size_t>(r)];
-      if (pc >= list.size()) continue;
-      const Op& op = list[pc];
-      text << " rank " << r << " at step " << op.step << " (" << plan.phases()[static_cast<size_t>(op.phase)].name
-           << ") waits for ";
-      if (const auto* w = std::get_if<WaitOp>(&op.body)) {
-        text << "exchange " << w->exchange_id << " of step " << w->exchange_step << ";";
-      } else if (const auto* c = std::get_if<CollectiveOp>(&op.body)) {
-        text << collective_name(c->collective) << " with " << group_text(c->members) << ";";
-      } else {
-        text << "an operation;";
-      }
-    }
-    return text.str();
+  static std::string one_line(std::string text) {
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at)) text.replace(at, 1, "; ");
+    return text;
   }
+
+  // The walk's visitor: each visited op runs through the rank's op interpreter; a message's copy
+  // is enqueued when it meets its receive, a collective when its last member enters.
+  struct Dispatch final : WalkVisitor {
+    Impl& impl;
+    explicit Dispatch(Impl& owner) : impl(owner) {}
+    void visit(const WalkVisit& visit) override {
+      RankOps handler{impl, visit.at.rank, &visit};
+      impl.interpreters[static_cast<size_t>(visit.at.rank)].run(*visit.op, handler);
+    }
+    void matched(const WalkMessage& message, const OpRef& receive) override { impl.enqueue_copy(message, receive); }
+    void entered(const CollectiveEntry& entry) override { impl.enter(entry); }
+    void completed(const CollectiveGathering& gathering) override { impl.enqueue_collective(gathering); }
+  };
 
   // ---- [ops] -----------------------------------------------------------------------------------
 
   // The op interpreter's handlers for rank r: the local ops as timed work on its compute stream,
-  // the communication as device copies between ranks. false = wait for another rank to post.
+  // the communication as device copies between ranks, in walk order (`visit` says what the walk
+  // matched).
   struct RankOps {
     Impl& impl;
     int64_t r;
+    const WalkVisit* visit;
     template <class Local>
-    bool execute(const Op& op, const Local&, TraceEvent event) {
+    void execute(const Op& op, const Local&, TraceEvent event) {
       run_local_op(impl.rank_of(r), op.body, std::move(event), impl.compute_of(r), impl.timeline);
-      return true;
     }
-    bool execute(const Op& op, const ExchangeOp& body, const TraceEvent&) { return impl.execute(r, op, body); }
-    bool execute(const Op& op, const WaitOp& body, const TraceEvent&) { return impl.execute(r, op, body); }
-    bool execute(const Op& op, const CollectiveOp& body, const TraceEvent&) { return impl.execute(r, op, body); }
+    void execute(const Op&, const ExchangeOp& body, const TraceEvent&) { impl.post(*visit, body); }
+    void execute(const Op&, const WaitOp&, const TraceEvent&) { impl.wait(*visit); }
+    void execute(const Op&, const CollectiveOp&, const TraceEvent&) { impl.leave(*visit); }
   };
-
-  // Enqueues one op of rank r; false when it must wait for another rank to post first.
-  bool execute(int64_t r, const Op& op) {
-    RankOps handler{*this, r};
-    return interpreters[static_cast<size_t>(r)].run(op, handler);
-  }
 
   cudaStream_t compute_of(int64_t r) { return compute[static_cast<size_t>(r)].get(); }
   cudaStream_t comm_of(int64_t r) { return comm[static_cast<size_t>(r)].get(); }
   GpuRank& rank_of(int64_t r) { return *ranks[static_cast<size_t>(r)]; }
 
-  bool execute(int64_t r, const Op& op, const ExchangeOp& body) {
-    const Event* ready = record(compute_of(r));  // the slot's data, and the receive slot, are ready here
-    std::vector<MessageKey> keys;
-    if (body.send_to >= 0) {
-      const MessageKey key{r, body.send_to, body.tag};
-      Message& m = messages[key];
-      m.from = rank_of(r).slot_block(body.send_slot);
-      m.send_bytes = rank_of(r).slot_block_bytes(body.send_slot);
-      m.from_ready = ready;
-      m.phase = op.phase, m.step = op.step, m.label = plan.phases()[static_cast<size_t>(op.phase)].name;
-      summaries[static_cast<size_t>(r)].counters.messages_sent += 1;
-      summaries[static_cast<size_t>(r)].counters.bytes_sent += m.send_bytes;
-      try_enqueue(key, m);
-      keys.push_back(key);
+  // Posts the halves of an exchange: the data to send and the slot to receive into are ready
+  // once the rank's compute stream reaches this point.
+  void post(const WalkVisit& visit, const ExchangeOp& body) {
+    const int64_t r = visit.at.rank;
+    const Event* ready = record(compute_of(r));
+    RankCounters& counters = summaries[static_cast<size_t>(r)].counters;
+    if (visit.sent) {
+      if (sends.size() <= static_cast<size_t>(visit.sent->id)) sends.resize(static_cast<size_t>(visit.sent->id) + 1);
+      sends[static_cast<size_t>(visit.sent->id)] = {rank_of(r).slot_block(body.send_slot),
+                                                     rank_of(r).slot_block_bytes(body.send_slot), ready};
+      counters.messages_sent += 1;
+      counters.bytes_sent += rank_of(r).slot_block_bytes(body.send_slot);
     }
     if (body.recv_from >= 0) {
-      const MessageKey key{body.recv_from, r, body.tag};
-      Message& m = messages[key];
-      m.to = rank_of(r).slot_block(body.recv_slot);
-      m.recv_bytes = rank_of(r).slot_block_bytes(body.recv_slot);
-      m.to_ready = ready;
-      summaries[static_cast<size_t>(r)].counters.messages_received += 1;
-      summaries[static_cast<size_t>(r)].counters.bytes_received += m.recv_bytes;
-      try_enqueue(key, m);
-      keys.push_back(key);
+      receives[{r, visit.at.index}] = {rank_of(r).slot_block(body.recv_slot), rank_of(r).slot_block_bytes(body.recv_slot),
+                                       ready};
+      counters.messages_received += 1;
+      counters.bytes_received += rank_of(r).slot_block_bytes(body.recv_slot);
     }
-    posted[static_cast<size_t>(r)][{op.phase, body.id, op.step}] = std::move(keys);
-    return true;
   }
 
   // The copy of a message, once both ends have posted: on the receiver's transfer stream.
-  void try_enqueue(const MessageKey& key, Message& m) {
-    if (m.done || !m.from_ready || !m.to_ready) return;
-    const auto [source, destination, tag] = key;
-    if (m.send_bytes != m.recv_bytes) {
-      throw CommError("rank " + std::to_string(source) + " sends " + std::to_string(m.send_bytes) + " bytes to rank " +
-                      std::to_string(destination) + " (tag " + std::to_string(tag) + ") which expects " +
-                      std::to_string(m.recv_bytes));
+  void enqueue_copy(const WalkMessage& message, const OpRef& receive) {
+    const SendSide& from = sends.at(static_cast<size_t>(message.id));
+    const RecvSide& to = receives.at({receive.rank, receive.index});
+    if (from.bytes != to.bytes) {
+      throw CommError("rank " + std::to_string(message.from()) + " sends " + std::to_string(from.bytes) +
+                      " bytes to rank " + std::to_string(message.to) + " (tag " + std::to_string(message.tag) +
+                      ") which expects " + std::to_string(to.bytes));
     }
-    cudaStream_t stream = comm_of(destination);
-    m.from_ready->wait_on(stream);
-    m.to_ready->wait_on(stream);
+    cudaStream_t stream = comm_of(message.to);
+    from.ready->wait_on(stream);
+    to.ready->wait_on(stream);
     TraceEvent e;
     e.name = "recv";
-    e.rank = static_cast<int>(destination);
+    e.rank = static_cast<int>(message.to);
     e.lane = TraceLane::comm;
-    e.step = static_cast<int>(m.step);
-    e.label = m.label;
-    e.peer = static_cast<int>(source);
-    e.tag = tag;
-    e.bytes = m.send_bytes;
-    m.done = timeline.timed(stream, e, [&] {
-      RINGLAB_CUDA_CHECK(
-          cudaMemcpyAsync(m.to, m.from, static_cast<size_t>(m.send_bytes), cudaMemcpyDeviceToDevice, stream));
+    e.step = static_cast<int>(message.step);
+    e.label = plan.phases()[static_cast<size_t>(message.phase)].name;
+    e.peer = static_cast<int>(message.from());
+    e.tag = message.tag;
+    e.bytes = from.bytes;
+    if (copied.size() <= static_cast<size_t>(message.id)) copied.resize(static_cast<size_t>(message.id) + 1, nullptr);
+    copied[static_cast<size_t>(message.id)] = timeline.timed(stream, e, [&] {
+      RINGLAB_CUDA_CHECK(cudaMemcpyAsync(to.to, from.from, static_cast<size_t>(from.bytes), cudaMemcpyDeviceToDevice, stream));
     });
     e.name = "send";  // the same copy, seen from the sender
-    e.rank = static_cast<int>(source);
-    e.peer = static_cast<int>(destination);
+    e.rank = static_cast<int>(message.from());
+    e.peer = static_cast<int>(message.to);
     timeline.also(std::move(e));
   }
 
-  bool execute(int64_t r, const Op& op, const WaitOp& body) {
-    auto& mine = posted[static_cast<size_t>(r)];
-    const auto found = mine.find({op.phase, body.exchange_id, body.exchange_step});
-    if (found == mine.end()) {
-      throw CommError("rank " + std::to_string(r) + " waits for exchange " + std::to_string(body.exchange_id) +
-                      " of step " + std::to_string(body.exchange_step) + ", which it never posted");
+  // A Wait: the rank's compute stream waits for its exchange's copies (both enqueued by now: the
+  // walk visits a Wait after its receive and its send have met their other ends).
+  void wait(const WalkVisit& visit) {
+    const int64_t r = visit.at.rank;
+    if (!visit.exchange) {
+      const auto& w = std::get<WaitOp>(visit.op->body);
+      throw CommError("rank " + std::to_string(r) + " waits for exchange " + std::to_string(w.exchange_id) +
+                      " of step " + std::to_string(w.exchange_step) + ", which it never posted");
     }
-    for (const MessageKey& key : found->second)
-      if (!messages.at(key).done) return false;  // the peer has not posted its side yet
-    for (const MessageKey& key : found->second) messages.at(key).done->wait_on(compute_of(r));
-    mine.erase(found);
-    return true;
+    for (const WalkMessage* message : {visit.sent, visit.received})
+      if (message) copied.at(static_cast<size_t>(message->id))->wait_on(compute_of(r));
   }
 
-  bool execute(int64_t r, const Op& op, const CollectiveOp& body) {
-    const CollectiveKey key{op.phase, op.step, static_cast<int>(body.collective), body.group};
-    CollectiveRun& run = collectives[key];
-    if (!run.posted.count(r)) {
-      if (run.posted.empty()) run.op = body;
-      if (body.collective == Collective::all_gather_kv) rank_of(r).pack_own_kv(compute_of(r));
-      run.posted[r] = record(compute_of(r));
-      RankSummary& s = summaries[static_cast<size_t>(r)];
-      s.counters.collectives += 1;
-      s.counters.bytes_sent += body.send_bytes;
-      s.counters.bytes_received += body.recv_bytes;
-      if (run.posted.size() == run.op.members.size()) enqueue_collective(run, op);
+  // A rank enters a collective: its data is ready at this point of its compute stream.
+  void enter(const CollectiveEntry& entry) {
+    if (entry.kind_mismatch) {
+      throw CommError("rank " + std::to_string(entry.at.rank) + " enters " + collective_name(entry.collective->collective) +
+                      " while its group is in " + collective_name(entry.gathering->kind()));
     }
-    if (!run.enqueued) return false;
-    for (const Event* done : run.done) done->wait_on(compute_of(r));
-    return true;
+    const int64_t r = entry.at.rank;
+    if (collectives.size() <= static_cast<size_t>(entry.gathering->id)) {
+      collectives.resize(static_cast<size_t>(entry.gathering->id) + 1);
+    }
+    CollectiveRun& run = collectives[static_cast<size_t>(entry.gathering->id)];
+    if (!run.op) run.op = entry.op;
+    if (entry.collective->collective == Collective::all_gather_kv) rank_of(r).pack_own_kv(compute_of(r));
+    run.posted[r] = record(compute_of(r));
+    RankCounters& counters = summaries[static_cast<size_t>(r)].counters;
+    counters.collectives += 1;
+    counters.bytes_sent += entry.collective->send_bytes;
+    counters.bytes_received += entry.collective->recv_bytes;
+  }
+
+  // A member's Collective op, after the collective is enqueued: its compute stream waits for it.
+  void leave(const WalkVisit& visit) {
+    for (const Event* done : collectives.at(static_cast<size_t>(visit.gathering->id)).done) {
+      done->wait_on(compute_of(visit.at.rank));
+    }
   }
 
   // Every member's share of the collective, on that member's transfer stream, after every
   // member has posted; the member's done event covers what it receives.
-  void enqueue_collective(CollectiveRun& run, const Op& op) {
-    const std::vector<int64_t>& members = run.op.members;
-    const Collective kind = run.op.collective;
+  void enqueue_collective(const CollectiveGathering& gathering) {
+    CollectiveRun& run = collectives.at(static_cast<size_t>(gathering.id));
+    const Op& op = *run.op;
+    const std::vector<int64_t>& members = gathering.op->members;
+    const Collective kind = gathering.kind();
     for (size_t ti = 0; ti < members.size(); ++ti) {
       const int64_t to = members[ti];
       cudaStream_t stream = comm_of(to);
@@ -327,7 +310,6 @@ struct StreamsRun::Impl {
       });
       run.done.push_back(record(stream));
     }
-    run.enqueued = true;
   }
 
   // ---- [results] -------------------------------------------------------------------------------

@@ -1,16 +1,14 @@
 #include "sim/run/executor.hpp"
 
 #include "reference/layout.hpp"
+#include "reference/names.hpp"
 
 namespace ringlab {
 
 const char* failure_kind_name(FailureKind kind) {
-  switch (kind) {
-    case FailureKind::deadlock: return "deadlock";
-    case FailureKind::comm_fault: return "communication fault";
-    case FailureKind::error: return "error";
-  }
-  return "?";
+  constexpr NamedValue<FailureKind> kNames[] = {
+      {FailureKind::deadlock, "deadlock"}, {FailureKind::comm_fault, "communication fault"}, {FailureKind::error, "error"}};
+  return name_of(kNames, kind);
 }
 
 RunOutputs allocate_outputs(const Plan& plan) {
