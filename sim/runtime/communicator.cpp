@@ -55,12 +55,7 @@ Buffer Request::wait() {
     throw UsageError("rank " + std::to_string(rank_) + ": wait() called twice on the receive from rank " +
                      std::to_string(peer_) + " tag " + std::to_string(tag_) + "; its buffer was already handed out");
   }
-  if (!complete_) {
-    arrived_ = std::make_unique<detail::Message>(world_->take(
-        rank_, Wait{WaitKind::message, "wait (irecv)", {context_, peer_, tag_, false}, ticket_, 0, peer_, tag_, -1}));
-    detail::accept_message(*world_, rank_, *arrived_);
-    complete_ = true;
-  }
+  arrive();
   taken_ = true;
   Buffer payload = std::move(arrived_->payload);
   arrived_.reset();
@@ -69,18 +64,21 @@ Buffer Request::wait() {
   return payload;
 }
 
+void Request::arrive() {
+  if (complete_) return;
+  arrived_ = std::make_unique<detail::Message>(world_->take(
+      rank_, Wait{WaitKind::message, "wait (irecv)", {context_, peer_, tag_, false}, ticket_, 0, peer_, tag_, -1}));
+  detail::accept_message(*world_, rank_, *arrived_);
+  complete_ = true;
+}
+
 void Request::wait_into(std::span<float> out) {
   if (kind_ != Kind::recv || taken_) {
     throw UsageError("rank " + std::to_string(rank_) +
                      ": wait_into() needs a receive request that has not been waited for; use wait() for sends");
   }
   const Clock::time_point start = Clock::now();
-  if (!complete_) {
-    arrived_ = std::make_unique<detail::Message>(world_->take(
-        rank_, Wait{WaitKind::message, "wait (irecv)", {context_, peer_, tag_, false}, ticket_, 0, peer_, tag_, -1}));
-    detail::accept_message(*world_, rank_, *arrived_);
-    complete_ = true;
-  }
+  arrive();
   taken_ = true;
   detail::copy_payload(*world_, rank_, *arrived_, out, "wait_into");
   arrived_.reset();
@@ -138,15 +136,20 @@ Request Communicator::start_send(int dst, int tag, std::span<const float> data, 
   const int peer = peer_world(dst, tag, call);
   const detail::MessageRoute route{context_, peer, tag, detail::CollectiveKind::none, -1, rendezvous};
   const uint64_t rendezvous_id = detail::send_message(*world_, world_rank_, route, data);
+  Request request = new_request(Request::Kind::send, peer, tag);
+  request.complete_ = rendezvous_id == 0;
+  request.rendezvous_id_ = rendezvous_id;
+  return request;
+}
+
+Request Communicator::new_request(Request::Kind kind, int peer, int tag) const {
   Request request;
   request.world_ = world_;
   request.rank_ = world_rank_;
-  request.kind_ = Request::Kind::send;
-  request.complete_ = rendezvous_id == 0;
+  request.kind_ = kind;
   request.context_ = context_;
   request.peer_ = peer;
   request.tag_ = tag;
-  request.rendezvous_id_ = rendezvous_id;
   request.group_ = trace_group_;
   return request;
 }
@@ -197,16 +200,9 @@ Request Communicator::isend(int dst, int tag, std::span<const float> data) {
 Request Communicator::irecv(int src, int tag) {
   const Clock::time_point start = Clock::now();
   const int peer = peer_world(src, tag, "irecv");
-  Request request;
-  request.world_ = world_;
-  request.rank_ = world_rank_;
-  request.kind_ = Request::Kind::recv;
+  Request request = new_request(Request::Kind::recv, peer, tag);
   request.complete_ = false;
-  request.context_ = context_;
-  request.peer_ = peer;
-  request.tag_ = tag;
   request.ticket_ = world_->post_receive(world_rank_, {context_, peer, tag, false});
-  request.group_ = trace_group_;
   detail::trace_comm(*world_, world_rank_, "irecv", start, peer, tag, -1, trace_group_);
   return request;
 }

@@ -73,6 +73,8 @@ class Request {
 
  private:
   friend class Communicator;
+  // A receive: blocks until its message has arrived and takes it from the queue (once).
+  void arrive();
   enum class Kind : uint8_t { none, send, recv };
 
   detail::WorldState* world_ = nullptr;
@@ -155,6 +157,8 @@ class Communicator {
   // The world rank of `peer` (a rank here); UsageError when out of range or the tag is negative.
   int peer_world(int peer, int tag, const char* call) const;
   Request start_send(int dst, int tag, std::span<const float> data, bool rendezvous, const char* call);
+  // A request of this communicator to or from world rank `peer` (the rest of its state set by the caller).
+  Request new_request(Request::Kind kind, int peer, int tag) const;
   // Blocking receive of the next (src, tag) message, checksum verified and counted.
   detail::Message receive_message(int src, int tag, const char* call);
   // Collectives: enter the next collective on this communicator; its index.
