@@ -8,106 +8,96 @@
 
 namespace ringlab {
 
+// ---- [scenarios] -----------------------------------------------------------------------------
+
 namespace {
 
-PlanSpec spec_of(Algorithm algo, LayoutKind layout, int64_t ranks, int64_t ulysses, AttentionDims dims, bool causal,
-                 bool backward) {
-  PlanSpec spec;
-  spec.algo = algo;
-  spec.layout = layout;
-  spec.ranks = ranks;
-  spec.ulysses = ulysses;
-  spec.dims = dims;
-  spec.causal = causal;
-  spec.backward = backward;
-  return spec;
+// One case of a scenario, on the scenario's sizes: its label, algorithm, layout, P, U and mask.
+struct ScenarioCase {
+  const char* label;
+  Algorithm algo;
+  LayoutKind layout;
+  int64_t ranks, ulysses;
+  bool causal;
+};
+
+struct ScenarioRow {
+  const char* name;
+  const char* title;
+  const char* source;
+  const char* hardware;
+  AttentionDims dims;
+  bool backward;
+  std::vector<ScenarioCase> cases;
+  std::vector<std::string> notes;
+};
+
+const std::vector<ScenarioRow>& scenario_rows() {
+  using enum Algorithm;
+  using enum LayoutKind;
+  static const std::vector<ScenarioRow> rows = {
+      // Exercise 5: S = 2M on 64 GPUs (8 nodes x 8), H = 8192 hidden = 64 heads x 128, bf16.
+      {"hybrid-64",
+       "S = 2M tokens on 64 GPUs as 8 nodes x 8: Ulysses inside nodes, ring across (causal, forward)",
+       "source material 000 (sequence parallelism), exercise 5", "h100-ib", AttentionDims{1, 2097152, 64, 64, 128}, false,
+       {{"hybrid U=8", hybrid, zigzag, 64, 8, true}, {"hybrid U=8", hybrid, contiguous, 64, 8, true},
+        {"ring 64", ring, zigzag, 64, 1, true}, {"ring 64", ring, contiguous, 64, 1, true},
+        {"ulysses 64", ulysses, contiguous, 64, 64, true}, {"allgather 64", allgather, zigzag, 64, 1, true}},
+       {"Ulysses groups are 8 consecutive ranks (one node: NVLink), the ring runs across nodes (InfiniBand).",
+        "Per GPU the ring moves only its own heads' share of a node's K/V: 2 (S/8)(64/8) 128 x 2 bytes = 1.07 GB per "
+        "step over its own 50 GB/s NIC, not a whole node's K/V through one link.",
+        "The source's NVLink 900 GB/s is the bidirectional aggregate; the preset uses the measured 375 GB/s per "
+        "direction."}},
+      // Exercise 2: S = 1M, H = 8192 hidden (64 heads x 128), P = 16, bf16: ring vs Ulysses volume.
+      {"volume-16", "communication volume, S = 1M, hidden 8192 (64 x 128), P = 16, bf16 (full mask, forward)",
+       "source material 000 (sequence parallelism), exercise 2", "h100-ib", AttentionDims{1, 1048576, 64, 64, 128}, false,
+       {{"ring", ring, contiguous, 16, 1, false}, {"allgather", allgather, contiguous, 16, 1, false},
+        {"ulysses", ulysses, contiguous, 16, 16, false}, {"hybrid U=8", hybrid, contiguous, 16, 8, false}},
+       {"The source counts 32.2 GB per GPU for the ring and 4.03 GB for Ulysses; the plans send exactly the ring's "
+        "figure, and Ulysses' plus the fp32 lse that travels back with out.",
+        "Volume is not time: the ring's transfers hide behind compute, Ulysses' all-to-alls block."}},
+      // Exercise 4: P = 8 causal ring; "8 / 4.5 = 1.78x" is a work ratio, not a speedup.
+      {"causal-8", "causal skipping on a ring of 8: work saved vs time saved, by layout (16K tokens per GPU, forward)",
+       "source material 000 (sequence parallelism), exercise 4; DESIGN.md erratum 4", "h100-nvlink",
+       AttentionDims{1, 131072, 32, 32, 128}, false,
+       {{"ring (no mask)", ring, contiguous, 8, 1, false}, {"ring causal", ring, contiguous, 8, 1, true},
+        {"ring causal", ring, zigzag, 8, 1, true}, {"ring causal", ring, striped, 8, 1, true}},
+       {"Skipping future blocks removes 43.75% of the work (3.5 of 8 blocks per rank on average), but with the "
+        "contiguous layout the last rank still computes all 8: compare its time with the no-mask row.",
+        "A balanced layout (zigzag, striped) turns the saving into time."}},
+      // ANCHORS.md: zhuzilin/ring-flash-attention, Llama-3-8B attention on 8 GPUs, 8K tokens per GPU.
+      {"llama3-8b", "Llama-3-8B attention (32 q / 8 kv heads, d128), 8K tokens per GPU on 8 GPUs, causal, fwd+bwd",
+       "ANCHORS.md: zhuzilin/ring-flash-attention on 8xH800, % of ideal (flash-attn / 8)", "h100-nvlink",
+       AttentionDims{1, 65536, 32, 8, 128}, true,
+       {{"ring", ring, contiguous, 8, 1, true}, {"ring", ring, zigzag, 8, 1, true}, {"ring", ring, striped, 8, 1, true}},
+       {"Published (8xH800, fwd+bwd): contiguous 53.9%, zigzag 90.2%, stripe 82.9% of ideal.",
+        "The model has no per-kernel overheads of the real ring (merges, small-block inefficiency) and an H100 "
+        "NVLink; its 'of ideal' is an upper bound for the same schedule."}},
+  };
+  return rows;
 }
 
 }  // namespace
 
-// ---- [scenarios] -----------------------------------------------------------------------------
-
-std::vector<std::string> scenario_names() { return {"hybrid-64", "volume-16", "causal-8", "llama3-8b"}; }
+std::vector<std::string> scenario_names() {
+  std::vector<std::string> names;
+  for (const ScenarioRow& row : scenario_rows()) names.emplace_back(row.name);
+  return names;
+}
 
 Scenario make_scenario(const std::string& name) {
-  Scenario s;
-  s.name = name;
-  if (name == "hybrid-64") {
-    // Exercise 5: S = 2M on 64 GPUs (8 nodes x 8), H = 8192 hidden = 64 heads x 128, bf16.
-    s.title = "S = 2M tokens on 64 GPUs as 8 nodes x 8: Ulysses inside nodes, ring across (causal, forward)";
-    s.source = "source material 000 (sequence parallelism), exercise 5";
-    s.hardware = "h100-ib";
-    const AttentionDims dims{1, 2097152, 64, 64, 128};
-    s.cases = {
-        {"hybrid U=8", spec_of(Algorithm::hybrid, LayoutKind::zigzag, 64, 8, dims, true, false)},
-        {"hybrid U=8", spec_of(Algorithm::hybrid, LayoutKind::contiguous, 64, 8, dims, true, false)},
-        {"ring 64", spec_of(Algorithm::ring, LayoutKind::zigzag, 64, 1, dims, true, false)},
-        {"ring 64", spec_of(Algorithm::ring, LayoutKind::contiguous, 64, 1, dims, true, false)},
-        {"ulysses 64", spec_of(Algorithm::ulysses, LayoutKind::contiguous, 64, 64, dims, true, false)},
-        {"allgather 64", spec_of(Algorithm::allgather, LayoutKind::zigzag, 64, 1, dims, true, false)},
-    };
-    s.notes = {
-        "Ulysses groups are 8 consecutive ranks (one node: NVLink), the ring runs across nodes (InfiniBand).",
-        "Per GPU the ring moves only its own heads' share of a node's K/V: 2 (S/8)(64/8) 128 x 2 bytes = 1.07 GB per "
-        "step over its own 50 GB/s NIC, not a whole node's K/V through one link.",
-        "The source's NVLink 900 GB/s is the bidirectional aggregate; the preset uses the measured 375 GB/s per direction.",
-    };
-  } else if (name == "volume-16") {
-    // Exercise 2: S = 1M, H = 8192 hidden (64 heads x 128), P = 16, bf16: ring vs Ulysses volume.
-    s.title = "communication volume, S = 1M, hidden 8192 (64 x 128), P = 16, bf16 (full mask, forward)";
-    s.source = "source material 000 (sequence parallelism), exercise 2";
-    s.hardware = "h100-ib";
-    const AttentionDims dims{1, 1048576, 64, 64, 128};
-    s.cases = {
-        {"ring", spec_of(Algorithm::ring, LayoutKind::contiguous, 16, 1, dims, false, false)},
-        {"allgather", spec_of(Algorithm::allgather, LayoutKind::contiguous, 16, 1, dims, false, false)},
-        {"ulysses", spec_of(Algorithm::ulysses, LayoutKind::contiguous, 16, 16, dims, false, false)},
-        {"hybrid U=8", spec_of(Algorithm::hybrid, LayoutKind::contiguous, 16, 8, dims, false, false)},
-    };
-    s.notes = {
-        "The source counts 32.2 GB per GPU for the ring and 4.03 GB for Ulysses; the plans send exactly the ring's "
-        "figure, and Ulysses' plus the fp32 lse that travels back with out.",
-        "Volume is not time: the ring's transfers hide behind compute, Ulysses' all-to-alls block.",
-    };
-  } else if (name == "causal-8") {
-    // Exercise 4: P = 8 causal ring; "8 / 4.5 = 1.78x" is a work ratio, not a speedup.
-    s.title = "causal skipping on a ring of 8: work saved vs time saved, by layout (16K tokens per GPU, forward)";
-    s.source = "source material 000 (sequence parallelism), exercise 4; DESIGN.md erratum 4";
-    s.hardware = "h100-nvlink";
-    const AttentionDims dims{1, 131072, 32, 32, 128};
-    s.cases = {
-        {"ring (no mask)", spec_of(Algorithm::ring, LayoutKind::contiguous, 8, 1, dims, false, false)},
-        {"ring causal", spec_of(Algorithm::ring, LayoutKind::contiguous, 8, 1, dims, true, false)},
-        {"ring causal", spec_of(Algorithm::ring, LayoutKind::zigzag, 8, 1, dims, true, false)},
-        {"ring causal", spec_of(Algorithm::ring, LayoutKind::striped, 8, 1, dims, true, false)},
-    };
-    s.notes = {
-        "Skipping future blocks removes 43.75% of the work (3.5 of 8 blocks per rank on average), but with the "
-        "contiguous layout the last rank still computes all 8: compare its time with the no-mask row.",
-        "A balanced layout (zigzag, striped) turns the saving into time.",
-    };
-  } else if (name == "llama3-8b") {
-    // ANCHORS.md: zhuzilin/ring-flash-attention, Llama-3-8B attention on 8 GPUs, 8K tokens per GPU.
-    s.title = "Llama-3-8B attention (32 q / 8 kv heads, d128), 8K tokens per GPU on 8 GPUs, causal, fwd+bwd";
-    s.source = "ANCHORS.md: zhuzilin/ring-flash-attention on 8xH800, % of ideal (flash-attn / 8)";
-    s.hardware = "h100-nvlink";
-    const AttentionDims dims{1, 65536, 32, 8, 128};
-    s.cases = {
-        {"ring", spec_of(Algorithm::ring, LayoutKind::contiguous, 8, 1, dims, true, true)},
-        {"ring", spec_of(Algorithm::ring, LayoutKind::zigzag, 8, 1, dims, true, true)},
-        {"ring", spec_of(Algorithm::ring, LayoutKind::striped, 8, 1, dims, true, true)},
-    };
-    s.notes = {
-        "Published (8xH800, fwd+bwd): contiguous 53.9%, zigzag 90.2%, stripe 82.9% of ideal.",
-        "The model has no per-kernel overheads of the real ring (merges, small-block inefficiency) and an H100 "
-        "NVLink; its 'of ideal' is an upper bound for the same schedule.",
-    };
-  } else {
-    std::string list;
-    for (const std::string& n : scenario_names()) list += (list.empty() ? "" : ", ") + n;
-    throw UsageError("unknown scenario '" + name + "'; use --scenario " + list);
+  for (const ScenarioRow& row : scenario_rows()) {
+    if (name != row.name) continue;
+    Scenario s{row.name, row.title, row.source, row.hardware, {}, row.notes};
+    for (const ScenarioCase& c : row.cases) {
+      s.cases.push_back({c.label, PlanSpec{.algo = c.algo, .layout = c.layout, .ranks = c.ranks, .ulysses = c.ulysses,
+                                           .dims = row.dims, .causal = c.causal, .backward = row.backward}});
+    }
+    return s;
   }
-  return s;
+  std::string list;
+  for (const std::string& n : scenario_names()) list += (list.empty() ? "" : ", ") + n;
+  throw UsageError("unknown scenario '" + name + "'; use --scenario " + list);
 }
 
 // ---- [cases] ---------------------------------------------------------------------------------
