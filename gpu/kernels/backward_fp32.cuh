@@ -44,9 +44,7 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) backward_fp32_kernel(BackwardPara
   const int lane = threadIdx.x % 32, row = threadIdx.x / 4, r = threadIdx.x % 4;
   const int k0 = a.kv_begin + static_cast<int>(blockIdx.x) * BK;
   const int k_count = imin(BK, a.kv_end - k0);
-  const int b = static_cast<int>(blockIdx.y) / a.heads, h = static_cast<int>(blockIdx.y) % a.heads;
-  const int hk = h / (a.heads / a.kv_heads);
-  const int64_t q_stride = static_cast<int64_t>(a.heads) * D, kv_stride = static_cast<int64_t>(a.kv_heads) * D;
+  const auto [b, h, hk, q_stride, kv_stride] = block_head(a, D);
   const int64_t kv_offset = (static_cast<int64_t>(b) * a.kv_seq + k0) * kv_stride + hk * D;  // row k0 of (b, hk)
   const int64_t q_offset = static_cast<int64_t>(b) * a.q_seq * q_stride + h * D;             // row 0 of (b, h)
   const int64_t lse_offset = (static_cast<int64_t>(b) * a.heads + h) * a.q_seq;

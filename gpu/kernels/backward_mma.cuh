@@ -53,9 +53,7 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) backward_mma_kernel(BackwardParam
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int k0 = a.kv_begin + static_cast<int>(blockIdx.x) * BK;
   const int k_count = imin(BK, a.kv_end - k0);
-  const int b = static_cast<int>(blockIdx.y) / a.heads, h = static_cast<int>(blockIdx.y) % a.heads;
-  const int hk = h / (a.heads / a.kv_heads);
-  const int64_t q_stride = static_cast<int64_t>(a.heads) * D, kv_stride = static_cast<int64_t>(a.kv_heads) * D;
+  const auto [b, h, hk, q_stride, kv_stride] = block_head(a, D);
   const int64_t kv_offset = (static_cast<int64_t>(b) * a.kv_seq + k0) * kv_stride + hk * D;  // row k0 of (b, hk)
   const int64_t q_offset = static_cast<int64_t>(b) * a.q_seq * q_stride + h * D;             // row 0 of (b, h)
   const int64_t lse_offset = (static_cast<int64_t>(b) * a.heads + h) * a.q_seq;              // (b, h, 0)
@@ -165,12 +163,9 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) backward_mma_kernel(BackwardParam
     // dV += P^T dO, dK += dS^T Q: the k dimension is the queries; dO and Q are k-major -> .trans.
     RINGLAB_UNROLL
     for (int kc = 0; kc < BQ / 16; ++kc) {
-      const uint32_t pa[4] = {pack2<T>(s[2 * kc][0], s[2 * kc][1]), pack2<T>(s[2 * kc][2], s[2 * kc][3]),
-                              pack2<T>(s[2 * kc + 1][0], s[2 * kc + 1][1]),
-                              pack2<T>(s[2 * kc + 1][2], s[2 * kc + 1][3])};
-      const uint32_t dsa[4] = {pack2<T>(dp[2 * kc][0], dp[2 * kc][1]), pack2<T>(dp[2 * kc][2], dp[2 * kc][3]),
-                               pack2<T>(dp[2 * kc + 1][0], dp[2 * kc + 1][1]),
-                               pack2<T>(dp[2 * kc + 1][2], dp[2 * kc + 1][3])};
+      uint32_t pa[4], dsa[4];
+      a_fragment<T>(s, kc, pa);
+      a_fragment<T>(dp, kc, dsa);
       RINGLAB_UNROLL
       for (int dpair = 0; dpair < D / 16; ++dpair) {
         uint32_t ob[4], qb[4];

@@ -41,9 +41,7 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_fp32_kernel(ForwardParams
   const int lane = threadIdx.x % 32, row = threadIdx.x / 4, r = threadIdx.x % 4;
   const int q0 = a.q_begin + static_cast<int>(blockIdx.x) * BQ;
   const int q_count = imin(BQ, a.q_end - q0);
-  const int b = static_cast<int>(blockIdx.y) / a.heads, h = static_cast<int>(blockIdx.y) % a.heads;
-  const int hk = h / (a.heads / a.kv_heads);
-  const int64_t q_stride = static_cast<int64_t>(a.heads) * D, kv_stride = static_cast<int64_t>(a.kv_heads) * D;
+  const auto [b, h, hk, q_stride, kv_stride] = block_head(a, D);
   const float* q_base = static_cast<const float*>(a.q) + ((static_cast<int64_t>(b) * a.q_seq + q0) * a.heads + h) * D;
   const float* k_base = static_cast<const float*>(a.k) + static_cast<int64_t>(b) * a.kv_seq * kv_stride + hk * D;
   const float* v_base = static_cast<const float*>(a.v) + static_cast<int64_t>(b) * a.kv_seq * kv_stride + hk * D;

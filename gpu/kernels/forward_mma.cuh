@@ -63,9 +63,7 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_mma_kernel(ForwardParams 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int q0 = a.q_begin + static_cast<int>(blockIdx.x) * BQ;
   const int q_count = imin(BQ, a.q_end - q0);
-  const int b = static_cast<int>(blockIdx.y) / a.heads, h = static_cast<int>(blockIdx.y) % a.heads;
-  const int hk = h / (a.heads / a.kv_heads);
-  const int64_t q_stride = static_cast<int64_t>(a.heads) * D, kv_stride = static_cast<int64_t>(a.kv_heads) * D;
+  const auto [b, h, hk, q_stride, kv_stride] = block_head(a, D);
   // q: (B, Sq, H, D) -> rows q0.. of (b, h); k, v: (B, Sk, HKV, D) -> row 0 of (b, hk)
   const T* q_base = static_cast<const T*>(a.q) + ((static_cast<int64_t>(b) * a.q_seq + q0) * a.heads + h) * D;
   const T* k_base = static_cast<const T*>(a.k) + static_cast<int64_t>(b) * a.kv_seq * kv_stride + hk * D;

@@ -96,9 +96,8 @@ RINGLAB_DEVICE void accumulate_pv(const float (&p)[kKeys / 8][4], float (&o)[D /
                                   int lane) {
   RINGLAB_UNROLL
   for (int kc = 0; kc < kKeys / 16; ++kc) {
-    const uint32_t pa[4] = {pack2<T>(p[2 * kc][0], p[2 * kc][1]), pack2<T>(p[2 * kc][2], p[2 * kc][3]),
-                            pack2<T>(p[2 * kc + 1][0], p[2 * kc + 1][1]),
-                            pack2<T>(p[2 * kc + 1][2], p[2 * kc + 1][3])};
+    uint32_t pa[4];
+    a_fragment<T>(p, kc, pa);
     RINGLAB_UNROLL
     for (int dp = 0; dp < D / 16; ++dp) {
       uint32_t vb[4];  // B fragments of output n-tiles 2dp (vb0, vb1) and 2dp+1 (vb2, vb3)

@@ -59,23 +59,18 @@ RINGLAB_DEVICE void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row_address)
 template <class T>
 RINGLAB_DEVICE void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
 
-template <>
-RINGLAB_DEVICE void mma_16816<__nv_bfloat16>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-template <>
-RINGLAB_DEVICE void mma_16816<__half>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
+// The two specialisations differ only in the PTX type of A and B.
+#define RINGLAB_MMA_16816(T, PTX_TYPE)                                                                      \
+  template <>                                                                                              \
+  RINGLAB_DEVICE void mma_16816<T>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {      \
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." PTX_TYPE "." PTX_TYPE                            \
+                 ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"                   \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                          \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));                          \
+  }
+RINGLAB_MMA_16816(__nv_bfloat16, "bf16")
+RINGLAB_MMA_16816(__half, "f16")
+#undef RINGLAB_MMA_16816
 
 // 16 bytes global -> shared; when !valid nothing is read and the 16 bytes are zero-filled.
 RINGLAB_DEVICE void cp_async_16(void* smem_destination, const void* global_source, bool valid) {
@@ -157,6 +152,33 @@ RINGLAB_DEVICE void position_range(const int32_t* positions, int begin, int coun
     lo = imin(lo, shfl_xor(lo, mask));
     hi = imax(hi, shfl_xor(hi, mask));
   }
+}
+
+// The A fragment (16 rows x 16 k) packed to T from the C fragments of n-tiles 2kc and 2kc + 1 of a
+// 16-row accumulator tile: how P (or dS) becomes an operand without leaving registers.
+template <class T, int kTiles>
+RINGLAB_DEVICE void a_fragment(const float (&c)[kTiles][4], int kc, uint32_t (&a)[4]) {
+  a[0] = pack2<T>(c[2 * kc][0], c[2 * kc][1]);
+  a[1] = pack2<T>(c[2 * kc][2], c[2 * kc][3]);
+  a[2] = pack2<T>(c[2 * kc + 1][0], c[2 * kc + 1][1]);
+  a[3] = pack2<T>(c[2 * kc + 1][2], c[2 * kc + 1][3]);
+}
+
+// The (batch, head) of a block of an attention launch (blockIdx.y = b H + h, kernel_params.hpp),
+// the key/value head its query head reads under GQA, and the row strides of q and k/v (elements).
+struct BlockHead {
+  int b = 0, h = 0, hk = 0;
+  int64_t q_stride = 0, kv_stride = 0;
+};
+template <class Params>
+RINGLAB_DEVICE BlockHead block_head(const Params& a, int dim) {
+  BlockHead head;
+  head.b = static_cast<int>(blockIdx.y) / a.heads;
+  head.h = static_cast<int>(blockIdx.y) % a.heads;
+  head.hk = head.h / (a.heads / a.kv_heads);
+  head.q_stride = static_cast<int64_t>(a.heads) * dim;
+  head.kv_stride = static_cast<int64_t>(a.kv_heads) * dim;
+  return head;
 }
 
 // How a (query tile, key tile) pair is computed; mirrors the reference kernel's classify().
