@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <barrier>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -110,49 +111,77 @@ struct KernelShape {
 
 // Kernel calls of one shape on `workers` threads at once — the regime of the simulator's ranks:
 // every core busy with a rank's kernel, shared caches, memory bandwidth and clocks, and whatever
-// else the machine runs at the time. The workloads live on between passes (building one, and its
-// untimed first call, cost as much as a pass); a pass starts its workers together (a barrier), and
-// a worker's rate is its calls' FLOPs over their whole time (a mean, not the best call: the
-// simulator's steps pay for every interruption too).
+// else the machine runs at the time. The threads and their workloads live from one pass to the
+// next, as a rank's thread lives from one step to the next (its OpenMP team, the kernel's
+// per-thread buffers, its data: the first call pays for them, untimed). A pass starts its workers
+// together (a barrier), and a worker's rate is its calls' FLOPs over their whole time (a mean, not
+// the best call: the simulator's steps pay for every interruption too).
 class KernelTeam {
  public:
-  KernelTeam(int workers, const KernelShape& shape) : shape_(shape), work_(static_cast<size_t>(workers)) {}
+  KernelTeam(int workers, const KernelShape& shape) : shape_(shape), rates_(static_cast<size_t>(workers)), sync_(workers) {
+    for (size_t worker = 0; worker < rates_.size(); ++worker) threads_.emplace_back([this, worker] { work(worker); });
+  }
+  KernelTeam(const KernelTeam&) = delete;
+  KernelTeam& operator=(const KernelTeam&) = delete;
+  ~KernelTeam() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    start_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
 
   // One pass: the mean rate over the workers, of one call (shape.threads threads together).
   KernelRates pass() {
-    const int workers = static_cast<int>(work_.size());
-    std::vector<KernelRates> rates(work_.size());
-    std::barrier sync(workers);
-    auto timed = [&](KernelWorkload& work, bool backward, int calls) {
-      sync.arrive_and_wait();
-      const Clock::time_point start = Clock::now();
-      for (int call = 0; call < calls; ++call) backward ? work.backward() : work.forward();
-      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-      sync.arrive_and_wait();  // no worker starts the next pass while another is still timing this one
-      return work.flops(backward) * calls / seconds;
-    };
-    std::vector<std::thread> threads;
-    for (size_t worker = 0; worker < work_.size(); ++worker) {
-      threads.emplace_back([&, worker] {
-        std::unique_ptr<KernelWorkload>& work = work_[worker];
-        if (!work) {  // built on the thread that first runs it; one untimed call of each pass
-          work = std::make_unique<KernelWorkload>(shape_.n, shape_.heads, shape_.dim, shape_.masked, shape_.threads);
-          work->forward();
-          work->backward();
-        }
-        rates[worker].forward = timed(*work, false, shape_.forward_calls);
-        rates[worker].backward = timed(*work, true, shape_.backward_calls);
-      });
-    }
-    for (std::thread& t : threads) t.join();
+    std::unique_lock lock(mutex_);
+    finished_ = 0;
+    ++pass_;
+    start_.notify_all();
+    done_.wait(lock, [&] { return finished_ == rates_.size(); });
     KernelRates mean;
-    for (const KernelRates& r : rates) mean.forward += r.forward / workers, mean.backward += r.backward / workers;
+    const double workers = double(rates_.size());
+    for (const KernelRates& r : rates_) mean.forward += r.forward / workers, mean.backward += r.backward / workers;
     return mean;
   }
 
  private:
+  void work(size_t worker) {
+    KernelWorkload workload(shape_.n, shape_.heads, shape_.dim, shape_.masked, shape_.threads);
+    workload.forward();
+    workload.backward();
+    auto timed = [&](bool backward, int calls) {
+      sync_.arrive_and_wait();
+      const Clock::time_point start = Clock::now();
+      for (int call = 0; call < calls; ++call) backward ? workload.backward() : workload.forward();
+      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      sync_.arrive_and_wait();  // no worker starts the next pass while another is still timing this one
+      return workload.flops(backward) * calls / seconds;
+    };
+    int64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock lock(mutex_);
+        start_.wait(lock, [&] { return stop_ || pass_ != seen; });
+        if (stop_) return;
+        seen = pass_;
+      }
+      const KernelRates rate{timed(false, shape_.forward_calls), timed(true, shape_.backward_calls)};
+      std::lock_guard lock(mutex_);
+      rates_[worker] = rate;
+      if (++finished_ == rates_.size()) done_.notify_one();
+    }
+  }
+
   KernelShape shape_;
-  std::vector<std::unique_ptr<KernelWorkload>> work_;
+  std::vector<KernelRates> rates_;  // [worker], of the latest pass
+  std::barrier<> sync_;
+  std::mutex mutex_;
+  std::condition_variable start_, done_;
+  int64_t pass_ = 0;
+  size_t finished_ = 0;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
 };
 
 // The thread counts the simulator gives a rank's kernel calls at P = 1, 2, 4, ... ranks

@@ -15,7 +15,9 @@
 //     make_payload), the receiver's checksum pass, and the latency of a small message through a
 //     2-rank world;
 //   * memory bandwidth of an elementwise add (what dK/dV accumulation does), and the rate of
-//     writing memory never touched before (page faults: what a run pays once for its peak memory);
+//     writing memory never touched before (page faults: what a run pays once for its peak memory
+//     — all of it in `ringlab run`, a fresh process; a process that runs the simulator again and
+//     again reuses part of it);
 //   the copies and the add on 16 MiB, out of cache, as the simulator's data mostly is.
 // P > cores time-shares the cores: a rank gets cores/P of one, with no loss measured for the
 // switching (the simulator's kernel does as much work per CPU second at 4 rank threads per core
