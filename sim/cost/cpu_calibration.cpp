@@ -51,6 +51,12 @@ double median_seconds(int repeat, F&& work) {
   return times[repeat / 2];
 }
 
+// The median of a few values (an odd count: the middle one).
+double median_of(std::vector<double> values) {
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2), values.end());
+  return values[values.size() / 2];
+}
+
 // ---- [kernel] --------------------------------------------------------------------------------
 
 struct KernelRates {
@@ -197,8 +203,9 @@ std::vector<int> thread_counts_to_measure(int cores) {
 // thread per rank), on unmasked and on diagonal tiles; and calls on t threads, cores / t of them
 // at once (P < cores), on enough heads that every thread has tasks, against t single-threaded
 // calls. A multi-threaded call suffers more from an interruption (its threads wait for the one
-// that was stopped), so the single- and multi-threaded passes alternate, in three rounds, and each
-// scaling is the median of the rounds' ratios. The unmasked rates are the rounds' mean.
+// that was stopped), so the single- and multi-threaded passes alternate, in three rounds; each
+// rate, and each scaling, is the median of the rounds' (one burst of another process's work
+// spoils one round, not the figure; each round's own figure is a mean over its calls).
 void measure_kernels(CpuCalibration& c) {
   KernelShape full_tiles;
   full_tiles.dim = c.head_dim;
@@ -218,23 +225,23 @@ void measure_kernels(CpuCalibration& c) {
     scalings.push_back({t, std::make_unique<KernelTeam>(c.cores / t, shape), {}, {}});
   }
   constexpr int kRounds = 3;
-  KernelRates full;
+  constexpr int kOpenMpSettle = 20;  // ms; libgomp spins for well under that by default
+  std::vector<double> full_forward, full_backward;  // per round
   for (int round = 0; round < kRounds; ++round) {
     const KernelRates one = single.pass();
-    full.forward += one.forward / kRounds, full.backward += one.backward / kRounds;
+    full_forward.push_back(one.forward), full_backward.push_back(one.backward);
     for (Scaling& s : scalings) {
       const KernelRates many = s.team->pass();
       s.forward.push_back(many.forward / (s.threads * one.forward));
       s.backward.push_back(many.backward / (s.threads * one.backward));
+      // An OpenMP team's threads spin for a while after its last region before they sleep: let
+      // them, so that they do not take the cores from the next pass (no rank's kernel meets them).
+      std::this_thread::sleep_for(std::chrono::milliseconds(kOpenMpSettle));
     }
   }
-  c.forward_full_flops = full.forward;
-  c.backward_full_flops = full.backward;
-  for (Scaling& s : scalings) {
-    std::sort(s.forward.begin(), s.forward.end());
-    std::sort(s.backward.begin(), s.backward.end());
-    c.thread_scaling.push_back({s.threads, s.forward[kRounds / 2], s.backward[kRounds / 2]});
-  }
+  c.forward_full_flops = median_of(full_forward);
+  c.backward_full_flops = median_of(full_backward);
+  for (const Scaling& s : scalings) c.thread_scaling.push_back({s.threads, median_of(s.forward), median_of(s.backward)});
   KernelShape diagonal_tiles = full_tiles;
   diagonal_tiles.n = kCpuKeyTile, diagonal_tiles.heads = 8, diagonal_tiles.masked = true;
   diagonal_tiles.forward_calls = 20, diagonal_tiles.backward_calls = 8;  // ~16x smaller calls
