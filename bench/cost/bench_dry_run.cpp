@@ -5,6 +5,8 @@
 // Heads: H = HKV = 32, D = 128, bf16 (h100-ib preset); pure Ulysses needs H divisible by P, so
 // its rows use H = HKV = P. One run per row (the dry executor is deterministic).
 // Usage: bench_dry_run [--quick]   (--quick: only the P = 1024 rows)
+// Exit status: 0 when every row ran (a missed target is reported in its row and the footer, as
+// scripts/bench expects), 2 on bad usage.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -97,5 +99,5 @@ int main(int argc, char** argv) {
                       bench::format("< %.0f s", worst.target_s), bench::verdict(worst.seconds < worst.target_s));
   }
   std::printf("%s: %zu rows, %d missed\n", missed ? "MISSED" : "OK", rows.size(), missed);
-  return missed ? 1 : 0;
+  return 0;
 }

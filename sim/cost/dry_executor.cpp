@@ -1,6 +1,6 @@
 // The dry executor: template entries evaluated for all ranks at once.
-// Sections: [state] [exchange and wait] [compute] [collectives] [elementwise] [driver] [summary]
-//           [contract]
+// Sections: [state] [exchange and wait] [compute] [collectives] [elementwise] [first touch] [driver]
+//           [summary] [contract]
 #include "sim/cost/dry_executor.hpp"
 
 #include <algorithm>
@@ -310,8 +310,8 @@ class DryRun {
 
   // ---- [elementwise] -------------------------------------------------------------------------
 
-  void elementwise(double bytes) {
-    const double seconds = hw_.device.memory_seconds(bytes, P_);
+  void elementwise(double bytes) { elementwise_seconds(hw_.device.memory_seconds(bytes, P_)); }
+  void elementwise_seconds(double seconds) {
     if (seconds <= 0) return;
     for (int64_t r = 0; r < P_; ++r) clock_[r] += seconds, other_[r] += seconds;
   }
@@ -358,10 +358,28 @@ class DryRun {
   std::vector<TraceEvent> trace_;
 };
 
+// ---- [first touch] ---------------------------------------------------------------------------
+
+// Per phase, the seconds a rank spends writing fresh memory at its start (hardware.hpp, "first
+// touch"): the memory model's bytes (inputs aside: they exist before the plan runs) beyond the
+// largest total of every earlier phase — memory freed within a run is reused, a new peak is not.
+std::vector<double> first_touch_seconds(const MemoryReport& memory, const DeviceModel& device, int64_t ranks) {
+  std::vector<double> seconds;
+  int64_t peak = 0;
+  for (const PhaseMemory& phase : memory.phases) {
+    const int64_t bytes = phase.total() - phase.bytes[static_cast<size_t>(MemoryCategory::inputs)];
+    seconds.push_back(device.first_touch_seconds(double(std::max<int64_t>(0, bytes - peak)), ranks));
+    peak = std::max(peak, bytes);
+  }
+  return seconds;
+}
+
 // ---- [driver] --------------------------------------------------------------------------------
 
 DryResult DryRun::run() {
   DryResult result;
+  result.memory = memory_per_rank(plan_);
+  const std::vector<double> first_touch = first_touch_seconds(result.memory, hw_.device, P_);
   tracing_ = options_.trace;
   if (tracing_) {
     const int64_t estimate = 3 * total_ops(plan_);  // up to three events per op (a wait: late peer, transfer)
@@ -385,6 +403,7 @@ DryResult DryRun::run() {
       if (const auto* w = std::get_if<WaitT>(&entry.op)) max_lag = std::max(max_lag, w->lag);
       computes = computes || std::holds_alternative<ComputeT>(entry.op);
     }
+    if (p < first_touch.size()) elementwise_seconds(first_touch[p]);
     const int64_t depth = max_lag + 1;
     std::vector<PendingExchange> pending(static_cast<size_t>((max_id + 1) * depth));
     for (PendingExchange& record : pending) record.size(P_);
@@ -466,7 +485,6 @@ DryResult DryRun::run() {
     out.flops = flops_[r];
     result.makespan_s = std::max(result.makespan_s, clock_[r]);
   }
-  result.memory = memory_per_rank(plan_);
   result.trace = std::move(trace_);
   return result;
 }

@@ -27,6 +27,8 @@
 //   Collective all members synchronise (waiting for the last is idle), then it costs the
 //             all-to-all or ring formula of hardware.hpp (exposed communication).
 //   Finalize, PrepareBackward, Accumulate, LoadKv: elementwise bytes at memory bandwidth ("other").
+//   A phase's start, on a device with first_touch_Bps (the cpu preset): the fresh memory of a new
+//   peak (memory model, inputs aside) written at that rate ("other").
 // Per rank: compute + other + exposed + idle = finish time; the run's time is the latest finish.
 #pragma once
 

@@ -21,16 +21,37 @@ double DeviceModel::rank_share(int64_t ranks) const {
   return double(shared_cores) / double(ranks);                     // time-shared cores
 }
 
+double DeviceModel::thread_efficiency(bool backward, int64_t ranks) const {
+  if (shared_cores <= 0 || ranks >= shared_cores || thread_scaling.empty()) return 1.0;
+  const int64_t threads = shared_cores / ranks;  // max(1, cores/P), as the simulator gives a rank
+  const double t = double(threads);
+  double below_t = 1, below = 1;  // the measured point at or below t (one thread: 1 by definition)
+  for (const ThreadScaling& s : thread_scaling) {
+    const double value = backward ? s.backward : s.forward;
+    if (double(s.threads) >= t) {
+      const double span = double(s.threads) - below_t;
+      return span > 0 ? below + (value - below) * (t - below_t) / span : value;
+    }
+    below_t = double(s.threads), below = value;
+  }
+  return below;  // more threads than measured: the last measured point
+}
+
 double DeviceModel::rank_flops(bool backward, MaskedWork work, int64_t ranks) const {
   const double efficiency = backward ? (work == MaskedWork::full ? backward_full_efficiency : backward_masked_efficiency)
                                      : (work == MaskedWork::full ? forward_full_efficiency : forward_masked_efficiency);
-  return peak_flops * efficiency * rank_share(ranks);
+  return peak_flops * efficiency * rank_share(ranks) * thread_efficiency(backward, ranks);
 }
 
 double DeviceModel::memory_seconds(double bytes, int64_t ranks) const {
   if (memory_bandwidth_Bps <= 0 || bytes <= 0) return 0;
   // Elementwise loops run on one thread of the rank: at most one core's worth.
   return bytes / (memory_bandwidth_Bps * std::min(1.0, rank_share(ranks)));
+}
+
+double DeviceModel::first_touch_seconds(double bytes, int64_t ranks) const {
+  if (first_touch_Bps <= 0 || bytes <= 0) return 0;
+  return bytes / (first_touch_Bps * std::min(1.0, rank_share(ranks)));  // one thread of the rank
 }
 
 double masked_tile_efficiency(double full_efficiency, double causal_efficiency, int64_t seq, int64_t tile) {
@@ -378,6 +399,10 @@ json to_json(const Hardware& hw) {
                  {"memory_bandwidth_gb_per_s", d.memory_bandwidth_Bps / 1e9},
                  {"memory_gb", d.memory_capacity_bytes / 1e9}};
   if (d.shared_cores > 0) device["shared_cores"] = d.shared_cores;
+  if (d.first_touch_Bps > 0) device["first_touch_gb_per_s"] = d.first_touch_Bps / 1e9;
+  for (const ThreadScaling& s : d.thread_scaling) {
+    device["thread_scaling"].push_back({{"threads", s.threads}, {"forward", s.forward}, {"backward", s.backward}});
+  }
   return {{"name", hw.name},
           {"description", hw.description},
           {"element_bytes", hw.element_bytes},

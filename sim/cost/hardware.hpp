@@ -21,6 +21,9 @@
 //     rank's heads and batch; reference/formulas.hpp).
 //   * elementwise work (online-softmax finalize, dK/dV accumulation, local copies) moves its bytes
 //     at the device's memory bandwidth.
+//   * first touch (the cpu preset): a rank writes the memory of a new peak (the memory model's
+//     bytes beyond every earlier phase's, inputs aside) for the first time at that phase's start,
+//     paying the page faults, at first_touch_Bps.
 //   * host_copy links describe ringlab's own simulator: a "transfer" is a copy made by the sending
 //     rank's thread when it posts the send (so it cannot overlap that rank's compute), and the
 //     receiver checks the payload's checksum when it waits. `shared_cores` says that P rank threads
@@ -49,6 +52,12 @@ struct LinkClass {
 
 enum class MaskedWork : uint8_t { full, masked };
 
+// The cpu preset: how a kernel call on t threads compares with t single-threaded calls, measured.
+struct ThreadScaling {
+  int64_t threads = 1;
+  double forward = 1, backward = 1;  // rate on t threads / (t x the rate on one)
+};
+
 struct DeviceModel {
   std::string name;                      // "H100 SXM5 (bf16, FlashAttention-3)"
   double peak_flops = 1;                 // FLOP/s of one device (dense)
@@ -60,16 +69,25 @@ struct DeviceModel {
   int64_t kv_tile = 128;                 //              key rows
   double kernel_launch_s = 0;            // per kernel call
   double memory_bandwidth_Bps = 0;       // elementwise work; 0 = not modelled (free)
+  double first_touch_Bps = 0;            // memory written for the first time (page faults); 0 = free
   double memory_capacity_bytes = 0;      // 0 = unknown
   int64_t shared_cores = 0;              // > 0: P rank threads share this many cores (the cpu preset)
+  std::vector<ThreadScaling> thread_scaling;  // with shared_cores, by threads ascending; none = linear
 
-  // FLOP/s one rank's kernel gets on tiles of a kind, with P ranks on the machine.
+  // FLOP/s one rank's kernel gets on tiles of a kind, with P ranks on the machine: peak x
+  // efficiency x rank_share, and with shared_cores, x the kernel's measured scaling on its threads.
   double rank_flops(bool backward, MaskedWork work, int64_t ranks) const;
   // Fraction of one device (or, with shared_cores, of one core's speed times its threads) a rank
   // gets: 1 for dedicated devices; with shared_cores c: floor(c/P) threads when P <= c, else c/P.
   double rank_share(int64_t ranks) const;
+  // With shared_cores: a kernel on t threads (t = floor(c/P) > 1) runs at this fraction of t
+  // single-threaded kernels, interpolated linearly in t between the measured thread counts; 1
+  // with one thread or nothing measured.
+  double thread_efficiency(bool backward, int64_t ranks) const;
   // Seconds to move `bytes` through memory on one rank (elementwise work).
   double memory_seconds(double bytes, int64_t ranks) const;
+  // Seconds for one rank to write `bytes` of memory it never touched before (0 when not modelled).
+  double first_touch_seconds(double bytes, int64_t ranks) const;
 };
 
 struct Hardware {

@@ -109,9 +109,10 @@ TEST_CASE("random broken student loops end in a report, never a hang", "[sim][ra
     // Every mistake must be reported (a wrong peer at P = 2 is the rank itself).
     REQUIRE_FALSE(report.ok());
     CHECK((report.status == RunStatus::deadlock || report.status == RunStatus::comm_fault));
+    // Event-driven detection, never the timeout: the report says which found it.
+    if (report.status == RunStatus::deadlock) CHECK_FALSE(report.deadlock->timed_out);
     ++reported[mistake];
   }
   std::cout << "broken loops: " << reported[0] << " missing sends, " << reported[1] << " wrong peers, " << reported[2]
             << " wrong tags reported; slowest report after " << slowest << " s\n";
-  CHECK(slowest < 5);  // event-driven detection, never the timeout
 }

@@ -7,7 +7,6 @@
 // it (an exception, a compile error). Runs the built `ringlab grade ... --json`.
 // Compiled binaries are cached under the build tree, so a second run takes seconds.
 #include <catch2/catch.hpp>
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -225,11 +224,14 @@ TEST_CASE("lab 07: the same student file compiles with nvcc, with the device run
 #endif
 
 TEST_CASE("grader containment: endless loops time out, crashes and exceptions are reported", "[exercises][grader]") {
-  const auto start = std::chrono::steady_clock::now();
   const Graded loop = grade("03-ring-forward", kFixtures + "/lab03_endless_loop.cpp", {"--only", "p2", "--timeout", "3"});
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   CHECK(loop.status_of("p2") == "timeout");
-  CHECK(seconds < 60);  // compile + 3 s, never a hang
+  // The criterion's own run (the compile, which a loaded machine can stretch, is not part of it):
+  // killed at the --timeout asked for, not at a default; the kill itself takes milliseconds, so
+  // the upper bound is a hang detector only.
+  CHECK(loop.criterion("p2")["limit_seconds"].get<double>() == 3);
+  CHECK(loop.criterion("p2")["seconds"].get<double>() >= 3);
+  CHECK(loop.criterion("p2")["seconds"].get<double>() < 3 + 30);
   const Graded crash = grade("03-ring-forward", kFixtures + "/lab03_segfault.cpp", {"--only", "p2"});
   CHECK(crash.status_of("p2") == "failed");
   CHECK(crash.criterion("p2")["message"].get<std::string>().find("SIGSEGV") != std::string::npos);

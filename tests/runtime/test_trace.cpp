@@ -1,6 +1,7 @@
 // Traces and counters: what a run records, the Chrome trace JSON it writes, and reading it back.
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -163,17 +164,23 @@ TEST_CASE("reading a missing trace file is a usage error", "[sim][trace]") {
 }
 
 TEST_CASE("counters: time blocked is counted where a rank waits", "[sim][counters]") {
-  const RunReport report = World(world_options(2)).run([](Communicator& comm) {
+  // Rank 0 sends 100 ms after rank 1 is about to receive (told by a flag outside the communicator,
+  // so rank 0 itself never waits in it): rank 1 blocks for about 100 ms, rank 0 for none. Half of
+  // it is left for rank 1 being descheduled between raising the flag and receiving.
+  std::atomic<bool> receiving{false};
+  const RunReport report = World(world_options(2)).run([&](Communicator& comm) {
     if (comm.rank() == 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      while (!receiving.load()) std::this_thread::yield();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
       comm.send(1, 0, exact_payload(0, 3));
     } else {
+      receiving.store(true);
       comm.recv(0, 0);
     }
   });
   REQUIRE(report.ok());
-  CHECK(report.counters[1].blocked_seconds >= 0.04);
-  CHECK(report.counters[0].blocked_seconds < 0.04);
+  CHECK(report.counters[1].blocked_seconds >= 0.05);  // a lower bound the sleep implies
+  CHECK(report.counters[0].blocked_seconds == 0);     // an eager send never waits
   CHECK(report.counters[0].messages_sent == 1);
   CHECK(report.counters[0].bytes_sent == 12);
   CHECK(report.counters[1].messages_received == 1);
