@@ -66,14 +66,15 @@ struct Timing {
 
 // The sim executor, measured from its own trace. Returns false when the run did not verify.
 bool measure(const Plan& plan, const AttentionInputs<float>& x, Timing& timing) {
-  SimOptions options;
-  options.world.trace = true;
-  options.world.timeout_seconds = 300;
-  const SimResult sim = run_sim(plan, x, options);
-  if (!sim.report.ok()) return false;
+  WorldOptions world;
+  world.timeout_seconds = 300;
+  ExecuteOptions options;
+  options.trace = true;
+  const ExecutionResult sim = SimExecutor(world).execute(plan, x, options);
+  if (sim.failure) return false;
   std::vector<double> forward, backward;
   std::vector<double> first(static_cast<size_t>(plan.ranks()), INFINITY), last(first.size(), 0);
-  for (const TraceEvent& e : sim.report.trace) {
+  for (const TraceEvent& e : sim.trace) {
     if (e.lane == TraceLane::compute) (e.name == "attention fwd" ? forward : backward).push_back(e.duration_us * 1e-6);
     const size_t r = static_cast<size_t>(e.rank);
     first[r] = std::min(first[r], e.start_us), last[r] = std::max(last[r], e.start_us + e.duration_us);

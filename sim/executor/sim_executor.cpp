@@ -26,6 +26,16 @@ namespace ringlab {
 
 namespace {
 
+// What one simulation runs with: the world (watchdog, faults, tracing), the kernel threads per
+// rank (0 = max(1, cores / P)), the progress counter and the diagnosis (ExecuteOptions').
+struct SimOptions {
+  WorldOptions world;
+  int threads_per_rank = 0;
+  std::atomic<int64_t>* ops_done = nullptr;
+  const AttentionInputs<double>* diagnose_inputs = nullptr;
+  const ReferenceOutputs* diagnose_reference = nullptr;
+};
+
 // ---- [shared] --------------------------------------------------------------------------------
 
 // Read-only facts every rank thread uses: the tokens of each ring position, and where each
@@ -514,12 +524,6 @@ class RankRun {
 
 namespace {
 
-// The run as the contract reports it, and the world's own report beside it.
-struct Simulation {
-  ExecutionResult result;
-  RunReport report;
-};
-
 std::optional<RunFailure> failure_of(const RunReport& report) {
   if (report.ok()) return std::nullopt;
   const FailureKind kind = report.status == RunStatus::deadlock     ? FailureKind::deadlock
@@ -532,10 +536,9 @@ std::string sim_label(const Plan& plan) {
   return "sim executor, " + std::to_string(plan.ranks()) + (plan.ranks() == 1 ? " rank" : " ranks") + " (fp32)";
 }
 
-Simulation simulate(const Plan& plan, const AttentionInputs<float>& inputs, const SimOptions& options) {
+ExecutionResult simulate(const Plan& plan, const AttentionInputs<float>& inputs, const SimOptions& options) {
   const Shared shared(plan);
-  Simulation run;
-  ExecutionResult& result = run.result;
+  ExecutionResult result;
   result.executor = sim_label(plan);
   result.outputs = allocate_outputs(plan);
   result.ranks.resize(static_cast<size_t>(plan.ranks()));
@@ -544,23 +547,23 @@ Simulation simulate(const Plan& plan, const AttentionInputs<float>& inputs, cons
   WorldOptions world_options = options.world;
   world_options.ranks = static_cast<int>(plan.ranks());
   World world(world_options);
-  run.report = world.run([&](Communicator& comm) {
+  RunReport report = world.run([&](Communicator& comm) {
     RankRun rank(plan, shared, inputs, options, comm, result.outputs, outputs_mutex);
     result.ranks[comm.world_rank()] = rank.run();
     errors[comm.world_rank()] = std::move(rank.block_errors);
   });
   for (int64_t r = 0; r < plan.ranks(); ++r) {
-    if (r < static_cast<int64_t>(run.report.counters.size())) result.ranks[r].counters = run.report.counters[r];
+    if (r < static_cast<int64_t>(report.counters.size())) result.ranks[r].counters = report.counters[r];
     result.block_errors.insert(result.block_errors.end(), errors[r].begin(), errors[r].end());
   }
   std::stable_sort(result.block_errors.begin(), result.block_errors.end(), [](const BlockError& a, const BlockError& b) {
     return std::tie(a.phase, a.step, a.rank) < std::tie(b.phase, b.step, b.rank);
   });
-  result.time = {TimeKind::wall_clock, run.report.wall_seconds};
-  result.failure = failure_of(run.report);
+  result.time = {TimeKind::wall_clock, report.wall_seconds};
+  result.failure = failure_of(report);
   if (result.failure) result.outputs = {};
-  result.trace = std::move(run.report.trace);
-  return run;
+  result.trace = std::move(report.trace);
+  return result;
 }
 
 // Refuses sizes whose tensors would not fit in memory, before allocating any of them: the global
@@ -608,16 +611,7 @@ ExecutionResult SimExecutor::execute(const Plan& plan, const AttentionInputs<flo
   SimOptions sim{world_, threads_per_rank_, options.ops_done, options.diagnose_inputs, options.diagnose_reference};
   sim.world.trace = options.trace;
   if (options.diagnose_inputs) sim.world.faults = {};  // a diagnosis checks the blocks of a fault-free run
-  return simulate(plan, inputs, sim).result;
-}
-
-SimResult run_sim(const Plan& plan, const AttentionInputs<float>& inputs, const SimOptions& options) {
-  Simulation run = simulate(plan, inputs, options);
-  SimResult result;
-  static_cast<ExecutionResult&>(result) = std::move(run.result);
-  result.report = std::move(run.report);
-  result.report.trace = result.trace;
-  return result;
+  return simulate(plan, inputs, sim);
 }
 
 }  // namespace ringlab

@@ -37,24 +37,4 @@ class SimExecutor final : public Executor {
   int threads_per_rank_ = 0;
 };
 
-// ---- transitional: the sim executor's result before the executor contract ---------------------
-// For callers written against it that are not this folder's to change (the cpu preset's
-// validation test); new code uses SimExecutor. SimResult is an ExecutionResult plus the world's own
-// report (RunReport: status, the watchdog's deadlock report, counters, the injected faults'
-// effects); its trace is in both.
-
-struct SimOptions {
-  WorldOptions world;                           // ranks is taken from the plan
-  int threads_per_rank = 0;                     // kernel threads per rank; 0 = max(1, cores / P)
-  std::atomic<int64_t>* ops_done = nullptr;     // progress: incremented after every op
-  const AttentionInputs<double>* diagnose_inputs = nullptr;  // diagnosis, as ExecuteOptions
-  const ReferenceOutputs* diagnose_reference = nullptr;
-};
-
-struct SimResult : ExecutionResult {
-  RunReport report;
-};
-
-SimResult run_sim(const Plan& plan, const AttentionInputs<float>& inputs, const SimOptions& options);
-
 }  // namespace ringlab

@@ -92,8 +92,8 @@ TEST_CASE("the simulator's counters send what the plan and the dry executor say"
   spec.causal = true;
   spec.backward = backward;
   const Plan plan = build_plan(spec);
-  const SimResult sim = run_sim(plan, make_inputs(spec.dims, 3, backward), {});
-  REQUIRE(sim.report.ok());
+  const ExecutionResult sim = SimExecutor().execute(plan, make_inputs(spec.dims, 3, backward), {});
+  REQUIRE(!sim.failure);
   const DryResult dry = run_dry_plan(plan, any_machine());
   for (int64_t r = 0; r < P; ++r) {
     CHECK(sim.ranks[r].counters.bytes_sent == dry.ranks[r].bytes_sent);
@@ -114,8 +114,8 @@ TEST_CASE("collectives: the simulator's traffic is the plan's plus a few bytes o
   spec.dims = {1, 96, 4, 4, 8};
   spec.backward = true;
   const Plan plan = build_plan(spec);
-  const SimResult sim = run_sim(plan, make_inputs(spec.dims, 3, true), {});
-  REQUIRE(sim.report.ok());
+  const ExecutionResult sim = SimExecutor().execute(plan, make_inputs(spec.dims, 3, true), {});
+  REQUIRE(!sim.failure);
   const DryResult dry = run_dry_plan(plan, any_machine());
   for (int64_t r = 0; r < 4; ++r) {
     INFO(plan.spec().describe() << " rank " << r);

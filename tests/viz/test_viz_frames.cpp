@@ -267,10 +267,13 @@ TEST_CASE("a malformed trace shows one line in the Messages panel, and a good on
   imgui.frames(viewer, 5);
 
   const PlanSpec spec = test::spec_of(Algorithm::ring, LayoutKind::zigzag, 3, true, true);
-  const WorldOptions world = make_world_options(3, 10, {}, true);
-  const SimResult run = run_sim(build_plan(spec), make_inputs(spec.dims, 0, true), SimOptions{world, 1, nullptr, nullptr, nullptr});
+  SimExecutor sim(make_world_options(3, 10, {}, false), 1);
+  ExecuteOptions traced;
+  traced.trace = true;
+  const ExecutionResult run = sim.execute(build_plan(spec), make_inputs(spec.dims, 0, true), traced);
+  REQUIRE(!run.failure);
   const std::string good = (dir / ("ringlab_viz_frames_good_" + std::to_string(getpid()) + ".json")).string();
-  write_chrome_trace(good, run.report.trace, 3);
+  write_chrome_trace(good, run.trace, 3);
   REQUIRE(viewer.open_trace(good));
   CHECK(viewer.message().empty());
   CHECK(viewer.model().source == SourceKind::trace);

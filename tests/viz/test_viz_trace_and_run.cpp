@@ -21,10 +21,12 @@ namespace {
 std::vector<TraceEvent> traced_run(const PlanSpec& spec) {
   const Plan plan = build_plan(spec);
   const AttentionInputs<float> inputs = make_inputs(spec.dims, 0, spec.backward);
-  const WorldOptions world = make_world_options(static_cast<int>(spec.ranks), 10, {}, true);
-  SimResult result = run_sim(plan, inputs, SimOptions{world, 1, nullptr, nullptr, nullptr});
-  REQUIRE(result.report.ok());
-  return result.report.trace;
+  SimExecutor sim(make_world_options(static_cast<int>(spec.ranks), 10, {}, false), 1);
+  ExecuteOptions traced;
+  traced.trace = true;
+  ExecutionResult result = sim.execute(plan, inputs, traced);
+  REQUIRE(!result.failure);
+  return std::move(result.trace);
 }
 
 }  // namespace
