@@ -8,12 +8,10 @@
 // op, and diagnosis — every compute block checked on its own against its exact counterpart.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 
 #include "sim/plan/plan.hpp"
 #include "sim/run/executor.hpp"
-#include "sim/runtime/report.hpp"
 #include "sim/runtime/world_options.hpp"
 
 namespace ringlab {
