@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "reference/error.hpp"
+#include "reference/names.hpp"
 #include "sim/cost/hardware.hpp"
 
 namespace ringlab::viz {
@@ -96,20 +97,20 @@ std::vector<std::string> hardware_choices(const std::string& current) {
 
 // ---- grid colouring --------------------------------------------------------------------------
 
-const char* colouring_name(GridColouring colouring) {
-  switch (colouring) {
-    case GridColouring::step: return "step";
-    case GridColouring::rank: return "rank";
-    case GridColouring::error: return "error";
-  }
-  return "?";
-}
+namespace {
+
+constexpr NamedValue<GridColouring> kColouringNames[] = {
+    {GridColouring::step, "step"}, {GridColouring::rank, "rank"}, {GridColouring::error, "error"}};
+constexpr NamedValue<Panel> kPanelNames[] = {{Panel::ring, "ring"},         {Panel::grid, "grid"},
+                                             {Panel::load, "load"},         {Panel::timeline, "timeline"},
+                                             {Panel::controls, "controls"}, {Panel::messages, "messages"}};
+
+}  // namespace
+
+const char* colouring_name(GridColouring colouring) { return name_of(kColouringNames, colouring); }
 
 GridColouring parse_colouring(const std::string& name) {
-  if (name == "step") return GridColouring::step;
-  if (name == "rank") return GridColouring::rank;
-  if (name == "error") return GridColouring::error;
-  throw UsageError("unknown grid colouring '" + name + "'; use --colour step, rank or error");
+  return parse_named(kColouringNames, name, "grid colouring", "--colour");
 }
 
 Rgba cell_colour(const ScheduleModel& model, const GridCell& cell, GridColouring colouring, int64_t current_step) {
@@ -145,22 +146,10 @@ Rgba block_result_colour(const BlockResult& result, bool keys) {
 
 // ---- panels and help -------------------------------------------------------------------------
 
-const char* panel_name(Panel panel) {
-  switch (panel) {
-    case Panel::ring: return "ring";
-    case Panel::grid: return "grid";
-    case Panel::load: return "load";
-    case Panel::timeline: return "timeline";
-    case Panel::controls: return "controls";
-    case Panel::messages: return "messages";
-    case Panel::count: break;
-  }
-  return "?";
-}
+const char* panel_name(Panel panel) { return name_of(kPanelNames, panel); }
 
 Panel parse_panel(const std::string& name) {
-  for (int p = 0; p < static_cast<int>(Panel::count); ++p)
-    if (name == panel_name(static_cast<Panel>(p))) return static_cast<Panel>(p);
+  if (const std::optional<Panel> panel = find_named(kPanelNames, name)) return *panel;
   throw UsageError("unknown panel '" + name + "'; use --panel grid, ring, load, timeline, controls, messages or all");
 }
 

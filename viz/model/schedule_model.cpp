@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdio>
 
+#include "reference/names.hpp"
 #include "sim/plan/queries.hpp"
 #include "sim/plan/walk.hpp"
 
@@ -15,22 +16,17 @@ namespace ringlab::viz {
 // ---- [names and queries] ---------------------------------------------------------------------
 
 const char* error_cause_name(ErrorCause cause) {
-  switch (cause) {
-    case ErrorCause::none: return "none";
-    case ErrorCause::wrong_result: return "wrong result";
-    case ErrorCause::wrong_mask: return "wrong mask";
-    case ErrorCause::misrouted_gradient: return "misrouted dK/dV";
-  }
-  return "?";
+  constexpr NamedValue<ErrorCause> kNames[] = {{ErrorCause::none, "none"},
+                                               {ErrorCause::wrong_result, "wrong result"},
+                                               {ErrorCause::wrong_mask, "wrong mask"},
+                                               {ErrorCause::misrouted_gradient, "misrouted dK/dV"}};
+  return name_of(kNames, cause);
 }
 
 const char* source_name(SourceKind kind) {
-  switch (kind) {
-    case SourceKind::plan: return "plan";
-    case SourceKind::trace: return "trace";
-    case SourceKind::run: return "run";
-  }
-  return "?";
+  constexpr NamedValue<SourceKind> kNames[] = {
+      {SourceKind::plan, "plan"}, {SourceKind::trace, "trace"}, {SourceKind::run, "run"}};
+  return name_of(kNames, kind);
 }
 
 std::string time_source(const Timeline& timeline) {
