@@ -1,4 +1,5 @@
-// report_row.hpp — the one line each benchmark adds per headline figure, for scripts/bench.
+// report_row.hpp — the one line each benchmark adds per headline figure, for scripts/bench, and the
+// timing helper the CPU benchmarks share.
 //
 // A benchmark prints its own tables for people; next to them it prints, per headline figure,
 //
@@ -9,6 +10,8 @@
 // the row only carries them. Verdict: "met", "MISSED", or "-" where there is no target.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <string>
@@ -32,5 +35,17 @@ inline void report_row(const std::string& group, const std::string& what, const 
 }
 
 inline const char* verdict(bool met) { return met ? "met" : "MISSED"; }
+
+// The best of `repeat` timings of run(), seconds (the least disturbed by the rest of the machine).
+template <class F>
+double best_seconds(int repeat, F&& run) {
+  double best = 1e30;
+  for (int i = 0; i < repeat; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    run();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best;
+}
 
 }  // namespace ringlab::bench

@@ -19,19 +19,9 @@
 #include "sim/executor/sim_executor.hpp"
 
 using namespace ringlab;
+using bench::best_seconds;
 
 namespace {
-
-template <class F>
-double best_seconds(int repeat, F&& run) {
-  double best = 1e30;
-  for (int i = 0; i < repeat; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    run();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  return best;
-}
 
 ExecutionResult simulate(const PlanSpec& spec, const AttentionInputs<float>& x) {
   ExecutionResult result = SimExecutor().execute(build_plan(spec), x, {});
