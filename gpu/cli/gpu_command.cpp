@@ -18,6 +18,7 @@
 #include "gpu/dtype.hpp"
 #include "gpu/executors/executor.hpp"
 #include "reference/error.hpp"
+#include "sim/run/command_line.hpp"
 #include "sim/run/config.hpp"
 #include "sim/run/pipeline.hpp"
 #ifdef RINGLAB_WITH_NCCL
@@ -244,17 +245,9 @@ int gpu_main(int argc, const char* const* argv, std::ostream& out, std::ostream&
   add_gpu_run_flags(*run_command, config);
   CLI::App* info_command = app.add_subcommand("info", "devices, CUDA and NCCL versions, what gpu-nccl can run here");
   const std::string prefix = mp && mp->size > 1 ? "ringlab-gpu (rank " + std::to_string(mp->rank) + "): " : "ringlab-gpu: ";
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    out << app.help(app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name());
-    return kExitVerified;
-  } catch (const CLI::ParseError& error) {
-    std::string message = error.what();
-    for (char& c : message)
-      if (c == '\n') c = ' ';
-    err << prefix << "error: " << message << "; run 'ringlab-gpu run --help' for the flags\n";
-    return kExitUsage;
+  if (const std::optional<int> status =
+          cli::parse_command_line(app, argc, argv, out, err, prefix, "run 'ringlab-gpu run --help' for the flags")) {
+    return *status;
   }
   try {
     if (info_command->parsed()) return info(out);

@@ -4,7 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "sim/run/command_registry.hpp"
+#include "sim/run/command_line.hpp"
 
 namespace ringlab {
 struct RunConfig;

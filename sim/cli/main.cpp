@@ -19,20 +19,10 @@ int main(int argc, char** argv) {
   ringlab::cli::Registry registry;
   ringlab::cli::add_sim_commands(app, registry);
   ringlab::cli::add_exercise_commands(app, registry);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help(app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name());
-    return 0;
-  } catch (const CLI::CallForAllHelp&) {
-    std::cout << app.help("", CLI::AppFormatMode::All);
-    return 0;
-  } catch (const CLI::ParseError& error) {
-    std::string message = error.what();
-    for (char& c : message)
-      if (c == '\n') c = ' ';
-    std::cerr << "ringlab: error: " << message << "; run 'ringlab --help' or 'ringlab <command> --help' for the flags\n";
-    return ringlab::kExitUsage;
+  if (const std::optional<int> status = ringlab::cli::parse_command_line(
+          app, argc, argv, std::cout, std::cerr, "ringlab: ",
+          "run 'ringlab --help' or 'ringlab <command> --help' for the flags")) {
+    return *status;
   }
   try {
     return registry.run();

@@ -13,6 +13,7 @@
 
 #include "reference/error.hpp"
 #include "sim/cost/hardware.hpp"
+#include "sim/run/command_line.hpp"
 #include "sim/run/config.hpp"
 #include "viz/app/gl_app.hpp"
 
@@ -103,17 +104,9 @@ int main(int argc, char** argv) {
   app.add_option("--colour,--color", flags.colour, "grid colouring: step | rank | error")->capture_default_str();
   app.add_option("--geometry", flags.geometry, "with --screenshot: write each panel's canvas rectangle as JSON");
   app.add_option("--frames", flags.frames, "with --screenshot: frames rendered before the capture")->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& error) {
-    std::string message = error.what();
-    for (char& c : message)
-      if (c == '\n') c = ' ';
-    std::cerr << "ringlab-viz: error: " << message << "; run 'ringlab-viz --help' for the flags\n";
-    return kExitUsage;
+  if (const std::optional<int> status = cli::parse_command_line(app, argc, argv, std::cout, std::cerr, "ringlab-viz: ",
+                                                                 "run 'ringlab-viz --help' for the flags")) {
+    return *status;
   }
   try {
     return run(config, flags);

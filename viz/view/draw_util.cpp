@@ -18,7 +18,7 @@ void help_marker(Panel panel) {
   }
 }
 
-Rect begin_canvas(const char* id, float min_height) {
+Rect begin_canvas(ViewState& view, Panel panel, const char* id, float min_height) {
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   ImVec2 size = ImGui::GetContentRegionAvail();
   size.x = std::max(size.x, 40.0f);
@@ -26,6 +26,8 @@ Rect begin_canvas(const char* id, float min_height) {
   ImGui::InvisibleButton(id, size);
   const Rect canvas{origin.x, origin.y, origin.x + size.x, origin.y + size.y};
   fill(ImGui::GetWindowDrawList(), canvas, palette::background);
+  view.canvas[static_cast<size_t>(panel)] = canvas;
+  view.drawn[static_cast<size_t>(panel)] = true;
   return canvas;
 }
 

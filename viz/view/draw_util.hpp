@@ -9,6 +9,7 @@
 #include "viz/model/controls.hpp"
 #include "viz/model/geometry.hpp"
 #include "viz/model/palette.hpp"
+#include "viz/view/view_state.hpp"
 
 namespace ringlab::viz {
 
@@ -25,9 +26,10 @@ inline void fill(ImDrawList* list, const Rect& r, Rgba colour) {
 // "(?)" that shows the panel's book chapter and a paragraph on hover.
 void help_marker(Panel panel);
 
-// Claims the rest of the window's content region as an interactive canvas (an invisible button,
-// so it takes hover, clicks and drags), fills its background and returns its rectangle.
-Rect begin_canvas(const char* id, float min_height = 40);
+// Claims the rest of the window's content region as `panel`'s interactive canvas (an invisible
+// button, so it takes hover, clicks and drags), fills its background, records it in the view (the
+// panel's canvas, drawn this frame: what the screenshot test's geometry reads) and returns it.
+Rect begin_canvas(ViewState& view, Panel panel, const char* id, float min_height = 40);
 
 void text_at(ImDrawList* list, Vec2 at, Rgba colour, const std::string& text);
 

@@ -77,10 +77,8 @@ void draw_grid_panel(const ScheduleModel& model, const Playback& playback, ViewS
     ImGui::TextUnformatted(model.diagnosis.summary.c_str());
   }
 
-  const Rect canvas = begin_canvas("##grid");
+  const Rect canvas = begin_canvas(view, Panel::grid, "##grid");
   const bool hovered = ImGui::IsItemHovered(), clicked = ImGui::IsItemClicked(ImGuiMouseButton_Left);
-  view.canvas[static_cast<size_t>(Panel::grid)] = canvas;
-  view.drawn[static_cast<size_t>(Panel::grid)] = true;
   view.cell_hover = {};
   const BlockGrid* grid = chosen_grid(model, view, step);
   if (!grid) return;

@@ -28,10 +28,8 @@ void draw_load_panel(const ScheduleModel& model, const Playback& playback, ViewS
   ImGui::Text("max/mean: FLOPs %.2f, busy %.2f (%s)", load.flops_imbalance(), load.busy_imbalance(),
               time_source(model.timeline).c_str());
 
-  const Rect canvas = begin_canvas("##load");
+  const Rect canvas = begin_canvas(view, Panel::load, "##load");
   const bool hovered = ImGui::IsItemHovered();
-  view.canvas[static_cast<size_t>(Panel::load)] = canvas;
-  view.drawn[static_cast<size_t>(Panel::load)] = true;
   ImDrawList* list = ImGui::GetWindowDrawList();
   list->PushClipRect({canvas.x0, canvas.y0}, {canvas.x1, canvas.y1}, true);
   const BarGeometry g = bar_geometry(canvas, model.ranks);

@@ -49,10 +49,8 @@ void draw_ring_panel(const ScheduleModel& model, const Playback& playback, ViewS
   help_marker(Panel::ring);
   ImGui::SameLine();
   ImGui::TextUnformatted(model.step_label(step).c_str());
-  const Rect canvas = begin_canvas("##ring");
+  const Rect canvas = begin_canvas(view, Panel::ring, "##ring");
   const bool hovered = ImGui::IsItemHovered();
-  view.canvas[static_cast<size_t>(Panel::ring)] = canvas;
-  view.drawn[static_cast<size_t>(Panel::ring)] = true;
   ImDrawList* list = ImGui::GetWindowDrawList();
   list->PushClipRect({canvas.x0, canvas.y0}, {canvas.x1, canvas.y1}, true);
   const RingGeometry ring = ring_geometry(canvas, model.ranks);

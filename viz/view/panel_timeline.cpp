@@ -46,10 +46,8 @@ void draw_timeline_panel(const ScheduleModel& model, const Playback& playback, V
               time_text(view.time_window.begin).c_str(), time_text(view.time_window.end).c_str(), time_text(total).c_str());
   if (!model.timeline.note.empty()) ImGui::TextDisabled("%s", model.timeline.note.c_str());
 
-  const Rect canvas = begin_canvas("##timeline");
+  const Rect canvas = begin_canvas(view, Panel::timeline, "##timeline");
   const bool hovered = ImGui::IsItemHovered(), active = ImGui::IsItemActive();
-  view.canvas[static_cast<size_t>(Panel::timeline)] = canvas;
-  view.drawn[static_cast<size_t>(Panel::timeline)] = true;
   const TimelineGeometry g = timeline_geometry(canvas, model.ranks);
   handle_zoom_and_pan(view, g, total, hovered, active);
   const TimeWindow& w = view.time_window;
