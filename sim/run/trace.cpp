@@ -49,22 +49,23 @@ class EventReader {
     throw UsageError(where_ + ": " + problem + "; " + kTraceHint);
   }
   double number(const json& object, const char* field, bool required, double fallback) const {
-    const auto found = object.find(field);
-    if (found == object.end()) {
-      if (required) fail(std::string("no \"") + field + "\"");
-      return fallback;
-    }
-    if (!found->is_number()) fail(std::string("\"") + field + "\" is not a number");
-    return found->get<double>();
+    return value<double>(object, field, required, fallback, &json::is_number, "a number");
   }
   int64_t integer(const json& object, const char* field, bool required, int64_t fallback) const {
+    return value<int64_t>(object, field, required, fallback, &json::is_number_integer, "a whole number");
+  }
+  // `field` of `object` as a T: `fallback` when absent and not required; fails when it is not
+  // `kind` (is_kind tells).
+  template <class T>
+  T value(const json& object, const char* field, bool required, T fallback, bool (json::*is_kind)() const noexcept,
+          const char* kind) const {
     const auto found = object.find(field);
     if (found == object.end()) {
       if (required) fail(std::string("no \"") + field + "\"");
       return fallback;
     }
-    if (!found->is_number_integer()) fail(std::string("\"") + field + "\" is not a whole number");
-    return found->get<int64_t>();
+    if (!((*found).*is_kind)()) fail(std::string("\"") + field + "\" is not " + kind);
+    return found->template get<T>();
   }
   std::string text(const json& object, const char* field) const {
     const auto found = object.find(field);
