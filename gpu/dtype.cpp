@@ -12,13 +12,13 @@ namespace ringlab::gpu {
 
 namespace {
 
-constexpr NamedValue<Dtype> kDtypeNames[] = {{Dtype::bf16, "bf16"}, {Dtype::fp16, "fp16"}, {Dtype::fp32, "fp32"}};
+constexpr const char* kDtypeNames[] = {"bf16", "fp16", "fp32"};
 
 }  // namespace
 
 const char* dtype_name(Dtype dtype) { return name_of(kDtypeNames, dtype); }
 
-Dtype parse_dtype(const std::string& name) { return parse_named(kDtypeNames, name, "dtype", "--dtype"); }
+Dtype parse_dtype(const std::string& name) { return parse_named<Dtype>(kDtypeNames, name, "dtype", "--dtype"); }
 
 int64_t dtype_bytes(Dtype dtype) { return dtype == Dtype::fp32 ? 4 : 2; }
 

@@ -8,7 +8,7 @@
 namespace ringlab {
 
 const char* mask_name(MaskKind mask) {
-  constexpr NamedValue<MaskKind> kNames[] = {{MaskKind::none, "none"}, {MaskKind::causal, "causal"}};
+  constexpr const char* kNames[] = {"none", "causal"};
   return name_of(kNames, mask);
 }
 

@@ -10,14 +10,13 @@ namespace ringlab {
 
 namespace {
 
-constexpr NamedValue<LayoutKind> kLayoutNames[] = {
-    {LayoutKind::contiguous, "contiguous"}, {LayoutKind::zigzag, "zigzag"}, {LayoutKind::striped, "striped"}};
+constexpr const char* kLayoutNames[] = {"contiguous", "zigzag", "striped"};
 
 }  // namespace
 
 const char* layout_name(LayoutKind kind) { return name_of(kLayoutNames, kind); }
 
-LayoutKind parse_layout(const std::string& name) { return parse_named(kLayoutNames, name, "layout", "--layout"); }
+LayoutKind parse_layout(const std::string& name) { return parse_named<LayoutKind>(kLayoutNames, name, "layout", "--layout"); }
 
 Layout::Layout(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block)
     : kind_(kind), seq_(seq), ranks_(ranks), block_(block) {

@@ -9,11 +9,7 @@
 namespace ringlab {
 
 const char* memory_category_name(MemoryCategory category) {
-  constexpr NamedValue<MemoryCategory> kNames[] = {
-      {MemoryCategory::inputs, "inputs"},           {MemoryCategory::working, "working"},
-      {MemoryCategory::kv_slots, "kv slots"},       {MemoryCategory::gathered_kv, "gathered kv"},
-      {MemoryCategory::accumulators, "accumulators"}, {MemoryCategory::dkv_slots, "dkv slots"},
-      {MemoryCategory::staging, "staging"},         {MemoryCategory::outputs, "outputs"}};
+  constexpr const char* kNames[] = {"inputs", "working", "kv slots", "gathered kv", "accumulators", "dkv slots", "staging", "outputs"};
   return name_of(kNames, category);
 }
 

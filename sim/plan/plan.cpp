@@ -16,39 +16,24 @@ namespace ringlab {
 
 namespace {
 
-constexpr NamedValue<Algorithm> kAlgorithmNames[] = {
-    {Algorithm::ring, "ring"}, {Algorithm::allgather, "allgather"}, {Algorithm::ulysses, "ulysses"},
-    {Algorithm::hybrid, "hybrid"}};
-// The mistakes of the source material that a plan can reproduce (none is not one of them).
-constexpr NamedValue<Erratum> kErratumNames[] = {{Erratum::reverse_dkv, "reverse-dkv"},
-                                                 {Erratum::kv_offset_mask, "kv-offset-mask"}};
-constexpr NamedValue<Slot> kSlotNames[] = {
-    {Slot::kv0, "kv0"},         {Slot::kv1, "kv1"},
-    {Slot::dkv0, "dkv0"},       {Slot::dkv1, "dkv1"},
-    {Slot::dkv_local, "dkv_local"}, {Slot::gathered_kv, "gathered_kv"},
-    {Slot::gathered_dkv, "gathered_dkv"}};
-constexpr NamedValue<Collective> kCollectiveNames[] = {
-    {Collective::all_to_all_qkv, "all-to-all q,k,v"},     {Collective::all_to_all_out, "all-to-all out,lse"},
-    {Collective::all_to_all_dout, "all-to-all dout"},     {Collective::all_to_all_grads, "all-to-all dq,dk,dv"},
-    {Collective::all_gather_kv, "all-gather K/V"},        {Collective::reduce_scatter_dkv, "reduce-scatter dK/dV"}};
-constexpr NamedValue<BlockShape> kBlockShapeNames[] = {
-    {BlockShape::full, "full"},       {BlockShape::diagonal, "diag"},   {BlockShape::q_half, "q-half"},
-    {BlockShape::kv_half, "kv-half"}, {BlockShape::masked, "masked"},   {BlockShape::skipped, "skip"},
-    {BlockShape::erratum, "erratum"}};
+constexpr const char* kAlgorithmNames[] = {"ring", "allgather", "ulysses", "hybrid"};
+// The mistakes of the source material a plan can reproduce, after none (not one of them).
+constexpr const char* kErratumNames[] = {"none", "reverse-dkv", "kv-offset-mask"};
+constexpr const char* kSlotNames[] = {"kv0", "kv1", "dkv0", "dkv1", "dkv_local", "gathered_kv", "gathered_dkv"};
+constexpr const char* kCollectiveNames[] = {"all-to-all q,k,v", "all-to-all out,lse", "all-to-all dout", "all-to-all dq,dk,dv", "all-gather K/V", "reduce-scatter dK/dV"};
+constexpr const char* kBlockShapeNames[] = {"full", "diag", "q-half", "kv-half", "masked", "skip", "erratum"};
 
 }  // namespace
 
 const char* algorithm_name(Algorithm algo) { return name_of(kAlgorithmNames, algo); }
 
-Algorithm parse_algorithm(const std::string& name) { return parse_named(kAlgorithmNames, name, "algorithm", "--algo"); }
+Algorithm parse_algorithm(const std::string& name) { return parse_named<Algorithm>(kAlgorithmNames, name, "algorithm", "--algo"); }
 
-const char* erratum_name(Erratum erratum) {
-  return erratum == Erratum::none ? "none" : name_of(kErratumNames, erratum);
-}
+const char* erratum_name(Erratum erratum) { return name_of(kErratumNames, erratum); }
 
 Erratum parse_erratum(const std::string& name) {
   if (name.empty() || name == "none") return Erratum::none;
-  return parse_named(kErratumNames, name, "erratum", "--erratum");
+  return parse_named<Erratum>(kErratumNames, name, "erratum", "--erratum", 1);
 }
 
 const char* slot_name(Slot slot) { return name_of(kSlotNames, slot); }

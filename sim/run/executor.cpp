@@ -6,8 +6,7 @@
 namespace ringlab {
 
 const char* failure_kind_name(FailureKind kind) {
-  constexpr NamedValue<FailureKind> kNames[] = {
-      {FailureKind::deadlock, "deadlock"}, {FailureKind::comm_fault, "communication fault"}, {FailureKind::error, "error"}};
+  constexpr const char* kNames[] = {"deadlock", "communication fault", "error"};
   return name_of(kNames, kind);
 }
 

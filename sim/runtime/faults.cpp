@@ -10,10 +10,7 @@
 namespace ringlab {
 namespace {
 
-constexpr NamedValue<FaultKind> kFaultKindNames[] = {{FaultKind::drop, "drop"},
-                                                     {FaultKind::duplicate, "duplicate"},
-                                                     {FaultKind::corrupt, "corrupt"},
-                                                     {FaultKind::delay, "delay"}};
+constexpr const char* kFaultKindNames[] = {"drop", "duplicate", "corrupt", "delay"};
 
 constexpr const char* kFormatHint = "write KIND@RANK:STEP with KIND drop|duplicate|corrupt|delay, e.g. drop@1:2";
 
@@ -52,7 +49,7 @@ Fault parse_fault(std::string_view text) {
   if (colon == std::string_view::npos) bad_fault(text, "no ':' between RANK and STEP");
   const std::string_view kind_text = text.substr(0, at);
   Fault fault;
-  const std::optional<FaultKind> kind = find_named(kFaultKindNames, kind_text);
+  const std::optional<FaultKind> kind = find_named<FaultKind>(kFaultKindNames, kind_text);
   if (!kind) bad_fault(text, "unknown KIND \"" + std::string(kind_text) + "\"");
   fault.kind = *kind;
   fault.rank = parse_count("RANK", text.substr(at + 1, colon - at - 1), text);

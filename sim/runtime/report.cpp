@@ -7,10 +7,7 @@
 namespace ringlab {
 
 const char* run_status_name(RunStatus status) {
-  constexpr NamedValue<RunStatus> kNames[] = {{RunStatus::ok, "ok"},
-                                              {RunStatus::deadlock, "deadlock"},
-                                              {RunStatus::comm_fault, "communication fault"},
-                                              {RunStatus::error, "error"}};
+  constexpr const char* kNames[] = {"ok", "deadlock", "communication fault", "error"};
   return name_of(kNames, status);
 }
 

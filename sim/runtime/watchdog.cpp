@@ -26,10 +26,7 @@ std::string seconds(double value) {
 }  // namespace
 
 const char* rank_state_name(RankState state) {
-  constexpr NamedValue<RankState> kNames[] = {{RankState::running, "running"},
-                                              {RankState::polling, "polling"},
-                                              {RankState::blocked, "blocked"},
-                                              {RankState::finished, "finished"}};
+  constexpr const char* kNames[] = {"running", "polling", "blocked", "finished"};
   return name_of(kNames, state);
 }
 

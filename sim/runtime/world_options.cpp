@@ -7,7 +7,7 @@ namespace ringlab {
 
 namespace {
 
-constexpr NamedValue<SendMode> kSendModeNames[] = {{SendMode::eager, "eager"}, {SendMode::rendezvous, "rendezvous"}};
+constexpr const char* kSendModeNames[] = {"eager", "rendezvous"};
 
 }  // namespace
 

@@ -36,11 +36,7 @@ Clock::duration to_duration(double seconds) {
 }
 
 const char* collective_name(CollectiveKind kind) {
-  constexpr NamedValue<CollectiveKind> kNames[] = {
-      {CollectiveKind::none, "point-to-point"}, {CollectiveKind::barrier, "barrier"},
-      {CollectiveKind::all_gather, "all_gather"}, {CollectiveKind::all_to_all, "all_to_all"},
-      {CollectiveKind::reduce_scatter, "reduce_scatter"}, {CollectiveKind::all_reduce, "all_reduce"},
-      {CollectiveKind::split, "split"}};
+  constexpr const char* kNames[] = {"point-to-point", "barrier", "all_gather", "all_to_all", "reduce_scatter", "all_reduce", "split"};
   return name_of(kNames, kind);
 }
 

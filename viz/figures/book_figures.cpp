@@ -14,17 +14,14 @@ constexpr int64_t kMaxGridBlocks = 64;
 constexpr int64_t kMaxLoadRanks = 256;
 constexpr int64_t kMaxTimelineRanks = 64;
 
-constexpr NamedValue<FigureKind> kFigureKindNames[] = {{FigureKind::grid_step, "grid-step"},
-                                                       {FigureKind::grid_rank, "grid-rank"},
-                                                       {FigureKind::load, "load"},
-                                                       {FigureKind::timeline, "timeline"}};
+constexpr const char* kFigureKindNames[] = {"grid-step", "grid-rank", "load", "timeline"};
 
 }  // namespace
 
 const char* figure_kind_name(FigureKind kind) { return name_of(kFigureKindNames, kind); }
 
 FigureKind parse_figure_kind(const std::string& name) {
-  return parse_named(kFigureKindNames, name, "figure", "ringlab figure");
+  return parse_named<FigureKind>(kFigureKindNames, name, "figure", "ringlab figure");
 }
 
 void check_figure_size(FigureKind kind, int64_t ring, int64_t ranks) {

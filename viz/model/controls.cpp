@@ -99,18 +99,15 @@ std::vector<std::string> hardware_choices(const std::string& current) {
 
 namespace {
 
-constexpr NamedValue<GridColouring> kColouringNames[] = {
-    {GridColouring::step, "step"}, {GridColouring::rank, "rank"}, {GridColouring::error, "error"}};
-constexpr NamedValue<Panel> kPanelNames[] = {{Panel::ring, "ring"},         {Panel::grid, "grid"},
-                                             {Panel::load, "load"},         {Panel::timeline, "timeline"},
-                                             {Panel::controls, "controls"}, {Panel::messages, "messages"}};
+constexpr const char* kColouringNames[] = {"step", "rank", "error"};
+constexpr const char* kPanelNames[] = {"ring", "grid", "load", "timeline", "controls", "messages"};
 
 }  // namespace
 
 const char* colouring_name(GridColouring colouring) { return name_of(kColouringNames, colouring); }
 
 GridColouring parse_colouring(const std::string& name) {
-  return parse_named(kColouringNames, name, "grid colouring", "--colour");
+  return parse_named<GridColouring>(kColouringNames, name, "grid colouring", "--colour");
 }
 
 Rgba cell_colour(const ScheduleModel& model, const GridCell& cell, GridColouring colouring, int64_t current_step) {
@@ -149,7 +146,7 @@ Rgba block_result_colour(const BlockResult& result, bool keys) {
 const char* panel_name(Panel panel) { return name_of(kPanelNames, panel); }
 
 Panel parse_panel(const std::string& name) {
-  if (const std::optional<Panel> panel = find_named(kPanelNames, name)) return *panel;
+  if (const std::optional<Panel> panel = find_named<Panel>(kPanelNames, name)) return *panel;
   throw UsageError("unknown panel '" + name + "'; use --panel grid, ring, load, timeline, controls, messages or all");
 }
 

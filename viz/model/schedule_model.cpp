@@ -16,16 +16,12 @@ namespace ringlab::viz {
 // ---- [names and queries] ---------------------------------------------------------------------
 
 const char* error_cause_name(ErrorCause cause) {
-  constexpr NamedValue<ErrorCause> kNames[] = {{ErrorCause::none, "none"},
-                                               {ErrorCause::wrong_result, "wrong result"},
-                                               {ErrorCause::wrong_mask, "wrong mask"},
-                                               {ErrorCause::misrouted_gradient, "misrouted dK/dV"}};
+  constexpr const char* kNames[] = {"none", "wrong result", "wrong mask", "misrouted dK/dV"};
   return name_of(kNames, cause);
 }
 
 const char* source_name(SourceKind kind) {
-  constexpr NamedValue<SourceKind> kNames[] = {
-      {SourceKind::plan, "plan"}, {SourceKind::trace, "trace"}, {SourceKind::run, "run"}};
+  constexpr const char* kNames[] = {"plan", "trace", "run"};
   return name_of(kNames, kind);
 }
 
