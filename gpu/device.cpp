@@ -7,7 +7,7 @@ namespace ringlab::gpu {
 
 void throw_cuda_error(cudaError_t error, const char* call, const char* file, int line) {
   throw CudaError(std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
-                  cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")",
+                      cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")",
                   error);
 }
 
@@ -58,8 +58,10 @@ void DeviceBuffer::upload(const void* host, size_t bytes, size_t offset) {
 }
 
 void DeviceBuffer::download(void* host, size_t bytes, size_t offset) const {
-  if (offset + bytes > bytes_) throw CudaError("DeviceBuffer::download: " + std::to_string(bytes) + " bytes out of range");
-  if (bytes) RINGLAB_CUDA_CHECK(cudaMemcpy(host, static_cast<const char*>(data_) + offset, bytes, cudaMemcpyDeviceToHost));
+  if (offset + bytes > bytes_)
+    throw CudaError("DeviceBuffer::download: " + std::to_string(bytes) + " bytes out of range");
+  if (bytes)
+    RINGLAB_CUDA_CHECK(cudaMemcpy(host, static_cast<const char*>(data_) + offset, bytes, cudaMemcpyDeviceToHost));
 }
 
 void DeviceBuffer::zero_async(cudaStream_t stream) {

@@ -33,8 +33,7 @@ float round_to_dtype(Dtype dtype, float x) {
 
 Tensor<double> rounded_to_dtype(const Tensor<double>& tensor, Dtype dtype) {
   Tensor<double> result(tensor.shape());
-  for (int64_t i = 0; i < tensor.size(); ++i)
-    result[i] = round_to_dtype(dtype, static_cast<float>(tensor[i]));
+  for (int64_t i = 0; i < tensor.size(); ++i) result[i] = round_to_dtype(dtype, static_cast<float>(tensor[i]));
   return result;
 }
 

@@ -15,8 +15,8 @@ const char* mask_name(MaskKind mask) {
 void AttentionDims::validate() const {
   auto positive = [](int64_t value, const char* flag, const char* what) {
     if (value <= 0) {
-      throw UsageError(std::string(what) + " must be positive, got " + std::to_string(value) + "; pass " +
-                       flag + " N with N >= 1");
+      throw UsageError(std::string(what) + " must be positive, got " + std::to_string(value) + "; pass " + flag +
+                       " N with N >= 1");
     }
   };
   positive(batch, "--batch", "batch B");

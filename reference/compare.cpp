@@ -42,7 +42,8 @@ CompareResult compare_impl(std::span<const A> actual, std::span<const R> expecte
       if (r != 0 && std::fabs(r) >= floor) result.max_rel_error = std::max(result.max_rel_error, error / std::fabs(r));
       const double allowed = tolerance.abs + tolerance.rel * std::fabs(r);
       good = error <= allowed;
-      result.tolerance_used = std::max(result.tolerance_used, allowed > 0 ? error / allowed : (error > 0 ? INFINITY : 0));
+      result.tolerance_used =
+          std::max(result.tolerance_used, allowed > 0 ? error / allowed : (error > 0 ? INFINITY : 0));
     }
     if (!good && !(result.tolerance_used > 1)) result.tolerance_used = INFINITY;
     if (!good) {

@@ -50,7 +50,7 @@ constexpr int64_t kTile = 64;
 template <class T>
 using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 template <class T>
-using Rows = Eigen::Map<const Matrix<T>, 0, Eigen::OuterStride<>>;   // rows of a (B, S, heads, D) tensor
+using Rows = Eigen::Map<const Matrix<T>, 0, Eigen::OuterStride<>>;  // rows of a (B, S, heads, D) tensor
 template <class T>
 using MutableRows = Eigen::Map<Matrix<T>, 0, Eigen::OuterStride<>>;
 
@@ -176,10 +176,10 @@ AttentionGrads<T> exact_attention_backward(const Tensor<T>& q, const Tensor<T>& 
   return grads;
 }
 
-AttentionGrads<double> exact_block_backward(const Tensor<double>& q, const Tensor<double>& k,
-                                            const Tensor<double>& v, const Tensor<double>& dout,
-                                            const Tensor<double>& lse, const Tensor<double>& delta, MaskKind mask,
-                                            std::span<const int64_t> q_pos, std::span<const int64_t> k_pos) {
+AttentionGrads<double> exact_block_backward(const Tensor<double>& q, const Tensor<double>& k, const Tensor<double>& v,
+                                            const Tensor<double>& dout, const Tensor<double>& lse,
+                                            const Tensor<double>& delta, MaskKind mask, std::span<const int64_t> q_pos,
+                                            std::span<const int64_t> k_pos) {
   const Geometry g = geometry(q, k, v, q_pos, k_pos);
   const double scale = 1.0 / std::sqrt(static_cast<double>(g.D));
   AttentionGrads<double> grads{Tensor<double>(q.shape()), Tensor<double>(k.shape()), Tensor<double>(v.shape())};
@@ -216,9 +216,8 @@ AttentionGrads<double> exact_block_backward(const Tensor<double>& q, const Tenso
 
 template AttentionOutput<float> exact_attention(const Tensor<float>&, const Tensor<float>&, const Tensor<float>&,
                                                 MaskKind, std::span<const int64_t>, std::span<const int64_t>);
-template AttentionOutput<double> exact_attention(const Tensor<double>&, const Tensor<double>&,
-                                                 const Tensor<double>&, MaskKind, std::span<const int64_t>,
-                                                 std::span<const int64_t>);
+template AttentionOutput<double> exact_attention(const Tensor<double>&, const Tensor<double>&, const Tensor<double>&,
+                                                 MaskKind, std::span<const int64_t>, std::span<const int64_t>);
 template AttentionGrads<float> exact_attention_backward(const Tensor<float>&, const Tensor<float>&,
                                                         const Tensor<float>&, const Tensor<float>&, MaskKind,
                                                         std::span<const int64_t>, std::span<const int64_t>);

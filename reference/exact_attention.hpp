@@ -25,17 +25,16 @@ AttentionOutput<T> exact_attention(const Tensor<T>& q, const Tensor<T>& k, const
 // dout: (B, Sq, H, D).
 template <class T>
 AttentionGrads<T> exact_attention_backward(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                                           const Tensor<T>& dout, MaskKind mask,
-                                           std::span<const int64_t> q_pos = {},
+                                           const Tensor<T>& dout, MaskKind mask, std::span<const int64_t> q_pos = {},
                                            std::span<const int64_t> k_pos = {});
 
 // The backward contribution of one block of keys, given the *whole* forward's lse and
 // delta = rowsum(dout o out) (both (B, H, Sq)): P = exp(scale q.k - lse) restricted to the block,
 // dS = P o (dO V^T - delta). What one ring step contributes to dq, dk and dv — used to find the
 // first block whose computed contribution is wrong. float64.
-AttentionGrads<double> exact_block_backward(const Tensor<double>& q, const Tensor<double>& k,
-                                            const Tensor<double>& v, const Tensor<double>& dout,
-                                            const Tensor<double>& lse, const Tensor<double>& delta, MaskKind mask,
-                                            std::span<const int64_t> q_pos, std::span<const int64_t> k_pos);
+AttentionGrads<double> exact_block_backward(const Tensor<double>& q, const Tensor<double>& k, const Tensor<double>& v,
+                                            const Tensor<double>& dout, const Tensor<double>& lse,
+                                            const Tensor<double>& delta, MaskKind mask, std::span<const int64_t> q_pos,
+                                            std::span<const int64_t> k_pos);
 
 }  // namespace ringlab

@@ -51,7 +51,7 @@ enum class TileMask { skip, full, partial };
 TileMask classify(MaskKind mask, const Tile& q, const Tile& k, bool skip_masked) {
   if (mask == MaskKind::none) return TileMask::full;
   if (k.min_pos > q.max_pos) return skip_masked ? TileMask::skip : TileMask::partial;  // all in the future
-  if (k.max_pos <= q.min_pos) return TileMask::full;    // every key is in every query's past
+  if (k.max_pos <= q.min_pos) return TileMask::full;  // every key is in every query's past
   return TileMask::partial;
 }
 
@@ -68,16 +68,14 @@ void apply_causal_mask(Matrix& s, const Tile& q, const Tile& k, std::span<const 
   }
 }
 
-int thread_count(const KernelOptions& options) {
-  return options.threads > 0 ? options.threads : omp_get_max_threads();
-}
+int thread_count(const KernelOptions& options) { return options.threads > 0 ? options.threads : omp_get_max_threads(); }
 
 struct Geometry {
   int64_t B, Sq, Sk, H, HKV, D, group;
 };
 
-Geometry check(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
-               std::span<const int64_t> q_pos, std::span<const int64_t> k_pos, RowRange q_rows, RowRange kv_rows) {
+Geometry check(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v, std::span<const int64_t> q_pos,
+               std::span<const int64_t> k_pos, RowRange q_rows, RowRange kv_rows) {
   if (q.rank() != 4 || k.rank() != 4 || v.shape() != k.shape() || k.dim(0) != q.dim(0) || k.dim(3) != q.dim(3) ||
       q.dim(2) % k.dim(2) != 0 || static_cast<int64_t>(q_pos.size()) != q.dim(1) ||
       static_cast<int64_t>(k_pos.size()) != k.dim(1) || q_rows.begin < 0 || q_rows.end > q.dim(1) ||
@@ -98,8 +96,7 @@ SoftmaxState<float> make_accumulator(int64_t batch, int64_t heads, int64_t q_row
 
 void flash_forward_accumulate(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
                               std::span<const int64_t> q_pos, std::span<const int64_t> k_pos, RowRange q_rows,
-                              RowRange kv_rows, MaskKind mask, SoftmaxState<float>& acc,
-                              const KernelOptions& options) {
+                              RowRange kv_rows, MaskKind mask, SoftmaxState<float>& acc, const KernelOptions& options) {
   const Geometry g = check(q, k, v, q_pos, k_pos, q_rows, kv_rows);
   if (acc.rows != g.B * g.H * g.Sq || acc.width != g.D) {
     throw std::invalid_argument("flash_forward_accumulate: accumulator is not (B*H*Sq) x D");
@@ -195,8 +192,8 @@ Tensor<float> softmax_delta(const Tensor<float>& dout, const Tensor<float>& out,
 void flash_backward_accumulate(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
                                const Tensor<float>& dout, const Tensor<float>& lse, const Tensor<float>& delta,
                                std::span<const int64_t> q_pos, std::span<const int64_t> k_pos, RowRange q_rows,
-                               RowRange kv_rows, MaskKind mask, Tensor<float>& dq, Tensor<float>& dk,
-                               Tensor<float>& dv, const KernelOptions& options) {
+                               RowRange kv_rows, MaskKind mask, Tensor<float>& dq, Tensor<float>& dk, Tensor<float>& dv,
+                               const KernelOptions& options) {
   const Geometry g = check(q, k, v, q_pos, k_pos, q_rows, kv_rows);
   const Shape lse_shape{g.B, g.H, g.Sq};
   if (dout.shape() != q.shape() || dq.shape() != q.shape() || dk.shape() != k.shape() || dv.shape() != k.shape() ||

@@ -57,18 +57,16 @@ Tensor<float> softmax_delta(const Tensor<float>& dout, const Tensor<float>& out,
 void flash_backward_accumulate(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
                                const Tensor<float>& dout, const Tensor<float>& lse, const Tensor<float>& delta,
                                std::span<const int64_t> q_pos, std::span<const int64_t> k_pos, RowRange q_rows,
-                               RowRange kv_rows, MaskKind mask, Tensor<float>& dq, Tensor<float>& dk,
-                               Tensor<float>& dv, const KernelOptions& options = {});
+                               RowRange kv_rows, MaskKind mask, Tensor<float>& dq, Tensor<float>& dk, Tensor<float>& dv,
+                               const KernelOptions& options = {});
 
 // One-shot forms over all rows: single-rank flash attention and its backward.
 AttentionOutput<float> flash_attention(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
                                        MaskKind mask, std::span<const int64_t> q_pos = {},
                                        std::span<const int64_t> k_pos = {}, const KernelOptions& options = {});
-AttentionGrads<float> flash_attention_backward(const Tensor<float>& q, const Tensor<float>& k,
-                                               const Tensor<float>& v, const AttentionOutput<float>& forward,
-                                               const Tensor<float>& dout, MaskKind mask,
-                                               std::span<const int64_t> q_pos = {},
-                                               std::span<const int64_t> k_pos = {},
-                                               const KernelOptions& options = {});
+AttentionGrads<float> flash_attention_backward(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
+                                               const AttentionOutput<float>& forward, const Tensor<float>& dout,
+                                               MaskKind mask, std::span<const int64_t> q_pos = {},
+                                               std::span<const int64_t> k_pos = {}, const KernelOptions& options = {});
 
 }  // namespace ringlab

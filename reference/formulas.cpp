@@ -5,11 +5,13 @@ namespace ringlab {
 int64_t full_pairs(int64_t seq, bool causal) { return causal ? seq * (seq + 1) / 2 : seq * seq; }
 
 double forward_flops(int64_t pairs, const AttentionDims& dims) {
-  return double(kForwardFlopsPerPairPerDim) * double(dims.dim) * double(pairs) * double(dims.heads) * double(dims.batch);
+  return double(kForwardFlopsPerPairPerDim) * double(dims.dim) * double(pairs) * double(dims.heads) *
+         double(dims.batch);
 }
 
 double backward_flops(int64_t pairs, const AttentionDims& dims) {
-  return double(kBackwardFlopsPerPairPerDim) * double(dims.dim) * double(pairs) * double(dims.heads) * double(dims.batch);
+  return double(kBackwardFlopsPerPairPerDim) * double(dims.dim) * double(pairs) * double(dims.heads) *
+         double(dims.batch);
 }
 
 double attention_matrix_bytes(int64_t batch, int64_t heads, int64_t q_rows, int64_t k_rows, int64_t element_bytes) {
@@ -54,10 +56,11 @@ PassBytes hybrid_send_bytes(const AttentionDims& dims, int64_t ranks, int64_t ul
   bytes.forward = (R - 1) * kv_block_bytes(dims, ranks, U, e);
   if (U > 1) {
     bytes.forward += all_to_all_send_bytes(t * (H + 2 * HKV) * D * B * e, U);  // q, k, v in
-    bytes.forward += all_to_all_send_bytes(t * H * (D * e + fp32) * B, U);      // out and lse back
+    bytes.forward += all_to_all_send_bytes(t * H * (D * e + fp32) * B, U);     // out and lse back
   }
   if (backward) {
-    bytes.backward = (R - 1) * kv_block_bytes(dims, ranks, U, e) + (R > 1 ? R : 0) * kv_block_bytes(dims, ranks, U, fp32);
+    bytes.backward =
+        (R - 1) * kv_block_bytes(dims, ranks, U, e) + (R > 1 ? R : 0) * kv_block_bytes(dims, ranks, U, fp32);
     if (U > 1) {
       bytes.backward += all_to_all_send_bytes(t * H * D * B * e, U);                 // dout in
       bytes.backward += all_to_all_send_bytes(t * (H + 2 * HKV) * D * B * fp32, U);  // dq, dk, dv back
@@ -78,8 +81,8 @@ PassBytes allgather_send_bytes(const AttentionDims& dims, int64_t ranks, int64_t
   PassBytes bytes;
   bytes.forward = (ranks - 1) * kv_block_bytes(dims, ranks, 1, element_bytes);
   if (backward) {
-    bytes.backward = (ranks - 1) * kv_block_bytes(dims, ranks, 1, element_bytes) +
-                     (ranks - 1) * kv_block_bytes(dims, ranks, 1, 4);
+    bytes.backward =
+        (ranks - 1) * kv_block_bytes(dims, ranks, 1, element_bytes) + (ranks - 1) * kv_block_bytes(dims, ranks, 1, 4);
   }
   return bytes;
 }

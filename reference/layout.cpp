@@ -16,7 +16,9 @@ constexpr const char* kLayoutNames[] = {"contiguous", "zigzag", "striped"};
 
 const char* layout_name(LayoutKind kind) { return name_of(kLayoutNames, kind); }
 
-LayoutKind parse_layout(const std::string& name) { return parse_named<LayoutKind>(kLayoutNames, name, "layout", "--layout"); }
+LayoutKind parse_layout(const std::string& name) {
+  return parse_named<LayoutKind>(kLayoutNames, name, "layout", "--layout");
+}
 
 Layout::Layout(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block)
     : kind_(kind), seq_(seq), ranks_(ranks), block_(block) {
@@ -28,7 +30,8 @@ Layout::Layout(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block)
     switch (kind) {
       case LayoutKind::contiguous:
         if (seq % ranks != 0) {
-          throw UsageError("S=" + S + " is not divisible by P=" + P + " as the contiguous layout needs; pick S a multiple of " + P);
+          throw UsageError("S=" + S + " is not divisible by P=" + P +
+                           " as the contiguous layout needs; pick S a multiple of " + P);
         }
         block_ = seq / ranks;
         break;
@@ -102,9 +105,7 @@ int64_t Layout::causal_pairs(int64_t q_rank, int64_t kv_rank) const {
   const int64_t n = rounds();
   int64_t earlier = 0;  // #{(a, b) : b < a}
   switch (kind_) {
-    case LayoutKind::contiguous:
-      earlier = kv_rank < q_rank ? n * n : (kv_rank == q_rank ? n * (n - 1) / 2 : 0);
-      break;
+    case LayoutKind::contiguous: earlier = kv_rank < q_rank ? n * n : (kv_rank == q_rank ? n * (n - 1) / 2 : 0); break;
     case LayoutKind::striped:
       // a = f P + i, b = g P + j: b < a iff g < f, or g == f and j < i.
       earlier = n * (n - 1) / 2 + (kv_rank < q_rank ? n : 0);

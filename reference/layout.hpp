@@ -43,8 +43,8 @@ class Layout {
 
   int64_t rank_of_unit(int64_t unit) const;
   int64_t rank_of(int64_t position) const { return rank_of_unit(position / block_); }
-  std::vector<int64_t> units_of(int64_t rank) const;      // ascending
-  std::vector<int64_t> positions(int64_t rank) const;     // ascending, tokens_per_rank() of them
+  std::vector<int64_t> units_of(int64_t rank) const;   // ascending
+  std::vector<int64_t> positions(int64_t rank) const;  // ascending, tokens_per_rank() of them
   // Local row of a global position on its rank.
   int64_t local_row(int64_t position) const;
 

@@ -27,9 +27,11 @@ std::string dict_value(const std::string& header, const std::string& key, const 
       at += q.size();
       break;
     }
-  if (at == std::string::npos) fail(name, "the .npy header has no '" + key + "' entry", "write the file with numpy.save");
+  if (at == std::string::npos)
+    fail(name, "the .npy header has no '" + key + "' entry", "write the file with numpy.save");
   at = header.find(':', at);
-  if (at == std::string::npos) fail(name, "the .npy header is malformed near '" + key + "'", "write the file with numpy.save");
+  if (at == std::string::npos)
+    fail(name, "the .npy header is malformed near '" + key + "'", "write the file with numpy.save");
   ++at;
   while (at < header.size() && std::isspace(static_cast<unsigned char>(header[at]))) ++at;
   size_t end = at;
@@ -152,8 +154,10 @@ NpyArray parse_npy(const std::string& bytes, const std::string& name) {
   const size_t expected = static_cast<size_t>(elements) * item;
   const size_t found = bytes.size() - data_start;
   if (found < expected) {
-    fail(name, "truncated: shape " + shape_string(shape) + " " + descr + " needs " + std::to_string(expected) +
-                   " bytes of data, the file has " + std::to_string(found), "write the file again");
+    fail(name,
+         "truncated: shape " + shape_string(shape) + " " + descr + " needs " + std::to_string(expected) +
+             " bytes of data, the file has " + std::to_string(found),
+         "write the file again");
   }
   if (found > expected) {
     fail(name, std::to_string(found - expected) + " bytes after the data of shape " + shape_string(shape),

@@ -13,8 +13,8 @@
 namespace ringlab {
 
 struct NpyArray {
-  std::string descr;     // "<f4" or "<f8"
-  Tensor<double> values; // the shape and values (float32 values convert exactly)
+  std::string descr;      // "<f4" or "<f8"
+  Tensor<double> values;  // the shape and values (float32 values convert exactly)
 };
 
 NpyArray read_npy(const std::string& path);

@@ -60,9 +60,7 @@ class Tensor {
   const T& operator()(int64_t i0, int64_t i1, int64_t i2) const { return data_[index(i0, i1, i2)]; }
   // Element of a 4-D tensor, e.g. q(b, s, h, d).
   T& operator()(int64_t i0, int64_t i1, int64_t i2, int64_t i3) { return data_[index(i0, i1, i2, i3)]; }
-  const T& operator()(int64_t i0, int64_t i1, int64_t i2, int64_t i3) const {
-    return data_[index(i0, i1, i2, i3)];
-  }
+  const T& operator()(int64_t i0, int64_t i1, int64_t i2, int64_t i3) const { return data_[index(i0, i1, i2, i3)]; }
 
   // Same values, another element type (float <-> double).
   template <class U>

@@ -92,7 +92,8 @@ Timing predict(const Plan& plan, const Hardware& hw) {
   const DryResult dry = run_dry_plan(plan, hw);
   std::vector<double> forward, backward;
   for (const DryStep& s : dry.steps) {
-    (plan.phases()[static_cast<size_t>(s.phase)].pass == Pass::forward ? forward : backward).push_back(s.compute_mean_s);
+    (plan.phases()[static_cast<size_t>(s.phase)].pass == Pass::forward ? forward : backward)
+        .push_back(s.compute_mean_s);
   }
   return {median(forward), median(backward), dry.makespan_s};
 }
@@ -201,7 +202,8 @@ bool run_case(const Case& c, int repeat, const CpuCalibration* fixed, int cores,
     const Timing& m = kept.measured;
     const Timing& p = kept.predicted;
     measured.push_back(m), predicted.push_back(p), others.push_back(kept.others);
-    ratios.push_back({p.forward_step_s / m.forward_step_s, p.backward_step_s / m.backward_step_s, p.total_s / m.total_s});
+    ratios.push_back(
+        {p.forward_step_s / m.forward_step_s, p.backward_step_s / m.backward_step_s, p.total_s / m.total_s});
   }
   for (double Timing::*field : {&Timing::forward_step_s, &Timing::backward_step_s, &Timing::total_s}) {
     outcome.measured.*field = field_median(measured, field);
@@ -240,18 +242,21 @@ int main(int argc, char** argv) {
     for (Case& c : cases) c.seq = 128 * c.ranks;
   }
   const CpuCalibration shown = calibrate_cpu(64);
-  std::printf("bench_cpu_model: the cpu preset vs the sim executor, fwd+bwd, B=1 H=4 D=64, %d cores, "
-              "%d repetitions per case\n",
-              shown.cores, repeat);
-  std::printf("calibration (one, for reference): forward %.2f / backward %.2f GFLOP/s per core unmasked, "
-              "queue copy %.2f GB/s, took %.2f s\n",
-              shown.forward_full_flops / 1e9, shown.backward_full_flops / 1e9, shown.copy_bandwidth_Bps / 1e9,
-              shown.seconds_spent);
-  std::printf("error = model / measured - 1 (median over the repetitions); others = the share of the machine other\n"
-              "processes took during the runs (median; a run above %.0f%% is run again, up to %d times)\n",
-              100 * kQuiet, kAttempts);
-  std::printf("%-16s %3s %6s | %-26s | %-26s | %-26s | %6s\n", "case", "P", "S", "forward step ms",
-              "backward step ms", "total ms", "others");
+  std::printf(
+      "bench_cpu_model: the cpu preset vs the sim executor, fwd+bwd, B=1 H=4 D=64, %d cores, "
+      "%d repetitions per case\n",
+      shown.cores, repeat);
+  std::printf(
+      "calibration (one, for reference): forward %.2f / backward %.2f GFLOP/s per core unmasked, "
+      "queue copy %.2f GB/s, took %.2f s\n",
+      shown.forward_full_flops / 1e9, shown.backward_full_flops / 1e9, shown.copy_bandwidth_Bps / 1e9,
+      shown.seconds_spent);
+  std::printf(
+      "error = model / measured - 1 (median over the repetitions); others = the share of the machine other\n"
+      "processes took during the runs (median; a run above %.0f%% is run again, up to %d times)\n",
+      100 * kQuiet, kAttempts);
+  std::printf("%-16s %3s %6s | %-26s | %-26s | %-26s | %6s\n", "case", "P", "S", "forward step ms", "backward step ms",
+              "total ms", "others");
   std::printf("%-16s %3s %6s | %8s %8s %8s | %8s %8s %8s | %8s %8s %8s | %6s\n", "", "", "", "measured", "model",
               "error", "measured", "model", "error", "measured", "model", "error", "");
   int missed = 0;
@@ -277,13 +282,13 @@ int main(int argc, char** argv) {
     for (const auto& f : figures) {
       const bool met = std::fabs(f.error) < kTarget;
       missed += met ? 0 : 1;
-      bench::report_row("cost model",
-                        bench::format("cpu preset vs sim, %s P=%lld S=%lld fwd+bwd: %s", c.label,
-                                      static_cast<long long>(c.ranks), static_cast<long long>(c.seq), f.what),
-                        bench::format("%+.1f%% (model %.2f ms, sim %.2f ms)", 100 * f.error, f.predicted * 1e3,
-                                      f.measured * 1e3),
-                        bench::format("within %.0f%%%s", 100 * kTarget, quick ? " (--quick: not judged)" : ""),
-                        quick ? "-" : bench::verdict(met));
+      bench::report_row(
+          "cost model",
+          bench::format("cpu preset vs sim, %s P=%lld S=%lld fwd+bwd: %s", c.label, static_cast<long long>(c.ranks),
+                        static_cast<long long>(c.seq), f.what),
+          bench::format("%+.1f%% (model %.2f ms, sim %.2f ms)", 100 * f.error, f.predicted * 1e3, f.measured * 1e3),
+          bench::format("within %.0f%%%s", 100 * kTarget, quick ? " (--quick: not judged)" : ""),
+          quick ? "-" : bench::verdict(met));
     }
   }
   if (quick) {

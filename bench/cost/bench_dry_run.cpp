@@ -89,7 +89,8 @@ int main(int argc, char** argv) {
                 row.target_s, met ? "met" : "MISSED");
     std::fflush(stdout);
     Slowest& worst = slowest[row.ranks];
-    if (seconds >= worst.seconds) worst = {seconds, row.target_s, std::string(row.label) + " " + layout_name(row.layout)};
+    if (seconds >= worst.seconds)
+      worst = {seconds, row.target_s, std::string(row.label) + " " + layout_name(row.layout)};
   }
   for (const auto& [ranks, worst] : slowest) {
     bench::report_row("cost model",

@@ -40,8 +40,10 @@ int main(int argc, char** argv) {
   int64_t seq = 8192;
   int repeat = 3;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--seq") && i + 1 < argc) seq = std::atoll(argv[++i]);
-    else if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--seq") && i + 1 < argc)
+      seq = std::atoll(argv[++i]);
+    else if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc)
+      repeat = std::atoi(argv[++i]);
     else {
       std::fprintf(stderr, "usage: bench_sim_executor [--seq S] [--repeat N]\n");
       return 2;
@@ -70,7 +72,8 @@ int main(int argc, char** argv) {
               omp_get_max_threads(), repeat);
   std::printf("%-52s %10s %8s\n", "run", "time_ms", "check");
   std::printf("%-52s %10.1f %8s\n", "single-rank blockwise kernel, non-causal", single_s * 1e3, "-");
-  std::printf("%-52s %10.1f %8s\n", "sim executor, ring P=8 contiguous, non-causal", sim_s * 1e3, sim_ok ? "ok" : "FAIL");
+  std::printf("%-52s %10.1f %8s\n", "sim executor, ring P=8 contiguous, non-causal", sim_s * 1e3,
+              sim_ok ? "ok" : "FAIL");
   std::printf("%-52s %10.1f %8s\n", "sim executor, ring P=8 zigzag, causal with skip", causal_s * 1e3,
               causal_ok ? "ok" : "FAIL");
   std::printf("ratios\n");
@@ -79,12 +82,15 @@ int main(int argc, char** argv) {
               overhead <= 1.15 ? "met" : "MISSED");
   std::printf("  zigzag causal / non-causal, both sim P=8    %5.2fx  (target <= 0.60x) %s\n", saving,
               saving <= 0.6 ? "met" : "MISSED");
-  const std::string shape = bench::format("S=%lld H=8 D=64, %d threads", static_cast<long long>(seq), omp_get_max_threads());
-  bench::report_row("simulator", "sim executor ring P=8 time / single-rank kernel time, same work (" + shape + ")",
-                    bench::format("%.2fx (%.0f / %.0f ms)%s", overhead, sim_s * 1e3, single_s * 1e3, sim_ok ? "" : ", CHECK FAILED"),
-                    "<= 1.15x", sim_ok ? bench::verdict(overhead <= 1.15) : "MISSED");
-  bench::report_row("simulator", "zigzag causal (skip) time / non-causal time, both sim P=8",
-                    bench::format("%.2fx (%.0f / %.0f ms)%s", saving, causal_s * 1e3, sim_s * 1e3, causal_ok ? "" : ", CHECK FAILED"),
-                    "<= 0.60x", causal_ok ? bench::verdict(saving <= 0.6) : "MISSED");
+  const std::string shape =
+      bench::format("S=%lld H=8 D=64, %d threads", static_cast<long long>(seq), omp_get_max_threads());
+  bench::report_row(
+      "simulator", "sim executor ring P=8 time / single-rank kernel time, same work (" + shape + ")",
+      bench::format("%.2fx (%.0f / %.0f ms)%s", overhead, sim_s * 1e3, single_s * 1e3, sim_ok ? "" : ", CHECK FAILED"),
+      "<= 1.15x", sim_ok ? bench::verdict(overhead <= 1.15) : "MISSED");
+  bench::report_row(
+      "simulator", "zigzag causal (skip) time / non-causal time, both sim P=8",
+      bench::format("%.2fx (%.0f / %.0f ms)%s", saving, causal_s * 1e3, sim_s * 1e3, causal_ok ? "" : ", CHECK FAILED"),
+      "<= 0.60x", causal_ok ? bench::verdict(saving <= 0.6) : "MISSED");
   return sim_ok && causal_ok ? 0 : 1;
 }

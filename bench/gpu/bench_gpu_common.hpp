@@ -35,7 +35,8 @@ double time_ms(cudaStream_t stream, int warmup, int iterations, F&& work) {
 // FLOPs as the FlashAttention papers count them, so that ratios with their figures (and with
 // PyTorch measured by bench/gpu/sdpa_compare.py, which uses the same formula) are like for like.
 inline double attention_flops(int64_t batch, int64_t heads, int64_t seq, int64_t dim, bool causal, bool backward) {
-  const double forward = 4.0 * double(seq) * double(seq) * double(dim) * double(heads) * double(batch) / (causal ? 2 : 1);
+  const double forward =
+      4.0 * double(seq) * double(seq) * double(dim) * double(heads) * double(batch) / (causal ? 2 : 1);
   return backward ? 2.5 * forward : forward;
 }
 

@@ -178,13 +178,15 @@ int main(int argc, char** argv) {
     for (int64_t S : bench::parse_list(seqs)) {
       for (bool causal : {false, true}) {
         const Problem s{static_cast<int>(std::max<int64_t>(1, tokens / S)), static_cast<int>(S),
-                      static_cast<int>(hidden / D), static_cast<int>(D), causal};
+                        static_cast<int>(hidden / D), static_cast<int>(D), causal};
         std::string detail;
         const bool ok = check(dtype, s, stream.get(), detail);
         failures += ok ? 0 : 1;
         Buffers b = allocate(s, dtype, stream.get());
-        const double fwd_ms = bench::time_ms(stream.get(), warmup, iterations, [&] { forward(dtype, s, b, stream.get()); });
-        const double bwd_ms = bench::time_ms(stream.get(), warmup, iterations, [&] { backward(dtype, s, b, stream.get()); });
+        const double fwd_ms =
+            bench::time_ms(stream.get(), warmup, iterations, [&] { forward(dtype, s, b, stream.get()); });
+        const double bwd_ms =
+            bench::time_ms(stream.get(), warmup, iterations, [&] { backward(dtype, s, b, stream.get()); });
         for (bool bwd : {false, true}) {
           const double ms = bwd ? bwd_ms : fwd_ms;
           const double tflops = bench::attention_flops(s.B, s.H, s.S, s.D, causal, bwd) / (ms * 1e-3) / 1e12;

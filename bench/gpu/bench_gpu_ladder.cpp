@@ -32,7 +32,8 @@ AttentionOutput<float> run(const gpu::ladder::Version& version, const gpu::ladde
   const Tensor<float> q = inputs(p, TensorId::q, version.dtype), k = inputs(p, TensorId::k, version.dtype),
                       v = inputs(p, TensorId::v, version.dtype);
   const gpu::DeviceBuffer qd = upload(q, version.dtype), kd = upload(k, version.dtype), vd = upload(v, version.dtype);
-  gpu::DeviceBuffer out(size_t(q.size()) * 4), lse(size_t(p.batch) * p.heads * p.seq * 4), ws(version.workspace_bytes(p));
+  gpu::DeviceBuffer out(size_t(q.size()) * 4), lse(size_t(p.batch) * p.heads * p.seq * 4),
+      ws(version.workspace_bytes(p));
   version.launch(p, qd.get(), kd.get(), vd.get(), out.as<float>(), lse.as<float>(), ws.get(), stream);
   RINGLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
   AttentionOutput<float> result{Tensor<float>(q.shape()), Tensor<float>({p.batch, p.heads, p.seq})};
@@ -78,8 +79,8 @@ int main(int argc, char** argv) {
   int failures = 0;
   std::printf("teaching ladder on %s: B=%d S=%d H=%d, forward\n", gpu::device_description(0).c_str(), problem.batch,
               problem.seq, problem.heads);
-  std::printf("%3s %-24s %4s %4s %6s %10s %9s %8s  %s\n", "#", "file", "type", "D", "causal", "ms", "TFLOP/s", "vs prev",
-              "check");
+  std::printf("%3s %-24s %4s %4s %6s %10s %9s %8s  %s\n", "#", "file", "type", "D", "causal", "ms", "TFLOP/s",
+              "vs prev", "check");
   for (int64_t D : bench::parse_list(dims)) {
     for (bool causal : {false, true}) {
       problem.dim = static_cast<int>(D);

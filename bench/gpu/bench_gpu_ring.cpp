@@ -198,8 +198,9 @@ void print_steps(const Schedule& s, int64_t P, const AttentionDims& dims, gpu::D
   if (!dry_ratios.empty()) {
     std::sort(dry_ratios.begin(), dry_ratios.end());
     const double median = dry_ratios[dry_ratios.size() / 2];
-    bench::report_row("gpu ring", bench::format("%s P=%lld fwd: measured / dry-run step time, median over steps",
-                                                s.name, static_cast<long long>(P)),
+    bench::report_row("gpu ring",
+                      bench::format("%s P=%lld fwd: measured / dry-run step time, median over steps", s.name,
+                                    static_cast<long long>(P)),
                       bench::format("%.2f", median), "-", "-");
   }
 }
@@ -233,7 +234,8 @@ int main(int argc, char** argv) {
   const std::vector<int64_t> Ps = bench::parse_list(ranks);
 
   int failures = 0;
-  std::printf("checks before timing (S = 128 P, every output vs exact attention, %s tolerances):\n", gpu::dtype_name(dtype));
+  std::printf("checks before timing (S = 128 P, every output vs exact attention, %s tolerances):\n",
+              gpu::dtype_name(dtype));
   for (const Schedule& s : kSchedules)
     for (int64_t P : Ps) {
       std::string detail;
@@ -243,8 +245,8 @@ int main(int argc, char** argv) {
     }
   std::printf("  %s\n\n", failures ? "some schedules FAILED: their times below are not meaningful" : "all ok");
 
-  std::printf("efficiency on %s: T(one kernel, P=1) / T(P virtual ranks), %s, %s\n",
-              gpu::device_description(0).c_str(), dims.to_string().c_str(), gpu::dtype_name(dtype));
+  std::printf("efficiency on %s: T(one kernel, P=1) / T(P virtual ranks), %s, %s\n", gpu::device_description(0).c_str(),
+              dims.to_string().c_str(), gpu::dtype_name(dtype));
   std::printf("%-30s %4s %8s %10s %10s %7s %7s %9s  %s\n", "schedule", "P", "pass", "T(1)", "T(P)", "eff", "target",
               "work imb", "verdict");
   std::printf("%-30s %4s %8s %10s %10s %7s %7s %9s\n", "", "", "", "[ms]", "[ms]", "[%]", "[%]", "[max/mean]");
@@ -261,7 +263,8 @@ int main(int argc, char** argv) {
       gpu::StreamsRun one(single, x, options);
       const double t1 = median_device_ms(one, 1, iterations).ms;
       if (!backward && s.algo == Algorithm::ring && !s.causal) {  // the model's FLOP rate: one full kernel
-        calibration.flops_per_ms = bench::attention_flops(dims.batch, dims.heads, dims.seq, dims.dim, false, false) / t1;
+        calibration.flops_per_ms =
+            bench::attention_flops(dims.batch, dims.heads, dims.seq, dims.dim, false, false) / t1;
       }
       for (int64_t P : Ps) {
         const Plan plan = build_plan(spec_of(s, P, dims, backward, dtype));
@@ -274,8 +277,9 @@ int main(int argc, char** argv) {
         if (s.target > 0) std::snprintf(target, sizeof target, "%.0f", 100 * s.target);
         std::printf("%-30s %4lld %8s %10.3f %10.3f %7.1f %7s %9.2f  %s\n", s.name, static_cast<long long>(P),
                     backward ? "fwd+bwd" : "fwd", t1, tp, 100 * efficiency, target, timing.imbalance, verdict);
-        bench::report_row("gpu ring", bench::format("%s P=%lld %s: T(P=1) / T(P)", s.name, static_cast<long long>(P),
-                                                    backward ? "fwd+bwd" : "fwd"),
+        bench::report_row("gpu ring",
+                          bench::format("%s P=%lld %s: T(P=1) / T(P)", s.name, static_cast<long long>(P),
+                                        backward ? "fwd+bwd" : "fwd"),
                           bench::format("%.1f%% (%.3f / %.3f ms)", 100 * efficiency, t1, tp),
                           s.target > 0 ? bench::format(">= %.0f%%", 100 * s.target) : "-", verdict);
       }

@@ -33,8 +33,8 @@ double sgemm_gflops(int repeat) {
 
 // Runs the NumPy baseline; returns its best time in seconds (negative when unavailable).
 double numpy_seconds(int64_t seq, std::string& blas) {
-  const std::string command = std::string("/usr/bin/python3 ") + RINGLAB_BENCH_DIR +
-                              "/numpy_attention.py --seq " + std::to_string(seq) + " --heads 8 --dim 64 2>&1";
+  const std::string command = std::string("/usr/bin/python3 ") + RINGLAB_BENCH_DIR + "/numpy_attention.py --seq " +
+                              std::to_string(seq) + " --heads 8 --dim 64 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return -1;
   char line[512];
@@ -54,9 +54,12 @@ int main(int argc, char** argv) {
   int repeat = 3;
   bool with_numpy = true;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--seq") && i + 1 < argc) seq = std::atoll(argv[++i]);
-    else if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--no-numpy")) with_numpy = false;
+    if (!std::strcmp(argv[i], "--seq") && i + 1 < argc)
+      seq = std::atoll(argv[++i]);
+    else if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc)
+      repeat = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--no-numpy"))
+      with_numpy = false;
     else {
       std::fprintf(stderr, "usage: bench_kernel [--seq S] [--repeat N] [--no-numpy]\n");
       return 2;
@@ -92,9 +95,11 @@ int main(int argc, char** argv) {
   }
   std::printf("ratios\n");
   const double share = fwd_flops / fwd_s / 1e9 / ceiling;
-  std::printf("  blockwise forward / sgemm ceiling  %6.2f   (target >= 0.50) %s\n", share, share >= 0.5 ? "met" : "MISSED");
-  bench::report_row("blockwise kernel", bench::format("forward GFLOP/s / Eigen SGEMM GFLOP/s (S=%lld, %d threads)",
-                                                      static_cast<long long>(seq), omp_get_max_threads()),
+  std::printf("  blockwise forward / sgemm ceiling  %6.2f   (target >= 0.50) %s\n", share,
+              share >= 0.5 ? "met" : "MISSED");
+  bench::report_row("blockwise kernel",
+                    bench::format("forward GFLOP/s / Eigen SGEMM GFLOP/s (S=%lld, %d threads)",
+                                  static_cast<long long>(seq), omp_get_max_threads()),
                     bench::format("%.2f (%.0f / %.0f)", share, fwd_flops / fwd_s / 1e9, ceiling), ">= 0.50",
                     bench::verdict(share >= 0.5));
   if (numpy_s > 0) {

@@ -79,15 +79,19 @@ NcclRankResult deserialize(const std::string& bytes, const RankGeometry& g, cons
     std::memcpy(data, bytes.data() + at, size);
     at += size;
   };
-  const Shape shapes[] = {{g.B, g.n_local, g.H, g.D}, {g.B, g.H, g.n_local}, {g.B, g.n_local, g.H, g.D},
-                          {g.B, g.n_local, g.HKV, g.D}, {g.B, g.n_local, g.HKV, g.D}};
+  const Shape shapes[] = {{g.B, g.n_local, g.H, g.D},
+                          {g.B, g.H, g.n_local},
+                          {g.B, g.n_local, g.H, g.D},
+                          {g.B, g.n_local, g.HKV, g.D},
+                          {g.B, g.n_local, g.HKV, g.D}};
   Tensor<float>* tensors[] = {&r.outputs.out, &r.outputs.lse, &r.outputs.dq, &r.outputs.dk, &r.outputs.dv};
   for (int i = 0; i < 5; ++i) {
     uint64_t count = 0;
     get(&count, sizeof count);
     if (count == 0) continue;
     *tensors[i] = Tensor<float>(shapes[i]);
-    if (static_cast<int64_t>(count) != tensors[i]->size()) throw CommError("gpu-nccl: a rank's output has the wrong size");
+    if (static_cast<int64_t>(count) != tensors[i]->size())
+      throw CommError("gpu-nccl: a rank's output has the wrong size");
     get(tensors[i]->data(), count * sizeof(float));
   }
   get(&r.summary, sizeof r.summary);
@@ -160,7 +164,8 @@ class NcclProcessesExecutor final : public GpuExecutor {
     for (int64_t r = 0; r < plan.ranks(); ++r) {
       const std::string& part = gathered[static_cast<size_t>(r)];
       if (part.empty() || part[0] != 'R') {
-        throw CommError("gpu-nccl rank " + std::to_string(r) + " failed: " + (part.empty() ? "no result" : part.substr(1)));
+        throw CommError("gpu-nccl rank " + std::to_string(r) +
+                        " failed: " + (part.empty() ? "no result" : part.substr(1)));
       }
       all.push_back(deserialize(part.substr(1), RankGeometry(plan, r, options_.dtype), plan.layout().positions(r)));
     }
@@ -213,7 +218,8 @@ int info(std::ostream& out) {
   (void)cudaRuntimeGetVersion(&runtime);
   (void)cudaDriverGetVersion(&driver);
   out << "CUDA runtime " << runtime / 1000 << "." << runtime % 1000 / 10 << ", driver "
-      << (driver ? std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10) : std::string("none")) << "\n";
+      << (driver ? std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10) : std::string("none"))
+      << "\n";
   out << "devices: " << devices << (devices == 0 ? " (" + why + ")" : "") << "\n";
   for (int d = 0; d < devices; ++d) out << "  " << d << ": " << device_description(d) << "\n";
 #ifdef RINGLAB_WITH_NCCL
@@ -241,10 +247,12 @@ int gpu_main(int argc, const char* const* argv, std::ostream& out, std::ostream&
   app.name("ringlab-gpu");
   app.require_subcommand(1);
   GpuRunConfig config;
-  CLI::App* run_command = app.add_subcommand("run", "run one schedule on the GPU and verify it against exact attention");
+  CLI::App* run_command =
+      app.add_subcommand("run", "run one schedule on the GPU and verify it against exact attention");
   add_gpu_run_flags(*run_command, config);
   CLI::App* info_command = app.add_subcommand("info", "devices, CUDA and NCCL versions, what gpu-nccl can run here");
-  const std::string prefix = mp && mp->size > 1 ? "ringlab-gpu (rank " + std::to_string(mp->rank) + "): " : "ringlab-gpu: ";
+  const std::string prefix =
+      mp && mp->size > 1 ? "ringlab-gpu (rank " + std::to_string(mp->rank) + "): " : "ringlab-gpu: ";
   if (const std::optional<int> status =
           cli::parse_command_line(app, argc, argv, out, err, prefix, "run 'ringlab-gpu run --help' for the flags")) {
     return *status;

@@ -23,8 +23,8 @@ namespace ringlab::gpu {
 struct MultiProcess {
   int rank = 0, size = 1;
   int local_rank = 0;  // rank among the processes of this machine: picks the device
-  std::function<void(void* data, size_t bytes)> broadcast;                       // from rank 0
-  std::function<std::vector<std::string>(const std::string& mine)> gather;       // to rank 0 (empty elsewhere)
+  std::function<void(void* data, size_t bytes)> broadcast;                  // from rank 0
+  std::function<std::vector<std::string>(const std::string& mine)> gather;  // to rank 0 (empty elsewhere)
 };
 
 // The whole command line: parses argv, runs, writes tables or JSON to `out` and one-line errors

@@ -45,7 +45,8 @@ int mpi_main(int argc, char** argv) {
     std::string all;
     if (rank == 0) {
       int total = 0;
-      for (int r = 0; r < size; ++r) displacements[static_cast<size_t>(r)] = total, total += lengths[static_cast<size_t>(r)];
+      for (int r = 0; r < size; ++r)
+        displacements[static_cast<size_t>(r)] = total, total += lengths[static_cast<size_t>(r)];
       all.resize(static_cast<size_t>(total));
     }
     MPI_Gatherv(mine.data(), length, MPI_BYTE, all.data(), lengths.data(), displacements.data(), MPI_BYTE, 0,

@@ -221,7 +221,8 @@ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, Operan
 
 void cp_async(void* smem_destination, const void* global_source, bool valid) {
   check_smem(smem_destination, 16, "cp.async");
-  if (valid && reinterpret_cast<uintptr_t>(global_source) % 16 != 0) fail("cp.async: global source not 16-byte aligned");
+  if (valid && reinterpret_cast<uintptr_t>(global_source) % 16 != 0)
+    fail("cp.async: global source not 16-byte aligned");
   g_block->running->open.push_back({smem_destination, global_source, valid});
 }
 
@@ -290,8 +291,8 @@ void launch(Dim3 grid, int threads, int smem_bytes, const std::function<void()>&
           int done = 0;
           for (const Fiber& fiber : block.fibers) done += fiber.done ? 1 : 0;
           g_block = nullptr;
-          fail("deadlock in block (" + std::to_string(bx) + ", " + std::to_string(by) + "): " +
-               std::to_string(done) + " of " + std::to_string(threads) +
+          fail("deadlock in block (" + std::to_string(bx) + ", " + std::to_string(by) + "): " + std::to_string(done) +
+               " of " + std::to_string(threads) +
                " threads exited while the others wait at a barrier or warp collective");
         }
       }

@@ -14,8 +14,9 @@ void GpuExecutor::configure(const RunConfig& config) {
     throw UsageError("--dry-run costs a plan without tensors, which is the simulator's job; use ringlab run --dry-run");
   }
   if (!config.inject.empty()) {
-    throw UsageError("--inject is the simulator's fault injection; use ringlab run --inject (the GPU executors "
-                     "run real transfers)");
+    throw UsageError(
+        "--inject is the simulator's fault injection; use ringlab run --inject (the GPU executors "
+        "run real transfers)");
   }
   // With --in the files decide the sizes: check_sizes runs again once they are read.
   if (config.in_dir.empty()) check_sizes(config.dims);

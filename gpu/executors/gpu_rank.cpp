@@ -74,7 +74,8 @@ GpuRank::GpuRank(const Plan& plan, int64_t rank, Dtype dtype, const AttentionInp
   acc_max_ = DeviceBuffer(floats(rows));
   acc_sum_ = DeviceBuffer(floats(rows));
   acc_out_ = DeviceBuffer(floats(rows * g.D));
-  init_accumulator(acc_max_.as<float>(), acc_sum_.as<float>(), acc_out_.as<float>(), rows, static_cast<int>(g.D), nullptr);
+  init_accumulator(acc_max_.as<float>(), acc_sum_.as<float>(), acc_out_.as<float>(), rows, static_cast<int>(g.D),
+                   nullptr);
   out_ = zeroed(floats(g.B * g.n * g.heads * g.D));
   lse_ = zeroed(floats(g.B * g.heads * g.n));
   if (backward_) {
@@ -261,16 +262,17 @@ std::vector<GpuRank::A2aTensor> GpuRank::a2a_tensors(Collective collective) {
   const int H = static_cast<int>(geo_.H), HKV = static_cast<int>(geo_.HKV);
   switch (collective) {
     case Collective::all_to_all_qkv:
-      return {{local_q_.get(), q_, H, es, false}, {local_k_.get(), k_, HKV, es, false}, {local_v_.get(), v_, HKV, es, false}};
-    case Collective::all_to_all_dout:
-      return {{local_dout_.get(), dout_, H, es, false}};
+      return {{local_q_.get(), q_, H, es, false},
+              {local_k_.get(), k_, HKV, es, false},
+              {local_v_.get(), v_, HKV, es, false}};
+    case Collective::all_to_all_dout: return {{local_dout_.get(), dout_, H, es, false}};
     case Collective::all_to_all_out:
       return {{local_out_ptr(), out_.get(), H, 4, false}, {local_lse_ptr(), lse_.get(), H, 4, true}};
     case Collective::all_to_all_grads:
-      return {{local_dq_ptr(), dq_.get(), H, 4, false}, {local_dk_ptr(), dk_.get(), HKV, 4, false},
+      return {{local_dq_ptr(), dq_.get(), H, 4, false},
+              {local_dk_ptr(), dk_.get(), HKV, 4, false},
               {local_dv_ptr(), dv_.get(), HKV, 4, false}};
-    default:
-      throw std::logic_error(std::string("gpu rank: ") + collective_name(collective) + " is not an all-to-all");
+    default: throw std::logic_error(std::string("gpu rank: ") + collective_name(collective) + " is not an all-to-all");
   }
 }
 
@@ -286,7 +288,8 @@ RowCopy GpuRank::a2a_copy(Collective collective, const A2aTensor& source, int64_
   c.element_bytes = source.element_bytes;
   if (a2a_to_working(collective)) {  // member `from`'s tokens, heads of `to` -> `to`'s block rows
     c.src = source.local;
-    c.src_rows = static_cast<int>(g.n_local), c.src_heads = source.heads_total, c.src_head0 = static_cast<int>(to) * per;
+    c.src_rows = static_cast<int>(g.n_local), c.src_heads = source.heads_total,
+    c.src_head0 = static_cast<int>(to) * per;
     c.dst = dest.working;
     c.dst_rows = static_cast<int>(g.n), c.dst_heads = per, c.dst_head0 = 0;
     c.dst_index = member_rows_[static_cast<size_t>(from)].as<int32_t>();
@@ -295,7 +298,8 @@ RowCopy GpuRank::a2a_copy(Collective collective, const A2aTensor& source, int64_
     c.src_rows = static_cast<int>(g.n), c.src_heads = per, c.src_head0 = 0;
     c.src_index = member_rows_[static_cast<size_t>(to)].as<int32_t>();
     c.dst = dest.local;
-    c.dst_rows = static_cast<int>(g.n_local), c.dst_heads = dest.heads_total, c.dst_head0 = static_cast<int>(from) * per;
+    c.dst_rows = static_cast<int>(g.n_local), c.dst_heads = dest.heads_total,
+    c.dst_head0 = static_cast<int>(from) * per;
   }
   return c;
 }

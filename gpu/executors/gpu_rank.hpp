@@ -37,12 +37,12 @@ namespace ringlab::gpu {
 // ---- [geometry] --------------------------------------------------------------------------------
 
 struct RankGeometry {
-  int64_t rank = 0, g = 0, u = 0;        // world rank, ring position, Ulysses index
+  int64_t rank = 0, g = 0, u = 0;  // world rank, ring position, Ulysses index
   int64_t B = 1, D = 64;
-  int64_t n = 0;                         // working rows: block tokens S / R
-  int64_t n_local = 0;                   // local rows: S / P
-  int64_t H = 1, HKV = 1;                // all heads
-  int64_t heads = 1, kv_heads = 1;       // working heads: H / U, HKV / U
+  int64_t n = 0;                    // working rows: block tokens S / R
+  int64_t n_local = 0;              // local rows: S / P
+  int64_t H = 1, HKV = 1;           // all heads
+  int64_t heads = 1, kv_heads = 1;  // working heads: H / U, HKV / U
   int64_t R = 1, U = 1;
   Dtype dtype = Dtype::bf16;
 
@@ -54,9 +54,7 @@ struct RankGeometry {
     return slot == Slot::dkv0 || slot == Slot::dkv1 || slot == Slot::dkv_local || slot == Slot::gathered_dkv;
   }
   // Bytes of one block of a slot: K/V in the dtype, dK/dV in fp32.
-  int64_t slot_block_bytes(Slot slot) const {
-    return kv_block_elements() * (is_grad_slot(slot) ? 4 : element_bytes());
-  }
+  int64_t slot_block_bytes(Slot slot) const { return kv_block_elements() * (is_grad_slot(slot) ? 4 : element_bytes()); }
 };
 
 class GpuRank {

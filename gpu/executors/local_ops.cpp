@@ -7,8 +7,7 @@
 
 namespace ringlab::gpu {
 
-std::vector<TraceEvent> Timeline::resolve(const Event& start,
-                                          const std::function<RankSummary&(int rank)>& summary_of) {
+std::vector<TraceEvent> Timeline::resolve(const Event& start, const std::function<RankSummary&(int rank)>& summary_of) {
   std::vector<TraceEvent> events;
   events.reserve(spans_.size());
   for (Span& span : spans_) {

@@ -22,8 +22,8 @@ namespace ringlab::gpu {
 // ---- [errors and support] ----------------------------------------------------------------------
 
 void throw_nccl_error(ncclResult_t result, const char* call, const char* file, int line) {
-  const std::string message = std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
-                              ncclGetErrorString(result);
+  const std::string message =
+      std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " + ncclGetErrorString(result);
   if (result == ncclInvalidUsage || result == ncclInvalidArgument) throw UsageError(message);
   throw CommError(message);
 }
@@ -221,8 +221,7 @@ class NcclRank {
                                                count, ncclFloat32, ncclSum, ring_, comm()));
           break;
         }
-        default:
-          all_to_all(body);
+        default: all_to_all(body);
       }
     });
     done->wait_on(compute());

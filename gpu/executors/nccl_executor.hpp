@@ -34,7 +34,7 @@ struct NcclRankResult {
   LocalOutputs outputs;            // this rank's layout tokens
   std::vector<int64_t> positions;  // their global positions
   RankSummary summary;
-  std::vector<TraceEvent> trace;   // with trace: times from this rank's own start event
+  std::vector<TraceEvent> trace;  // with trace: times from this rank's own start event
   double device_ms = 0;
 };
 

@@ -65,10 +65,10 @@ struct StreamsRun::Impl {
 
   // Per run.
   Timeline timeline;
-  std::vector<SendSide> sends;          // [walk message id]
+  std::vector<SendSide> sends;                               // [walk message id]
   std::map<std::pair<int64_t, int64_t>, RecvSide> receives;  // (rank, op index) of the receiving Exchange
-  std::vector<const Event*> copied;     // [walk message id]: the copy's end, once enqueued
-  std::vector<CollectiveRun> collectives;  // [walk gathering id]
+  std::vector<const Event*> copied;                          // [walk message id]: the copy's end, once enqueued
+  std::vector<CollectiveRun> collectives;                    // [walk gathering id]
   std::vector<RankSummary> summaries;
   std::vector<OpInterpreter> interpreters;  // [rank], counting into summaries
 
@@ -169,13 +169,13 @@ struct StreamsRun::Impl {
     if (visit.sent) {
       if (sends.size() <= static_cast<size_t>(visit.sent->id)) sends.resize(static_cast<size_t>(visit.sent->id) + 1);
       sends[static_cast<size_t>(visit.sent->id)] = {rank_of(r).slot_block(body.send_slot),
-                                                     rank_of(r).slot_block_bytes(body.send_slot), ready};
+                                                    rank_of(r).slot_block_bytes(body.send_slot), ready};
       counters.messages_sent += 1;
       counters.bytes_sent += rank_of(r).slot_block_bytes(body.send_slot);
     }
     if (body.recv_from >= 0) {
-      receives[{r, visit.at.index}] = {rank_of(r).slot_block(body.recv_slot), rank_of(r).slot_block_bytes(body.recv_slot),
-                                       ready};
+      receives[{r, visit.at.index}] = {rank_of(r).slot_block(body.recv_slot),
+                                       rank_of(r).slot_block_bytes(body.recv_slot), ready};
       counters.messages_received += 1;
       counters.bytes_received += rank_of(r).slot_block_bytes(body.recv_slot);
     }
@@ -204,7 +204,8 @@ struct StreamsRun::Impl {
     e.bytes = from.bytes;
     if (copied.size() <= static_cast<size_t>(message.id)) copied.resize(static_cast<size_t>(message.id) + 1, nullptr);
     copied[static_cast<size_t>(message.id)] = timeline.timed(stream, e, [&] {
-      RINGLAB_CUDA_CHECK(cudaMemcpyAsync(to.to, from.from, static_cast<size_t>(from.bytes), cudaMemcpyDeviceToDevice, stream));
+      RINGLAB_CUDA_CHECK(
+          cudaMemcpyAsync(to.to, from.from, static_cast<size_t>(from.bytes), cudaMemcpyDeviceToDevice, stream));
     });
     e.name = "send";  // the same copy, seen from the sender
     e.rank = static_cast<int>(message.from());
@@ -228,8 +229,9 @@ struct StreamsRun::Impl {
   // A rank enters a collective: its data is ready at this point of its compute stream.
   void enter(const CollectiveEntry& entry) {
     if (entry.kind_mismatch) {
-      throw CommError("rank " + std::to_string(entry.at.rank) + " enters " + collective_name(entry.collective->collective) +
-                      " while its group is in " + collective_name(entry.gathering->kind()));
+      throw CommError("rank " + std::to_string(entry.at.rank) + " enters " +
+                      collective_name(entry.collective->collective) + " while its group is in " +
+                      collective_name(entry.gathering->kind()));
     }
     const int64_t r = entry.at.rank;
     if (collectives.size() <= static_cast<size_t>(entry.gathering->id)) {
@@ -270,10 +272,9 @@ struct StreamsRun::Impl {
           case Collective::all_gather_kv:
             for (size_t fi = 0; fi < members.size(); ++fi) {
               GpuRank& from = rank_of(members[fi]);
-              RINGLAB_CUDA_CHECK(cudaMemcpyAsync(rank_of(to).slot_block(Slot::gathered_kv, static_cast<int64_t>(fi)),
-                                                 from.own_kv_block(),
-                                                 static_cast<size_t>(from.slot_block_bytes(Slot::kv0)),
-                                                 cudaMemcpyDeviceToDevice, stream));
+              RINGLAB_CUDA_CHECK(cudaMemcpyAsync(
+                  rank_of(to).slot_block(Slot::gathered_kv, static_cast<int64_t>(fi)), from.own_kv_block(),
+                  static_cast<size_t>(from.slot_block_bytes(Slot::kv0)), cudaMemcpyDeviceToDevice, stream));
             }
             break;
           case Collective::reduce_scatter_dkv: {
@@ -281,10 +282,11 @@ struct StreamsRun::Impl {
             float* into = static_cast<float*>(rank_of(to).slot_block(Slot::dkv0));
             const int64_t bytes = rank_of(to).slot_block_bytes(Slot::dkv0);
             for (size_t fi = 0; fi < members.size(); ++fi) {
-              const float* part =
-                  static_cast<const float*>(rank_of(members[fi]).slot_block(Slot::gathered_dkv, static_cast<int64_t>(ti)));
+              const float* part = static_cast<const float*>(
+                  rank_of(members[fi]).slot_block(Slot::gathered_dkv, static_cast<int64_t>(ti)));
               if (fi == 0) {
-                RINGLAB_CUDA_CHECK(cudaMemcpyAsync(into, part, static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice, stream));
+                RINGLAB_CUDA_CHECK(
+                    cudaMemcpyAsync(into, part, static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice, stream));
               } else {
                 add_into(into, part, bytes / 4, stream);
               }
@@ -296,8 +298,8 @@ struct StreamsRun::Impl {
             for (size_t fi = 0; fi < members.size(); ++fi) {
               std::vector<GpuRank::A2aTensor> source = rank_of(members[fi]).a2a_tensors(kind);
               for (size_t t = 0; t < dest.size(); ++t) {
-                const RowCopy c = rank_of(to).a2a_copy(kind, source[t], static_cast<int64_t>(fi), dest[t],
-                                                       static_cast<int64_t>(ti));
+                const RowCopy c =
+                    rank_of(to).a2a_copy(kind, source[t], static_cast<int64_t>(fi), dest[t], static_cast<int64_t>(ti));
                 if (dest[t].lse) {
                   copy_lse_rows(c, stream);
                 } else {

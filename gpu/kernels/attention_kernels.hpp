@@ -30,8 +30,8 @@ void backward_accumulate(Dtype dtype, const BackwardParams& params, cudaStream_t
 // rows accumulator rows (B*H*Sq) of width dim: m = -inf, l = 0, o = 0 (the merge's identity).
 void init_accumulator(float* max, float* sum, float* out, int64_t rows, int dim, cudaStream_t stream);
 // out (B, Sq, H, D) = o / l, lse (B, H, Sq) = m + log l; out 0 and lse -inf where no key was seen.
-void finalize_accumulator(const float* max, const float* sum, const float* acc_out, int batch, int heads,
-                          int q_seq, int dim, float* out, float* lse, cudaStream_t stream);
+void finalize_accumulator(const float* max, const float* sum, const float* acc_out, int batch, int heads, int q_seq,
+                          int dim, float* out, float* lse, cudaStream_t stream);
 // delta (B, H, Sq) = rowsum(dout o out); dout (B, Sq, H, D) in dtype, out fp32.
 void softmax_delta(Dtype dtype, const void* dout, const float* out, int batch, int q_seq, int heads, int dim,
                    float* delta, cudaStream_t stream);

@@ -31,14 +31,14 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) backward_fp32_kernel(BackwardPara
   const AttentionParams& a = p.a;
   const int D = a.dim, pitch = D + 1;
   RINGLAB_DYNAMIC_SMEM(smem_raw);
-  float* k_s = reinterpret_cast<float*>(smem_raw);  // (BK, D + 1)
-  float* v_s = k_s + BK * pitch;                    // (BK, D + 1)
-  float* q_s = v_s + BK * pitch;                    // (BQ, D + 1)
-  float* do_s = q_s + BQ * pitch;                   // (BQ, D + 1)
-  float* p_s = do_s + BQ * pitch;                   // (BQ, 33): P of the tile, queries x keys
-  float* ds_s = p_s + BQ * 33;                      // (BQ, 33): dS
-  float* lse_s = ds_s + BQ * 33;                    // BQ, +inf where no key is seen
-  float* delta_s = lse_s + BQ;                      // BQ
+  float* k_s = reinterpret_cast<float*>(smem_raw);             // (BK, D + 1)
+  float* v_s = k_s + BK * pitch;                               // (BK, D + 1)
+  float* q_s = v_s + BK * pitch;                               // (BQ, D + 1)
+  float* do_s = q_s + BQ * pitch;                              // (BQ, D + 1)
+  float* p_s = do_s + BQ * pitch;                              // (BQ, 33): P of the tile, queries x keys
+  float* ds_s = p_s + BQ * 33;                                 // (BQ, 33): dS
+  float* lse_s = ds_s + BQ * 33;                               // BQ, +inf where no key is seen
+  float* delta_s = lse_s + BQ;                                 // BQ
   int32_t* qpos_s = reinterpret_cast<int32_t*>(delta_s + BQ);  // BQ
 
   const int lane = threadIdx.x % 32, row = threadIdx.x / 4, r = threadIdx.x % 4;

@@ -35,18 +35,18 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) backward_mma_kernel(BackwardParam
   using namespace dev;
   using Tiles = BackwardMmaTiles<D>;
   constexpr int BQ = Tiles::kBlockQ, BK = Tiles::kBlockK, DS = Tiles::kDsStride;
-  constexpr int kQueryTiles = BQ / 8;  // n-tiles of S^T per warp
-  constexpr int kOutTiles = D / 8;     // n-tiles of dK, dV per warp
-  constexpr int kQGroups = BQ / 16;    // dQ: warps split the (BQ x D) tile into 16-row groups...
+  constexpr int kQueryTiles = BQ / 8;               // n-tiles of S^T per warp
+  constexpr int kOutTiles = D / 8;                  // n-tiles of dK, dV per warp
+  constexpr int kQGroups = BQ / 16;                 // dQ: warps split the (BQ x D) tile into 16-row groups...
   constexpr int kDimsPerWarp = D / (4 / kQGroups);  // ...and D-slices: 16 x 64 per warp
   RINGLAB_DYNAMIC_SMEM(smem_raw);
-  T* k_smem = reinterpret_cast<T*>(smem_raw);  // (BK, D) swizzled
-  T* v_smem = k_smem + BK * D;                 // (BK, D) swizzled
-  T* q_smem = v_smem + BK * D;                 // [stage] (BQ, D) swizzled
-  T* do_smem = q_smem + 2 * BQ * D;            // [stage] (BQ, D) swizzled
-  T* ds_smem = do_smem + 2 * BQ * D;           // (BK, DS): dS^T, keys x queries
-  float* lse_smem = reinterpret_cast<float*>(ds_smem + BK * DS);  // [stage] BQ: lse, +inf = no keys
-  float* delta_smem = lse_smem + 2 * BQ;                           // [stage] BQ
+  T* k_smem = reinterpret_cast<T*>(smem_raw);                            // (BK, D) swizzled
+  T* v_smem = k_smem + BK * D;                                           // (BK, D) swizzled
+  T* q_smem = v_smem + BK * D;                                           // [stage] (BQ, D) swizzled
+  T* do_smem = q_smem + 2 * BQ * D;                                      // [stage] (BQ, D) swizzled
+  T* ds_smem = do_smem + 2 * BQ * D;                                     // (BK, DS): dS^T, keys x queries
+  float* lse_smem = reinterpret_cast<float*>(ds_smem + BK * DS);         // [stage] BQ: lse, +inf = no keys
+  float* delta_smem = lse_smem + 2 * BQ;                                 // [stage] BQ
   int32_t* qpos_smem = reinterpret_cast<int32_t*>(delta_smem + 2 * BQ);  // [stage] BQ
 
   const AttentionParams& a = p.a;
@@ -102,9 +102,8 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) backward_mma_kernel(BackwardParam
 
   float dk[kOutTiles][4], dv[kOutTiles][4];
   RINGLAB_UNROLL
-  for (int nt = 0; nt < kOutTiles; ++nt)
-    RINGLAB_UNROLL
-    for (int e = 0; e < 4; ++e) dk[nt][e] = dv[nt][e] = 0.f;
+  for (int nt = 0; nt < kOutTiles; ++nt) RINGLAB_UNROLL
+  for (int e = 0; e < 4; ++e) dk[nt][e] = dv[nt][e] = 0.f;
 
   int stage = 0;
   while (tile < n_tiles) {
@@ -124,9 +123,8 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) backward_mma_kernel(BackwardParam
     // S^T = K Q^T and dP^T = V dO^T: 16 keys x BQ queries per warp.
     float s[kQueryTiles][4], dp[kQueryTiles][4];
     RINGLAB_UNROLL
-    for (int nt = 0; nt < kQueryTiles; ++nt)
-      RINGLAB_UNROLL
-      for (int e = 0; e < 4; ++e) s[nt][e] = dp[nt][e] = 0.f;
+    for (int nt = 0; nt < kQueryTiles; ++nt) RINGLAB_UNROLL
+    for (int e = 0; e < 4; ++e) s[nt][e] = dp[nt][e] = 0.f;
     RINGLAB_UNROLL
     for (int kc = 0; kc < D / 16; ++kc) {
       uint32_t ka[4], va[4];
@@ -200,8 +198,8 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) backward_mma_kernel(BackwardParam
         RINGLAB_UNROLL
         for (int dpair = 0; dpair < kDimsPerWarp / 16; ++dpair) {
           uint32_t kb[4];
-          ldmatrix_x4_trans(kb, k_smem + swizzle<D>(kc * 16 + lane % 8 + ((lane / 8) % 2) * 8,
-                                                    d0 + dpair * 16 + (lane / 16) * 8));
+          ldmatrix_x4_trans(
+              kb, k_smem + swizzle<D>(kc * 16 + lane % 8 + ((lane / 8) % 2) * 8, d0 + dpair * 16 + (lane / 16) * 8));
           mma_16816<T>(dq[2 * dpair], dsq, kb[0], kb[1]);
           mma_16816<T>(dq[2 * dpair + 1], dsq, kb[2], kb[3]);
         }

@@ -41,8 +41,8 @@ void softmax_delta(Dtype dtype, const void* dout, const float* out, int batch, i
   const unsigned blocks = blocks_for(rows * 32);
   switch (dtype) {
     case Dtype::bf16:
-      delta_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(dout), out, batch, q_seq,
-                                                    heads, dim, delta);
+      delta_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(dout), out, batch, q_seq, heads,
+                                                    dim, delta);
       break;
     case Dtype::fp16:
       delta_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const __half*>(dout), out, batch, q_seq, heads, dim,

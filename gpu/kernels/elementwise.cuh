@@ -94,7 +94,8 @@ RINGLAB_KERNEL void copy_lse_rows_kernel(RowCopy c) {
     const int h = static_cast<int>(e / c.count % c.head_count);
     const int64_t b = e / c.count / c.head_count;
     const int64_t si = c.src_index ? c.src_index[i] : i, di = c.dst_index ? c.dst_index[i] : i;
-    dst[(b * c.dst_heads + c.dst_head0 + h) * c.dst_rows + di] = src[(b * c.src_heads + c.src_head0 + h) * c.src_rows + si];
+    dst[(b * c.dst_heads + c.dst_head0 + h) * c.dst_rows + di] =
+        src[(b * c.src_heads + c.src_head0 + h) * c.src_rows + si];
   }
 }
 

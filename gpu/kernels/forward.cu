@@ -12,8 +12,9 @@ std::string kernel_support(Dtype dtype, int64_t dim) {
     return "the fp32 kernels support D from 1 to 128, got D=" + std::to_string(dim) + "; pick --dim <= 128";
   }
   if (dim == 64 || dim == 128) return "";
-  return std::string("the ") + dtype_name(dtype) + " tensor-core kernels support D = 64 or 128, got D=" +
-         std::to_string(dim) + "; use --dim 64 or 128, or --dtype fp32 (any D <= 128)";
+  return std::string("the ") + dtype_name(dtype) +
+         " tensor-core kernels support D = 64 or 128, got D=" + std::to_string(dim) +
+         "; use --dim 64 or 128, or --dtype fp32 (any D <= 128)";
 }
 
 void forward_accumulate(Dtype dtype, const ForwardParams& p, cudaStream_t stream) {

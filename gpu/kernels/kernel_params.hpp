@@ -22,11 +22,11 @@ struct AttentionParams {
   const int32_t* q_pos = nullptr;
   const int32_t* k_pos = nullptr;
   int batch = 1, q_seq = 0, kv_seq = 0, heads = 1, kv_heads = 1, dim = 64;
-  int q_begin = 0, q_end = 0;    // local query rows, half-open
-  int kv_begin = 0, kv_end = 0;  // key rows, half-open
-  bool causal = false;           // key visible iff k_pos[j] <= q_pos[i]
-  bool skip_masked_tiles = true; // false: fully masked tiles are computed (same result)
-  float scale = 0.125f;          // 1/sqrt(D)
+  int q_begin = 0, q_end = 0;     // local query rows, half-open
+  int kv_begin = 0, kv_end = 0;   // key rows, half-open
+  bool causal = false;            // key visible iff k_pos[j] <= q_pos[i]
+  bool skip_masked_tiles = true;  // false: fully masked tiles are computed (same result)
+  float scale = 0.125f;           // 1/sqrt(D)
 };
 
 // Forward of one block merged into the running online-softmax accumulator (in place).

@@ -26,7 +26,8 @@ void launch_attention(void (*kernel)(Params), int tiles, int threads, int smem, 
   const long long batch_heads = static_cast<long long>(p.a.batch) * p.a.heads;
   if (batch_heads > kMaxGridY) {
     throw UsageError("B x H = " + std::to_string(batch_heads) + " (batch x heads per rank) exceeds the " +
-                     std::to_string(kMaxGridY) + " blocks a CUDA grid allows in y; use a smaller --batch or fewer --heads");
+                     std::to_string(kMaxGridY) +
+                     " blocks a CUDA grid allows in y; use a smaller --batch or fewer --heads");
   }
   RINGLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(batch_heads));
@@ -49,10 +50,8 @@ void launch_by_dtype(Dtype dtype, const Params& p, Mma&& mma, Fp32&& fp32) {
   switch (dtype) {
     case Dtype::bf16:
       return p.a.dim == 64 ? mma(DtypeTag<__nv_bfloat16>{}, D64{}) : mma(DtypeTag<__nv_bfloat16>{}, D128{});
-    case Dtype::fp16:
-      return p.a.dim == 64 ? mma(DtypeTag<__half>{}, D64{}) : mma(DtypeTag<__half>{}, D128{});
-    case Dtype::fp32:
-      return fp32();
+    case Dtype::fp16: return p.a.dim == 64 ? mma(DtypeTag<__half>{}, D64{}) : mma(DtypeTag<__half>{}, D128{});
+    case Dtype::fp32: return fp32();
   }
 }
 

@@ -60,13 +60,13 @@ template <class T>
 RINGLAB_DEVICE void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
 
 // The two specialisations differ only in the PTX type of A and B.
-#define RINGLAB_MMA_16816(T, PTX_TYPE)                                                                      \
-  template <>                                                                                              \
-  RINGLAB_DEVICE void mma_16816<T>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {      \
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." PTX_TYPE "." PTX_TYPE                            \
-                 ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"                   \
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                          \
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));                          \
+#define RINGLAB_MMA_16816(T, PTX_TYPE)                                                              \
+  template <>                                                                                       \
+  RINGLAB_DEVICE void mma_16816<T>(float(&d)[4], const uint32_t(&a)[4], uint32_t b0, uint32_t b1) { \
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." PTX_TYPE "." PTX_TYPE                     \
+                 ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"           \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                   \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));                   \
   }
 RINGLAB_MMA_16816(__nv_bfloat16, "bf16")
 RINGLAB_MMA_16816(__half, "f16")
@@ -75,8 +75,8 @@ RINGLAB_MMA_16816(__half, "f16")
 // 16 bytes global -> shared; when !valid nothing is read and the 16 bytes are zero-filled.
 RINGLAB_DEVICE void cp_async_16(void* smem_destination, const void* global_source, bool valid) {
   const int source_bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem_destination)),
-               "l"(global_source), "r"(source_bytes)
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem_destination)), "l"(global_source),
+               "r"(source_bytes)
                : "memory");
 }
 
@@ -187,7 +187,7 @@ enum TileKind : int { kTileSkip = 0, kTileFull = 1, kTilePartial = 2 };
 RINGLAB_DEVICE int classify_tile(bool causal, bool skip_masked, int q_lo, int q_hi, int k_lo, int k_hi) {
   if (!causal) return kTileFull;
   if (k_lo > q_hi) return skip_masked ? kTileSkip : kTilePartial;  // every key in every query's future
-  if (k_hi <= q_lo) return kTileFull;                               // every key in every query's past
+  if (k_hi <= q_lo) return kTileFull;                              // every key in every query's past
   return kTilePartial;
 }
 

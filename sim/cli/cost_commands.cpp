@@ -13,8 +13,8 @@
 #include "reference/error.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cost/compare.hpp"
-#include "sim/run/output_files.hpp"
 #include "sim/run/config.hpp"
+#include "sim/run/output_files.hpp"
 #include "viz/figures/book_figures.hpp"
 
 namespace ringlab::cli {
@@ -59,15 +59,16 @@ int compare_command(CompareFlags& flags, const CLI::App& command) {
     const PlanSpec asked = plan_spec(config);
     std::erase_if(cases, [&](const CompareCase& c) {
       const bool algo_out = command.count("--algo") > 0 && c.spec.algo != asked.algo;
-      const bool layout_out = command.count("--layout") > 0 && c.spec.algo != Algorithm::ulysses &&
-                              c.spec.layout != asked.layout;
+      const bool layout_out =
+          command.count("--layout") > 0 && c.spec.algo != Algorithm::ulysses && c.spec.layout != asked.layout;
       return algo_out || layout_out;
     });
   }
   const std::vector<CompareRow> rows = run_compare(cases, hardware);
   if (flags.json) {
     nlohmann::json document = compare_json(rows, hardware);
-    if (has_scenario) document["scenario"] = {{"name", scenario.name}, {"title", scenario.title}, {"source", scenario.source}};
+    if (has_scenario)
+      document["scenario"] = {{"name", scenario.name}, {"title", scenario.title}, {"source", scenario.source}};
     std::cout << document.dump() << "\n";
     return kExitVerified;
   }
@@ -86,8 +87,8 @@ int compare_command(CompareFlags& flags, const CLI::App& command) {
   std::cout << "\nof ideal: (the same attention on one device) / P / time, as ANCHORS.md's ring-flash-attention "
                "table; imbalance: max/mean compute time per rank\n";
   for (const std::string& note : scenario.notes) std::cout << "note: " << note << "\n";
-  std::cout << "hardware: " << hardware.name << " - " << hardware.description
-            << " (ringlab run --dry-run --hw " << hardware.name << " prints the model and its sources)\n";
+  std::cout << "hardware: " << hardware.name << " - " << hardware.description << " (ringlab run --dry-run --hw "
+            << hardware.name << " prints the model and its sources)\n";
   return kExitVerified;
 }
 
@@ -147,7 +148,8 @@ void add_cost_commands(CLI::App& app, Registry& registry) {
   {
     auto flags = std::make_shared<CompareFlags>();
     CLI::App* command = app.add_subcommand(
-        "compare", "cost one configuration across algorithms and layouts (dry runs); --algo / --layout restrict the rows");
+        "compare",
+        "cost one configuration across algorithms and layouts (dry runs); --algo / --layout restrict the rows");
     add_schedule_flags(*command, flags->config);
     command->add_option("--hw", flags->config.hw, "hardware preset (h100-nvlink, h100-ib, h100-pcie, cpu) or JSON file")
         ->capture_default_str();
@@ -160,10 +162,12 @@ void add_cost_commands(CLI::App& app, Registry& registry) {
   }
   {
     auto flags = std::make_shared<FigureFlags>();
-    CLI::App* command = app.add_subcommand("figure", "draw a schedule for the book: grid-step, grid-rank, load, timeline (SVG, PNG)");
+    CLI::App* command =
+        app.add_subcommand("figure", "draw a schedule for the book: grid-step, grid-rank, load, timeline (SVG, PNG)");
     command->add_option("kind", flags->kind, "grid-step | grid-rank | load | timeline")->required();
     add_schedule_flags(*command, flags->config);
-    command->add_option("--hw", flags->config.hw, "hardware preset or JSON file (load, timeline)")->capture_default_str();
+    command->add_option("--hw", flags->config.hw, "hardware preset or JSON file (load, timeline)")
+        ->capture_default_str();
     command->add_option("--pass", flags->pass, "grids: forward | backward")->capture_default_str();
     command->add_option("--out", flags->out, "the SVG file to write")->required();
     command->add_option("--png", flags->png, "also write a PNG (needs stb_image_write)");

@@ -7,8 +7,8 @@
 #include <exception>
 #include <iostream>
 
-#include "reference/error.hpp"
 #include "exercises/cli/commands.hpp"
+#include "reference/error.hpp"
 #include "sim/cli/commands.hpp"
 
 int main(int argc, char** argv) {
@@ -20,8 +20,8 @@ int main(int argc, char** argv) {
   ringlab::cli::add_sim_commands(app, registry);
   ringlab::cli::add_exercise_commands(app, registry);
   if (const std::optional<int> status = ringlab::cli::parse_command_line(
-          app, argc, argv, std::cout, std::cerr, "ringlab: ",
-          "run 'ringlab --help' or 'ringlab <command> --help' for the flags")) {
+          app, argc, argv, std::cout, std::cerr,
+          "ringlab: ", "run 'ringlab --help' or 'ringlab <command> --help' for the flags")) {
     return *status;
   }
   try {

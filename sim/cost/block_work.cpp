@@ -6,18 +6,11 @@
 namespace ringlab {
 
 BlockClassifier::BlockClassifier(const Plan& plan, int64_t q_tile, int64_t kv_tile)
-    : kind_(plan.spec().layout),
-      R_(plan.ring()),
-      ulysses_(plan.ulysses()),
-      block_(plan.layout().block()),
-      rounds_(plan.layout().rounds()),
-      n_(plan.block_tokens()),
+    : kind_(plan.spec().layout), R_(plan.ring()), ulysses_(plan.ulysses()), block_(plan.layout().block()),
+      rounds_(plan.layout().rounds()), n_(plan.block_tokens()),
       ring_layout_(plan.spec().layout, plan.spec().dims.seq, plan.ring(), plan.ulysses() * plan.layout().block()),
-      q_tile_(std::max<int64_t>(1, q_tile)),
-      kv_tile_(std::max<int64_t>(1, kv_tile)),
-      causal_(plan.spec().causal),
-      skip_(plan.spec().skip),
-      erratum_(plan.spec().erratum == Erratum::kv_offset_mask) {}
+      q_tile_(std::max<int64_t>(1, q_tile)), kv_tile_(std::max<int64_t>(1, kv_tile)), causal_(plan.spec().causal),
+      skip_(plan.spec().skip), erratum_(plan.spec().erratum == Erratum::kv_offset_mask) {}
 
 int64_t BlockClassifier::unit(int64_t g, int64_t i) const {
   const int64_t f = i / ulysses_;  // unit of the R-position layout, each U of the plan's units

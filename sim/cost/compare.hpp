@@ -23,7 +23,7 @@ struct CompareCase {
 
 struct CompareRow {
   CompareCase what;
-  bool ok = false;         // false: the configuration does not fit this case (note says why)
+  bool ok = false;  // false: the configuration does not fit this case (note says why)
   std::string note;
   int64_t ulysses = 1, ring = 1;
   DrySummary summary;
@@ -32,10 +32,10 @@ struct CompareRow {
 };
 
 struct Scenario {
-  std::string name;         // --scenario NAME
-  std::string title;        // one line
-  std::string source;       // where it comes from
-  std::string hardware;     // preset it is costed on
+  std::string name;      // --scenario NAME
+  std::string title;     // one line
+  std::string source;    // where it comes from
+  std::string hardware;  // preset it is costed on
   std::vector<CompareCase> cases;
   std::vector<std::string> notes;  // what the table shows, printed under it
 };

@@ -124,7 +124,8 @@ struct KernelShape {
 // the best call: the simulator's steps pay for every interruption too).
 class KernelTeam {
  public:
-  KernelTeam(int workers, const KernelShape& shape) : shape_(shape), rates_(static_cast<size_t>(workers)), sync_(workers) {
+  KernelTeam(int workers, const KernelShape& shape)
+      : shape_(shape), rates_(static_cast<size_t>(workers)), sync_(workers) {
     for (size_t worker = 0; worker < rates_.size(); ++worker) threads_.emplace_back([this, worker] { work(worker); });
   }
   KernelTeam(const KernelTeam&) = delete;
@@ -225,7 +226,7 @@ void measure_kernels(CpuCalibration& c) {
     scalings.push_back({t, std::make_unique<KernelTeam>(c.cores / t, shape), {}, {}});
   }
   constexpr int kRounds = 3;
-  constexpr int kOpenMpSettle = 20;  // ms; libgomp spins for well under that by default
+  constexpr int kOpenMpSettle = 20;                 // ms; libgomp spins for well under that by default
   std::vector<double> full_forward, full_backward;  // per round
   for (int round = 0; round < kRounds; ++round) {
     const KernelRates one = single.pass();
@@ -241,7 +242,8 @@ void measure_kernels(CpuCalibration& c) {
   }
   c.forward_full_flops = median_of(full_forward);
   c.backward_full_flops = median_of(full_backward);
-  for (const Scaling& s : scalings) c.thread_scaling.push_back({s.threads, median_of(s.forward), median_of(s.backward)});
+  for (const Scaling& s : scalings)
+    c.thread_scaling.push_back({s.threads, median_of(s.forward), median_of(s.backward)});
   KernelShape diagonal_tiles = full_tiles;
   diagonal_tiles.n = kCpuKeyTile, diagonal_tiles.heads = 8, diagonal_tiles.masked = true;
   diagonal_tiles.forward_calls = 20, diagonal_tiles.backward_calls = 8;  // ~16x smaller calls

@@ -34,20 +34,20 @@
 namespace ringlab {
 
 struct CpuCalibration {
-  int cores = 1;                       // std::thread::hardware_concurrency()
-  int64_t head_dim = 64;               // D the kernel was measured at
-  double forward_full_flops = 0;       // FLOP/s per core on unmasked tiles (4 D per pair)
-  double forward_masked_flops = 0;     //                  on tiles cut by the causal mask
-  double backward_full_flops = 0;      // (10 D per pair)
+  int cores = 1;                    // std::thread::hardware_concurrency()
+  int64_t head_dim = 64;            // D the kernel was measured at
+  double forward_full_flops = 0;    // FLOP/s per core on unmasked tiles (4 D per pair)
+  double forward_masked_flops = 0;  //                  on tiles cut by the causal mask
+  double backward_full_flops = 0;   // (10 D per pair)
   double backward_masked_flops = 0;
   std::vector<ThreadScaling> thread_scaling;  // calls on t = cores, cores/2, ... >= 2 threads
-  double kernel_call_s = 0;            // overhead of one kernel call
-  double copy_bandwidth_Bps = 0;       // a send's copy into a pooled queue payload
-  double verify_bandwidth_Bps = 0;     // the receiver's checksum pass
-  double message_latency_s = 0;        // one small message, send to receive, through the queues
-  double memory_bandwidth_Bps = 0;     // bytes moved (read + written) per second, elementwise add
-  double first_touch_Bps = 0;          // bytes per second written to pages never touched (page faults)
-  double seconds_spent = 0;            // how long measuring took
+  double kernel_call_s = 0;                   // overhead of one kernel call
+  double copy_bandwidth_Bps = 0;              // a send's copy into a pooled queue payload
+  double verify_bandwidth_Bps = 0;            // the receiver's checksum pass
+  double message_latency_s = 0;               // one small message, send to receive, through the queues
+  double memory_bandwidth_Bps = 0;            // bytes moved (read + written) per second, elementwise add
+  double first_touch_Bps = 0;                 // bytes per second written to pages never touched (page faults)
+  double seconds_spent = 0;                   // how long measuring took
 };
 
 // Measures now (never cached).

@@ -34,7 +34,8 @@ struct PendingExchange {
   bool sends = true, receives = true;
   std::vector<double> send_done, send_ready, recv_done, recv_ready, recv_extra, recv_duration;
   void size(int64_t ranks) {
-    for (auto* v : {&send_done, &send_ready, &recv_done, &recv_ready, &recv_extra, &recv_duration}) v->assign(ranks, 0.0);
+    for (auto* v : {&send_done, &send_ready, &recv_done, &recv_ready, &recv_extra, &recv_duration})
+      v->assign(ranks, 0.0);
   }
 };
 
@@ -44,8 +45,8 @@ class DryRun {
       : plan_(plan), hw_(hw), options_(options), P_(plan.ranks()), R_(plan.ring()), U_(plan.ulysses()),
         classifier_(plan, hw.device.q_tile, hw.device.kv_tile) {
     const size_t P = static_cast<size_t>(P_);
-    for (auto* v : {&clock_, &compute_, &other_, &exposed_, &idle_, &comm_, &hidden_, &flops_, &send_free_,
-                    &recv_free_, &step_compute_})
+    for (auto* v : {&clock_, &compute_, &other_, &exposed_, &idle_, &comm_, &hidden_, &flops_, &send_free_, &recv_free_,
+                    &step_compute_})
       v->assign(P, 0.0);
     for (auto* v : {&pairs_, &computed_, &skipped_, &masked_}) v->assign(P, 0);
     node_.resize(P);
@@ -137,7 +138,8 @@ class DryRun {
     for (int64_t r = 0; r < P_; ++r) {
       double target = kNever, ready = kNever;
       if (pending.sends) target = pending.send_done[r], ready = pending.send_ready[r];
-      if (pending.receives && pending.recv_done[r] > target) target = pending.recv_done[r], ready = pending.recv_ready[r];
+      if (pending.receives && pending.recv_done[r] > target)
+        target = pending.recv_done[r], ready = pending.recv_ready[r];
       const double now = clock_[r];
       if (pending.receives && !host_copy_) {
         // Of the incoming transfer's own duration, what did not stall this rank was hidden.
@@ -151,7 +153,8 @@ class DryRun {
         exposed_[r] += stall - late_peer;
         clock_[r] = target;
         if (tracing_) {  // the part spent waiting for the peer to post, then the exposed transfer
-          if (late_peer > 0) trace_.push_back(event_at(r, TraceLane::comm, "wait (peer late)", now, now + late_peer, step));
+          if (late_peer > 0)
+            trace_.push_back(event_at(r, TraceLane::comm, "wait (peer late)", now, now + late_peer, step));
           if (stall > late_peer) trace_.push_back(event_at(r, TraceLane::comm, "wait", now + late_peer, target, step));
         }
       }
@@ -190,8 +193,8 @@ class DryRun {
       c.flops = double(work.pairs) * per_pair;
       c.pairs = work.pairs;
       c.skipped = work.kernels == 0;
-      c.masked = work.shape == BlockShape::diagonal || work.shape == BlockShape::masked ||
-                 work.shape == BlockShape::erratum;
+      c.masked =
+          work.shape == BlockShape::diagonal || work.shape == BlockShape::masked || work.shape == BlockShape::erratum;
       c.shape = work.shape;
       return c;
     };
@@ -221,8 +224,8 @@ class DryRun {
         pairs_[r] += cost->pairs;
         flops_[r] += cost->flops;
         if (tracing_) {
-          TraceEvent event = event_at(r, TraceLane::compute, compute_trace_name(t.pass), clock_[r],
-                                      clock_[r] + cost->seconds, step);
+          TraceEvent event =
+              event_at(r, TraceLane::compute, compute_trace_name(t.pass), clock_[r], clock_[r] + cost->seconds, step);
           event.flops = cost->flops;
           event.q_block = static_cast<int>(g);
           event.kv_block = static_cast<int>(kv);
@@ -269,12 +272,13 @@ class DryRun {
     const bool ulysses_family = is_ulysses_collective(t.collective);
     const char* name = collective_trace_name(t.collective);
     const int64_t count = ulysses_family ? U_ : R_;
-    if (count <= 1) return;  // a group of one: nothing moves
+    if (count <= 1) return;                                                  // a group of one: nothing moves
     bytes_sent_ += bytes, bytes_received_ += bytes, messages_ += count - 1;  // every rank, the same
     const int64_t groups = ulysses_family ? R_ : U_;
     const double chunk = double(bytes) / double(count - 1);
     // Reduce-scatter also adds what it receives: read two, write one, at memory bandwidth.
-    const double reduce = t.collective == Collective::reduce_scatter_dkv ? hw_.device.memory_seconds(3.0 * double(bytes), P_) : 0;
+    const double reduce =
+        t.collective == Collective::reduce_scatter_dkv ? hw_.device.memory_seconds(3.0 * double(bytes), P_) : 0;
     for (int64_t group = 0; group < groups; ++group) {
       auto member = [&](int64_t i) { return ulysses_family ? group * U_ + i : i * U_ + group; };
       double start = 0, duration = 0;
@@ -329,7 +333,8 @@ class DryRun {
            double(payload_bytes(plan_, Payload::dkv));
   }
 
-  TraceEvent event_at(int64_t rank, TraceLane lane, const char* name, double start_s, double end_s, int64_t step) const {
+  TraceEvent event_at(int64_t rank, TraceLane lane, const char* name, double start_s, double end_s,
+                      int64_t step) const {
     TraceEvent event;
     event.name = name;
     event.rank = static_cast<int>(rank);
@@ -540,8 +545,7 @@ RankSummary rank_summary(const DryRank& rank) {
   return s;
 }
 
-DryExecutor::DryExecutor(Hardware hardware, DryOptions options)
-    : hardware_(std::move(hardware)), options_(options) {}
+DryExecutor::DryExecutor(Hardware hardware, DryOptions options) : hardware_(std::move(hardware)), options_(options) {}
 
 void DryExecutor::configure(const RunConfig& config) {
   if (!config.inject.empty()) {

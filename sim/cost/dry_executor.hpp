@@ -52,17 +52,17 @@ struct DryOptions {
 
 // One rank's simulated run.
 struct DryRank {
-  double compute_s = 0;        // attention kernels
-  double other_s = 0;          // elementwise work and local copies
-  double exposed_comm_s = 0;   // stalled on communication (and host copies)
-  double idle_s = 0;           // stalled on a late peer
-  double comm_s = 0;           // transfer time of the rank's incoming data, hidden or not
-  double hidden_comm_s = 0;    // the part of it that ran while the rank had other work (overlap)
-  double finish_s = 0;         // its last op's end: compute + other + exposed + idle
+  double compute_s = 0;       // attention kernels
+  double other_s = 0;         // elementwise work and local copies
+  double exposed_comm_s = 0;  // stalled on communication (and host copies)
+  double idle_s = 0;          // stalled on a late peer
+  double comm_s = 0;          // transfer time of the rank's incoming data, hidden or not
+  double hidden_comm_s = 0;   // the part of it that ran while the rank had other work (overlap)
+  double finish_s = 0;        // its last op's end: compute + other + exposed + idle
   int64_t bytes_sent = 0, bytes_received = 0, messages_sent = 0;
   int64_t blocks_computed = 0, blocks_skipped = 0, blocks_masked = 0;  // as RankSummary counts them
-  int64_t pairs = 0;           // visible pairs per (batch, head)
-  double flops = 0;            // of the visible pairs
+  int64_t pairs = 0;                                                   // visible pairs per (batch, head)
+  double flops = 0;                                                    // of the visible pairs
 };
 
 // One step of a phase that computes, over all ranks.
@@ -70,7 +70,7 @@ struct DryStep {
   int phase = 0;
   int64_t step = 0;
   double compute_min_s = 0, compute_mean_s = 0, compute_max_s = 0;  // attention kernel time per rank
-  double end_s = 0;  // the last rank's clock after the step
+  double end_s = 0;                                                 // the last rank's clock after the step
 };
 
 struct DryPhase {
@@ -81,12 +81,12 @@ struct DryPhase {
 };
 
 struct DryResult {
-  std::vector<DryRank> ranks;      // [P]
-  std::vector<DryStep> steps;      // (phase, step) of every phase with a compute
+  std::vector<DryRank> ranks;  // [P]
+  std::vector<DryStep> steps;  // (phase, step) of every phase with a compute
   std::vector<DryPhase> phases;
-  double makespan_s = 0;           // the latest finish
-  MemoryReport memory;             // per rank, by phase
-  std::vector<TraceEvent> trace;   // with DryOptions::trace: the simulated timeline
+  double makespan_s = 0;          // the latest finish
+  MemoryReport memory;            // per rank, by phase
+  std::vector<TraceEvent> trace;  // with DryOptions::trace: the simulated timeline
 };
 
 // Runs the cost model over a plan. Throws UsageError when a trace would be too large, and
@@ -96,16 +96,16 @@ DryResult run_dry_plan(const Plan& plan, const Hardware& hardware, const DryOpti
 
 // Summaries over ranks.
 struct DrySummary {
-  double time_s = 0;               // makespan
+  double time_s = 0;  // makespan
   double compute_max_s = 0, compute_mean_s = 0;
   double exposed_max_s = 0, exposed_mean_s = 0;
   double idle_max_s = 0;
-  double comm_mean_s = 0;          // transfer time per rank, hidden or not
-  double hidden_fraction = 1;      // hidden / comm transfer time, over all ranks (1 when nothing is sent)
+  double comm_mean_s = 0;      // transfer time per rank, hidden or not
+  double hidden_fraction = 1;  // hidden / comm transfer time, over all ranks (1 when nothing is sent)
   int64_t bytes_sent_max = 0;
   double flops_total = 0;
-  double flops_imbalance = 1;      // max / mean FLOPs per rank
-  double compute_imbalance = 1;    // max / mean compute time per rank
+  double flops_imbalance = 1;    // max / mean FLOPs per rank
+  double compute_imbalance = 1;  // max / mean compute time per rank
 };
 DrySummary summarize(const DryResult& result);
 
@@ -124,9 +124,9 @@ class DryExecutor final : public Executor {
   DryExecutor() = default;  // the machine comes from --hw when the pipeline configures it
   explicit DryExecutor(Hardware hardware, DryOptions options = {});
 
-  void configure(const RunConfig& config) override;  // --hw (a preset or a JSON file); refuses --inject
-  PipelineNeeds needs() const override;               // the machine's element size; computes no outputs
-  std::string label(const Plan& plan) const override; // "dry executor, 4 ranks on h100-nvlink (cost model)"
+  void configure(const RunConfig& config) override;    // --hw (a preset or a JSON file); refuses --inject
+  PipelineNeeds needs() const override;                // the machine's element size; computes no outputs
+  std::string label(const Plan& plan) const override;  // "dry executor, 4 ranks on h100-nvlink (cost model)"
   ExecutionResult execute(const Plan& plan, const AttentionInputs<float>& inputs,
                           const ExecuteOptions& options) override;
   bool print_own_report(std::ostream& out, const Plan& plan, const ExecutionResult& result, bool json) const override;

@@ -23,8 +23,8 @@ struct RankRow {
 };
 
 RankRow row_of(const DryRank& r, double peak_mb) {
-  return {r.compute_s * 1e3, r.other_s * 1e3, r.exposed_comm_s * 1e3, r.idle_s * 1e3, r.finish_s * 1e3,
-          r.flops / 1e9,     double(r.bytes_sent) / kMB, peak_mb};
+  return {r.compute_s * 1e3, r.other_s * 1e3, r.exposed_comm_s * 1e3,     r.idle_s * 1e3,
+          r.finish_s * 1e3,  r.flops / 1e9,   double(r.bytes_sent) / kMB, peak_mb};
 }
 
 std::string row_text(const std::string& label, const RankRow& v) {
@@ -39,17 +39,21 @@ std::string row_text(const std::string& label, const RankRow& v) {
 void print_dry_rank_table(std::ostream& os, const DryResult& result, const DryReportOptions& options) {
   os << format("%8s %10s %9s %10s %9s %10s %11s %10s %9s\n", "rank", "compute", "other", "exposed", "idle", "total",
                "work", "sent", "peak mem");
-  os << format("%8s %10s %9s %10s %9s %10s %11s %10s %9s\n", "", "ms", "ms", "comm ms", "ms", "ms", "GFLOP", "MB", "MB");
+  os << format("%8s %10s %9s %10s %9s %10s %11s %10s %9s\n", "", "ms", "ms", "comm ms", "ms", "ms", "GFLOP", "MB",
+               "MB");
   const double peak_mb = double(result.memory.peak_bytes) / kMB;
   const int64_t P = static_cast<int64_t>(result.ranks.size());
   if (P <= options.all_ranks_up_to) {
-    for (int64_t r = 0; r < P; ++r) os << row_text(std::to_string(r), row_of(result.ranks[static_cast<size_t>(r)], peak_mb));
+    for (int64_t r = 0; r < P; ++r)
+      os << row_text(std::to_string(r), row_of(result.ranks[static_cast<size_t>(r)], peak_mb));
     return;
   }
   const int64_t edge = std::min(options.edge_ranks, P / 2);
-  for (int64_t r = 0; r < edge; ++r) os << row_text(std::to_string(r), row_of(result.ranks[static_cast<size_t>(r)], peak_mb));
+  for (int64_t r = 0; r < edge; ++r)
+    os << row_text(std::to_string(r), row_of(result.ranks[static_cast<size_t>(r)], peak_mb));
   os << format("%8s   (%lld ranks not shown)\n", "...", static_cast<long long>(P - 2 * edge));
-  for (int64_t r = P - edge; r < P; ++r) os << row_text(std::to_string(r), row_of(result.ranks[static_cast<size_t>(r)], peak_mb));
+  for (int64_t r = P - edge; r < P; ++r)
+    os << row_text(std::to_string(r), row_of(result.ranks[static_cast<size_t>(r)], peak_mb));
   // Min / median / max of every column over all ranks.
   std::vector<RankRow> rows;
   rows.reserve(static_cast<size_t>(P));
@@ -75,11 +79,12 @@ namespace {
 void print_totals(std::ostream& os, const DryResult& result) {
   const DrySummary s = summarize(result);
   const DryRank& any = result.ranks.front();
-  os << format("time: %.3f ms (the slowest rank's finish); compute %.3f ms max, %.3f ms mean per rank\n", s.time_s * 1e3,
-               s.compute_max_s * 1e3, s.compute_mean_s * 1e3);
-  os << format("communication: %.3f ms of transfers per rank, %.1f%% of it hidden (the rank was busy or waiting on "
-               "a peer); exposed %.3f ms max, %.3f ms mean\n",
-               s.comm_mean_s * 1e3, 100 * s.hidden_fraction, s.exposed_max_s * 1e3, s.exposed_mean_s * 1e3);
+  os << format("time: %.3f ms (the slowest rank's finish); compute %.3f ms max, %.3f ms mean per rank\n",
+               s.time_s * 1e3, s.compute_max_s * 1e3, s.compute_mean_s * 1e3);
+  os << format(
+      "communication: %.3f ms of transfers per rank, %.1f%% of it hidden (the rank was busy or waiting on "
+      "a peer); exposed %.3f ms max, %.3f ms mean\n",
+      s.comm_mean_s * 1e3, 100 * s.hidden_fraction, s.exposed_max_s * 1e3, s.exposed_mean_s * 1e3);
   os << format("traffic: %.3f MB sent per rank in %lld messages (every rank the same); %.3f TFLOP of visible work\n",
                double(any.bytes_sent) / kMB, static_cast<long long>(any.messages_sent), s.flops_total / 1e12);
   os << format("load imbalance: max/mean FLOPs %.3f, max/mean compute time %.3f\n", s.flops_imbalance,
@@ -100,7 +105,8 @@ void print_phases(std::ostream& os, const DryResult& result) {
 
 void print_memory_table(std::ostream& os, const MemoryReport& memory) {
   os << format("%-32s", "phase");
-  for (size_t c = 0; c < kMemoryCategories; ++c) os << format(" %12s", memory_category_name(static_cast<MemoryCategory>(c)));
+  for (size_t c = 0; c < kMemoryCategories; ++c)
+    os << format(" %12s", memory_category_name(static_cast<MemoryCategory>(c)));
   os << format(" %10s\n", "total");
   os << format("%-32s", "");
   for (size_t c = 0; c <= kMemoryCategories; ++c) os << format(c == kMemoryCategories ? " %10s" : " %12s", "MB");
@@ -122,15 +128,17 @@ void print_memory_table(std::ostream& os, const MemoryReport& memory) {
 void print_model_assumptions(std::ostream& os, const Hardware& hw) {
   const DeviceModel& d = hw.device;
   os << "model: " << hw.name << " - " << hw.description << "\n";
-  os << format("  device: %s; %.4g TFLOP/s%s; efficiency forward %.3f (diagonal tiles %.3f), backward %.3f "
-               "(diagonal tiles %.3f); tiles %lld x %lld rows; %.3g us per kernel call\n",
-               d.name.c_str(), d.peak_flops / 1e12, d.shared_cores > 0 ? " per core" : "", d.forward_full_efficiency,
-               d.forward_masked_efficiency, d.backward_full_efficiency, d.backward_masked_efficiency,
-               static_cast<long long>(d.q_tile), static_cast<long long>(d.kv_tile), d.kernel_launch_s * 1e6);
+  os << format(
+      "  device: %s; %.4g TFLOP/s%s; efficiency forward %.3f (diagonal tiles %.3f), backward %.3f "
+      "(diagonal tiles %.3f); tiles %lld x %lld rows; %.3g us per kernel call\n",
+      d.name.c_str(), d.peak_flops / 1e12, d.shared_cores > 0 ? " per core" : "", d.forward_full_efficiency,
+      d.forward_masked_efficiency, d.backward_full_efficiency, d.backward_masked_efficiency,
+      static_cast<long long>(d.q_tile), static_cast<long long>(d.kv_tile), d.kernel_launch_s * 1e6);
   if (d.shared_cores > 0) {
-    os << format("  ranks are threads sharing %lld cores: a kernel uses max(1, cores/P) threads, and with P > cores each "
-                 "rank gets cores/P of a core\n",
-                 static_cast<long long>(d.shared_cores));
+    os << format(
+        "  ranks are threads sharing %lld cores: a kernel uses max(1, cores/P) threads, and with P > cores each "
+        "rank gets cores/P of a core\n",
+        static_cast<long long>(d.shared_cores));
   }
   auto link = [&](const char* what, const LinkClass& l) {
     os << format("  %s: %s, %.4g GB/s per direction, %.3g us latency%s\n", what, l.name.c_str(), l.bandwidth_Bps / 1e9,
@@ -147,9 +155,10 @@ void print_model_assumptions(std::ostream& os, const Hardware& hw) {
   }
   os << "  overlap: the transfer for step t+1 runs during the compute of step t, as the plan's double buffer says;\n"
         "    all-to-all (grouped send/recv to every peer) and ring all-gather / reduce-scatter block the rank\n";
-  os << format("  precision: q, k, v, out on the wire and in memory %lld bytes per element; accumulators, lse and "
-               "dK/dV fp32\n",
-               static_cast<long long>(hw.element_bytes));
+  os << format(
+      "  precision: q, k, v, out on the wire and in memory %lld bytes per element; accumulators, lse and "
+      "dK/dV fp32\n",
+      static_cast<long long>(hw.element_bytes));
   os << "sources:\n";
   for (const std::string& source : hw.sources) os << "  - " << source << "\n";
 }
@@ -171,17 +180,18 @@ void print_dry_report(std::ostream& os, const Plan& plan, const Hardware& hw, co
 // ---- [json] ----------------------------------------------------------------------------------
 
 nlohmann::json to_json(const DrySummary& s) {
-  return {{"time_seconds", s.time_s},
-          {"compute_max_seconds", s.compute_max_s},
-          {"compute_mean_seconds", s.compute_mean_s},
-          {"exposed_comm_max_seconds", s.exposed_max_s},
-          {"exposed_comm_mean_seconds", s.exposed_mean_s},
-          {"idle_max_seconds", s.idle_max_s},
-          {"comm_mean_seconds", s.comm_mean_s},
-          {"hidden_fraction", s.hidden_fraction},
-          {"bytes_sent_per_rank", s.bytes_sent_max},
-          {"flops_total", s.flops_total},
-          {"load_imbalance", {{"flops_max_over_mean", s.flops_imbalance}, {"compute_max_over_mean", s.compute_imbalance}}}};
+  return {
+      {"time_seconds", s.time_s},
+      {"compute_max_seconds", s.compute_max_s},
+      {"compute_mean_seconds", s.compute_mean_s},
+      {"exposed_comm_max_seconds", s.exposed_max_s},
+      {"exposed_comm_mean_seconds", s.exposed_mean_s},
+      {"idle_max_seconds", s.idle_max_s},
+      {"comm_mean_seconds", s.comm_mean_s},
+      {"hidden_fraction", s.hidden_fraction},
+      {"bytes_sent_per_rank", s.bytes_sent_max},
+      {"flops_total", s.flops_total},
+      {"load_imbalance", {{"flops_max_over_mean", s.flops_imbalance}, {"compute_max_over_mean", s.compute_imbalance}}}};
 }
 
 nlohmann::json dry_report_json(const Plan& plan, const Hardware& hw, const DryResult& result) {

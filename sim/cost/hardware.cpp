@@ -18,7 +18,7 @@ double DeviceModel::rank_share(int64_t ranks) const {
   if (shared_cores <= 0) return 1.0;
   const int64_t whole_threads = shared_cores / ranks;  // max(1, cores/P) threads each
   if (ranks <= shared_cores) return double(whole_threads);
-  return double(shared_cores) / double(ranks);                     // time-shared cores
+  return double(shared_cores) / double(ranks);  // time-shared cores
 }
 
 double DeviceModel::thread_efficiency(bool backward, int64_t ranks) const {
@@ -38,8 +38,9 @@ double DeviceModel::thread_efficiency(bool backward, int64_t ranks) const {
 }
 
 double DeviceModel::rank_flops(bool backward, MaskedWork work, int64_t ranks) const {
-  const double efficiency = backward ? (work == MaskedWork::full ? backward_full_efficiency : backward_masked_efficiency)
-                                     : (work == MaskedWork::full ? forward_full_efficiency : forward_masked_efficiency);
+  const double efficiency = backward
+                                ? (work == MaskedWork::full ? backward_full_efficiency : backward_masked_efficiency)
+                                : (work == MaskedWork::full ? forward_full_efficiency : forward_masked_efficiency);
   return peak_flops * efficiency * rank_share(ranks) * thread_efficiency(backward, ranks);
 }
 
@@ -72,7 +73,7 @@ namespace {
 
 // FlashAttention-3 on H100 SXM, BF16 (ANCHORS.md; arXiv 2407.08608, figures 5-6), TFLOP/s with
 // FLOPs = 4 S^2 D heads (causal halved), backward 2.5x the forward:
-constexpr double kH100DensePeak = 989e12;  // dense BF16 peak, H100 SXM
+constexpr double kH100DensePeak = 989e12;                                   // dense BF16 peak, H100 SXM
 constexpr double kFa3ForwardD128 = 648e12, kFa3ForwardCausalD128 = 616e12;  // 16K tokens
 constexpr double kFa3ForwardD64 = 497e12;
 constexpr double kFa3BackwardD128 = 561e12;
@@ -92,9 +93,9 @@ DeviceModel h100_sxm(int64_t head_dim, std::vector<std::string>& sources) {
   d.peak_flops = kH100DensePeak;
   const bool small_head = head_dim <= 64;
   d.forward_full_efficiency = (small_head ? kFa3ForwardD64 : kFa3ForwardD128) / kH100DensePeak;
-  const double causal_ratio =
-      masked_tile_efficiency(kFa3ForwardD128 / kH100DensePeak, kFa3ForwardCausalD128 / kH100DensePeak, 16384, kFa3Tile) /
-      (kFa3ForwardD128 / kH100DensePeak);
+  const double causal_ratio = masked_tile_efficiency(kFa3ForwardD128 / kH100DensePeak,
+                                                     kFa3ForwardCausalD128 / kH100DensePeak, 16384, kFa3Tile) /
+                              (kFa3ForwardD128 / kH100DensePeak);
   d.forward_masked_efficiency = d.forward_full_efficiency * causal_ratio;
   d.backward_full_efficiency = kFa3BackwardD128 / kH100DensePeak;
   d.backward_masked_efficiency = d.backward_full_efficiency * causal_ratio;
@@ -103,18 +104,19 @@ DeviceModel h100_sxm(int64_t head_dim, std::vector<std::string>& sources) {
   d.memory_bandwidth_Bps = 3.35e12;
   d.memory_capacity_bytes = 80e9;
   sources.push_back("peak = 989 TFLOP/s dense BF16: H100 SXM (FlashAttention-3 paper, arXiv 2407.08608; ANCHORS.md)");
-  sources.push_back(small_head
-                        ? "forward efficiency = 497/989 on unmasked tiles: FA3 forward d64 non-causal 16K, 497 TFLOP/s "
-                          "(arXiv 2407.08608 fig. 5)"
-                        : "forward efficiency = 648/989 on unmasked tiles: FA3 forward d128 non-causal 16K, 648 TFLOP/s "
-                          "(arXiv 2407.08608 fig. 5)");
+  sources.push_back(
+      small_head ? "forward efficiency = 497/989 on unmasked tiles: FA3 forward d64 non-causal 16K, 497 TFLOP/s "
+                   "(arXiv 2407.08608 fig. 5)"
+                 : "forward efficiency = 648/989 on unmasked tiles: FA3 forward d128 non-causal 16K, 648 TFLOP/s "
+                   "(arXiv 2407.08608 fig. 5)");
   char line[240];
   std::snprintf(line, sizeof line,
                 "diagonal-tile efficiency = %.3f x the unmasked one: derived so that a causal 16K attention with "
                 "128x128 tiles runs at FA3's 616 TFLOP/s (d128 causal, fig. 5); backward assumed the same ratio",
                 causal_ratio);
   sources.emplace_back(line);
-  sources.push_back("backward efficiency = 561/989: FA3 backward d128 non-causal, 561 TFLOP/s (arXiv 2407.08608 fig. 6)");
+  sources.push_back(
+      "backward efficiency = 561/989: FA3 backward d128 non-causal, 561 TFLOP/s (arXiv 2407.08608 fig. 6)");
   sources.push_back("tile = 128 x 128: assumed FA3-class tile; only decides which diagonal tiles are computed");
   sources.push_back("kernel launch = 4 us: assumption (order of a CUDA kernel launch); re-measure");
   sources.push_back("HBM3 = 3.35 TB/s, 80 GB: NVIDIA H100 SXM5 datasheet");
@@ -123,8 +125,9 @@ DeviceModel h100_sxm(int64_t head_dim, std::vector<std::string>& sources) {
 
 LinkClass nvlink(std::vector<std::string>& sources) {
   sources.push_back("NVLink = 375 GB/s per direction: measured H100 P2P unidirectional (copy engines), ANCHORS.md");
-  sources.push_back("NVLink latency = 3 us: assumption (NCCL small-message P2P is a few us; fit from small messages "
-                    "as ASTRA-sim advises)");
+  sources.push_back(
+      "NVLink latency = 3 us: assumption (NCCL small-message P2P is a few us; fit from small messages "
+      "as ASTRA-sim advises)");
   return {"NVLink 4 (H100 SXM, measured P2P)", 3e-6, kNvlinkP2p, false, 0};
 }
 
@@ -239,7 +242,8 @@ class Fields {
     if (!has(key)) return;
     const json& value = object_.at(key);
     if (!value.is_number_integer() || value.get<int64_t>() < least) {
-      throw UsageError(where_ + "." + key + " = " + value.dump() + " must be a whole number >= " + std::to_string(least));
+      throw UsageError(where_ + "." + key + " = " + value.dump() +
+                       " must be a whole number >= " + std::to_string(least));
     }
     into = value.get<int64_t>();
   }
@@ -271,21 +275,23 @@ std::string hardware_json_help() {
          "\"element_bytes\": 2, \"ranks_per_node\": 8, \"device\": {\"peak_tflops\": 989, \"efficiency\": "
          "{\"forward_full\": 0.65, \"forward_masked\": 0.11, \"backward_full\": 0.57, \"backward_masked\": 0.1}, "
          "\"tile\": [128, 128], \"kernel_launch_us\": 4, \"memory_bandwidth_gb_per_s\": 3350, \"memory_gb\": 80}, "
-         "\"intra_node\": {\"bandwidth_gb_per_s\": 375, \"latency_us\": 3}, \"inter_node\": {\"bandwidth_gb_per_s\": 50, "
+         "\"intra_node\": {\"bandwidth_gb_per_s\": 375, \"latency_us\": 3}, \"inter_node\": {\"bandwidth_gb_per_s\": "
+         "50, "
          "\"latency_us\": 5}, \"sources\": [\"...\"]}; without \"base\", device.peak_tflops, "
          "device.efficiency.forward_full and intra_node.bandwidth_gb_per_s are required";
 }
 
 Hardware hardware_from_json(const json& document, const std::string& source, int64_t head_dim) {
   const Fields top(document, source,
-                   {"name", "base", "description", "element_bytes", "ranks_per_node", "device", "intra_node", "inter_node",
-                    "sources"});
+                   {"name", "base", "description", "element_bytes", "ranks_per_node", "device", "intra_node",
+                    "inter_node", "sources"});
   Hardware hw;
   std::string base;
   top.text("base", base);
   const bool from_base = !base.empty();
   if (from_base) {
-    if (base == "cpu") throw UsageError(source + ".base = \"cpu\" is measured, not described; base a file on a GPU preset");
+    if (base == "cpu")
+      throw UsageError(source + ".base = \"cpu\" is measured, not described; base a file on a GPU preset");
     hw = hardware_preset(base, head_dim);
   } else {
     hw.device.memory_bandwidth_Bps = 0;
@@ -303,9 +309,9 @@ Hardware hardware_from_json(const json& document, const std::string& source, int
   bool have_peak = from_base, have_efficiency = from_base;
   if (top.has("device")) {
     const std::string where = source + ".device";
-    const Fields d(top.at("device"), where,
-                   {"name", "peak_tflops", "efficiency", "tile", "kernel_launch_us", "memory_bandwidth_gb_per_s",
-                    "memory_gb"});
+    const Fields d(
+        top.at("device"), where,
+        {"name", "peak_tflops", "efficiency", "tile", "kernel_launch_us", "memory_bandwidth_gb_per_s", "memory_gb"});
     d.text("name", hw.device.name);
     have_peak = have_peak || d.has("peak_tflops");
     d.number("peak_tflops", hw.device.peak_flops, 1e12);
@@ -320,8 +326,8 @@ Hardware hardware_from_json(const json& document, const std::string& source, int
       e.number("forward_full", hw.device.forward_full_efficiency, 1, false, 1);
       // Unset ones default to the forward figure (without a base) or keep the base's.
       if (!from_base) {
-        hw.device.forward_masked_efficiency = hw.device.backward_full_efficiency = hw.device.backward_masked_efficiency =
-            hw.device.forward_full_efficiency;
+        hw.device.forward_masked_efficiency = hw.device.backward_full_efficiency =
+            hw.device.backward_masked_efficiency = hw.device.forward_full_efficiency;
       }
       e.number("forward_masked", hw.device.forward_masked_efficiency, 1, false, 1);
       e.number("backward_full", hw.device.backward_full_efficiency, 1, false, 1);
@@ -363,8 +369,8 @@ Hardware load_hardware(const std::string& preset_or_path, int64_t head_dim) {
   if (std::find(presets.begin(), presets.end(), preset_or_path) != presets.end()) {
     return hardware_preset(preset_or_path, head_dim);
   }
-  const bool looks_like_file = preset_or_path.find('/') != std::string::npos ||
-                               (preset_or_path.size() > 5 && preset_or_path.ends_with(".json"));
+  const bool looks_like_file =
+      preset_or_path.find('/') != std::string::npos || (preset_or_path.size() > 5 && preset_or_path.ends_with(".json"));
   if (!looks_like_file) return hardware_preset(preset_or_path, head_dim);  // throws, listing the presets
   std::ifstream file(preset_or_path, std::ios::binary);
   if (!file) throw UsageError(preset_or_path + ": cannot open the machine file; check the path");

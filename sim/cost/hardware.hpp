@@ -38,10 +38,10 @@
 namespace ringlab {
 
 struct LinkClass {
-  std::string name;               // "NVLink 4 (H100 SXM)"
-  double latency_s = 0;           // alpha, per message (s)
-  double bandwidth_Bps = 1;       // 1/beta, one direction, per rank (bytes/s)
-  bool host_copy = false;         // the simulator's queues: the sending thread copies (no overlap)
+  std::string name;                 // "NVLink 4 (H100 SXM)"
+  double latency_s = 0;             // alpha, per message (s)
+  double bandwidth_Bps = 1;         // 1/beta, one direction, per rank (bytes/s)
+  bool host_copy = false;           // the simulator's queues: the sending thread copies (no overlap)
   double verify_bandwidth_Bps = 0;  // host_copy: the receiver's checksum pass at its wait (0 = free)
 
   // alpha + bytes / beta.
@@ -65,13 +65,13 @@ struct DeviceModel {
   double forward_masked_efficiency = 1;  // on tiles the causal mask cuts through (computed whole)
   double backward_full_efficiency = 1;
   double backward_masked_efficiency = 1;
-  int64_t q_tile = 128;                  // kernel tile: query rows
-  int64_t kv_tile = 128;                 //              key rows
-  double kernel_launch_s = 0;            // per kernel call
-  double memory_bandwidth_Bps = 0;       // elementwise work; 0 = not modelled (free)
-  double first_touch_Bps = 0;            // memory written for the first time (page faults); 0 = free
-  double memory_capacity_bytes = 0;      // 0 = unknown
-  int64_t shared_cores = 0;              // > 0: P rank threads share this many cores (the cpu preset)
+  int64_t q_tile = 128;                       // kernel tile: query rows
+  int64_t kv_tile = 128;                      //              key rows
+  double kernel_launch_s = 0;                 // per kernel call
+  double memory_bandwidth_Bps = 0;            // elementwise work; 0 = not modelled (free)
+  double first_touch_Bps = 0;                 // memory written for the first time (page faults); 0 = free
+  double memory_capacity_bytes = 0;           // 0 = unknown
+  int64_t shared_cores = 0;                   // > 0: P rank threads share this many cores (the cpu preset)
   std::vector<ThreadScaling> thread_scaling;  // with shared_cores, by threads ascending; none = linear
 
   // FLOP/s one rank's kernel gets on tiles of a kind, with P ranks on the machine: peak x
@@ -91,8 +91,8 @@ struct DeviceModel {
 };
 
 struct Hardware {
-  std::string name;                  // the preset's name, or the JSON file's "name"
-  std::string description;           // one line
+  std::string name;         // the preset's name, or the JSON file's "name"
+  std::string description;  // one line
   DeviceModel device;
   LinkClass intra_node, inter_node;
   int64_t ranks_per_node = 8;        // G: ranks p and q share a node iff p / G == q / G

@@ -9,7 +9,8 @@
 namespace ringlab {
 
 const char* memory_category_name(MemoryCategory category) {
-  constexpr const char* kNames[] = {"inputs", "working", "kv slots", "gathered kv", "accumulators", "dkv slots", "staging", "outputs"};
+  constexpr const char* kNames[] = {"inputs",       "working",   "kv slots", "gathered kv",
+                                    "accumulators", "dkv slots", "staging",  "outputs"};
   return name_of(kNames, category);
 }
 
@@ -86,8 +87,11 @@ class Liveness {
         // two consecutive steps (a ring of one uses just the first).
         const int64_t first = entry.when.first, last = phase.steps - 1 - entry.when.skip_last;
         if (last < first) continue;
-        std::visit([&](const auto& op) { read(op, {p, phase.pass == Pass::forward ? size_t{0} : size_t{1}, first, last}); },
-                   entry.op);
+        std::visit(
+            [&](const auto& op) {
+              read(op, {p, phase.pass == Pass::forward ? size_t{0} : size_t{1}, first, last});
+            },
+            entry.op);
       }
     }
     // The backward accumulators (dq, delta) live from their preparation to the end.
@@ -206,7 +210,8 @@ nlohmann::json to_json(const MemoryReport& memory) {
   nlohmann::json phases = nlohmann::json::array();
   for (const PhaseMemory& m : memory.phases) {
     nlohmann::json bytes = nlohmann::json::object();
-    for (size_t c = 0; c < kMemoryCategories; ++c) bytes[memory_category_name(static_cast<MemoryCategory>(c))] = m.bytes[c];
+    for (size_t c = 0; c < kMemoryCategories; ++c)
+      bytes[memory_category_name(static_cast<MemoryCategory>(c))] = m.bytes[c];
     phases.push_back({{"phase", m.phase}, {"bytes", bytes}, {"total_bytes", m.total()}});
   }
   return {{"phases", phases},

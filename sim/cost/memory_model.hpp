@@ -30,7 +30,17 @@
 
 namespace ringlab {
 
-enum class MemoryCategory : uint8_t { inputs, working, kv_slots, gathered_kv, accumulators, dkv_slots, staging, outputs, count };
+enum class MemoryCategory : uint8_t {
+  inputs,
+  working,
+  kv_slots,
+  gathered_kv,
+  accumulators,
+  dkv_slots,
+  staging,
+  outputs,
+  count
+};
 inline constexpr size_t kMemoryCategories = static_cast<size_t>(MemoryCategory::count);
 const char* memory_category_name(MemoryCategory category);  // "inputs", "kv slots", ...
 
@@ -43,7 +53,7 @@ struct PhaseMemory {
 struct MemoryReport {
   std::vector<PhaseMemory> phases;  // one per plan phase, in order
   int64_t peak_bytes = 0;
-  int peak_phase = 0;               // index into phases
+  int peak_phase = 0;  // index into phases
 };
 
 MemoryReport memory_per_rank(const Plan& plan);

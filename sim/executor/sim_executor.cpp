@@ -47,8 +47,7 @@ struct Shared {
   bool uses_ring_collectives = false, uses_ulysses_collectives = false;
 
   explicit Shared(const Plan& plan)
-      : gathered_positions(ringlab::gathered_positions(plan)),
-        uses_ring_collectives(plan_uses(plan, Family::ring)),
+      : gathered_positions(ringlab::gathered_positions(plan)), uses_ring_collectives(plan_uses(plan, Family::ring)),
         uses_ulysses_collectives(plan_uses(plan, Family::ulysses)) {
     for (int64_t g = 0; g < plan.ring(); ++g) block_positions.push_back(plan.block_positions(g));
     for (int64_t r = 0; r < plan.ranks(); ++r) member_rows.push_back(ringlab::member_rows(plan, r));
@@ -226,8 +225,8 @@ class RankRun {
       zero(slot(c.grad_slot), kv.k.shape(), kv.v.shape());
     }
     if (c.kernels.empty()) return;
-    const std::vector<int64_t>& k_pos = c.kv_slot == Slot::gathered_kv ? shared_.gathered_positions
-                                                                        : shared_.block_positions[c.kv_block];
+    const std::vector<int64_t>& k_pos =
+        c.kv_slot == Slot::gathered_kv ? shared_.gathered_positions : shared_.block_positions[c.kv_block];
     const std::vector<int64_t> local_index = iota_positions(n_);
     const BlockLabels labels{event.q_block, event.kv_block, event.mask};
     if (c.pass == Pass::forward) {
@@ -328,7 +327,8 @@ class RankRun {
     const Buffer received = ulysses_->all_to_all(send);
     const int64_t n_local = static_cast<int64_t>(local_positions_.size());
     Tensor<float> local({B_, n_local, total_heads, working.dim(3)});
-    for (int64_t j = 0; j < U; ++j) place_heads(chunk_of(received, j, {B_, n_local, per, working.dim(3)}), j * per, local);
+    for (int64_t j = 0; j < U; ++j)
+      place_heads(chunk_of(received, j, {B_, n_local, per, working.dim(3)}), j * per, local);
     return local;
   }
 
@@ -396,13 +396,16 @@ class RankRun {
       Tensor<double> rows = gather_rows(global, positions, 1);
       Tensor<double> sliced({rows.dim(0), rows.dim(1), count, rows.dim(3)});
       for (int64_t b = 0; b < rows.dim(0); ++b)
-        for (int64_t i = 0; i < rows.dim(1); ++i) std::copy_n(&rows(b, i, first, 0), count * rows.dim(3), &sliced(b, i, 0, 0));
+        for (int64_t i = 0; i < rows.dim(1); ++i)
+          std::copy_n(&rows(b, i, first, 0), count * rows.dim(3), &sliced(b, i, 0, 0));
       return sliced;
     };
     const MaskKind mask = plan_.spec().causal ? MaskKind::causal : MaskKind::none;
     const KvSlot& kv = slot(c.kv_slot);
-    const Tensor<float> k_block = c.kv_slot == Slot::gathered_kv ? take_rows(kv.k, rows_range(c.kv_row_offset, n_)) : kv.k;
-    const Tensor<float> v_block = c.kv_slot == Slot::gathered_kv ? take_rows(kv.v, rows_range(c.kv_row_offset, n_)) : kv.v;
+    const Tensor<float> k_block =
+        c.kv_slot == Slot::gathered_kv ? take_rows(kv.k, rows_range(c.kv_row_offset, n_)) : kv.k;
+    const Tensor<float> v_block =
+        c.kv_slot == Slot::gathered_kv ? take_rows(kv.v, rows_range(c.kv_row_offset, n_)) : kv.v;
     const Tensor<double> qd = working_d(x.q, q_pos, h0, heads_);
     const Tensor<double> kd = working_d(x.k, k_pos, kh0, kv_heads_), vd = working_d(x.v, k_pos, kh0, kv_heads_);
     const std::vector<int64_t> local_index = iota_positions(n_);
@@ -478,7 +481,8 @@ class RankRun {
     for (int64_t b = 0; b < part.dim(0); ++b)
       for (size_t i = 0; i < rows.size(); ++i)
         for (int64_t e = 0; e < inner; ++e)
-          into.data()[(b * into.dim(1) + rows[i]) * inner + e] += part.data()[(b * part.dim(1) + int64_t(i)) * inner + e];
+          into.data()[(b * into.dim(1) + rows[i]) * inner + e] +=
+              part.data()[(b * part.dim(1) + int64_t(i)) * inner + e];
   }
 
   // ---- helpers -------------------------------------------------------------------------------
@@ -507,10 +511,10 @@ class RankRun {
   int64_t B_ = 0, D_ = 0, n_ = 0, heads_ = 0, kv_heads_ = 0;
 
   std::vector<int64_t> local_positions_;
-  Tensor<float> local_q_, local_k_, local_v_, local_dout_;            // sequence-sharded inputs
-  Tensor<float> q_, k_, v_, dout_;                                    // working set
+  Tensor<float> local_q_, local_k_, local_v_, local_dout_;  // sequence-sharded inputs
+  Tensor<float> q_, k_, v_, dout_;                          // working set
   SoftmaxState<float> acc_;
-  Tensor<float> out_, lse_, delta_, dq_, dk_, dv_;                    // working outputs
+  Tensor<float> out_, lse_, delta_, dq_, dk_, dv_;                        // working outputs
   Tensor<float> local_out_, local_lse_, local_dq_, local_dk_, local_dv_;  // sequence-sharded outputs
   std::array<KvSlot, static_cast<size_t>(Slot::count)> slots_;
   std::map<std::tuple<int, int, int64_t>, PendingExchange> pending_;  // (phase, exchange id, step)
@@ -556,9 +560,10 @@ ExecutionResult simulate(const Plan& plan, const AttentionInputs<float>& inputs,
     if (r < static_cast<int64_t>(report.counters.size())) result.ranks[r].counters = report.counters[r];
     result.block_errors.insert(result.block_errors.end(), errors[r].begin(), errors[r].end());
   }
-  std::stable_sort(result.block_errors.begin(), result.block_errors.end(), [](const BlockError& a, const BlockError& b) {
-    return std::tie(a.phase, a.step, a.rank) < std::tie(b.phase, b.step, b.rank);
-  });
+  std::stable_sort(result.block_errors.begin(), result.block_errors.end(),
+                   [](const BlockError& a, const BlockError& b) {
+                     return std::tie(a.phase, a.step, a.rank) < std::tie(b.phase, b.step, b.rank);
+                   });
   result.time = {TimeKind::wall_clock, report.wall_seconds};
   result.failure = failure_of(report);
   if (result.failure) result.outputs = {};
@@ -571,7 +576,7 @@ ExecutionResult simulate(const Plan& plan, const AttentionInputs<float>& inputs,
 void check_memory(const AttentionDims& d) {
   const double q = double(d.batch) * double(d.seq) * double(d.heads) * double(d.dim);
   const double kv = double(d.batch) * double(d.seq) * double(d.kv_heads) * double(d.dim);
-  const double tensors = 4 * q + 6 * kv;                // q, out, dout, dq and k, v, dk, dv (+ slots)
+  const double tensors = 4 * q + 6 * kv;  // q, out, dout, dq and k, v, dk, dv (+ slots)
   const double bytes = tensors * (4 /*float*/ + 8 /*double*/ + 4 /*ranks' copies*/) * 1.5;
   const double available = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
   if (bytes > 0.8 * available) {

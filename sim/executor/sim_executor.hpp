@@ -22,10 +22,10 @@ class SimExecutor final : public Executor {
   // its tracing from ExecuteOptions); `threads_per_rank`: kernel threads, 0 = max(1, cores / P).
   explicit SimExecutor(WorldOptions world = {}, int threads_per_rank = 0);
 
-  void configure(const RunConfig& config) override;             // --timeout and --inject
-  void check_sizes(const AttentionDims& dims) const override;    // tensors that would not fit in memory
-  PipelineNeeds needs() const override;                          // fp32, progress, diagnosis
-  std::string label(const Plan& plan) const override;            // "sim executor, 4 ranks (fp32)"
+  void configure(const RunConfig& config) override;            // --timeout and --inject
+  void check_sizes(const AttentionDims& dims) const override;  // tensors that would not fit in memory
+  PipelineNeeds needs() const override;                        // fp32, progress, diagnosis
+  std::string label(const Plan& plan) const override;          // "sim executor, 4 ranks (fp32)"
   // A diagnosis run (ExecuteOptions::diagnose_*) injects no faults.
   ExecutionResult execute(const Plan& plan, const AttentionInputs<float>& inputs,
                           const ExecuteOptions& options) override;

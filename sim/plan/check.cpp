@@ -34,8 +34,8 @@ enum class Content : uint8_t { empty, kv, dkv, pending };
 
 struct SlotState {
   Content content = Content::empty;
-  int64_t origin = -1;  // ring position of the block; -2 = every block (gathered)
-  Contributions grads;  // dkv: which query blocks' gradients are in it
+  int64_t origin = -1;   // ring position of the block; -2 = every block (gathered)
+  Contributions grads;   // dkv: which query blocks' gradients are in it
   bool sending = false;  // a send of this slot is in flight (until its Wait)
 };
 
@@ -77,8 +77,9 @@ class Checker final : public WalkVisitor {
       SlotState& from = slot(rank, e.send_slot);
       const Content expected = e.payload == Payload::kv ? Content::kv : Content::dkv;
       if (from.content != expected) {
-        report(rank, op, std::string("sends ") + slot_name(e.send_slot) + " which holds no " +
-                             (e.payload == Payload::kv ? "K/V" : "dK/dV") + " yet");
+        report(rank, op,
+               std::string("sends ") + slot_name(e.send_slot) + " which holds no " +
+                   (e.payload == Payload::kv ? "K/V" : "dK/dV") + " yet");
       }
       contents.resize(static_cast<size_t>(v.sent->id) + 1);
       contents[static_cast<size_t>(v.sent->id)] = {from.origin, from.grads};
@@ -95,8 +96,9 @@ class Checker final : public WalkVisitor {
 
   void execute(int64_t rank, const Op& op, const WaitOp& w, const WalkVisit& v) {
     if (!v.exchange) {
-      report(rank, op, "waits for exchange " + std::to_string(w.exchange_id) + " of step " +
-                           std::to_string(w.exchange_step) + ", which was never posted");
+      report(rank, op,
+             "waits for exchange " + std::to_string(w.exchange_id) + " of step " + std::to_string(w.exchange_step) +
+                 ", which was never posted");
       return;
     }
     const ExchangeOp& exchange = *v.exchange;
@@ -104,10 +106,12 @@ class Checker final : public WalkVisitor {
       const WalkMessage& message = *v.received;
       ++result.messages;
       if (message.bytes != exchange.bytes) {
-        report(rank, op, "receives " + std::to_string(exchange.bytes) + " bytes from rank " +
-                             std::to_string(exchange.recv_from) + ", which sends " + std::to_string(message.bytes));
+        report(rank, op,
+               "receives " + std::to_string(exchange.bytes) + " bytes from rank " + std::to_string(exchange.recv_from) +
+                   ", which sends " + std::to_string(message.bytes));
       }
-      if (message.payload != exchange.payload) report(rank, op, "receives dK/dV where K/V was expected, or the reverse");
+      if (message.payload != exchange.payload)
+        report(rank, op, "receives dK/dV where K/V was expected, or the reverse");
       const MessageContent& content = contents[static_cast<size_t>(message.id)];
       SlotState& into = slot(rank, exchange.recv_slot);
       into.content = message.payload == Payload::kv ? Content::kv : Content::dkv;
@@ -131,11 +135,13 @@ class Checker final : public WalkVisitor {
     SlotState& from = slot(rank, a.from);
     SlotState& to = slot(rank, a.to);
     if (to.content != Content::dkv || from.content != Content::dkv) {
-      report(rank, op, std::string("accumulates ") + slot_name(a.from) + " into " + slot_name(a.to) +
-                           " but one of them holds no dK/dV");
+      report(rank, op,
+             std::string("accumulates ") + slot_name(a.from) + " into " + slot_name(a.to) +
+                 " but one of them holds no dK/dV");
     } else if (from.origin != to.origin) {
-      report(rank, op, "adds dK/dV of block " + std::to_string(from.origin) + " into the accumulator of block " +
-                           std::to_string(to.origin));
+      report(rank, op,
+             "adds dK/dV of block " + std::to_string(from.origin) + " into the accumulator of block " +
+                 std::to_string(to.origin));
     }
     to.grads.add(from.grads);
   }
@@ -160,12 +166,13 @@ class Checker final : public WalkVisitor {
     if (from.content != Content::dkv) {
       report(rank, op, std::string("stores ") + slot_name(store.slot) + " which holds no dK/dV");
     } else if (from.origin != own) {
-      report(rank, op, "stores the dK/dV of block " + std::to_string(from.origin) + " as its own (block " +
-                           std::to_string(own) + ")");
+      report(rank, op,
+             "stores the dK/dV of block " + std::to_string(from.origin) + " as its own (block " + std::to_string(own) +
+                 ")");
     } else if (!(from.grads == expected_grads(rank))) {
-      report(rank, op, "its dK/dV holds contributions of " + std::to_string(from.grads.count) +
-                           " query blocks, not of the " + std::to_string(expected_grads(rank).count) +
-                           " whose queries see it");
+      report(rank, op,
+             "its dK/dV holds contributions of " + std::to_string(from.grads.count) + " query blocks, not of the " +
+                 std::to_string(expected_grads(rank).count) + " whose queries see it");
     }
     ranks[static_cast<size_t>(rank)].stored_origin = from.origin;
   }
@@ -188,8 +195,9 @@ class Checker final : public WalkVisitor {
     } else if (kv.content != Content::kv) {
       report(rank, op, std::string("computes on ") + slot_name(c.kv_slot) + ", which holds no K/V");
     } else if (kv.origin != -2 && kv.origin != c.kv_block) {
-      report(rank, op, "computes with block " + std::to_string(c.kv_block) + " but " + slot_name(c.kv_slot) +
-                           " holds block " + std::to_string(kv.origin));
+      report(rank, op,
+             "computes with block " + std::to_string(c.kv_block) + " but " + slot_name(c.kv_slot) + " holds block " +
+                 std::to_string(kv.origin));
     }
     if (c.pass == Pass::backward) {
       if (c.grad_slot == Slot::gathered_dkv) {
@@ -209,14 +217,16 @@ class Checker final : public WalkVisitor {
   // A rank enters its group's n-th collective: it must be the same one as the others'.
   void entered(const CollectiveEntry& entry) override {
     if (!entry.kind_mismatch) return;
-    report(entry.at.rank, *entry.op, std::string("enters ") + collective_name(entry.collective->collective) +
-                                         " while its group is in " + collective_name(entry.gathering->kind()));
+    report(entry.at.rank, *entry.op,
+           std::string("enters ") + collective_name(entry.collective->collective) + " while its group is in " +
+               collective_name(entry.gathering->kind()));
   }
 
   // Every member has entered: the collective's effect, as the last one to enter states it.
   void completed(const CollectiveGathering& gathering) override {
     const OpRef last = gathering.entered.back();
-    complete_collective(std::get<CollectiveOp>(ops[static_cast<size_t>(last.rank)][static_cast<size_t>(last.index)].body));
+    complete_collective(
+        std::get<CollectiveOp>(ops[static_cast<size_t>(last.rank)][static_cast<size_t>(last.index)].body));
   }
 
   void complete_collective(const CollectiveOp& c) {
@@ -269,7 +279,8 @@ class Checker final : public WalkVisitor {
         const std::vector<int64_t> positions = plan.block_positions(c.q_block);
         bool same = true;
         for (size_t i = 0; i < positions.size() && same; ++i) same = positions[i] == static_cast<int64_t>(i);
-        if (!same) report(rank, op, "masks by the query's index within its block, not its position (erratum kv-offset-mask)");
+        if (!same)
+          report(rank, op, "masks by the query's index within its block, not its position (erratum kv-offset-mask)");
       }
       for (int64_t i = k.q_rows.begin / b; i < k.q_rows.end / b; ++i)
         for (int64_t j = k.kv_rows.begin / b; j < k.kv_rows.end / b; ++j) {
@@ -296,8 +307,10 @@ class Checker final : public WalkVisitor {
             if (!causal || c < a) {
               if (n != 1) problem = "is computed " + std::to_string(n) + " times, not once";
             } else if (c == a) {
-              if (n != 1) problem = "(a diagonal unit) is computed " + std::to_string(n) + " times, not once";
-              else if (unmasked[pass][index]) problem = "(a diagonal unit) is computed without the causal mask";
+              if (n != 1)
+                problem = "(a diagonal unit) is computed " + std::to_string(n) + " times, not once";
+              else if (unmasked[pass][index])
+                problem = "(a diagonal unit) is computed without the causal mask";
             } else if (unmasked[pass][index]) {
               problem = "is entirely in the future but computed without the causal mask";
             } else if (n > 1) {
@@ -331,8 +344,8 @@ class Checker final : public WalkVisitor {
     for (size_t i = 0; i < walk.unreceived.size();) {
       const WalkMessage& first = walk.unreceived[i];
       size_t j = i;
-      while (j < walk.unreceived.size() && walk.unreceived[j].from() == first.from() && walk.unreceived[j].to == first.to &&
-             walk.unreceived[j].tag == first.tag) {
+      while (j < walk.unreceived.size() && walk.unreceived[j].from() == first.from() &&
+             walk.unreceived[j].to == first.to && walk.unreceived[j].tag == first.tag) {
         ++j;
       }
       result.findings.push_back({first.from(), -1, "",
@@ -344,7 +357,7 @@ class Checker final : public WalkVisitor {
 
   const Plan& plan;
   PlanCheck result;
-  std::vector<std::vector<Op>> ops;     // [rank]: expand(plan, rank)
+  std::vector<std::vector<Op>> ops;  // [rank]: expand(plan, rank)
   std::vector<RankState> ranks;
   std::vector<MessageContent> contents;  // [message id]
 };

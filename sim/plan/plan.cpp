@@ -20,14 +20,17 @@ constexpr const char* kAlgorithmNames[] = {"ring", "allgather", "ulysses", "hybr
 // The mistakes of the source material a plan can reproduce, after none (not one of them).
 constexpr const char* kErratumNames[] = {"none", "reverse-dkv", "kv-offset-mask"};
 constexpr const char* kSlotNames[] = {"kv0", "kv1", "dkv0", "dkv1", "dkv_local", "gathered_kv", "gathered_dkv"};
-constexpr const char* kCollectiveNames[] = {"all-to-all q,k,v", "all-to-all out,lse", "all-to-all dout", "all-to-all dq,dk,dv", "all-gather K/V", "reduce-scatter dK/dV"};
+constexpr const char* kCollectiveNames[] = {"all-to-all q,k,v",    "all-to-all out,lse", "all-to-all dout",
+                                            "all-to-all dq,dk,dv", "all-gather K/V",     "reduce-scatter dK/dV"};
 constexpr const char* kBlockShapeNames[] = {"full", "diag", "q-half", "kv-half", "masked", "skip", "erratum"};
 
 }  // namespace
 
 const char* algorithm_name(Algorithm algo) { return name_of(kAlgorithmNames, algo); }
 
-Algorithm parse_algorithm(const std::string& name) { return parse_named<Algorithm>(kAlgorithmNames, name, "algorithm", "--algo"); }
+Algorithm parse_algorithm(const std::string& name) {
+  return parse_named<Algorithm>(kAlgorithmNames, name, "algorithm", "--algo");
+}
 
 const char* erratum_name(Erratum erratum) { return name_of(kErratumNames, erratum); }
 
@@ -136,7 +139,9 @@ ComputeOp resolve_compute(const Plan& plan, int64_t rank, int64_t kv_block, Pass
   op.kv_block = kv_block;
   AttentionDims local = spec.dims;
   local.heads = plan.heads_per_rank();
-  auto flops_of = [&](int64_t pairs) { return pass == Pass::forward ? forward_flops(pairs, local) : backward_flops(pairs, local); };
+  auto flops_of = [&](int64_t pairs) {
+    return pass == Pass::forward ? forward_flops(pairs, local) : backward_flops(pairs, local);
+  };
 
   if (!spec.causal) {
     op.shape = BlockShape::full;
@@ -284,12 +289,8 @@ Plan build_plan(const PlanSpec& input) {
   spec.dims.validate();
   switch (spec.algo) {
     case Algorithm::ring:
-    case Algorithm::allgather:
-      spec.ulysses = 1;
-      break;
-    case Algorithm::ulysses:
-      spec.ulysses = spec.ranks;
-      break;
+    case Algorithm::allgather: spec.ulysses = 1; break;
+    case Algorithm::ulysses: spec.ulysses = spec.ranks; break;
     case Algorithm::hybrid:
       if (spec.ulysses <= 0) {
         throw UsageError("--algo hybrid needs --ulysses U, the Ulysses degree (ring degree P/U); e.g. --ulysses 2");
@@ -323,7 +324,7 @@ Plan build_plan(const PlanSpec& input) {
   if (spec.erratum == Erratum::kv_offset_mask && !spec.causal) {
     throw UsageError("--erratum kv-offset-mask changes the causal mask; add --causal to see it");
   }
-  if (!spec.causal) spec.skip = true;  // nothing is masked, nothing to skip
+  if (!spec.causal) spec.skip = true;                                // nothing is masked, nothing to skip
   (void)Layout(spec.layout, spec.dims.seq, spec.ranks, spec.block);  // validates divisibility
   std::vector<Phase> phases;
   switch (spec.algo) {

@@ -44,7 +44,7 @@ enum class Erratum : uint8_t {
 const char* algorithm_name(Algorithm algo);
 Algorithm parse_algorithm(const std::string& name);  // throws UsageError
 const char* erratum_name(Erratum erratum);
-Erratum parse_erratum(const std::string& name);      // "" -> none; throws UsageError
+Erratum parse_erratum(const std::string& name);  // "" -> none; throws UsageError
 
 // What a plan is compiled from.
 struct PlanSpec {
@@ -55,7 +55,7 @@ struct PlanSpec {
   int64_t ulysses = 1;  // U
   AttentionDims dims;
   bool causal = false;
-  bool skip = true;     // skip fully masked blocks (causal only)
+  bool skip = true;  // skip fully masked blocks (causal only)
   bool backward = false;
   Erratum erratum = Erratum::none;
   int64_t element_bytes = 4;  // of q, k, v, out on the wire: 4 in the simulator (fp32), 2 for bf16
@@ -74,11 +74,13 @@ struct Shift {
 
 // One of two buffer slots chosen by step parity: slot[(step + offset) % 2] (double buffering).
 enum class Slot : uint8_t {
-  kv0, kv1,        // K/V blocks (double buffer)
-  dkv0, dkv1,      // dK/dV accumulators travelling with K/V (fp32)
-  dkv_local,       // this step's dK/dV contribution, before it joins the travelling accumulator
-  gathered_kv,     // all ring positions' K/V, after an all-gather (ring position order)
-  gathered_dkv,    // dK/dV for all ring positions, before the reduce-scatter
+  kv0,
+  kv1,  // K/V blocks (double buffer)
+  dkv0,
+  dkv1,          // dK/dV accumulators travelling with K/V (fp32)
+  dkv_local,     // this step's dK/dV contribution, before it joins the travelling accumulator
+  gathered_kv,   // all ring positions' K/V, after an all-gather (ring position order)
+  gathered_dkv,  // dK/dV for all ring positions, before the reduce-scatter
   count
 };
 const char* slot_name(Slot slot);
@@ -132,9 +134,9 @@ enum class Pass : uint8_t { forward, backward };
 struct ComputeT {
   Pass pass = Pass::forward;
   SlotPair kv_slot;
-  Shift origin;                // ring position whose keys the slot holds
-  bool gathered = false;       // kv_slot is gathered_kv: the origin's rows within it
-  SlotPair grad_slot;          // backward only
+  Shift origin;                  // ring position whose keys the slot holds
+  bool gathered = false;         // kv_slot is gathered_kv: the origin's rows within it
+  SlotPair grad_slot;            // backward only
   bool accumulate_grad = false;  // backward: add into grad_slot instead of overwriting it
 };
 
@@ -144,12 +146,12 @@ struct AccumulateT {
 };
 
 enum class Collective : uint8_t {
-  all_to_all_qkv,       // sequence-sharded q, k, v -> this Ulysses group's tokens, 1/U of the heads
-  all_to_all_out,       // back: out and lse to sequence-sharded
-  all_to_all_dout,      // dout (and out) to head-sharded, for the backward
-  all_to_all_grads,     // dq, dk, dv back to sequence-sharded
-  all_gather_kv,        // every ring position's K/V into gathered_kv
-  reduce_scatter_dkv,   // gathered_dkv summed over the ring, each position keeps its own
+  all_to_all_qkv,      // sequence-sharded q, k, v -> this Ulysses group's tokens, 1/U of the heads
+  all_to_all_out,      // back: out and lse to sequence-sharded
+  all_to_all_dout,     // dout (and out) to head-sharded, for the backward
+  all_to_all_grads,    // dq, dk, dv back to sequence-sharded
+  all_gather_kv,       // every ring position's K/V into gathered_kv
+  reduce_scatter_dkv,  // gathered_dkv summed over the ring, each position keeps its own
 };
 const char* collective_name(Collective collective);
 
@@ -241,7 +243,7 @@ const char* block_shape_name(BlockShape shape);
 struct KernelBlock {
   RowRange q_rows, kv_rows;
   MaskKind mask = MaskKind::none;
-  bool skip_masked_tiles = true;  // false with --no-skip: masked tiles are computed too
+  bool skip_masked_tiles = true;           // false with --no-skip: masked tiles are computed too
   bool erratum_local_query_index = false;  // kv-offset-mask erratum: queries masked by local index
 };
 
@@ -250,9 +252,9 @@ struct ExchangeOp {
   Payload payload = Payload::kv;
   int64_t send_to = -1, recv_from = -1;  // world ranks, -1 = absent
   Slot send_slot = Slot::kv0, recv_slot = Slot::kv0;
-  int64_t bytes = 0;                     // each direction
-  int tag = 0;                           // same on both ends
-  int64_t origin_sent = -1;              // ring position whose data is sent (for labels and checks)
+  int64_t bytes = 0;         // each direction
+  int tag = 0;               // same on both ends
+  int64_t origin_sent = -1;  // ring position whose data is sent (for labels and checks)
 };
 struct WaitOp {
   int exchange_id = 0;
@@ -265,8 +267,8 @@ struct LoadKvOp {
 struct ComputeOp {
   Pass pass = Pass::forward;
   Slot kv_slot = Slot::kv0;
-  int64_t q_block = 0;   // the rank's own ring position
-  int64_t kv_block = 0;  // the ring position whose keys are used
+  int64_t q_block = 0;        // the rank's own ring position
+  int64_t kv_block = 0;       // the ring position whose keys are used
   int64_t kv_row_offset = 0;  // first row of the block within the slot (gathered slots)
   Slot grad_slot = Slot::dkv_local;
   bool accumulate_grad = false;
@@ -281,9 +283,9 @@ struct AccumulateOp {
 };
 struct CollectiveOp {
   Collective collective = Collective::all_gather_kv;
-  int64_t group = 0;                 // the group's index in its family
-  std::vector<int64_t> members;      // world ranks, in group order
-  int64_t send_bytes = 0;            // bytes this rank sends in total
+  int64_t group = 0;             // the group's index in its family
+  std::vector<int64_t> members;  // world ranks, in group order
+  int64_t send_bytes = 0;        // bytes this rank sends in total
   int64_t recv_bytes = 0;
 };
 struct FinalizeOp {};

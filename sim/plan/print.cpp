@@ -22,7 +22,8 @@ std::string cell_of(const std::vector<Op>& ops, size_t& cursor, int phase, int64
           if constexpr (std::is_same_v<T, ComputeOp>) {
             append_to(compute, "b" + std::to_string(body.kv_block) + " " + block_shape_name(body.shape));
           } else if constexpr (std::is_same_v<T, ExchangeOp>) {
-            if (body.send_to >= 0) append(std::string(body.payload == Payload::kv ? "kv>" : "dkv>") + std::to_string(body.send_to));
+            if (body.send_to >= 0)
+              append(std::string(body.payload == Payload::kv ? "kv>" : "dkv>") + std::to_string(body.send_to));
           } else if constexpr (std::is_same_v<T, CollectiveOp>) {
             append(collective_name(body.collective));
           } else if constexpr (std::is_same_v<T, FinalizeOp>) {
@@ -50,8 +51,8 @@ void print_plan(std::ostream& os, const Plan& plan, const PlanPrintOptions& opti
   std::vector<size_t> cursor(static_cast<size_t>(P), 0);
 
   os << "plan: " << plan.spec().describe() << "\n";
-  os << "layout: " << plan.layout().to_string() << ", " << plan.ring() << " ring position(s) of "
-     << plan.block_tokens() << " tokens";
+  os << "layout: " << plan.layout().to_string() << ", " << plan.ring() << " ring position(s) of " << plan.block_tokens()
+     << " tokens";
   if (plan.ulysses() > 1) os << ", Ulysses groups of " << plan.ulysses() << " ranks";
   os << "\n";
   os << "cells: b<block> <shape> = this step's compute (full, diag, q-half, kv-half, skip, masked);"

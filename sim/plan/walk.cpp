@@ -72,10 +72,10 @@ struct Posted {
   int phase = 0;
   int id = 0;
   int64_t step = 0;
-  int64_t index = 0;                  // of the Exchange in the rank's list
+  int64_t index = 0;  // of the Exchange in the rank's list
   const ExchangeOp* op = nullptr;
-  int64_t send = -1;                  // its message
-  int64_t receive = -1;               // the message its receive matched; -1 = none yet
+  int64_t send = -1;     // its message
+  int64_t receive = -1;  // the message its receive matched; -1 = none yet
 };
 
 struct MessageState {
@@ -126,9 +126,9 @@ class Walk {
   std::vector<Cursor> cursors_;
   std::vector<Posted> posted_;
   std::vector<MessageState> messages_;
-  std::deque<CollectiveGathering> gatherings_;  // a deque: entries never move
+  std::deque<CollectiveGathering> gatherings_;                         // a deque: entries never move
   std::map<std::tuple<int, int64_t, int64_t>, int64_t> gathering_of_;  // (family, group, n) -> id
-  std::vector<std::pair<int64_t, size_t>> just_matched_;  // (message, Posted) matched by the op being run
+  std::vector<std::pair<int64_t, size_t>> just_matched_;               // (message, Posted) matched by the op being run
   WalkResult result_;
 };
 
@@ -169,7 +169,8 @@ bool Walk::exchange(int64_t rank, const Op& op, const ExchangeOp& e) {
   visit.sent = posted_[posted].send >= 0 ? &messages_[static_cast<size_t>(posted_[posted].send)].message : nullptr;
   visitor_.visit(visit);
   for (const auto& [message, receiver] : just_matched_) {
-    visitor_.matched(messages_[static_cast<size_t>(message)].message, {posted_[receiver].rank, posted_[receiver].index});
+    visitor_.matched(messages_[static_cast<size_t>(message)].message,
+                     {posted_[receiver].rank, posted_[receiver].index});
   }
   return true;
 }
@@ -224,7 +225,8 @@ bool Walk::wait(int64_t rank, const Op& op, const WaitOp& w) {
   if (found != cursor.pending.end()) {
     const Posted& p = posted_[*found];
     if (p.op->recv_from >= 0 && p.receive < 0) return false;  // its message has not been sent
-    if (options_.sends_need_receiver && p.send >= 0 && messages_[static_cast<size_t>(p.send)].receiver < 0) return false;
+    if (options_.sends_need_receiver && p.send >= 0 && messages_[static_cast<size_t>(p.send)].receiver < 0)
+      return false;
     visit.exchange = p.op;
     visit.exchange_index = p.index;
     if (p.send >= 0) visit.sent = &messages_[static_cast<size_t>(p.send)].message;
@@ -311,7 +313,8 @@ WalkResult Walk::run() {
     }
   }
   for (int64_t r = 0; r < P; ++r)
-    if (cursors_[static_cast<size_t>(r)].pc < ops_[static_cast<size_t>(r)].size()) result_.blocked.push_back(blocked_at(r));
+    if (cursors_[static_cast<size_t>(r)].pc < ops_[static_cast<size_t>(r)].size())
+      result_.blocked.push_back(blocked_at(r));
   for (const MessageState& m : messages_)
     if (!m.delivered) result_.unreceived.push_back(m.message);
   std::sort(result_.unreceived.begin(), result_.unreceived.end(), [](const WalkMessage& a, const WalkMessage& b) {

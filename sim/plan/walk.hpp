@@ -51,14 +51,14 @@ struct OpRef {
 
 // The send half of an Exchange, as its sender declared it.
 struct WalkMessage {
-  int64_t id = -1;             // 0, 1, 2, ... in walk order: an index for the user's own tables
-  OpRef sender;                // the Exchange that sent it
-  int64_t to = -1;             // destination world rank
+  int64_t id = -1;  // 0, 1, 2, ... in walk order: an index for the user's own tables
+  OpRef sender;     // the Exchange that sent it
+  int64_t to = -1;  // destination world rank
   int tag = 0;
-  int phase = 0;               // the sender's Exchange: phase and step
+  int phase = 0;  // the sender's Exchange: phase and step
   int64_t step = 0;
   Payload payload = Payload::kv;
-  int64_t bytes = 0;           // ExchangeOp::bytes of the sender
+  int64_t bytes = 0;  // ExchangeOp::bytes of the sender
   int64_t from() const { return sender.rank; }
 };
 
@@ -95,9 +95,9 @@ struct WalkVisit {
 struct CollectiveEntry {
   OpRef at;
   const Op* op = nullptr;
-  const CollectiveOp* collective = nullptr;     // the entering rank's own op
+  const CollectiveOp* collective = nullptr;  // the entering rank's own op
   const CollectiveGathering* gathering = nullptr;
-  bool kind_mismatch = false;                   // its kind differs from the gathering's
+  bool kind_mismatch = false;  // its kind differs from the gathering's
 };
 
 // ---- [visitor] -------------------------------------------------------------------------------
@@ -137,14 +137,14 @@ struct BlockedRank {
     receiver,    // sends_need_receiver: a Wait whose send `peer` never posts a receive for
     collective,  // a Collective whose other members never enter: `missing`
   };
-  OpRef at;                      // the op it stopped at
+  OpRef at;  // the op it stopped at
   int phase = 0;
   int64_t step = 0;
   Waits waits = Waits::message;
   int64_t peer = -1;
   int tag = -1;
   Collective collective = Collective::all_gather_kv;  // collective: its kind
-  std::vector<int64_t> missing;  // collective: members that never entered
+  std::vector<int64_t> missing;                       // collective: members that never entered
 
   // What it waits for, one clause: "waits for rank 3 (tag 4), which never sends it",
   // "waits in all-gather K/V for ranks that never arrive".

@@ -26,8 +26,9 @@ void add_run_flags(CLI::App& command, RunConfig& config) {
   command.add_option("--trace", config.trace_file, "write a Chrome trace event JSON file");
   command.add_flag("--json", config.json, "one JSON summary object on stdout");
   command.add_flag("--dry-run", config.dry_run, "plan and cost model only, no tensors");
-  command.add_option("--hw", config.hw,
-                     "cost-model machine for --dry-run: h100-nvlink | h100-ib | h100-pcie | cpu, or a JSON file")
+  command
+      .add_option("--hw", config.hw,
+                  "cost-model machine for --dry-run: h100-nvlink | h100-ib | h100-pcie | cpu, or a JSON file")
       ->capture_default_str();
   command.add_option("--inject", config.inject, "fault injection KIND@RANK:STEP, KIND = drop|duplicate|corrupt|delay");
   command.add_option("--timeout", config.timeout, "deadlock watchdog: seconds without progress")->capture_default_str();
@@ -53,9 +54,10 @@ void add_schedule_flags(CLI::App& command, RunConfig& config) {
   command.add_flag("--causal", config.causal, "causal mask by global token position");
   command.add_flag("--no-skip", config.no_skip, "compute fully masked blocks instead of skipping them");
   command.add_flag("--backward", config.backward, "also run the backward pass (dq, dk, dv)");
-  command.add_option("--erratum", config.erratum,
-                     "run a source-material mistake: reverse-dkv (dK/dV against the K/V direction) | "
-                     "kv-offset-mask (causal mask by kv offset)")
+  command
+      .add_option("--erratum", config.erratum,
+                  "run a source-material mistake: reverse-dkv (dK/dV against the K/V direction) | "
+                  "kv-offset-mask (causal mask by kv offset)")
       ->check(CLI::IsMember({"reverse-dkv", "kv-offset-mask"}));
 }
 

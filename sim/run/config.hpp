@@ -14,26 +14,26 @@
 namespace ringlab {
 
 struct RunConfig {
-  std::string algo = "ring";          // ring | allgather | ulysses | hybrid
-  std::string layout = "contiguous";  // contiguous | zigzag | striped
-  int64_t block = 0;                  // tokens per layout unit; 0 = the layout's default
-  int64_t ranks = 4;                  // P
-  int64_t ulysses = 0;                // hybrid: Ulysses degree U (ring degree P/U); 0 = not given
+  std::string algo = "ring";              // ring | allgather | ulysses | hybrid
+  std::string layout = "contiguous";      // contiguous | zigzag | striped
+  int64_t block = 0;                      // tokens per layout unit; 0 = the layout's default
+  int64_t ranks = 4;                      // P
+  int64_t ulysses = 0;                    // hybrid: Ulysses degree U (ring degree P/U); 0 = not given
   AttentionDims dims{1, 1024, 4, 0, 64};  // kv_heads 0 until validate(): then H
   bool causal = false;
-  bool no_skip = false;               // compute fully masked blocks instead of skipping them
+  bool no_skip = false;  // compute fully masked blocks instead of skipping them
   bool backward = false;
   uint64_t seed = 0;
-  std::string erratum;                // "" | reverse-dkv | kv-offset-mask (source-material mistakes)
-  std::string in_dir;                 // q.npy k.npy v.npy [dout.npy]
+  std::string erratum;  // "" | reverse-dkv | kv-offset-mask (source-material mistakes)
+  std::string in_dir;   // q.npy k.npy v.npy [dout.npy]
   std::string save_dir;
   std::string trace_file;
   bool json = false;
   bool dry_run = false;
-  std::string hw = "h100-nvlink";     // cost-model preset
-  std::vector<std::string> inject;    // KIND@RANK:STEP
-  double timeout = 10.0;              // watchdog fallback, seconds without progress
-  bool progress = true;               // progress bar on a terminal stderr
+  std::string hw = "h100-nvlink";   // cost-model preset
+  std::vector<std::string> inject;  // KIND@RANK:STEP
+  double timeout = 10.0;            // watchdog fallback, seconds without progress
+  bool progress = true;             // progress bar on a terminal stderr
 
   MaskKind mask() const { return causal ? MaskKind::causal : MaskKind::none; }
   LayoutKind layout_kind() const { return parse_layout(layout); }

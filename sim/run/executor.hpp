@@ -57,12 +57,12 @@ struct RunFailure {
 };
 
 struct ExecutionResult {
-  std::string executor;               // "sim executor, 4 ranks (fp32)", "gpu-streams, 4 virtual ranks on ... (bf16)"
-  RunOutputs outputs;                 // global token order; empty when the executor computes none or the run failed
-  std::vector<RankSummary> ranks;     // [P]: blocks, pairs, FLOPs, traffic, busy and blocked seconds
-  std::vector<TraceEvent> trace;      // when ExecuteOptions::trace: by rank, then start time
-  RunTime time;                       // the run's time and what it means
-  std::optional<RunFailure> failure;  // set when the run did not complete
+  std::string executor;                  // "sim executor, 4 ranks (fp32)", "gpu-streams, 4 virtual ranks on ... (bf16)"
+  RunOutputs outputs;                    // global token order; empty when the executor computes none or the run failed
+  std::vector<RankSummary> ranks;        // [P]: blocks, pairs, FLOPs, traffic, busy and blocked seconds
+  std::vector<TraceEvent> trace;         // when ExecuteOptions::trace: by rank, then start time
+  RunTime time;                          // the run's time and what it means
+  std::optional<RunFailure> failure;     // set when the run did not complete
   std::vector<BlockError> block_errors;  // a diagnosed run's every compute block, in (phase, step, rank) order
 
   bool ok() const { return !failure.has_value(); }
@@ -89,19 +89,19 @@ void scatter_local_outputs(const LocalOutputs& local, std::span<const int64_t> p
 
 // What an executor needs of the pipeline, and what it can do besides executing.
 struct PipelineNeeds {
-  int64_t element_bytes = 4;          // PlanSpec::element_bytes: q, k, v, out on the wire and in memory
+  int64_t element_bytes = 4;                     // PlanSpec::element_bytes: q, k, v, out on the wire and in memory
   ToleranceFunction tolerance = fp32_tolerance;  // per output tensor, against the float64 oracle
-  std::string dtype;                  // the input precision reported by --json ("bf16"); "" = not reported
-  bool computes_outputs = true;       // false: no inputs, plan check, verification or --save (cost model)
-  bool diagnoses = false;             // after a mismatch, executes again with every block checked on its own
-  bool counts_progress = false;       // increments ExecuteOptions::ops_done once per op (a progress bar)
-  bool reports = true;                // false on the processes of an mpirun run other than rank 0's
+  std::string dtype;                             // the input precision reported by --json ("bf16"); "" = not reported
+  bool computes_outputs = true;                  // false: no inputs, plan check, verification or --save (cost model)
+  bool diagnoses = false;                        // after a mismatch, executes again with every block checked on its own
+  bool counts_progress = false;                  // increments ExecuteOptions::ops_done once per op (a progress bar)
+  bool reports = true;                           // false on the processes of an mpirun run other than rank 0's
 };
 
 // What the pipeline asks of one execution.
 struct ExecuteOptions {
-  bool trace = false;                          // keep one trace event per operation
-  std::atomic<int64_t>* ops_done = nullptr;    // progress, when PipelineNeeds::counts_progress
+  bool trace = false;                        // keep one trace event per operation
+  std::atomic<int64_t>* ops_done = nullptr;  // progress, when PipelineNeeds::counts_progress
   // Diagnosis (PipelineNeeds::diagnoses): when set, every compute block's own result is compared
   // with the exact result of that block, into ExecutionResult::block_errors.
   const AttentionInputs<double>* diagnose_inputs = nullptr;

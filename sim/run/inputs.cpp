@@ -25,7 +25,8 @@ AttentionInputs<double> load_inputs(RunConfig& config) {
   namespace fs = std::filesystem;
   std::error_code error;
   if (!fs::is_directory(config.in_dir, error)) {
-    throw UsageError("--in " + config.in_dir + " is not a readable directory; pass the directory holding q.npy k.npy v.npy");
+    throw UsageError("--in " + config.in_dir +
+                     " is not a readable directory; pass the directory holding q.npy k.npy v.npy");
   }
   auto read = [&](const char* name) {
     const std::string path = (fs::path(config.in_dir) / name).string();
@@ -39,8 +40,8 @@ AttentionInputs<double> load_inputs(RunConfig& config) {
   };
   AttentionInputs<double> inputs{read("q.npy"), read("k.npy"), read("v.npy"), {}};
   if (config.backward) inputs.dout = read("dout.npy");
-  const AttentionDims dims = dims_of(inputs.q.shape(), inputs.k.shape(), inputs.v.shape(),
-                                     config.backward ? &inputs.dout.shape() : nullptr);
+  const AttentionDims dims =
+      dims_of(inputs.q.shape(), inputs.k.shape(), inputs.v.shape(), config.backward ? &inputs.dout.shape() : nullptr);
   config.dims = dims;
   return inputs;
 }

@@ -35,7 +35,7 @@ namespace ringlab {
 // "all_to_all" for the collectives.
 const char* op_trace_name(const OpBody& body);
 // The same names for executors that never build an op (the dry executor walks templates).
-const char* compute_trace_name(Pass pass);                // "attention fwd" | "attention bwd"
+const char* compute_trace_name(Pass pass);                 // "attention fwd" | "attention bwd"
 const char* collective_trace_name(Collective collective);  // "all_gather" | "reduce_scatter" | "all_to_all"
 // Local ops need no communication: LoadKv, Compute, Accumulate, Finalize, PrepareBackward, StoreGrads.
 bool is_local_op(const OpBody& body);

@@ -20,10 +20,12 @@ void require_writable_parent(const fs::path& path, const std::string& flag) {
   if (parent.empty()) parent = ".";
   std::error_code error;
   if (!fs::is_directory(parent, error)) {
-    throw UsageError(flag + " " + path.string() + ": directory " + parent.string() + " does not exist; create it first");
+    throw UsageError(flag + " " + path.string() + ": directory " + parent.string() +
+                     " does not exist; create it first");
   }
   if (::access(parent.c_str(), W_OK) != 0) {
-    throw UsageError(flag + " " + path.string() + ": directory " + parent.string() + " is not writable; pick another place");
+    throw UsageError(flag + " " + path.string() + ": directory " + parent.string() +
+                     " is not writable; pick another place");
   }
 }
 
@@ -102,7 +104,8 @@ void StagedDirectory::commit() {
   std::error_code error;
   if (fs::exists(target_, error)) fs::remove(target_, error);  // check_output_directory made sure it is empty
   fs::rename(staging_, target_, error);
-  if (error) throw UsageError("--save " + target_ + ": cannot rename the finished outputs into place (" + error.message() + ")");
+  if (error)
+    throw UsageError("--save " + target_ + ": cannot rename the finished outputs into place (" + error.message() + ")");
   committed_ = true;
 }
 

@@ -30,7 +30,7 @@ class StagedDirectory {
   ~StagedDirectory();  // removes the staging directory unless committed
 
   std::string path(const std::string& file) const;  // a file inside the staging directory
-  void commit();                                     // renames the staging directory to the target
+  void commit();                                    // renames the staging directory to the target
 
  private:
   std::string target_, staging_;

@@ -107,7 +107,9 @@ void print_time(std::ostream& out, const RunTime& time) {
     case TimeKind::device:
       std::snprintf(line, sizeof line, "device time: %.3f ms (CUDA events, first to last)\n", time.seconds * 1e3);
       break;
-    case TimeKind::predicted: std::snprintf(line, sizeof line, "predicted time: %.6f s (cost model)\n", time.seconds); break;
+    case TimeKind::predicted:
+      std::snprintf(line, sizeof line, "predicted time: %.6f s (cost model)\n", time.seconds);
+      break;
   }
   out << line;
 }

@@ -13,10 +13,10 @@ struct RankCounters {
   int64_t bytes_sent = 0;
   int64_t messages_received = 0;
   int64_t bytes_received = 0;
-  int64_t collectives = 0;       // collective calls (barrier, all_to_all, ..., split)
-  double blocked_seconds = 0;    // waiting for a message, a rendezvous match or a collective
-  double compute_seconds = 0;    // inside compute scopes (attention kernels)
-  double flops = 0;              // as declared by the compute scopes
+  int64_t collectives = 0;     // collective calls (barrier, all_to_all, ..., split)
+  double blocked_seconds = 0;  // waiting for a message, a rendezvous match or a collective
+  double compute_seconds = 0;  // inside compute scopes (attention kernels)
+  double flops = 0;            // as declared by the compute scopes
 };
 
 }  // namespace ringlab

@@ -30,7 +30,7 @@ struct BlockError {
   Pass pass = Pass::forward;
   int64_t q_block = 0, kv_block = 0;
   BlockShape shape = BlockShape::full;
-  double max_abs_error = 0;  // over finite pairs of out and lse (forward) or dq, dk, dv (backward)
+  double max_abs_error = 0;    // over finite pairs of out and lse (forward) or dq, dk, dv (backward)
   bool mask_mismatch = false;  // an lse is -inf on one side only: a query sees keys it must not (or none it must)
   bool ok = true;              // within the fp32 tolerances
 };

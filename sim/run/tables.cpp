@@ -59,7 +59,8 @@ void print_diagnosis(std::ostream& os, const Plan& plan, const PlanCheck& check,
                   static_cast<long long>(bad->kv_block), block_shape_name(bad->shape), bad->max_abs_error);
     os << line;
     if (bad->mask_mismatch) {
-      os << "                     and some of its queries see keys they must not, or none they must (lse -inf on one side)\n";
+      os << "                     and some of its queries see keys they must not, or none they must (lse -inf on one "
+            "side)\n";
     }
     const auto count = std::count_if(errors.begin(), errors.end(), [](const BlockError& e) { return !e.ok; });
     os << "  " << count << " of " << errors.size() << " blocks are wrong on their own\n";
@@ -88,8 +89,7 @@ nlohmann::json to_json(std::span<const RankSummary> ranks) {
 }
 
 nlohmann::json to_json(const LoadImbalance& imbalance) {
-  return {{"flops_max_over_mean", imbalance.flops_max_over_mean},
-          {"busy_max_over_mean", imbalance.busy_max_over_mean}};
+  return {{"flops_max_over_mean", imbalance.flops_max_over_mean}, {"busy_max_over_mean", imbalance.busy_max_over_mean}};
 }
 
 nlohmann::json to_json(const PlanCheck& check) {

@@ -112,8 +112,8 @@ std::string chrome_trace_json(std::span<const TraceEvent> events, int ranks) {
   json list = json::array();
   for (int rank = 0; rank < ranks; ++rank) {
     list.push_back(metadata("process_name", rank, 0, "rank " + std::to_string(rank)));
-    list.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", rank}, {"tid", 0},
-                    {"args", {{"sort_index", rank}}}});
+    list.push_back(
+        {{"name", "process_sort_index"}, {"ph", "M"}, {"pid", rank}, {"tid", 0}, {"args", {{"sort_index", rank}}}});
     list.push_back(metadata("thread_name", rank, 0, "compute"));
     list.push_back(metadata("thread_name", rank, 1, "comm"));
   }

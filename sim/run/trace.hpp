@@ -19,22 +19,22 @@ namespace ringlab {
 enum class TraceLane : uint8_t { compute = 0, comm = 1 };  // the Chrome "tid"
 
 struct TraceEvent {
-  std::string name;                // "send", "recv", "all_to_all", "attention fwd", ...
-  int rank = 0;                    // world rank: the Chrome "pid"
+  std::string name;  // "send", "recv", "all_to_all", "attention fwd", ...
+  int rank = 0;      // world rank: the Chrome "pid"
   TraceLane lane = TraceLane::comm;
-  double start_us = 0;             // since the world started
+  double start_us = 0;  // since the world started
   double duration_us = 0;
   // args; -1 / empty = not applicable
-  int step = -1;                   // the rank's step label
-  std::string label;               // the rank's free-text label
-  int peer = -1;                   // world rank at the other end of a point-to-point operation
+  int step = -1;      // the rank's step label
+  std::string label;  // the rank's free-text label
+  int peer = -1;      // world rank at the other end of a point-to-point operation
   int tag = -1;
-  int64_t bytes = -1;              // payload bytes sent (send side) or received (receive side)
-  double flops = -1;               // compute scopes
+  int64_t bytes = -1;  // payload bytes sent (send side) or received (receive side)
+  double flops = -1;   // compute scopes
   int q_block = -1;
   int kv_block = -1;
-  std::string mask;                // "full", "causal", "diagonal", ...
-  std::string group;               // the communicator when not the world: "group {0,2}"
+  std::string mask;   // "full", "causal", "diagonal", ...
+  std::string group;  // the communicator when not the world: "group {0,2}"
 
   friend bool operator==(const TraceEvent&, const TraceEvent&) = default;
 };

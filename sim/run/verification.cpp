@@ -64,8 +64,8 @@ void print_verification(std::ostream& os, const Verification& verification) {
       std::snprintf(used, sizeof used, "inf");
     }
     std::snprintf(line, sizeof line, "%-6s %-20s %11.3e %11.3e %9.0e %9.0e %8s  %s\n", check.name.c_str(),
-                  shape_string(check.shape).c_str(), r.max_abs_error, r.max_rel_error, check.tolerance.abs, check.tolerance.rel, used,
-                  r.ok ? "ok" : "FAIL");
+                  shape_string(check.shape).c_str(), r.max_abs_error, r.max_rel_error, check.tolerance.abs,
+                  check.tolerance.rel, used, r.ok ? "ok" : "FAIL");
     os << line;
     if (!r.ok) os << "       " << r.describe() << "\n";
     passed += r.ok ? 1 : 0;
@@ -88,7 +88,8 @@ nlohmann::json to_json(const Verification& verification) {
                             {"tol_rel", check.tolerance.rel},
                             {"bad", r.bad},
                             {"count", r.count}};
-    entry["tolerance_used"] = std::isfinite(r.tolerance_used) ? nlohmann::json(r.tolerance_used) : nlohmann::json("inf");
+    entry["tolerance_used"] =
+        std::isfinite(r.tolerance_used) ? nlohmann::json(r.tolerance_used) : nlohmann::json("inf");
     if (!r.ok) {
       entry["first_bad_index"] = r.first_bad_index;
       entry["first_bad_actual"] = r.first_bad_actual;

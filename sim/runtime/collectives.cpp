@@ -44,9 +44,14 @@ void Communicator::send_chunk(int member, int index, CollectiveKind kind, std::s
 
 Buffer Communicator::receive_chunk(int member, int index, CollectiveKind kind, size_t expected_floats) {
   const int peer = members_[static_cast<size_t>(member)];
-  detail::Message message =
-      world_->receive(world_rank_, detail::Wait{detail::WaitKind::message, detail::collective_name(kind),
-                                                {context_, peer, index, true}, 0, 0, peer, -1, index});
+  detail::Message message = world_->receive(world_rank_, detail::Wait{detail::WaitKind::message,
+                                                                      detail::collective_name(kind),
+                                                                      {context_, peer, index, true},
+                                                                      0,
+                                                                      0,
+                                                                      peer,
+                                                                      -1,
+                                                                      index});
   detail::accept_message(*world_, world_rank_, message);
   const std::string where = " #" + std::to_string(index) + " of " + name_;
   if (message.collective != kind) {
@@ -58,10 +63,10 @@ Buffer Communicator::receive_chunk(int member, int index, CollectiveKind kind, s
   }
   if (message.payload.size() != expected_floats) {
     throw CommFaultError({"size mismatch", world_rank_, peer, -1, message.step, message.sequence,
-                          std::string(detail::collective_name(kind)) + where + ": rank " +
-                              std::to_string(world_rank_) + " expects " + std::to_string(expected_floats) +
-                              " floats from each rank but rank " + std::to_string(peer) + " sent " +
-                              std::to_string(message.payload.size()) + "; every rank must pass the same size"});
+                          std::string(detail::collective_name(kind)) + where + ": rank " + std::to_string(world_rank_) +
+                              " expects " + std::to_string(expected_floats) + " floats from each rank but rank " +
+                              std::to_string(peer) + " sent " + std::to_string(message.payload.size()) +
+                              "; every rank must pass the same size"});
   }
   return std::move(message.payload);
 }
@@ -90,7 +95,8 @@ Buffer output_buffer(BufferPool& pool, size_t floats) {
 void Communicator::barrier() {
   const Clock::time_point start = Clock::now();
   const int index = enter_collective();
-  for (int offset = 1; offset < size(); ++offset) send_chunk((rank_ + offset) % size(), index, CollectiveKind::barrier, {});
+  for (int offset = 1; offset < size(); ++offset)
+    send_chunk((rank_ + offset) % size(), index, CollectiveKind::barrier, {});
   for (int member = 0; member < size(); ++member) {
     if (member != rank_) receive_chunk(member, index, CollectiveKind::barrier, 0);
   }
@@ -101,7 +107,8 @@ Buffer Communicator::all_gather(std::span<const float> input) {
   const Clock::time_point start = Clock::now();
   const int index = enter_collective();
   const size_t n = input.size();
-  for (int offset = 1; offset < size(); ++offset) send_chunk((rank_ + offset) % size(), index, CollectiveKind::all_gather, input);
+  for (int offset = 1; offset < size(); ++offset)
+    send_chunk((rank_ + offset) % size(), index, CollectiveKind::all_gather, input);
   Buffer output = output_buffer(world_->pool(), n * members_.size());
   std::copy(input.begin(), input.end(), output.begin() + static_cast<ptrdiff_t>(n * static_cast<size_t>(rank_)));
   for (int member = 0; member < size(); ++member) {
@@ -119,7 +126,9 @@ Buffer Communicator::all_to_all(std::span<const float> input) {
   const Clock::time_point start = Clock::now();
   const size_t c = chunk_floats(input, size(), world_rank_, "all_to_all");
   const int index = enter_collective();
-  auto chunk_of = [&](std::span<const float> data, int member) { return data.subspan(c * static_cast<size_t>(member), c); };
+  auto chunk_of = [&](std::span<const float> data, int member) {
+    return data.subspan(c * static_cast<size_t>(member), c);
+  };
   for (int offset = 1; offset < size(); ++offset) {
     const int member = (rank_ + offset) % size();
     send_chunk(member, index, CollectiveKind::all_to_all, chunk_of(input, member));
@@ -171,7 +180,8 @@ Buffer Communicator::all_reduce(std::span<const float> input) {
   const Clock::time_point start = Clock::now();
   const int index = enter_collective();
   const size_t n = input.size();
-  for (int offset = 1; offset < size(); ++offset) send_chunk((rank_ + offset) % size(), index, CollectiveKind::all_reduce, input);
+  for (int offset = 1; offset < size(); ++offset)
+    send_chunk((rank_ + offset) % size(), index, CollectiveKind::all_reduce, input);
   Buffer output(n);
   for (int member = 0; member < size(); ++member) {
     Buffer received;
@@ -202,10 +212,12 @@ Communicator Communicator::split(int color, int key) {
   float mine[4];
   encode_int(color, mine);
   encode_int(key, mine + 2);
-  for (int offset = 1; offset < size(); ++offset) send_chunk((rank_ + offset) % size(), index, CollectiveKind::split, mine);
+  for (int offset = 1; offset < size(); ++offset)
+    send_chunk((rank_ + offset) % size(), index, CollectiveKind::split, mine);
   std::vector<int> colors(members_.size()), keys(members_.size());
   for (int member = 0; member < size(); ++member) {
-    const Buffer theirs = member == rank_ ? Buffer(mine, mine + 4) : receive_chunk(member, index, CollectiveKind::split, 4);
+    const Buffer theirs =
+        member == rank_ ? Buffer(mine, mine + 4) : receive_chunk(member, index, CollectiveKind::split, 4);
     colors[static_cast<size_t>(member)] = decode_int(theirs.data());
     keys[static_cast<size_t>(member)] = decode_int(theirs.data() + 2);
   }
@@ -213,9 +225,8 @@ Communicator Communicator::split(int color, int key) {
   for (int member = 0; member < size(); ++member) {
     if (colors[static_cast<size_t>(member)] == color) order.push_back(member);
   }
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return keys[static_cast<size_t>(a)] < keys[static_cast<size_t>(b)];
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return keys[static_cast<size_t>(a)] < keys[static_cast<size_t>(b)]; });
   std::vector<int> group_members;
   group_members.reserve(order.size());
   for (int member : order) group_members.push_back(members_[static_cast<size_t>(member)]);

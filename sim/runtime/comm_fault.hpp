@@ -18,13 +18,13 @@
 namespace ringlab {
 
 struct CommFault {
-  std::string kind;        // "duplicate" | "corrupt" | "size mismatch" | "collective mismatch"
-  int detected_by = -1;    // world rank that detected it (the receiver)
-  int peer = -1;           // world rank at the other end (the sender)
-  int tag = -1;            // user tag, or -1 for a collective's internal message
-  int step = -1;           // the sender's step label when it sent the message
-  uint64_t sequence = 0;   // per-(peer, detected_by) sequence number of the message, 0 if none
-  std::string detail;      // one line naming both ranks, e.g. "rank 2 received message #3 ... twice"
+  std::string kind;       // "duplicate" | "corrupt" | "size mismatch" | "collective mismatch"
+  int detected_by = -1;   // world rank that detected it (the receiver)
+  int peer = -1;          // world rank at the other end (the sender)
+  int tag = -1;           // user tag, or -1 for a collective's internal message
+  int step = -1;          // the sender's step label when it sent the message
+  uint64_t sequence = 0;  // per-(peer, detected_by) sequence number of the message, 0 if none
+  std::string detail;     // one line naming both ranks, e.g. "rank 2 received message #3 ... twice"
 
   std::string describe() const { return kind + ": " + detail; }
 };

@@ -44,8 +44,14 @@ Buffer Request::wait() {
   const Clock::time_point start = Clock::now();
   if (kind_ == Kind::send) {
     if (!complete_) {
-      world_->wait_matched(rank_, Wait{WaitKind::match, "wait (isend, rendezvous)", {context_, rank_, tag_, false}, 0,
-                                       rendezvous_id_, peer_, tag_, -1});
+      world_->wait_matched(rank_, Wait{WaitKind::match,
+                                       "wait (isend, rendezvous)",
+                                       {context_, rank_, tag_, false},
+                                       0,
+                                       rendezvous_id_,
+                                       peer_,
+                                       tag_,
+                                       -1});
       complete_ = true;
     }
     detail::trace_comm(*world_, rank_, "wait (isend)", start, peer_, tag_, -1, group_);
@@ -82,15 +88,21 @@ void Request::wait_into(std::span<float> out) {
   taken_ = true;
   detail::copy_payload(*world_, rank_, *arrived_, out, "wait_into");
   arrived_.reset();
-  detail::trace_comm(*world_, rank_, "wait (irecv)", start, peer_, tag_,
-                     static_cast<int64_t>(out.size_bytes()), group_);
+  detail::trace_comm(*world_, rank_, "wait (irecv)", start, peer_, tag_, static_cast<int64_t>(out.size_bytes()),
+                     group_);
 }
 
 bool Request::test() {
   if (complete_) return true;
   if (kind_ == Kind::send) {
-    complete_ = world_->test_matched(rank_, Wait{WaitKind::match, "test (isend, rendezvous)",
-                                                 {context_, rank_, tag_, false}, 0, rendezvous_id_, peer_, tag_, -1});
+    complete_ = world_->test_matched(rank_, Wait{WaitKind::match,
+                                                 "test (isend, rendezvous)",
+                                                 {context_, rank_, tag_, false},
+                                                 0,
+                                                 rendezvous_id_,
+                                                 peer_,
+                                                 tag_,
+                                                 -1});
     return complete_;
   }
   std::optional<detail::Message> message = world_->try_take(
@@ -105,13 +117,9 @@ bool Request::test() {
 // ---- Communicator: identity and checks ----------------------------------------------------
 
 Communicator::Communicator(detail::WorldState& world, int world_rank, uint64_t context, std::vector<int> members)
-    : world_(&world),
-      world_rank_(world_rank),
-      context_(context),
-      members_(std::move(members)),
+    : world_(&world), world_rank_(world_rank), context_(context), members_(std::move(members)),
       rank_(static_cast<int>(std::find(members_.begin(), members_.end(), world_rank) - members_.begin())),
-      name_(context == 0 ? "world" : detail::group_name(members_)),
-      trace_group_(context == 0 ? "" : name_) {}
+      name_(context == 0 ? "world" : detail::group_name(members_)), trace_group_(context == 0 ? "" : name_) {}
 
 int Communicator::world_size() const { return world_->ranks(); }
 
@@ -156,8 +164,8 @@ Request Communicator::new_request(Request::Kind kind, int peer, int tag) const {
 
 detail::Message Communicator::receive_message(int src, int tag, const char* call) {
   const int peer = peer_world(src, tag, call);
-  detail::Message message = world_->receive(
-      world_rank_, Wait{WaitKind::message, call, {context_, peer, tag, false}, 0, 0, peer, tag, -1});
+  detail::Message message =
+      world_->receive(world_rank_, Wait{WaitKind::message, call, {context_, peer, tag, false}, 0, 0, peer, tag, -1});
   detail::accept_message(*world_, world_rank_, message);
   return message;
 }
@@ -166,8 +174,14 @@ void Communicator::send(int dst, int tag, std::span<const float> data) {
   const Clock::time_point start = Clock::now();
   Request request = start_send(dst, tag, data, send_mode() == SendMode::rendezvous, "send");
   if (!request.complete_) {
-    world_->wait_matched(world_rank_, Wait{WaitKind::match, "send (rendezvous)", {context_, world_rank_, tag, false}, 0,
-                                           request.rendezvous_id_, request.peer_, tag, -1});
+    world_->wait_matched(world_rank_, Wait{WaitKind::match,
+                                           "send (rendezvous)",
+                                           {context_, world_rank_, tag, false},
+                                           0,
+                                           request.rendezvous_id_,
+                                           request.peer_,
+                                           tag,
+                                           -1});
   }
   detail::trace_comm(*world_, world_rank_, "send", start, request.peer_, tag, static_cast<int64_t>(data.size_bytes()),
                      trace_group_);
@@ -212,9 +226,14 @@ Buffer Communicator::sendrecv(int dst, int send_tag, std::span<const float> data
   Request outgoing = start_send(dst, send_tag, data, send_mode() == SendMode::rendezvous, "sendrecv");
   detail::Message message = receive_message(src, recv_tag, "sendrecv (receive part)");
   if (!outgoing.complete_) {
-    world_->wait_matched(world_rank_, Wait{WaitKind::match, "sendrecv (send part)",
-                                           {context_, world_rank_, send_tag, false}, 0, outgoing.rendezvous_id_,
-                                           outgoing.peer_, send_tag, -1});
+    world_->wait_matched(world_rank_, Wait{WaitKind::match,
+                                           "sendrecv (send part)",
+                                           {context_, world_rank_, send_tag, false},
+                                           0,
+                                           outgoing.rendezvous_id_,
+                                           outgoing.peer_,
+                                           send_tag,
+                                           -1});
   }
   detail::trace_comm(*world_, world_rank_, "sendrecv", start, outgoing.peer_, send_tag,
                      static_cast<int64_t>(data.size_bytes()), trace_group_);
@@ -228,9 +247,14 @@ void Communicator::sendrecv_into(int dst, int send_tag, std::span<const float> d
   detail::Message message = receive_message(src, recv_tag, "sendrecv_into (receive part)");
   detail::copy_payload(*world_, world_rank_, message, out, "sendrecv_into");
   if (!outgoing.complete_) {
-    world_->wait_matched(world_rank_, Wait{WaitKind::match, "sendrecv_into (send part)",
-                                           {context_, world_rank_, send_tag, false}, 0, outgoing.rendezvous_id_,
-                                           outgoing.peer_, send_tag, -1});
+    world_->wait_matched(world_rank_, Wait{WaitKind::match,
+                                           "sendrecv_into (send part)",
+                                           {context_, world_rank_, send_tag, false},
+                                           0,
+                                           outgoing.rendezvous_id_,
+                                           outgoing.peer_,
+                                           send_tag,
+                                           -1});
   }
   detail::trace_comm(*world_, world_rank_, "sendrecv", start, outgoing.peer_, send_tag,
                      static_cast<int64_t>(data.size_bytes()), trace_group_);
@@ -270,11 +294,7 @@ const RankCounters& Communicator::counters() const { return world_->local(world_
 // ---- ComputeScope -------------------------------------------------------------------------
 
 ComputeScope::ComputeScope(Communicator& comm, std::string name, double flops, BlockLabels labels)
-    : world_(comm.world_),
-      rank_(comm.world_rank_),
-      name_(std::move(name)),
-      flops_(flops),
-      labels_(std::move(labels)),
+    : world_(comm.world_), rank_(comm.world_rank_), name_(std::move(name)), flops_(flops), labels_(std::move(labels)),
       group_(comm.trace_group_) {
   world_->check_alive();
   world_->begin_compute();

@@ -78,16 +78,16 @@ class Request {
   enum class Kind : uint8_t { none, send, recv };
 
   detail::WorldState* world_ = nullptr;
-  int rank_ = -1;              // world rank that owns it
+  int rank_ = -1;  // world rank that owns it
   Kind kind_ = Kind::none;
   bool complete_ = true;
-  bool taken_ = false;         // a receive's buffer was handed out
+  bool taken_ = false;  // a receive's buffer was handed out
   uint64_t context_ = 0;
-  int peer_ = -1;              // world rank
+  int peer_ = -1;  // world rank
   int tag_ = -1;
-  uint64_t ticket_ = 0;        // receive: which message of the (peer, tag) FIFO
-  uint64_t rendezvous_id_ = 0; // rendezvous send
-  std::string group_;          // for trace events: "" for the world
+  uint64_t ticket_ = 0;                       // receive: which message of the (peer, tag) FIFO
+  uint64_t rendezvous_id_ = 0;                // rendezvous send
+  std::string group_;                         // for trace events: "" for the world
   std::unique_ptr<detail::Message> arrived_;  // a receive's message, once taken
 };
 
@@ -95,12 +95,12 @@ class Request {
 
 class Communicator {
  public:
-  int rank() const { return rank_; }                  // in this communicator
+  int rank() const { return rank_; }  // in this communicator
   int size() const { return static_cast<int>(members_.size()); }
   int world_rank() const { return world_rank_; }
   int world_size() const;
   const std::vector<int>& members() const { return members_; }  // world ranks, by rank here
-  const std::string& name() const { return name_; }  // "world", or "group {0,2}" (world ranks)
+  const std::string& name() const { return name_; }             // "world", or "group {0,2}" (world ranks)
   SendMode send_mode() const;
 
   // Point-to-point. Tags are >= 0.
@@ -112,8 +112,7 @@ class Communicator {
   // Sends `data` to `dst` and receives from `src` as one operation (never deadlocks against a
   // matching sendrecv, in either send mode) — the ring step.
   Buffer sendrecv(int dst, int send_tag, std::span<const float> data, int src, int recv_tag);
-  void sendrecv_into(int dst, int send_tag, std::span<const float> data, int src, int recv_tag,
-                     std::span<float> out);
+  void sendrecv_into(int dst, int send_tag, std::span<const float> data, int src, int recv_tag, std::span<float> out);
 
   // Collectives: every member calls them in the same order. Sizes below are in floats, P = size().
   void barrier();

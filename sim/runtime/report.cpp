@@ -38,9 +38,7 @@ int RunReport::exit_status() const {
     case RunStatus::ok: return kExitVerified;
     case RunStatus::deadlock:
     case RunStatus::comm_fault: return kExitCommFault;
-    case RunStatus::error:
-      try {
-        std::rethrow_exception(error->exception);
+    case RunStatus::error: try { std::rethrow_exception(error->exception);
       } catch (const UsageError&) {
         return kExitUsage;
       } catch (const CommError&) {

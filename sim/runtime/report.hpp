@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "sim/run/trace.hpp"
 #include "sim/runtime/comm_fault.hpp"
 #include "sim/runtime/counters.hpp"
 #include "sim/runtime/faults.hpp"
-#include "sim/run/trace.hpp"
 #include "sim/runtime/watchdog.hpp"
 
 namespace ringlab {
@@ -26,21 +26,21 @@ enum class RunStatus : uint8_t {
 const char* run_status_name(RunStatus status);
 
 struct RankError {
-  int rank = -1;                  // world rank that threw first
-  std::string message;            // its what()
-  std::exception_ptr exception;   // the original, for RunReport::throw_if_failed
+  int rank = -1;                 // world rank that threw first
+  std::string message;           // its what()
+  std::exception_ptr exception;  // the original, for RunReport::throw_if_failed
 };
 
 struct RunReport {
   RunStatus status = RunStatus::ok;
   int ranks = 0;
   double wall_seconds = 0;
-  std::vector<RankCounters> counters;   // [P]
-  std::vector<TraceEvent> trace;        // when WorldOptions::trace; by rank, then start time
+  std::vector<RankCounters> counters;  // [P]
+  std::vector<TraceEvent> trace;       // when WorldOptions::trace; by rank, then start time
   std::optional<DeadlockReport> deadlock;
   std::optional<CommFault> fault;
   std::optional<RankError> error;
-  std::vector<FaultRecord> faults;      // the fault plan, and what each fault did
+  std::vector<FaultRecord> faults;  // the fault plan, and what each fault did
 
   bool ok() const { return status == RunStatus::ok; }
   // "ok: 4 ranks in 0.012 s" or the deadlock / fault / error text; injected faults listed.

@@ -77,8 +77,8 @@ std::string DeadlockReport::describe() const {
     text += "\n  rank " + std::to_string(rank.rank) + " has messages it never received: ";
     for (size_t i = 0; i < rank.queued.size(); ++i) text += (i ? "; " : "") + rank.queued[i];
     if (rank.state == RankState::blocked && !rank.sending && rank.collective_index < 0) {
-      const bool dropped = std::any_of(faults.begin(), faults.end(),
-                                       [](const std::string& f) { return f.rfind("drop", 0) == 0; });
+      const bool dropped =
+          std::any_of(faults.begin(), faults.end(), [](const std::string& f) { return f.rfind("drop", 0) == 0; });
       text += dropped ? " (the rest of an exchange a dropped message belonged to?)" : " (a tag or peer mismatch?)";
     }
   }

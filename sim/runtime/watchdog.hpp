@@ -30,7 +30,7 @@ enum class RankState : uint8_t {
 const char* rank_state_name(RankState state);
 
 struct RankWaitReport {
-  int rank = 0;                     // world rank
+  int rank = 0;  // world rank
   RankState state = RankState::running;
   std::string call;                 // "recv", "send (rendezvous)", "wait (irecv)", "barrier", ...
   std::string communicator;         // "world" or "group {0,2}" (world ranks)
@@ -49,12 +49,12 @@ struct RankWaitReport {
 };
 
 struct DeadlockReport {
-  bool timed_out = false;               // false: detected by event; true: the --timeout fallback
-  double detected_after_seconds = 0;    // since the world started
+  bool timed_out = false;             // false: detected by event; true: the --timeout fallback
+  double detected_after_seconds = 0;  // since the world started
   double timeout_seconds = 0;
-  std::vector<RankWaitReport> ranks;    // one per world rank, in order
-  std::vector<int> cycle;               // closed: {0, 1, 0}; empty when the waits have no cycle
-  std::vector<std::string> faults;      // injected faults that fired, described
+  std::vector<RankWaitReport> ranks;  // one per world rank, in order
+  std::vector<int> cycle;             // closed: {0, 1, 0}; empty when the waits have no cycle
+  std::vector<std::string> faults;    // injected faults that fired, described
 
   // Multi-line text: the verdict, one line per rank, the cycle ("rank 0 waits for rank 1 waits
   // for rank 0"), unreceived messages, injected faults.

@@ -15,7 +15,8 @@ const char* send_mode_name(SendMode mode) { return name_of(kSendModeNames, mode)
 
 void validate(const WorldOptions& options) {
   if (options.ranks < 1) {
-    throw UsageError("--ranks must be at least 1, got " + std::to_string(options.ranks) + "; pass --ranks N with N >= 1");
+    throw UsageError("--ranks must be at least 1, got " + std::to_string(options.ranks) +
+                     "; pass --ranks N with N >= 1");
   }
   if (!(options.timeout_seconds > 0)) {
     throw UsageError("--timeout must be positive seconds, got " + std::to_string(options.timeout_seconds) +
@@ -27,8 +28,7 @@ void validate(const WorldOptions& options) {
   check_fault_plan(options.faults, options.ranks);
 }
 
-WorldOptions make_world_options(int ranks, double timeout_seconds, const std::vector<std::string>& inject,
-                                bool trace) {
+WorldOptions make_world_options(int ranks, double timeout_seconds, const std::vector<std::string>& inject, bool trace) {
   WorldOptions options;
   options.ranks = ranks;
   options.timeout_seconds = timeout_seconds;

@@ -23,13 +23,13 @@ enum class SendMode : uint8_t {
 const char* send_mode_name(SendMode mode);
 
 struct WorldOptions {
-  int ranks = 4;                         // P
-  double timeout_seconds = 10;           // watchdog fallback: stop after this long without progress
-                                         // (sim/runtime/watchdog.hpp says what counts as progress)
+  int ranks = 4;                // P
+  double timeout_seconds = 10;  // watchdog fallback: stop after this long without progress
+                                // (sim/runtime/watchdog.hpp says what counts as progress)
   SendMode send_mode = SendMode::eager;
   FaultPlan faults;
-  bool trace = false;                    // record TraceEvents (RunReport::trace)
-  double fault_delay_seconds = 0.1;      // how late a `delay` fault delivers its message
+  bool trace = false;                            // record TraceEvents (RunReport::trace)
+  double fault_delay_seconds = 0.1;              // how late a `delay` fault delivers its message
   size_t buffer_pool_bytes = size_t{512} << 20;  // cap on recycled payload buffers kept for reuse
 };
 
@@ -39,7 +39,6 @@ void validate(const WorldOptions& options);
 
 // The command line's way in: --ranks, --timeout, every --inject value, whether --trace was given.
 // Validated; throws UsageError (one line, with the fix) for a bad value.
-WorldOptions make_world_options(int ranks, double timeout_seconds, const std::vector<std::string>& inject,
-                                bool trace);
+WorldOptions make_world_options(int ranks, double timeout_seconds, const std::vector<std::string>& inject, bool trace);
 
 }  // namespace ringlab

@@ -36,7 +36,8 @@ Clock::duration to_duration(double seconds) {
 }
 
 const char* collective_name(CollectiveKind kind) {
-  constexpr const char* kNames[] = {"point-to-point", "barrier", "all_gather", "all_to_all", "reduce_scatter", "all_reduce", "split"};
+  constexpr const char* kNames[] = {"point-to-point", "barrier",    "all_gather", "all_to_all",
+                                    "reduce_scatter", "all_reduce", "split"};
   return name_of(kNames, kind);
 }
 
@@ -59,12 +60,8 @@ std::string group_name(const std::vector<int>& members) {
 // ---- [setup and labels] -------------------------------------------------------------------
 
 WorldState::WorldState(const WorldOptions& options)
-    : options_(options),
-      origin_(Clock::now()),
-      pool_(options.buffer_pool_bytes),
-      local_(static_cast<size_t>(options.ranks)),
-      shared_(static_cast<size_t>(options.ranks)),
-      running_(options.ranks) {
+    : options_(options), origin_(Clock::now()), pool_(options.buffer_pool_bytes),
+      local_(static_cast<size_t>(options.ranks)), shared_(static_cast<size_t>(options.ranks)), running_(options.ranks) {
   const auto ranks = static_cast<size_t>(options.ranks);
   for (size_t rank = 0; rank < ranks; ++rank) {
     local_[rank].next_sequence_to.assign(ranks, 0);
@@ -136,7 +133,8 @@ void WorldState::post(const ChannelKey& key, Message message, std::optional<Faul
   if (message.rendezvous_id != 0) shared_[static_cast<size_t>(from)].unmatched_sends.insert(message.rendezvous_id);
   if (fault) {
     for (FaultRecord& record : fault_records_) {
-      if (!record.fired && record.fault.rank == from && record.fault.step == message.step && record.fault.kind == *fault) {
+      if (!record.fired && record.fault.rank == from && record.fault.step == message.step &&
+          record.fault.kind == *fault) {
         record.fired = true;
         record.effect = fault_effect(message, *fault);
         break;

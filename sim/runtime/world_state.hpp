@@ -52,9 +52,9 @@ struct ChannelKey {
 
 struct Message {
   Buffer payload;
-  Checksum checksum;               // of the payload as the sender copied it
-  uint64_t sequence = 0;           // per (source, destination) world-rank pair, from 1
-  int source = 0;                  // world ranks
+  Checksum checksum;      // of the payload as the sender copied it
+  uint64_t sequence = 0;  // per (source, destination) world-rank pair, from 1
+  int source = 0;         // world ranks
   int destination = 0;
   int tag = -1;                    // user tag, -1 for internal messages
   int step = 0;                    // the sender's step label
@@ -83,12 +83,12 @@ enum class WaitKind : uint8_t {
 
 struct Wait {
   WaitKind kind = WaitKind::message;
-  const char* call = "";       // a literal: "recv", "wait (irecv)", "send (rendezvous)", "barrier", ...
-  ChannelKey key;              // message waits; for match waits only key.context is used
+  const char* call = "";  // a literal: "recv", "wait (irecv)", "send (rendezvous)", "barrier", ...
+  ChannelKey key;         // message waits; for match waits only key.context is used
   uint64_t ticket = 0;
   uint64_t rendezvous_id = 0;
-  int peer = -1;               // world rank waited for
-  int tag = -1;                // user tag, -1 in a collective
+  int peer = -1;  // world rank waited for
+  int tag = -1;   // user tag, -1 in a collective
   int collective_index = -1;
 };
 
@@ -99,21 +99,21 @@ struct RankLocal {
   std::vector<TraceEvent> trace;
   int step = 0;
   std::string label;
-  std::vector<uint64_t> next_sequence_to;   // [P], per destination
-  std::vector<Fault> pending_faults;        // this rank's planned faults that have not fired
-  std::map<std::string, int> groups_made;   // Communicator::group calls per (parent, members)
+  std::vector<uint64_t> next_sequence_to;  // [P], per destination
+  std::vector<Fault> pending_faults;       // this rank's planned faults that have not fired
+  std::map<std::string, int> groups_made;  // Communicator::group calls per (parent, members)
 };
 
 struct RankShared {
   RankState state = RankState::running;
-  Wait wait;                                // while blocked
-  std::optional<Wait> polling;              // its last call was a test() that found nothing
+  Wait wait;                    // while blocked
+  std::optional<Wait> polling;  // its last call was a test() that found nothing
   int step = 0;
   std::string label;
   std::condition_variable wake;
-  std::map<ChannelKey, Channel> mailbox;    // messages sent to this rank
-  std::set<uint64_t> unmatched_sends;       // its rendezvous messages no receive was posted for yet
-  std::vector<uint64_t> last_sequence_from; // [P]: highest sequence delivered from each source
+  std::map<ChannelKey, Channel> mailbox;     // messages sent to this rank
+  std::set<uint64_t> unmatched_sends;        // its rendezvous messages no receive was posted for yet
+  std::vector<uint64_t> last_sequence_from;  // [P]: highest sequence delivered from each source
 };
 
 struct ContextInfo {

@@ -6,7 +6,6 @@
 
 namespace ringlab::detail {
 
-
 void WorldState::finish(int rank, const std::exception_ptr& error) {
   std::optional<CommFault> fault;
   std::optional<RankError> rank_error;
@@ -40,8 +39,8 @@ void WorldState::finish(int rank, const std::exception_ptr& error) {
 void WorldState::watch() {
   std::unique_lock lock(mutex_);
   const Clock::duration timeout = to_duration(options_.timeout_seconds);
-  const Clock::duration poll = std::clamp<Clock::duration>(timeout / 20, std::chrono::milliseconds(1),
-                                                           std::chrono::milliseconds(50));
+  const Clock::duration poll =
+      std::clamp<Clock::duration>(timeout / 20, std::chrono::milliseconds(1), std::chrono::milliseconds(50));
   uint64_t seen = progress_.load(std::memory_order_relaxed);
   Clock::time_point last_change = Clock::now();
   while (!watchdog_stop_) {
@@ -112,8 +111,8 @@ DeadlockReport WorldState::deadlock_report_locked(bool timed_out, Clock::time_po
         std::string text = "from rank " + std::to_string(message.source) + " ";
         text += key.internal ? std::string(collective_name(message.collective)) + " #" + std::to_string(key.tag)
                              : "tag " + std::to_string(key.tag);
-        text += " (" + std::to_string(message.payload.size()) + " floats" +
-                (message.visible_at > now ? ", delayed)" : ")");
+        text +=
+            " (" + std::to_string(message.payload.size()) + " floats" + (message.visible_at > now ? ", delayed)" : ")");
         entry.queued.push_back(std::move(text));
       }
     }

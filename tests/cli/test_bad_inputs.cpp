@@ -1,8 +1,8 @@
 // The bad-input matrix across the command line: `ringlab run`, `ringlab check`, `ringlab grade`
 // and `ringlab-viz`. Every row must exit 2 with exactly one line on stderr ("<tool>: error:
 // <problem>; <fix>"), print nothing on stdout, and leave no output file or staging leftover.
-#include <catch2/catch.hpp>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -21,14 +21,15 @@ namespace {
 
 struct Row {
   const char* what;
-  std::string binary;              // the built ringlab or ringlab-viz
+  std::string binary;  // the built ringlab or ringlab-viz
   std::vector<std::string> args;
-  const char* message;             // a piece of the expected line
-  std::string must_not_exist;      // an output that must not appear ("" = none)
+  const char* message;         // a piece of the expected line
+  std::string must_not_exist;  // an output that must not appear ("" = none)
 };
 
 // Input directories, each with one thing wrong.
-std::string inputs_with(const fs::path& root, const std::string& name, const std::function<void(const std::string&)>& spoil) {
+std::string inputs_with(const fs::path& root, const std::string& name,
+                        const std::function<void(const std::string&)>& spoil) {
   const std::string dir = (root / name).string();
   fs::create_directories(dir);
   const AttentionInputs<double> x = make_inputs({1, 64, 4, 2, 8}, 1, false).cast<double>();
@@ -68,11 +69,13 @@ TEST_CASE("bad input across run, check, grade and ringlab-viz: exit 2, one line,
     const std::string bytes = npy_bytes(read_npy(d + "/k.npy").values);
     std::ofstream(d + "/k.npy", std::ios::binary) << bytes.substr(0, bytes.size() - 100);
   });
-  const std::string typed_dir = inputs_with(root, "typed", [](const std::string& d) { replace_in_file(d + "/q.npy", "<f8", "<i8"); });
+  const std::string typed_dir =
+      inputs_with(root, "typed", [](const std::string& d) { replace_in_file(d + "/q.npy", "<f8", "<i8"); });
   const std::string fortran_dir =
       inputs_with(root, "fortran", [](const std::string& d) { replace_in_file(d + "/q.npy", "False", "True "); });
-  const std::string shape_dir =
-      inputs_with(root, "shape", [](const std::string& d) { write_npy(d + "/k.npy", Tensor<double>({1, 64, 2, 16})); });
+  const std::string shape_dir = inputs_with(root, "shape", [](const std::string& d) {
+    write_npy(d + "/k.npy", Tensor<double>({1, 64, 2, 16}));
+  });
   const std::string missing_dir = inputs_with(root, "missing", [](const std::string& d) { fs::remove(d + "/v.npy"); });
   fs::create_directories(root / "full");
   std::ofstream(root / "full/keep.txt") << "already here\n";

@@ -1,13 +1,13 @@
 // The `ringlab run` and `ringlab plan` command-line contract (DESIGN.md), end to end through the
 // built binary: tables and JSON, --save / --in round trips (and NumPy interop), traces, fault
 // injection and the errata's exit statuses. Bad inputs: test_bad_inputs.cpp.
+#include <unistd.h>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <unistd.h>
 
 #include "reference/compare.hpp"
 #include "reference/exact_attention.hpp"
@@ -28,7 +28,8 @@ const std::string kRinglab = RINGLAB_BINARY;
 struct TempDir {
   fs::path path;
   TempDir() {
-    path = fs::temp_directory_path() / ("ringlab-cli-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
+    path =
+        fs::temp_directory_path() / ("ringlab-cli-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
     fs::remove_all(path);
     fs::create_directories(path);
   }
@@ -74,8 +75,8 @@ TEST_CASE("a lone --heads means HKV = H (no GQA unless asked)", "[cli]") {
 }
 
 TEST_CASE("ringlab run --json is one object with the verification", "[cli]") {
-  const auto run = run_binary(kRinglab, {"run", "--json", "--ranks", "3", "--seq", "96", "--causal", "--backward",
-                                         "--layout", "zigzag"});
+  const auto run = run_binary(
+      kRinglab, {"run", "--json", "--ranks", "3", "--seq", "96", "--causal", "--backward", "--layout", "zigzag"});
   REQUIRE(run.status == 0);
   const nlohmann::json summary = nlohmann::json::parse(run.out);
   CHECK(summary["exit_status"] == 0);
@@ -94,8 +95,10 @@ TEST_CASE("saving writes outputs in global order and --in reads float64 inputs",
                                          "--layout", "striped", "--causal", "--backward", "--no-progress"});
   INFO(run.out << run.err);
   REQUIRE(run.status == 0);
-  for (const char* name : {"out.npy", "lse.npy", "dq.npy", "dk.npy", "dv.npy"}) CHECK(fs::exists(dir / ("out/" + std::string(name))));
-  const NpyArray out = read_npy(dir / "out/out.npy"), lse = read_npy(dir / "out/lse.npy"), dk = read_npy(dir / "out/dk.npy");
+  for (const char* name : {"out.npy", "lse.npy", "dq.npy", "dk.npy", "dv.npy"})
+    CHECK(fs::exists(dir / ("out/" + std::string(name))));
+  const NpyArray out = read_npy(dir / "out/out.npy"), lse = read_npy(dir / "out/lse.npy"),
+                 dk = read_npy(dir / "out/dk.npy");
   CHECK(out.descr == "<f4");
   CHECK(out.values.shape() == dims.q_shape());
   CHECK(lse.values.shape() == dims.lse_shape());
@@ -107,7 +110,8 @@ TEST_CASE("saving writes outputs in global order and --in reads float64 inputs",
   CHECK(compare(lse.values.cast<float>(), exact.lse, fp32_tolerance("lse")).ok);
   // Nothing else was left in the directory: no staging leftovers.
   int entries = 0;
-  for (const auto& entry : fs::directory_iterator(dir.path)) entries += entry.path().filename().string().find("partial") == std::string::npos;
+  for (const auto& entry : fs::directory_iterator(dir.path))
+    entries += entry.path().filename().string().find("partial") == std::string::npos;
   CHECK(entries == 5);  // q, k, v, dout, out/
 }
 
@@ -119,9 +123,9 @@ TEST_CASE("NumPy writes the inputs and checks ringlab's outputs", "[cli][numpy]"
   TempDir dir;
   const std::string script = std::string(RINGLAB_TEST_DIR) + "/numpy_interop.py";
   REQUIRE(std::system(("/usr/bin/python3 " + script + " write " + dir.path.string()).c_str()) == 0);
-  const auto run = run_binary(kRinglab, {"run", "--in", dir.path.string(), "--save", dir / "out", "--algo", "hybrid",
-                                         "--ulysses", "2", "--ranks", "4", "--layout", "zigzag", "--causal",
-                                         "--no-progress"});
+  const auto run =
+      run_binary(kRinglab, {"run", "--in", dir.path.string(), "--save", dir / "out", "--algo", "hybrid", "--ulysses",
+                            "2", "--ranks", "4", "--layout", "zigzag", "--causal", "--no-progress"});
   INFO(run.out << run.err);
   REQUIRE(run.status == 0);
   CHECK(std::system(("/usr/bin/python3 " + script + " check " + dir.path.string()).c_str()) == 0);
@@ -129,7 +133,8 @@ TEST_CASE("NumPy writes the inputs and checks ringlab's outputs", "[cli][numpy]"
 
 TEST_CASE("tracing writes a Chrome trace that reads back", "[cli]") {
   TempDir dir;
-  const auto run = run_binary(kRinglab, {"run", "--ranks", "4", "--seq", "256", "--trace", dir / "t.json", "--no-progress"});
+  const auto run =
+      run_binary(kRinglab, {"run", "--ranks", "4", "--seq", "256", "--trace", dir / "t.json", "--no-progress"});
   REQUIRE(run.status == 0);
   const std::vector<TraceEvent> events = read_chrome_trace(dir / "t.json");
   int compute = 0;
@@ -171,8 +176,8 @@ TEST_CASE("the errata: exit 1 with a diagnosis at P >= 3, and reverse-dkv passes
   const auto reverse2 = run_binary(kRinglab, {"run", "--ranks", "2", "--seq", "256", "--causal", "--backward",
                                               "--erratum", "reverse-dkv", "--no-progress"});
   CHECK(reverse2.status == 0);
-  const auto mask = run_binary(kRinglab, {"run", "--ranks", "3", "--seq", "192", "--causal", "--erratum",
-                                          "kv-offset-mask", "--no-progress"});
+  const auto mask = run_binary(
+      kRinglab, {"run", "--ranks", "3", "--seq", "192", "--causal", "--erratum", "kv-offset-mask", "--no-progress"});
   CHECK(mask.status == 1);
   CHECK(mask.out.find("first wrong block: rank 1, step 0") != std::string::npos);
 }
@@ -182,8 +187,8 @@ TEST_CASE("ringlab plan prints the grid and checks the plan", "[cli]") {
   REQUIRE(plan.status == 0);
   CHECK(plan.out.find("    1 | b3 q-half kv>1") != std::string::npos);
   CHECK(plan.out.find("OK: the plan is well formed") != std::string::npos);
-  const auto erratum = run_binary(kRinglab, {"plan", "--ranks", "3", "--seq", "48", "--causal", "--backward",
-                                             "--erratum", "reverse-dkv"});
+  const auto erratum = run_binary(
+      kRinglab, {"plan", "--ranks", "3", "--seq", "48", "--causal", "--backward", "--erratum", "reverse-dkv"});
   CHECK(erratum.status == 1);
   CHECK(erratum.out.find("FOUND PROBLEMS") != std::string::npos);
 }

@@ -60,7 +60,8 @@ void check_plan(const PlanSpec& spec, int64_t q_tile, int64_t kv_tile) {
         const KernelBlock& kb = op.kernels.front();
         REQUIRE(work.q_rows == kb.q_rows);
         REQUIRE(work.kv_rows == kb.kv_rows);
-        const std::vector<int64_t> q_pos = kb.erratum_local_query_index ? iota_positions(plan.block_tokens()) : q_positions;
+        const std::vector<int64_t> q_pos =
+            kb.erratum_local_query_index ? iota_positions(plan.block_tokens()) : q_positions;
         const auto [full, masked] = brute_force_tiles(q_pos, plan.block_positions(kv), kb, q_tile, kv_tile);
         REQUIRE(work.full_area == full);
         REQUIRE(work.masked_area == masked);
@@ -114,7 +115,8 @@ TEST_CASE("a contiguous causal ring classifies blocks as full, diagonal and skip
   spec.causal = true;
   const Plan plan = build_plan(spec);
   BlockClassifier classifier(plan, 128, 256);
-  const BlockWork past = classifier.classify(3, 0), diagonal = classifier.classify(2, 2), future = classifier.classify(0, 3);
+  const BlockWork past = classifier.classify(3, 0), diagonal = classifier.classify(2, 2),
+                  future = classifier.classify(0, 3);
   CHECK(past.shape == BlockShape::full);
   CHECK(past.full_area == 256 * 256);
   CHECK(diagonal.shape == BlockShape::diagonal);

@@ -105,7 +105,8 @@ TEST_CASE("the simulator's counters send what the plan and the dry executor say"
   }
 }
 
-TEST_CASE("collectives: the simulator's traffic is the plan's plus a few bytes of communicator splits", "[cost][bytes]") {
+TEST_CASE("collectives: the simulator's traffic is the plan's plus a few bytes of communicator splits",
+          "[cost][bytes]") {
   const Algorithm algo = GENERATE(Algorithm::allgather, Algorithm::ulysses, Algorithm::hybrid);
   PlanSpec spec;
   spec.algo = algo;

@@ -110,7 +110,8 @@ TEST_CASE("ringlab compare --scenario hybrid-64 --json", "[cost][cli][compare]")
 }
 
 TEST_CASE("ringlab run --dry-run: header, per-rank table, totals, memory, assumptions", "[cost][cli][dry-run]") {
-  const Run run = run_ringlab("run --dry-run --ranks 4 --seq 16384 --heads 8 --dim 64 --causal --layout zigzag --backward");
+  const Run run =
+      run_ringlab("run --dry-run --ranks 4 --seq 16384 --heads 8 --dim 64 --causal --layout zigzag --backward");
   REQUIRE(run.status == 0);
   CHECK(run.err.empty());
   const std::vector<std::string> text = lines(run.out);
@@ -130,12 +131,14 @@ TEST_CASE("ringlab run --dry-run at P = 4096 prints the compact summary", "[cost
   const Run run = run_ringlab("run --dry-run --ranks 4096 --seq 1048576 --heads 32 --dim 128 --causal --hw h100-ib");
   REQUIRE(run.status == 0);
   CHECK(run.out.find("(4090 ranks not shown)") != std::string::npos);
-  for (const char* row : {"\n     min ", "\n  median ", "\n     max ", "\n    4095 "}) CHECK(run.out.find(row) != std::string::npos);
+  for (const char* row : {"\n     min ", "\n  median ", "\n     max ", "\n    4095 "})
+    CHECK(run.out.find(row) != std::string::npos);
 }
 
 TEST_CASE("ringlab run --dry-run --json and --trace", "[cost][cli][dry-run]") {
   const std::string trace = "/tmp/ringlab_cost_cli_trace.json";
-  const Run run = run_ringlab("run --dry-run --json --trace " + trace + " --ranks 4 --seq 4096 --algo hybrid --ulysses 2 --backward");
+  const Run run = run_ringlab("run --dry-run --json --trace " + trace +
+                              " --ranks 4 --seq 4096 --algo hybrid --ulysses 2 --backward");
   REQUIRE(run.status == 0);
   const nlohmann::json document = nlohmann::json::parse(run.out);
   CHECK(document["mode"] == "dry-run");

@@ -53,8 +53,8 @@ Prediction predict(int64_t ranks, int64_t seq, LayoutKind layout = LayoutKind::c
   Prediction p{0, 0, dry.makespan_s, 0};
   for (const DryStep& s : dry.steps) {
     p.steps_s += s.compute_mean_s;
-    double& step = plan.phases()[static_cast<size_t>(s.phase)].pass == Pass::forward ? p.forward_step_s
-                                                                                      : p.backward_step_s;
+    double& step =
+        plan.phases()[static_cast<size_t>(s.phase)].pass == Pass::forward ? p.forward_step_s : p.backward_step_s;
     if (step == 0) step = s.compute_mean_s;
   }
   return p;
@@ -112,12 +112,12 @@ TEST_CASE("cpu model: a kernel on several threads runs at the measured scaling, 
   d.peak_flops = 10e9;
   d.shared_cores = 16;
   d.thread_scaling = {{2, 0.9, 0.95}, {4, 0.8, 0.9}, {8, 0.7, 0.85}, {16, 0.6, 0.8}};
-  CHECK(d.thread_efficiency(false, 16) == 1);  // one thread per rank: nothing to scale
-  CHECK(d.thread_efficiency(false, 32) == 1);  // time-shared cores: one thread per rank
-  CHECK(d.thread_efficiency(false, 8) == Approx(0.9));   // 2 threads: measured
+  CHECK(d.thread_efficiency(false, 16) == 1);           // one thread per rank: nothing to scale
+  CHECK(d.thread_efficiency(false, 32) == 1);           // time-shared cores: one thread per rank
+  CHECK(d.thread_efficiency(false, 8) == Approx(0.9));  // 2 threads: measured
   CHECK(d.thread_efficiency(true, 8) == Approx(0.95));
-  CHECK(d.thread_efficiency(false, 1) == Approx(0.6));   // 16 threads: measured
-  CHECK(d.thread_efficiency(false, 5) == Approx(0.85));  // 3 threads: halfway between 2 and 4
+  CHECK(d.thread_efficiency(false, 1) == Approx(0.6));    // 16 threads: measured
+  CHECK(d.thread_efficiency(false, 5) == Approx(0.85));   // 3 threads: halfway between 2 and 4
   CHECK(d.thread_efficiency(false, 3) == Approx(0.775));  // 5 threads: a quarter of the way from 4 to 8
   CHECK(d.thread_efficiency(false, 9) == Approx(1.0));    // 16 / 9 = 1 thread
   CHECK(d.rank_flops(false, MaskedWork::full, 4) == Approx(10e9 * 4 * 0.8));
@@ -137,7 +137,7 @@ TEST_CASE("cpu model: the preset carries the calibration, thread scaling include
   CHECK(hw.device.rank_flops(true, MaskedWork::masked, 8) == Approx(40e9 * 0.25));
   CHECK(hw.device.first_touch_Bps == 1.5e9);
   CHECK(hw.device.first_touch_seconds(3e9, 4) == Approx(4.0));  // half a core: two rank threads per core
-  const nlohmann::json described = to_json(hw)["device"];  // what --json shows of the model
+  const nlohmann::json described = to_json(hw)["device"];       // what --json shows of the model
   CHECK(described["first_touch_gb_per_s"].get<double>() == Approx(1.5));
   REQUIRE(described["thread_scaling"].size() == 1);
   CHECK(described["thread_scaling"][0]["threads"] == 2);
@@ -177,9 +177,9 @@ TEST_CASE("cpu model: each rank writes its peak memory for the first time once, 
 TEST_CASE("cpu calibration: this machine's figures are sane (no claim on their size beyond that)", "[cost][cpu]") {
   const CpuCalibration c = calibrate_cpu(64);
   CHECK(c.cores >= 1);
-  for (const double rate : {c.forward_full_flops, c.forward_masked_flops, c.backward_full_flops,
-                            c.backward_masked_flops, c.copy_bandwidth_Bps, c.verify_bandwidth_Bps,
-                            c.memory_bandwidth_Bps, c.first_touch_Bps}) {
+  for (const double rate :
+       {c.forward_full_flops, c.forward_masked_flops, c.backward_full_flops, c.backward_masked_flops,
+        c.copy_bandwidth_Bps, c.verify_bandwidth_Bps, c.memory_bandwidth_Bps, c.first_touch_Bps}) {
     CHECK(std::isfinite(rate));
     CHECK(rate > 0);
   }

@@ -141,7 +141,7 @@ TEST_CASE("collectives cost the all-to-all and ring formulas", "[cost][dry]") {
     const Hardware hw = machine(1e30, 100e9, 10e9, 4, 2e-6);
     const DryResult result = run_dry_plan(plan, hw);
     auto a2a = [&](Collective c) {
-      const double chunk = double(collective_bytes(plan, c)) / 7;  // to each of 7 peers
+      const double chunk = double(collective_bytes(plan, c)) / 7;   // to each of 7 peers
       return 2e-6 + std::max(3 * chunk / 100e9, 4 * chunk / 10e9);  // 3 on the node, 4 off it
     };
     CHECK(result.makespan_s == Approx(a2a(Collective::all_to_all_qkv) + a2a(Collective::all_to_all_out)));
@@ -214,7 +214,8 @@ TEST_CASE("the simulated trace is a Chrome trace the simulator's reader accepts"
     }
   }
   CHECK(computes == 2 * (4 * 5 / 2));  // causal contiguous: rank r computes r + 1 blocks, each pass
-  for (int r = 0; r < 4; ++r) CHECK(compute[static_cast<size_t>(r)] == Approx(result.ranks[static_cast<size_t>(r)].compute_s));
+  for (int r = 0; r < 4; ++r)
+    CHECK(compute[static_cast<size_t>(r)] == Approx(result.ranks[static_cast<size_t>(r)].compute_s));
 }
 
 TEST_CASE("the dry executor refuses plans it cannot run, with the reason", "[cost][dry]") {
@@ -225,7 +226,10 @@ TEST_CASE("the dry executor refuses plans it cannot run, with the reason", "[cos
   const Hardware hw = hardware_preset("h100-nvlink", 16);
   const SlotPair now{Slot::kv0, Slot::kv1, 0}, next{Slot::kv0, Slot::kv1, 1};
   SECTION("an exchange nobody waits for") {
-    Phase phase{"unwaited", Pass::forward, Family::ring, 2,
+    Phase phase{"unwaited",
+                Pass::forward,
+                Family::ring,
+                2,
                 {{ExchangeT{0, Payload::kv, true, true, now, next, Shift{1, 0}, Shift{-1, 0}}, Steps{}}}};
     const Plan plan(good.spec(), {phase});
     CHECK_THROWS_WITH(run_dry_plan(plan, hw), Catch::Contains("not waited for"));
@@ -236,7 +240,10 @@ TEST_CASE("the dry executor refuses plans it cannot run, with the reason", "[cos
     CHECK_THROWS_WITH(run_dry_plan(plan, hw), Catch::Contains("never posts"));
   }
   SECTION("a send whose receiver receives from someone else") {
-    Phase phase{"crossed", Pass::forward, Family::ring, 1,
+    Phase phase{"crossed",
+                Pass::forward,
+                Family::ring,
+                1,
                 {{ExchangeT{0, Payload::kv, true, true, now, next, Shift{1, 0}, Shift{1, 0}}, Steps{}},
                  {WaitT{0, 0}, Steps{}}}};
     const Plan plan(good.spec(), {phase});

@@ -113,7 +113,7 @@ TEST_CASE("machine files: a small description, a preset as base, and the file pa
   CHECK(lab.device.backward_masked_efficiency == 0.5);  // unset efficiencies follow forward_full
   CHECK(lab.inter_node.bandwidth_Bps == 20e9);          // no inter_node: the intra-node link
   CHECK(lab.ranks_per_node == 4);
-  CHECK(lab.device.memory_bandwidth_Bps == 0);          // not modelled
+  CHECK(lab.device.memory_bandwidth_Bps == 0);  // not modelled
 
   const json based = json::parse(R"({"base": "h100-ib", "inter_node": {"bandwidth_gb_per_s": 25}})");
   const Hardware slower = hardware_from_json(based, "slow.json", 128);
@@ -131,14 +131,16 @@ TEST_CASE("machine files: mistakes get one line naming the field", "[cost][hardw
     const char* text;
     const char* says;
   };
-  const Bad bad = GENERATE(Bad{R"({"device": {"peak_tflops": 1, "efficency": {}}, "intra_node": {"bandwidth_gb_per_s": 1}})", "unknown field 'efficency'"},
-                           Bad{R"({"intra_node": {"bandwidth_gb_per_s": 1}})", "device.peak_tflops"},
-                           Bad{R"({"device": {"peak_tflops": 1, "efficiency": {"forward_full": 1.5}}, "intra_node": {"bandwidth_gb_per_s": 1}})", "forward_full"},
-                           Bad{R"({"base": "h100-ib", "intra_node": {"bandwidth_gb_per_s": -3}})", "bandwidth_gb_per_s"},
-                           Bad{R"({"base": "h100-ib", "device": {"tile": [128]}})", "tile"},
-                           Bad{R"({"base": "h100-ib", "element_bytes": 3})", "element_bytes"},
-                           Bad{R"({"base": "tpu"})", "unknown hardware preset 'tpu'"},
-                           Bad{R"([1, 2])", "is not an object"});
+  const Bad bad = GENERATE(
+      Bad{R"({"device": {"peak_tflops": 1, "efficency": {}}, "intra_node": {"bandwidth_gb_per_s": 1}})",
+          "unknown field 'efficency'"},
+      Bad{R"({"intra_node": {"bandwidth_gb_per_s": 1}})", "device.peak_tflops"},
+      Bad{R"({"device": {"peak_tflops": 1, "efficiency": {"forward_full": 1.5}}, "intra_node": {"bandwidth_gb_per_s": 1}})",
+          "forward_full"},
+      Bad{R"({"base": "h100-ib", "intra_node": {"bandwidth_gb_per_s": -3}})", "bandwidth_gb_per_s"},
+      Bad{R"({"base": "h100-ib", "device": {"tile": [128]}})", "tile"},
+      Bad{R"({"base": "h100-ib", "element_bytes": 3})", "element_bytes"},
+      Bad{R"({"base": "tpu"})", "unknown hardware preset 'tpu'"}, Bad{R"([1, 2])", "is not an object"});
   INFO(bad.text);
   try {
     (void)hardware_from_json(json::parse(bad.text), "m.json", 128);
@@ -158,7 +160,7 @@ TEST_CASE("shared cores: P rank threads split the machine as the simulator does"
   DeviceModel d;
   d.peak_flops = 10e9;
   d.shared_cores = 2;
-  CHECK(d.rank_share(1) == 2);    // max(1, cores / P) threads, all busy
+  CHECK(d.rank_share(1) == 2);  // max(1, cores / P) threads, all busy
   CHECK(d.rank_share(2) == 1);
   CHECK(d.rank_share(4) == 0.5);  // four threads on two cores
   CHECK(d.rank_share(8) == 0.25);

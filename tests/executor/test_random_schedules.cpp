@@ -8,8 +8,8 @@
 #include <random>
 
 #include "reference/inputs.hpp"
-#include "sim/plan/check.hpp"
 #include "sim/executor/sim_executor.hpp"
+#include "sim/plan/check.hpp"
 #include "sim/runtime/world.hpp"
 
 using namespace ringlab;
@@ -59,8 +59,8 @@ TEST_CASE("random plans pass the checker and verify on the simulator", "[sim][ra
     const ExecutionResult sim = one_thread.execute(plan, x, {});
     REQUIRE(sim.ok());
     const Verification verification = verify(
-        sim.outputs, compute_reference(x.cast<double>(), spec.causal ? MaskKind::causal : MaskKind::none, spec.backward),
-        "sim");
+        sim.outputs,
+        compute_reference(x.cast<double>(), spec.causal ? MaskKind::causal : MaskKind::none, spec.backward), "sim");
     CHECK(verification.ok());
     ++executed;
     ++per_algorithm[static_cast<int>(spec.algo)];
@@ -105,7 +105,8 @@ TEST_CASE("random broken student loops end in a report, never a hang", "[sim][ra
     });
     slowest = std::max(slowest, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     INFO("trial " << trial << ": " << names[mistake] << " by rank " << culprit << " at step " << bad_step << ", P=" << P
-                  << "\n" << report.describe());
+                  << "\n"
+                  << report.describe());
     // Every mistake must be reported (a wrong peer at P = 2 is the rank itself).
     REQUIRE_FALSE(report.ok());
     CHECK((report.status == RunStatus::deadlock || report.status == RunStatus::comm_fault));

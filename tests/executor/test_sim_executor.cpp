@@ -5,8 +5,8 @@
 #include <tuple>
 
 #include "reference/inputs.hpp"
-#include "sim/run/tables.hpp"
 #include "sim/executor/sim_executor.hpp"
+#include "sim/run/tables.hpp"
 
 using namespace ringlab;
 
@@ -167,7 +167,8 @@ TEST_CASE("diagnosis names the first wrong block", "[sim][errata]") {
   options.diagnose_reference = &reference;
   const ExecutionResult sim = SimExecutor().execute(plan, inputs.cast<float>(), options);
   REQUIRE(sim.block_errors.size() == 16);  // 4 ranks x 4 steps
-  const auto first = std::find_if(sim.block_errors.begin(), sim.block_errors.end(), [](const BlockError& e) { return !e.ok; });
+  const auto first =
+      std::find_if(sim.block_errors.begin(), sim.block_errors.end(), [](const BlockError& e) { return !e.ok; });
   REQUIRE(first != sim.block_errors.end());
   CHECK(first->step == 0);
   CHECK(first->rank == 1);  // rank 0's queries sit at positions 0..n-1: its mask happens to be right

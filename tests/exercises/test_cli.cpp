@@ -65,7 +65,8 @@ TEST_CASE("check: exit 0 when every given part is right, 1 when some are wrong",
   CHECK(explained.status == 1);
   CHECK(explained.out.find("worked solution") != std::string::npos);
   CHECK(explained.out.find("ringlab plan") != std::string::npos);
-  const auto json = run_binary(kBinary, {"check", "causal-skip", "avg_skipped=3.5", "wallclock_speedup=1.78x", "--json"});
+  const auto json =
+      run_binary(kBinary, {"check", "causal-skip", "avg_skipped=3.5", "wallclock_speedup=1.78x", "--json"});
   REQUIRE(json.status == 1);
   const nlohmann::json j = nlohmann::json::parse(json.out);
   CHECK(j["right"] == 1);
@@ -74,12 +75,9 @@ TEST_CASE("check: exit 0 when every given part is right, 1 when some are wrong",
 
 TEST_CASE("check: exit 2 with one line for an unknown exercise, part or unreadable answer", "[exercises][cli]") {
   const std::vector<std::vector<std::string>> bad = {
-      {"check", "no-such-exercise", "x=1"},
-      {"check", "attention-memory", "nope=1"},
-      {"check", "attention-memory", "full=4.4 TX"},
-      {"check", "attention-memory"},
-      {"check", "attention-memory", "full"},
-      {"check", "attention-memory", "--variant", "-2", "full=1 TB"},
+      {"check", "no-such-exercise", "x=1"},         {"check", "attention-memory", "nope=1"},
+      {"check", "attention-memory", "full=4.4 TX"}, {"check", "attention-memory"},
+      {"check", "attention-memory", "full"},        {"check", "attention-memory", "--variant", "-2", "full=1 TB"},
   };
   for (const auto& args : bad) {
     const auto run = run_binary(kBinary, args);
@@ -102,7 +100,8 @@ TEST_CASE("check --variant: the numbers of the variant, not the source's", "[exe
 TEST_CASE("every exercise's demonstration command runs", "[exercises][cli]") {
   const nlohmann::json list = nlohmann::json::parse(run_binary(kBinary, {"exercises", "--json"}).out);
   for (const auto& entry : list) {
-    const nlohmann::json e = nlohmann::json::parse(run_binary(kBinary, {"exercises", "show", entry["id"], "--json"}).out);
+    const nlohmann::json e =
+        nlohmann::json::parse(run_binary(kBinary, {"exercises", "show", entry["id"], "--json"}).out);
     std::string command = e["command"];
     command = command.substr(0, command.find('#'));
     size_t start = 0;

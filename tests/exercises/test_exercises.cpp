@@ -33,7 +33,8 @@ std::vector<std::string> part_names(const Exercise& e) {
 
 bool has_parts(const Exercise& e, std::initializer_list<const char*> names) {
   const std::vector<std::string> have = part_names(e);
-  return std::all_of(names.begin(), names.end(), [&](const char* n) { return std::find(have.begin(), have.end(), n) != have.end(); });
+  return std::all_of(names.begin(), names.end(),
+                     [&](const char* n) { return std::find(have.begin(), have.end(), n) != have.end(); });
 }
 
 Verdict check(const std::string& id, const std::string& part, const std::string& answer, int64_t variant = 0) {
@@ -117,38 +118,48 @@ const std::map<std::string, Derivation, std::less<>>& derivations() {
   static const std::map<std::string, Derivation, std::less<>> table = {
       {"attention-memory",
        [](const Exercise& e) {
-         const double S = e.number("S"), h = e.number("heads"), P = e.number("P"), b = e.number("batch"), el = e.number("element");
+         const double S = e.number("S"), h = e.number("heads"), P = e.number("P"), b = e.number("batch"),
+                      el = e.number("element");
          return Answers{{"full", b * h * S * S * el}, {"ring", b * h * (S / P) * (S / P) * el}, {"reduction", P * P}};
        }},
       {"comm-volume",
        [](const Exercise& e) {
-         const double S = e.number("S"), H = e.number("heads"), K = e.number("kv_heads"), d = e.number("dim"), P = e.number("P"),
-                      el = e.number("element");
-         const double ring = (P - 1) * 2 * (S / P) * K * d * el, ulysses = (P - 1) / P * (S / P) * (2 * H + 2 * K) * d * el;
+         const double S = e.number("S"), H = e.number("heads"), K = e.number("kv_heads"), d = e.number("dim"),
+                      P = e.number("P"), el = e.number("element");
+         const double ring = (P - 1) * 2 * (S / P) * K * d * el,
+                      ulysses = (P - 1) / P * (S / P) * (2 * H + 2 * K) * d * el;
          return Answers{{"ring", ring}, {"ulysses", ulysses}, {"ratio", P * K / (H + K)}};
        }},
       {"overlap-time",
        [](const Exercise& e) {
          const double c = e.number("compute"), t = e.number("transfer"), P = e.number("P");
          const double total = c + (P - 1) * std::max(c, t), none = P * c + (P - 1) * t;
-         return Answers{{"hidden", t <= c ? 1.0 : c / t}, {"total", total}, {"no_overlap", none},
-                        {"overhead", (total - P * c) / total}, {"speedup", none / total}};
+         return Answers{{"hidden", t <= c ? 1.0 : c / t},
+                        {"total", total},
+                        {"no_overlap", none},
+                        {"overhead", (total - P * c) / total},
+                        {"speedup", none / total}};
        }},
       {"causal-skip",
        [](const Exercise& e) {
          const double P = e.number("P"), n = e.number("n"), c = n / 2;
-         return Answers{{"avg_skipped", (P - 1) / 2}, {"work_reduction", (P - 1) / (2 * P)},
+         return Answers{{"avg_skipped", (P - 1) / 2},
+                        {"work_reduction", (P - 1) / (2 * P)},
                         {"wallclock_speedup", P * n * n / ((P - 1) * n * n + n * (n + 1) / 2)},
                         {"balanced_speedup", P * n * n / (2 * P * c * c + c)}};
        }},
       {"hybrid-plan",
        [](const Exercise& e) {
-         const double S = e.number("S"), H = e.number("heads"), K = e.number("kv_heads"), d = e.number("dim"), P = e.number("P"),
-                      U = e.number("U"), R = e.number("R"), el = e.number("element"), ib = e.number("ib");
+         const double S = e.number("S"), H = e.number("heads"), K = e.number("kv_heads"), d = e.number("dim"),
+                      P = e.number("P"), U = e.number("U"), R = e.number("R"), el = e.number("element"),
+                      ib = e.number("ib");
          const double qkv = (S / P) * (H + 2 * K) * d * el, step = 2 * (S / R) * (K / U) * d * el;
-         return Answers{{"tokens_per_gpu", S / P},       {"qkv_bytes", qkv},
-                        {"alltoall_bytes", qkv * (U - 1) / U}, {"ring_step_bytes", step},
-                        {"ring_comm_time", (R - 1) * step / ib}, {"scores_bytes", (H / U) * (S / R) * (S / R) * el}};
+         return Answers{{"tokens_per_gpu", S / P},
+                        {"qkv_bytes", qkv},
+                        {"alltoall_bytes", qkv * (U - 1) / U},
+                        {"ring_step_bytes", step},
+                        {"ring_comm_time", (R - 1) * step / ib},
+                        {"scores_bytes", (H / U) * (S / R) * (S / R) * el}};
        }},
       {"online-softmax",
        [](const Exercise& e) {
@@ -161,7 +172,8 @@ const std::map<std::string, Derivation, std::less<>>& derivations() {
        }},
       {"flash-ring-memory",
        [](const Exercise& e) {
-         const double n = e.number("S") / e.number("P"), d = e.number("dim"), tile = e.number("tile"), el = e.number("element");
+         const double n = e.number("S") / e.number("P"), d = e.number("dim"), tile = e.number("tile"),
+                      el = e.number("element");
          const double buffers = 6 * n * d * el + 2 * n * 4, total = buffers + (3 * tile * d + tile * tile) * 4;
          return Answers{{"total", total}, {"score_block", n * n * el}, {"reduction", (buffers + n * n * el) / total}};
        }},
@@ -176,25 +188,33 @@ const std::map<std::string, Derivation, std::less<>>& derivations() {
          const double P = e.number("P"), n = e.number("n"), S = P * n;
          const double mean = S * (S + 1) / 2 / P;
          const double striped_max = P * n * (n - 1) / 2 + n * P;
-         return Answers{{"contiguous", mean / ((P - 1) * n * n + n * (n + 1) / 2)}, {"zigzag", 1.0}, {"striped", mean / striped_max}};
+         return Answers{{"contiguous", mean / ((P - 1) * n * n + n * (n + 1) / 2)},
+                        {"zigzag", 1.0},
+                        {"striped", mean / striped_max}};
        }},
       {"overlap-threshold",
        [](const Exercise& e) {
          const double ratio = e.number("flops") / e.number("link");
-         return Answers{{"tokens", std::ceil(ratio - 1e-9)}, {"gqa_tokens", std::ceil(ratio / e.number("group") - 1e-9)}};
+         return Answers{{"tokens", std::ceil(ratio - 1e-9)},
+                        {"gqa_tokens", std::ceil(ratio / e.number("group") - 1e-9)}};
        }},
       {"overlap-profile",
        [](const Exercise& e) {
          const double n = e.number("S") / e.number("P"), H = e.number("heads"), d = e.number("dim");
          const double compute = 4 * n * n * d * H / e.number("flops"), transfer = 2 * n * H * d * 2 / e.number("link");
-         return Answers{{"step_compute", compute}, {"step_transfer", transfer}, {"ratio", compute / transfer},
+         return Answers{{"step_compute", compute},
+                        {"step_transfer", transfer},
+                        {"ratio", compute / transfer},
                         {"hidden", compute >= transfer ? 1.0 : compute / transfer}};
        }},
       {"ring-vs-allgather",
        [](const Exercise& e) {
          const double P = e.number("P"), block = 2 * (e.number("S") / P) * e.number("kv_heads") * e.number("dim") * 2;
-         return Answers{{"ring_total", (P - 1) * block}, {"allgather_total", (P - 1) * block},
-                        {"allgather_memory", P * block}, {"ring_memory", block}, {"ratio", P}};
+         return Answers{{"ring_total", (P - 1) * block},
+                        {"allgather_total", (P - 1) * block},
+                        {"allgather_memory", P * block},
+                        {"ring_memory", block},
+                        {"ratio", P}};
        }},
       {"backward-volume",
        [](const Exercise& e) {
@@ -208,7 +228,8 @@ const std::map<std::string, Derivation, std::less<>>& derivations() {
          int64_t u = 1;
          for (int64_t c = 1; c <= P; ++c)
            if (P % c == 0 && std::gcd(H, K) % c == 0) u = c;
-         return Answers{{"max_ulysses", double(u)}, {"ring_degree", double(P / u)}, {"kv_heads_per_gpu", double(K / u)}};
+         return Answers{
+             {"max_ulysses", double(u)}, {"ring_degree", double(P / u)}, {"kv_heads_per_gpu", double(K / u)}};
        }},
       {"memory-table",
        [](const Exercise& e) {
@@ -224,20 +245,24 @@ const std::map<std::string, Derivation, std::less<>>& derivations() {
        [](const Exercise& e) {
          const int64_t P = static_cast<int64_t>(e.number("P")), g = static_cast<int64_t>(e.number("rank")),
                        t = static_cast<int64_t>(e.number("step"));
-         return Answers{{"accumulator", double(((g - t + 2) % P + P) % P)}, {"correct", double(((g - t) % P + P) % P)},
+         return Answers{{"accumulator", double(((g - t + 2) % P + P) % P)},
+                        {"correct", double(((g - t) % P + P) % P)},
                         {"smallest_p", 3}};
        }},
       {"erratum-causal-mask",
        [](const Exercise& e) {
          const double P = e.number("P"), n = e.number("n"), position = e.number("position"), S = P * n;
          const double local = std::fmod(position, n);
-         return Answers{{"keys_seen", local + 1}, {"correct_keys", position + 1}, {"wrong_ranks", P - 1},
+         return Answers{{"keys_seen", local + 1},
+                        {"correct_keys", position + 1},
+                        {"wrong_ranks", P - 1},
                         {"missing_fraction", 1 - P * n * (n + 1) / 2 / (S * (S + 1) / 2)}};
        }},
       {"erratum-softmax-scale",
        [](const Exercise& e) {
          const double d = e.number("dim"), gap = e.number("s1") - e.number("s2");
-         return Answers{{"scale", 1 / std::sqrt(d)}, {"weight", sigmoid(gap / std::sqrt(d))}, {"weight_unscaled", sigmoid(gap)}};
+         return Answers{
+             {"scale", 1 / std::sqrt(d)}, {"weight", sigmoid(gap / std::sqrt(d))}, {"weight_unscaled", sigmoid(gap)}};
        }},
       {"erratum-skip-speedup",
        [](const Exercise& e) {
@@ -250,7 +275,9 @@ const std::map<std::string, Derivation, std::less<>>& derivations() {
       {"erratum-initial-transfer",
        [](const Exercise& e) {
          const double P = e.number("P"), c = e.number("compute"), t = e.number("transfer");
-         return Answers{{"transfers", P - 1}, {"exposed", (P - 1) * std::max(0.0, t - c)}, {"total", c + (P - 1) * std::max(c, t)}};
+         return Answers{{"transfers", P - 1},
+                        {"exposed", (P - 1) * std::max(0.0, t - c)},
+                        {"total", c + (P - 1) * std::max(c, t)}};
        }},
   };
   return table;
@@ -326,7 +353,7 @@ TEST_CASE("the source material's right answers are accepted", "[exercises]") {
 
 TEST_CASE("the source material's wrong answers are rejected, naming the mistake", "[exercises]") {
   const std::vector<std::tuple<std::string, std::string, std::string>> wrong = {
-      {"overlap-time", "total", "82 ms"},             // erratum 5: the initial transfer
+      {"overlap-time", "total", "82 ms"},  // erratum 5: the initial transfer
       {"overlap-time", "no_overlap", "96 ms"},
       {"overlap-time", "overhead", "2.4%"},
       {"causal-skip", "wallclock_speedup", "1.78x"},  // erratum 4
@@ -392,7 +419,9 @@ TEST_CASE("variants are deterministic, differ from the source's, and judge their
         CHECK(judge(part, expected_text(part)).right);
         // ...and every known mistake is rejected and recognised.
         for (const KnownMistake& m : part.mistakes) {
-          const std::string text = part.quantity == Quantity::list ? format_list(m.list) : format_quantity(m.value, part.quantity, part.unit, 6);
+          const std::string text = part.quantity == Quantity::list
+                                       ? format_list(m.list)
+                                       : format_quantity(m.value, part.quantity, part.unit, 6);
           INFO("mistake " << text);
           const Verdict v = judge(part, text);
           CHECK_FALSE(v.right);

@@ -39,7 +39,9 @@ struct Graded {
     static const nlohmann::json none;
     return none;
   }
-  bool correctness_passed() const { return report["score"]["correctness_passed"] == report["score"]["correctness_total"]; }
+  bool correctness_passed() const {
+    return report["score"]["correctness_passed"] == report["score"]["correctness_total"];
+  }
 };
 
 Graded grade(const std::string& lab, const std::string& file, std::vector<std::string> extra = {}) {
@@ -101,7 +103,8 @@ class NegativeControls {
 
   void every_patch_graded() const {
     std::set<std::string> patches;
-    for (const auto& file : std::filesystem::directory_iterator(folder() / "broken")) patches.insert(file.path().stem().string());
+    for (const auto& file : std::filesystem::directory_iterator(folder() / "broken"))
+      patches.insert(file.path().stem().string());
     CHECK(graded_ == patches);
   }
 
@@ -212,10 +215,15 @@ TEST_CASE("lab 07: the same student file compiles with nvcc, with the device run
   const std::string lab = std::string(RINGLAB_TEST_SOURCE_DIR) + "/exercises/labs/07-block-kernel";
   for (const char* file : {"solution.cpp", "starter.cpp"}) {
     INFO(file);
-    const std::vector<std::string> args{"-std=c++20", "-O1", "-arch=sm_" RINGLAB_TEST_CUDA_ARCH,
-                                        "-I" + std::string(RINGLAB_TEST_SOURCE_DIR), "-I" + lab,
+    const std::vector<std::string> args{"-std=c++20",
+                                        "-O1",
+                                        "-arch=sm_" RINGLAB_TEST_CUDA_ARCH,
+                                        "-I" + std::string(RINGLAB_TEST_SOURCE_DIR),
+                                        "-I" + lab,
                                         "-DRINGLAB_LAB07_STUDENT_FILE=\"" + lab + "/" + file + "\"",
-                                        lab + "/device_runner.cu", "-o", RINGLAB_TEST_NVCC_OUTPUT};
+                                        lab + "/device_runner.cu",
+                                        "-o",
+                                        RINGLAB_TEST_NVCC_OUTPUT};
     const auto nvcc = run_binary(RINGLAB_TEST_NVCC, args, 300);
     INFO(nvcc.out << nvcc.err);
     CHECK(nvcc.status == 0);
@@ -224,7 +232,8 @@ TEST_CASE("lab 07: the same student file compiles with nvcc, with the device run
 #endif
 
 TEST_CASE("grader containment: endless loops time out, crashes and exceptions are reported", "[exercises][grader]") {
-  const Graded loop = grade("03-ring-forward", kFixtures + "/lab03_endless_loop.cpp", {"--only", "p2", "--timeout", "3"});
+  const Graded loop =
+      grade("03-ring-forward", kFixtures + "/lab03_endless_loop.cpp", {"--only", "p2", "--timeout", "3"});
   CHECK(loop.status_of("p2") == "timeout");
   // The criterion's own run (the compile, which a loaded machine can stretch, is not part of it):
   // killed at the --timeout asked for, not at a default; the kill itself takes milliseconds, so
@@ -236,7 +245,8 @@ TEST_CASE("grader containment: endless loops time out, crashes and exceptions ar
   CHECK(crash.status_of("p2") == "failed");
   CHECK(crash.criterion("p2")["message"].get<std::string>().find("SIGSEGV") != std::string::npos);
   const Graded thrown = grade("03-ring-forward", kFixtures + "/lab03_throws.cpp", {"--only", "p2"});
-  CHECK(thrown.criterion("p2")["message"].get<std::string>().find("rank 1 threw: boom on purpose") != std::string::npos);
+  CHECK(thrown.criterion("p2")["message"].get<std::string>().find("rank 1 threw: boom on purpose") !=
+        std::string::npos);
   const Graded broken_build = grade("03-ring-forward", kFixtures + "/lab03_compile_error.cpp");
   CHECK(broken_build.status == 1);
   CHECK(broken_build.report["compiled"] == false);
@@ -251,7 +261,8 @@ TEST_CASE("grader text report: error vs tolerance, first divergence, reproduce l
   CHECK(rescale.out.find("p2             FAILED") != std::string::npos);
   CHECK(rescale.out.find("observed error ") != std::string::npos);
   CHECK(rescale.out.find(" vs tolerance ") != std::string::npos);
-  CHECK(rescale.out.find("reproduce: ringlab grade 03-ring-forward broken/missing_rescale --only p2") != std::string::npos);
+  CHECK(rescale.out.find("reproduce: ringlab grade 03-ring-forward broken/missing_rescale --only p2") !=
+        std::string::npos);
   const auto mask = run_binary(kBinary, {"grade", "03", "broken/offset_mask", "--only", "p4-causal"}, 600);
   CHECK(mask.out.find("first diverging: rank 1, step 0, block 1") != std::string::npos);
   const auto list = run_binary(kBinary, {"grade", "--list"});

@@ -41,7 +41,8 @@ TEST_CASE("a unified diff applies: removed, added and context lines, several hun
       "+five and a half\n"
       "+five and three quarters\n"
       " six\n";
-  CHECK(apply_patch(kOriginal, patch) == "one\nTWO\nthree\nfour\nfive\nfive and a half\nfive and three quarters\nsix\nseven\n");
+  CHECK(apply_patch(kOriginal, patch) ==
+        "one\nTWO\nthree\nfour\nfive\nfive and a half\nfive and three quarters\nsix\nseven\n");
   // A pure insertion with no context (diff -U0) goes after the line its header names.
   CHECK(apply_patch(kOriginal, "--- a\n+++ b\n@@ -2,0 +3 @@\n+two and a half\n") ==
         "one\ntwo\ntwo and a half\nthree\nfour\nfive\nsix\nseven\n");
@@ -78,8 +79,9 @@ TEST_CASE("a patch that cannot be read is refused", "[exercises][patch]") {
                     Catch::Contains("is not a hunk header"));  // the extra line falls outside the counted hunk
   CHECK_THROWS_WITH(apply_patch(kOriginal, "--- a\n+++ b\n@@ -1,2 +1,2 @@\n one\n*two\n"),
                     Catch::Contains("not a context, removed or added line"));
-  CHECK_THROWS_WITH(apply_patch(kOriginal, "--- a\n+++ b\n@@ -1 +1 @@\n-one\n+ONE\n--- c\n+++ d\n@@ -1 +1 @@\n-x\n+y\n"),
-                    Catch::Contains("another file"));
+  CHECK_THROWS_WITH(
+      apply_patch(kOriginal, "--- a\n+++ b\n@@ -1 +1 @@\n-one\n+ONE\n--- c\n+++ d\n@@ -1 +1 @@\n-x\n+y\n"),
+      Catch::Contains("another file"));
   CHECK_THROWS_WITH(apply_patch(kOriginal, "--- a\n+++ b\n@@ -3 +3 @@\n-three\n+3\n@@ -1 +1 @@\n-one\n+1\n"),
                     Catch::Contains("comes before the hunk above it"));
 }

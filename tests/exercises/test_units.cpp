@@ -11,7 +11,9 @@ using namespace ringlab::exercises;
 
 namespace {
 
-double read(const std::string& text, Quantity q, DisplayUnit bare = {"", 1}) { return parse_answer(text, q, bare).value; }
+double read(const std::string& text, Quantity q, DisplayUnit bare = {"", 1}) {
+  return parse_answer(text, q, bare).value;
+}
 
 }  // namespace
 
@@ -50,9 +52,9 @@ TEST_CASE("times, ratios, fractions, tokens, numbers and lists", "[units]") {
 
 TEST_CASE("what cannot be read is one line naming it", "[units]") {
   const std::vector<std::pair<std::string, Quantity>> bad = {
-      {"4.4 TX", Quantity::bytes},   {"fast", Quantity::seconds}, {"178%", Quantity::ratio},
-      {"12 apples", Quantity::fraction}, {"", Quantity::number}, {"1,23", Quantity::number},
-      {"[1, 2", Quantity::list},    {"1, two", Quantity::list},  {"5 parsecs", Quantity::seconds}};
+      {"4.4 TX", Quantity::bytes},       {"fast", Quantity::seconds}, {"178%", Quantity::ratio},
+      {"12 apples", Quantity::fraction}, {"", Quantity::number},      {"1,23", Quantity::number},
+      {"[1, 2", Quantity::list},         {"1, two", Quantity::list},  {"5 parsecs", Quantity::seconds}};
   for (const auto& [text, quantity] : bad) {
     INFO(text);
     try {
@@ -68,7 +70,8 @@ TEST_CASE("what cannot be read is one line naming it", "[units]") {
 }
 
 TEST_CASE("quantities print in readable units with the significant digits asked", "[units]") {
-  CHECK(format_quantity(68719476736.0, Quantity::bytes, display_unit_for(Quantity::bytes, 68719476736.0)) == "68.72 GB");
+  CHECK(format_quantity(68719476736.0, Quantity::bytes, display_unit_for(Quantity::bytes, 68719476736.0)) ==
+        "68.72 GB");
   CHECK(format_quantity(0.08, Quantity::seconds, display_unit_for(Quantity::seconds, 0.08)) == "80 ms");
   CHECK(format_quantity(0.4375, Quantity::fraction, {"%", 0.01}) == "43.75%");
   CHECK(format_quantity(1.0666, Quantity::ratio, {"x", 1}) == "1.067x");

@@ -15,13 +15,13 @@
 #include "sim/run/verification.hpp"
 
 // Catch2 v2 has no SKIP: a test without a device passes with this warning in its output.
-#define RINGLAB_REQUIRE_GPU()                                      \
-  do {                                                             \
-    std::string ringlab_why_;                                      \
-    if (!::ringlab::gpu::device_available(&ringlab_why_)) {        \
+#define RINGLAB_REQUIRE_GPU()                                              \
+  do {                                                                     \
+    std::string ringlab_why_;                                              \
+    if (!::ringlab::gpu::device_available(&ringlab_why_)) {                \
       WARN("no CUDA device: skipping GPU tests (" << ringlab_why_ << ")"); \
-      return;                                                      \
-    }                                                              \
+      return;                                                              \
+    }                                                                      \
   } while (false)
 
 namespace ringlab::test {

@@ -32,10 +32,13 @@ Outcome run_cli(std::vector<std::string> args) {
 }  // namespace
 
 TEST_CASE("ringlab-gpu: usage errors exit 2 with one line, with or without a device", "[gpu][cli]") {
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"run", "--no-such-flag"}, {"run", "--dtype", "fp64"}, {"run", "--executor", "mpi"},
-        {"run", "--dry-run"}, {"run", "--inject", "drop@1:0"}, {"run", "--seq", "1000", "--layout", "zigzag"},
-        {"run", "--dim", "96"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"run", "--no-such-flag"},
+                                               {"run", "--dtype", "fp64"},
+                                               {"run", "--executor", "mpi"},
+                                               {"run", "--dry-run"},
+                                               {"run", "--inject", "drop@1:0"},
+                                               {"run", "--seq", "1000", "--layout", "zigzag"},
+                                               {"run", "--dim", "96"}}) {
     const Outcome o = run_cli(args);
     INFO(args[1] << ": " << o.err);
     CHECK(o.status == 2);
@@ -64,7 +67,8 @@ TEST_CASE("ringlab-gpu run: the verification table, PASS and exit 0", "[gpu][cli
   CHECK(o.status == 0);
   CHECK_THAT(o.out, Catch::StartsWith("ringlab-gpu run | ring | zigzag"));
   CHECK_THAT(o.out, Catch::Contains("executor: gpu-streams, 4 virtual ranks"));
-  CHECK_THAT(o.out, Catch::Contains("tensor shape                max_abs_err max_rel_err   tol_abs   tol_rel tol_used  result"));
+  CHECK_THAT(o.out, Catch::Contains(
+                        "tensor shape                max_abs_err max_rel_err   tol_abs   tol_rel tol_used  result"));
   CHECK_THAT(o.out, Catch::Contains("PASS: 5 of 5 tensors within tolerance"));
   CHECK_THAT(o.out, Catch::Contains("device time:"));
 }
@@ -81,7 +85,8 @@ TEST_CASE("ringlab-gpu run: --json and --trace", "[gpu][cli]") {
   RINGLAB_REQUIRE_GPU();
   const std::string trace = (std::filesystem::temp_directory_path() / "ringlab_gpu_cli_trace.json").string();
   std::filesystem::remove(trace);
-  const Outcome o = run_cli({"run", "--ranks", "2", "--algo", "ulysses", "--dtype", "fp32", "--json", "--trace", trace});
+  const Outcome o =
+      run_cli({"run", "--ranks", "2", "--algo", "ulysses", "--dtype", "fp32", "--json", "--trace", trace});
   REQUIRE(o.status == 0);
   const nlohmann::json summary = nlohmann::json::parse(o.out);
   CHECK(summary["dtype"] == "fp32");

@@ -34,7 +34,8 @@ std::vector<int64_t> two_runs(int count, int offset, int gap) {
 
 Tensor<float> rounded(Dtype dtype, TensorId id, const Shape& shape) {
   Tensor<float> t(shape);
-  for (int64_t i = 0; i < t.size(); ++i) t[i] = gpu::round_to_dtype(dtype, input_value(9, id, static_cast<uint64_t>(i)));
+  for (int64_t i = 0; i < t.size(); ++i)
+    t[i] = gpu::round_to_dtype(dtype, input_value(9, id, static_cast<uint64_t>(i)));
   return t;
 }
 
@@ -84,7 +85,8 @@ void check_forward(Dtype dtype, const Problem& pr) {
   const Tensor<float> k = rounded(dtype, TensorId::k, {pr.B, pr.Sk, pr.HKV, pr.D});
   const Tensor<float> v = rounded(dtype, TensorId::v, {pr.B, pr.Sk, pr.HKV, pr.D});
   SoftmaxState<float> want = make_accumulator(pr.B, pr.H, pr.Sq, pr.D);
-  for (RowRange kv : pr.kv_blocks) flash_forward_accumulate(q, k, v, q_pos, k_pos, pr.q_rows, kv, mask, want, {0, pr.skip});
+  for (RowRange kv : pr.kv_blocks)
+    flash_forward_accumulate(q, k, v, q_pos, k_pos, pr.q_rows, kv, mask, want, {0, pr.skip});
 
   SoftmaxState<float> got = make_accumulator(pr.B, pr.H, pr.Sq, pr.D);
   const DeviceBuffer qd = upload(q, dtype), kd = upload(k, dtype), vd = upload(v, dtype);

@@ -33,7 +33,8 @@ TEST_CASE("gpu ladder: every version matches the reference", "[gpu][ladder]") {
       return b;
     };
     const gpu::DeviceBuffer qd = upload(q), kd = upload(k), vd = upload(v);
-    gpu::DeviceBuffer out(static_cast<size_t>(q.size()) * 4), lse(static_cast<size_t>(pr.batch * pr.heads * pr.seq) * 4);
+    gpu::DeviceBuffer out(static_cast<size_t>(q.size()) * 4),
+        lse(static_cast<size_t>(pr.batch * pr.heads * pr.seq) * 4);
     gpu::DeviceBuffer workspace(version.workspace_bytes(pr));
     version.launch(pr, qd.get(), kd.get(), vd.get(), out.as<float>(), lse.as<float>(), workspace.get(), nullptr);
     RINGLAB_CUDA_CHECK(cudaDeviceSynchronize());
@@ -42,7 +43,8 @@ TEST_CASE("gpu ladder: every version matches the reference", "[gpu][ladder]") {
     lse.download(got.lse.data(), lse.bytes());
     const CompareResult o = compare(got.out, want.out, gpu::gpu_tolerance(version.dtype, "out"));
     const CompareResult l = compare(got.lse, want.lse, gpu::gpu_tolerance(version.dtype, "lse"));
-    INFO(version.file << " D=" << D << (causal ? " causal" : "") << ": out " << o.describe() << ", lse " << l.describe());
+    INFO(version.file << " D=" << D << (causal ? " causal" : "") << ": out " << o.describe() << ", lse "
+                      << l.describe());
     CHECK(o.ok);
     CHECK(l.ok);
   }

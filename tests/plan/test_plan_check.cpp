@@ -100,7 +100,8 @@ TEST_CASE("broken plans are refused naming the rank and step", "[plans][checker]
   }
   SECTION("computing before the wait uses a buffer still being received") {
     std::vector<Phase> phases = good.phases();
-    std::swap(phases[0].body[2], phases[0].body[3]);  // wait before compute: fine, so move the wait after the next step's compute
+    std::swap(phases[0].body[2],
+              phases[0].body[3]);  // wait before compute: fine, so move the wait after the next step's compute
     phases[0].body[2].when = Steps{0, 1};
     std::vector<TemplateEntry> body = phases[0].body;
     // Drop the wait entirely: step 1 computes on kv1 whose receive was never waited for.

@@ -38,7 +38,8 @@ struct Recorder final : WalkVisitor {
     visited_at[static_cast<size_t>(v.at.rank)][static_cast<size_t>(v.at.index)] = clock;
     order.push_back(v.at);
     visits.push_back({v.at, clock++, v.received ? *v.received : WalkMessage{}, v.received != nullptr,
-                      v.exchange ? v.exchange_index : -1, v.gathering ? v.gathering->id : -1, v.sent ? v.sent->id : -1});
+                      v.exchange ? v.exchange_index : -1, v.gathering ? v.gathering->id : -1,
+                      v.sent ? v.sent->id : -1});
   }
   void matched(const WalkMessage& message, const OpRef& receive) override {
     CHECK(matched_at.count(message.id) == 0);  // once per message
@@ -234,11 +235,13 @@ TEST_CASE("a missing send: the receiver waits for the sender, which never sends 
   const std::string text = describe_deadlock(plan, result);
   INFO(text);
   CHECK(text.find("rank " + std::to_string(victim) + ", step " + std::to_string(stopped.step) + " (" +
-                  plan.phases()[static_cast<size_t>(stopped.phase)].name + "): waits for rank " + std::to_string(culprit) +
-                  " (tag " + std::to_string(tag) + "), which never sends it") != std::string::npos);
+                  plan.phases()[static_cast<size_t>(stopped.phase)].name + "): waits for rank " +
+                  std::to_string(culprit) + " (tag " + std::to_string(tag) + "), which never sends it") !=
+        std::string::npos);
   // One line per blocked rank, each naming it.
   CHECK(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) == result.blocked.size());
-  for (const BlockedRank& blocked : result.blocked) CHECK(text.find("rank " + std::to_string(blocked.at.rank) + ", step") != std::string::npos);
+  for (const BlockedRank& blocked : result.blocked)
+    CHECK(text.find("rank " + std::to_string(blocked.at.rank) + ", step") != std::string::npos);
 }
 
 TEST_CASE("a wrong peer: the intended receiver is blocked, the message goes unreceived", "[plans][walk]") {
@@ -266,9 +269,10 @@ TEST_CASE("a wrong peer: the intended receiver is blocked, the message goes unre
   bool stray = false;
   for (const WalkMessage& m : result.unreceived) stray |= m.from() == culprit && m.to == wrong && m.tag == e.tag;
   CHECK(stray);
-  CHECK(std::is_sorted(result.unreceived.begin(), result.unreceived.end(), [](const WalkMessage& a, const WalkMessage& c) {
-    return std::tuple(a.from(), a.to, a.tag, a.id) < std::tuple(c.from(), c.to, c.tag, c.id);
-  }));
+  CHECK(std::is_sorted(result.unreceived.begin(), result.unreceived.end(),
+                       [](const WalkMessage& a, const WalkMessage& c) {
+                         return std::tuple(a.from(), a.to, a.tag, a.id) < std::tuple(c.from(), c.to, c.tag, c.id);
+                       }));
 }
 
 TEST_CASE("a collective a member never enters: the others wait for it, naming it", "[plans][walk]") {

@@ -15,9 +15,9 @@ TEST_CASE("blockwise backward matches the exact backward", "[kernel][backward]")
     AttentionDims dims;
     bool causal;
   };
-  const Case c = GENERATE(Case{{1, 97, 2, 2, 8}, true}, Case{{2, 300, 4, 2, 64}, true},
-                          Case{{2, 300, 4, 2, 64}, false}, Case{{1, 513, 3, 1, 128}, true},
-                          Case{{1, 130, 6, 3, 16}, false}, Case{{1, 1000, 1, 1, 64}, true});
+  const Case c =
+      GENERATE(Case{{1, 97, 2, 2, 8}, true}, Case{{2, 300, 4, 2, 64}, true}, Case{{2, 300, 4, 2, 64}, false},
+               Case{{1, 513, 3, 1, 128}, true}, Case{{1, 130, 6, 3, 16}, false}, Case{{1, 1000, 1, 1, 64}, true});
   INFO(c.dims.to_string() << (c.causal ? " causal" : " full"));
   const MaskKind mask = c.causal ? MaskKind::causal : MaskKind::none;
   const AttentionInputs<float> x = make_inputs(c.dims, 21, true);

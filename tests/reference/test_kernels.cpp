@@ -34,10 +34,9 @@ void check_forward(const AttentionInputs<float>& x, MaskKind mask, std::span<con
 }  // namespace
 
 TEST_CASE("blockwise forward matches exact attention over shapes", "[kernel][forward]") {
-  const Case c = GENERATE(Case{{1, 97, 2, 2, 8}, false}, Case{{1, 97, 2, 2, 8}, true},
-                          Case{{2, 300, 4, 2, 64}, true}, Case{{2, 300, 4, 2, 64}, false},
-                          Case{{1, 513, 3, 1, 128}, true}, Case{{1, 256, 8, 8, 64}, false},
-                          Case{{3, 130, 6, 3, 16}, true}, Case{{1, 1, 1, 1, 8}, true});
+  const Case c = GENERATE(Case{{1, 97, 2, 2, 8}, false}, Case{{1, 97, 2, 2, 8}, true}, Case{{2, 300, 4, 2, 64}, true},
+                          Case{{2, 300, 4, 2, 64}, false}, Case{{1, 513, 3, 1, 128}, true},
+                          Case{{1, 256, 8, 8, 64}, false}, Case{{3, 130, 6, 3, 16}, true}, Case{{1, 1, 1, 1, 8}, true});
   INFO(c.dims.to_string() << (c.causal ? " causal" : " full"));
   const AttentionInputs<float> x = make_inputs(c.dims, 7, false);
   check_forward(x, c.causal ? MaskKind::causal : MaskKind::none, {}, {});
@@ -69,7 +68,8 @@ TEST_CASE("a block whose queries all precede its keys gives empty rows", "[kerne
   const std::vector<int64_t> q_pos = iota_positions(130, 0), k_pos = iota_positions(130, 500);
   check_forward(x, MaskKind::causal, q_pos, k_pos);
   const AttentionInputs<double> xd = x.cast<double>();
-  const AttentionGrads<double> grads = exact_attention_backward(xd.q, xd.k, xd.v, xd.dout, MaskKind::causal, q_pos, k_pos);
+  const AttentionGrads<double> grads =
+      exact_attention_backward(xd.q, xd.k, xd.v, xd.dout, MaskKind::causal, q_pos, k_pos);
   for (int64_t i = 0; i < grads.dk.size(); ++i) REQUIRE(grads.dk[i] == 0.0);
 }
 

@@ -1,7 +1,7 @@
 // Layouts: permutations of the tokens, the source material's zig-zag example, balanced causal
 // work for zigzag and striped, closed-form pair counts against brute force, gather/scatter.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 
 #include "reference/error.hpp"
 #include "reference/layout.hpp"

@@ -1,7 +1,7 @@
 // The online-softmax merge: per-chunk states merged in every order and every bracketing give
 // exact attention; the worst difference is reported in ULPs for float32 and float64.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <functional>
 #include <iostream>
@@ -54,7 +54,7 @@ std::vector<SoftmaxState<T>> all_bracketings(const std::vector<const SoftmaxStat
 }
 
 struct Worst {
-  double ulps_vs_exact = 0;     // in ULPs of the row's largest |out| (and of |lse| for the LSE)
+  double ulps_vs_exact = 0;  // in ULPs of the row's largest |out| (and of |lse| for the LSE)
   double ulps_between_orders = 0;
   int orders = 0;
 };
@@ -88,7 +88,8 @@ Worst merge_everything(const AttentionInputs<double>& inputs, const AttentionOut
         for (int64_t d = 0; d < kDim; ++d) row_scale = std::max(row_scale, std::fabs(exact.out(0, i, 0, d)));
         const double ulp = ulp_of<T>(row_scale);
         for (int64_t d = 0; d < kDim; ++d) {
-          worst.ulps_vs_exact = std::max(worst.ulps_vs_exact, std::fabs(out[i * kDim + d] - exact.out(0, i, 0, d)) / ulp);
+          worst.ulps_vs_exact =
+              std::max(worst.ulps_vs_exact, std::fabs(out[i * kDim + d] - exact.out(0, i, 0, d)) / ulp);
           worst.ulps_between_orders =
               std::max(worst.ulps_between_orders, std::fabs(double(out[i * kDim + d]) - first_out[i * kDim + d]) / ulp);
         }

@@ -4,8 +4,8 @@
 // no file; and what the contract asks of the pipeline — the executor's element size in the plan,
 // its rounding of the inputs before the oracle, its tolerances, a diagnosis run only when it can,
 // no report from a process that does not report, the executor's own report (the dry executor).
-#include <catch2/catch.hpp>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <cmath>
 #include <filesystem>
@@ -36,10 +36,10 @@ class FakeExecutor final : public Executor {
   PipelineNeeds needs_for_test;  // what needs() answers
   bool round_inputs = false;     // prepare_inputs: q, k, v to multiples of 1/8 (a coarse "dtype")
   int executions = 0;
-  std::vector<bool> diagnosed;   // per execute: were the diagnosis inputs given?
-  std::vector<bool> progress;    // per execute: was a progress counter given?
+  std::vector<bool> diagnosed;  // per execute: were the diagnosis inputs given?
+  std::vector<bool> progress;   // per execute: was a progress counter given?
   int64_t element_bytes_seen = 0;
-  std::string dims_checked;      // check_sizes' last argument
+  std::string dims_checked;  // check_sizes' last argument
 
   void check_sizes(const AttentionDims& dims) const override { dims_checked_ = dims.to_string(); }
   PipelineNeeds needs() const override { return needs_for_test; }
@@ -48,9 +48,12 @@ class FakeExecutor final : public Executor {
     for (Tensor<double>* t : {&inputs.q, &inputs.k, &inputs.v})
       for (int64_t i = 0; i < t->size(); ++i) (*t)[i] = std::round((*t)[i] * 8) / 8;
   }
-  std::string label(const Plan& plan) const override { return "fake executor, " + std::to_string(plan.ranks()) + " ranks"; }
+  std::string label(const Plan& plan) const override {
+    return "fake executor, " + std::to_string(plan.ranks()) + " ranks";
+  }
 
-  ExecutionResult execute(const Plan& plan, const AttentionInputs<float>& inputs, const ExecuteOptions& options) override {
+  ExecutionResult execute(const Plan& plan, const AttentionInputs<float>& inputs,
+                          const ExecuteOptions& options) override {
     ++executions;
     diagnosed.push_back(options.diagnose_inputs != nullptr && options.diagnose_reference != nullptr);
     progress.push_back(options.ops_done != nullptr);
@@ -60,7 +63,8 @@ class FakeExecutor final : public Executor {
     result.ranks.resize(static_cast<size_t>(plan.ranks()));
     result.time = {TimeKind::device, 0.0125};
     if (behaviour_ == Behaviour::deadlock) {
-      result.failure = RunFailure{FailureKind::deadlock, "deadlock: rank 0 waits for rank 1, which waits for rank 0", 3};
+      result.failure =
+          RunFailure{FailureKind::deadlock, "deadlock: rank 0 waits for rank 1, which waits for rank 0", 3};
       return result;
     }
     if (inputs.q.empty()) return result;  // given none: computes none
@@ -117,7 +121,8 @@ int lines(const std::string& text) { return static_cast<int>(std::count(text.beg
 
 // A fresh empty directory, removed at the end of the test.
 struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("ringlab-run-" + std::to_string(::getpid()) + "-" + std::to_string(next()));
+  fs::path path =
+      fs::temp_directory_path() / ("ringlab-run-" + std::to_string(::getpid()) + "-" + std::to_string(next()));
   TempDir() {
     fs::remove_all(path);
     fs::create_directories(path);
@@ -144,7 +149,8 @@ TEST_CASE("pipeline: exact outputs verify, exit 0, with the report of ringlab ru
   INFO(o.out << o.err);
   CHECK(o.status == kExitVerified);
   CHECK_THAT(o.out, Catch::StartsWith("ringlab run | ring | contiguous(block=32) | P=2 | B=1 S=64 H=2 HKV=2 D=8"));
-  CHECK_THAT(o.out, Catch::Contains(" rank  computed  skipped  masked      GFLOP   MB sent   MB recv    busy s  blocked s\n"));
+  CHECK_THAT(o.out,
+             Catch::Contains(" rank  computed  skipped  masked      GFLOP   MB sent   MB recv    busy s  blocked s\n"));
   CHECK_THAT(o.out, Catch::Contains("verification: fake executor, 2 ranks vs exact attention (float64)"));
   CHECK_THAT(o.out, Catch::Contains("device time: 12.500 ms (CUDA events, first to last)\n\n"));
   CHECK_THAT(o.out, Catch::EndsWith("PASS: 2 of 2 tensors within tolerance\n"));
@@ -207,13 +213,14 @@ TEST_CASE("pipeline: a deadlock exits 3 with one line and no output", "[run][pip
   CHECK(summary["exit_status"] == 3);
 }
 
-TEST_CASE("pipeline: bad --save and --trace paths are refused before anything runs, leaving no file", "[run][pipeline]") {
+TEST_CASE("pipeline: bad --save and --trace paths are refused before anything runs, leaving no file",
+          "[run][pipeline]") {
   TempDir dir;
   fs::create_directories(dir.path / "full");
   std::ofstream(dir.path / "full" / "keep.txt") << "already here\n";
   const std::vector<std::pair<std::string, std::string>> bad = {
-      {(dir.path / "full").string(), ""},                      // not empty
-      {(dir.path / "no-dir" / "out").string(), ""},            // parent missing
+      {(dir.path / "full").string(), ""},                                        // not empty
+      {(dir.path / "no-dir" / "out").string(), ""},                              // parent missing
       {(dir.path / "new").string(), (dir.path / "no-dir" / "t.json").string()},  // trace's directory missing
   };
   for (const auto& [save, trace] : bad) {
@@ -314,7 +321,8 @@ TEST_CASE("pipeline: the erratum variants run, their checker findings in the rep
   CHECK(fake.executions == 1);
 }
 
-TEST_CASE("pipeline: an executor without outputs or a report of its own: its work, nothing verified", "[run][pipeline]") {
+TEST_CASE("pipeline: an executor without outputs or a report of its own: its work, nothing verified",
+          "[run][pipeline]") {
   FakeExecutor fake(Behaviour::wrong);
   fake.needs_for_test.computes_outputs = false;
   RunConfig config = small_config();

@@ -13,7 +13,9 @@
 namespace ringlab::testing {
 
 // Exactly representable and distinct per (rank, index): sums of up to 8 of them stay exact.
-inline float exact_value(int rank, size_t index) { return static_cast<float>(rank * 10000 + static_cast<int>(index % 10000)); }
+inline float exact_value(int rank, size_t index) {
+  return static_cast<float>(rank * 10000 + static_cast<int>(index % 10000));
+}
 
 inline std::vector<float> exact_payload(int rank, size_t count) {
   std::vector<float> values(count);

@@ -9,7 +9,6 @@
 using namespace ringlab;
 using namespace ringlab::testing;
 
-
 TEST_CASE("all_gather concatenates every rank's input in rank order", "[sim][collectives]") {
   const int P = GENERATE(1, 2, 3, 4, 8);
   const SendMode mode = GENERATE(SendMode::eager, SendMode::rendezvous);
@@ -52,7 +51,8 @@ TEST_CASE("reduce_scatter gives rank r the rank-ordered sum of everyone's chunk 
   const size_t c = 4;
   std::vector<Buffer> outputs(static_cast<size_t>(P));
   const RunReport report = World(world_options(P)).run([&](Communicator& comm) {
-    outputs[static_cast<size_t>(comm.rank())] = comm.reduce_scatter(exact_payload(comm.rank(), c * static_cast<size_t>(P)));
+    outputs[static_cast<size_t>(comm.rank())] =
+        comm.reduce_scatter(exact_payload(comm.rank(), c * static_cast<size_t>(P)));
   });
   INFO(report.describe());
   REQUIRE(report.ok());
@@ -98,13 +98,16 @@ TEST_CASE("barrier releases no rank before every rank has entered it", "[sim][co
   for (const RankCounters& counters : report.counters) CHECK(counters.collectives == 2);
 }
 
-TEST_CASE("reduce_scatter adds in rank order whatever the arrival order: bitwise stable", "[sim][collectives][determinism]") {
+TEST_CASE("reduce_scatter adds in rank order whatever the arrival order: bitwise stable",
+          "[sim][collectives][determinism]") {
   // Values whose float sum depends on the order of additions: only a fixed order is reproducible.
   const int P = GENERATE(3, 4, 8);
   const size_t c = 64;
   auto input_of = [&](int rank) {
     std::vector<float> values(c * static_cast<size_t>(P));
-    for (size_t i = 0; i < values.size(); ++i) values[i] = 1.0f / static_cast<float>(3 + rank * 7 + static_cast<int>(i % 11)) + 1e4f * static_cast<float>(rank % 2);
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] =
+          1.0f / static_cast<float>(3 + rank * 7 + static_cast<int>(i % 11)) + 1e4f * static_cast<float>(rank % 2);
     return values;
   };
   std::vector<float> expected_rank0(c, 0.0f);  // sum for rank 0's chunk, in rank order

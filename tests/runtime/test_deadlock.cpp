@@ -72,7 +72,8 @@ TEST_CASE("a ring with one missing send: the rank after it waits for it forever"
     if (rank != forgetful + 1) CHECK(rank_report(run.report, rank).state == RankState::finished);
   }
   CHECK(run.report.deadlock->cycle.empty());
-  CHECK_THAT(run.report.describe(), Catch::Contains("rank 2 [step 0 \"kv rotation\"]: blocked in recv from rank 1, tag 0"));
+  CHECK_THAT(run.report.describe(),
+             Catch::Contains("rank 2 [step 0 \"kv rotation\"]: blocked in recv from rank 1, tag 0"));
 }
 
 TEST_CASE("a mismatched tag: the receiver waits, and the report shows the message it ignored", "[sim][deadlock]") {
@@ -118,7 +119,8 @@ TEST_CASE("a barrier one rank never reaches: the others name it as not arrived",
     CHECK(waits.collective_index == 0);
     CHECK(waits.not_arrived == std::vector<int>{absent});
   }
-  CHECK_THAT(run.report.describe(), Catch::Contains("blocked in barrier #0 (world), waiting for rank " + std::to_string(absent) + " to enter it"));
+  CHECK_THAT(run.report.describe(), Catch::Contains("blocked in barrier #0 (world), waiting for rank " +
+                                                    std::to_string(absent) + " to enter it"));
 }
 
 TEST_CASE("rendezvous sends: both ranks sending first deadlock, as ungrouped ncclSend does", "[sim][deadlock]") {
@@ -132,8 +134,10 @@ TEST_CASE("rendezvous sends: both ranks sending first deadlock, as ungrouped ncc
   CHECK_FALSE(rendezvous.report.deadlock->timed_out);  // found by the event-driven check
   CHECK(rank_report(rendezvous.report, 0).call == "send (rendezvous)");
   CHECK(rank_report(rendezvous.report, 0).sending);
-  CHECK_THAT(rendezvous.report.describe(),
-             Catch::Contains("rank 0 [step 0]: blocked in send (rendezvous) to rank 1, tag 0 (world): waits for rank 1 to receive it"));
+  CHECK_THAT(
+      rendezvous.report.describe(),
+      Catch::Contains(
+          "rank 0 [step 0]: blocked in send (rendezvous) to rank 1, tag 0 (world): waits for rank 1 to receive it"));
   CHECK(rank_report(rendezvous.report, 0).peer == 1);
   CHECK(rank_report(rendezvous.report, 1).peer == 0);
   CHECK(rendezvous.report.deadlock->cycle == std::vector<int>{0, 1, 0});

@@ -19,7 +19,8 @@ std::function<void(Communicator&)> ring_program(std::vector<Buffer>& results, si
       comm.set_step(step);
       for (size_t i = 0; i < n; ++i) sum[i] += block[i];
       if (step + 1 < comm.size()) {
-        block = comm.sendrecv((comm.rank() + 1) % comm.size(), step, block, (comm.rank() + comm.size() - 1) % comm.size(), step);
+        block = comm.sendrecv((comm.rank() + 1) % comm.size(), step, block,
+                              (comm.rank() + comm.size() - 1) % comm.size(), step);
       }
     }
     results[static_cast<size_t>(comm.rank())] = sum;
@@ -92,7 +93,8 @@ TEST_CASE("drop: the receiver ends in the deadlock report, which names the fault
   CHECK(victim.step == 0);
   REQUIRE(run.report.faults.size() == 1);
   CHECK(run.report.faults[0].fired);
-  CHECK_THAT(run.report.faults[0].effect, Catch::StartsWith("dropped message #1 from rank 1 to rank " + std::to_string(2 % P)));
+  CHECK_THAT(run.report.faults[0].effect,
+             Catch::StartsWith("dropped message #1 from rank 1 to rank " + std::to_string(2 % P)));
   CHECK_THAT(run.report.describe(), Catch::Contains("injected fault drop@1:0: dropped message"));
 }
 
@@ -114,8 +116,8 @@ TEST_CASE("duplicate: the receiver sees a repeated sequence number", "[sim][faul
   CHECK(report.fault->peer == 0);
   CHECK(report.fault->sequence == 2);
   CHECK(report.fault->step == 1);
-  CHECK_THAT(report.fault->detail, Catch::Contains("rank 1 received message #2 from rank 0") &&
-                                       Catch::Contains("a second time"));
+  CHECK_THAT(report.fault->detail,
+             Catch::Contains("rank 1 received message #2 from rank 0") && Catch::Contains("a second time"));
   CHECK(report.exit_status() == kExitCommFault);
 }
 
@@ -133,9 +135,8 @@ TEST_CASE("corrupt: the receiver's checksum check fails", "[sim][faults]") {
 
 TEST_CASE("corrupt and duplicate also hit a collective's messages", "[sim][faults]") {
   const std::string fault = GENERATE("corrupt@0:0", "duplicate@0:0");
-  const RunReport report = World(with_fault(4, fault)).run([](Communicator& comm) {
-    comm.all_to_all(exact_payload(comm.rank(), 8));
-  });
+  const RunReport report =
+      World(with_fault(4, fault)).run([](Communicator& comm) { comm.all_to_all(exact_payload(comm.rank(), 8)); });
   INFO(report.describe());
   REQUIRE(report.status == RunStatus::comm_fault);
   CHECK(report.fault->kind == fault.substr(0, fault.find('@')));
@@ -158,7 +159,8 @@ TEST_CASE("delay: the message arrives late and the result is bitwise the same", 
   // Rank 1 waited for it: the delay runs from rank 0's send, and rank 1 posts its receive at about
   // the same time; half the delay is left for rank 1's thread starting late on a loaded machine.
   CHECK(run.report.counters[1].blocked_seconds >= 0.25);
-  for (int rank = 0; rank < P; ++rank) CHECK(same_bits(delayed[static_cast<size_t>(rank)], clean[static_cast<size_t>(rank)]));
+  for (int rank = 0; rank < P; ++rank)
+    CHECK(same_bits(delayed[static_cast<size_t>(rank)], clean[static_cast<size_t>(rank)]));
 }
 
 TEST_CASE("a fault fires on the first message at its step only", "[sim][faults]") {
@@ -180,7 +182,8 @@ TEST_CASE("a fault fires on the first message at its step only", "[sim][faults]"
     comm.recv(0, 99);
     std::vector<Request> requests;
     for (int i = 0; i < 3; ++i) requests.push_back(comm.irecv(0, i));
-    for (int i = 2; i >= 0; --i) visible_after_marker[static_cast<size_t>(i)] = requests[static_cast<size_t>(i)].test() ? 1 : 0;
+    for (int i = 2; i >= 0; --i)
+      visible_after_marker[static_cast<size_t>(i)] = requests[static_cast<size_t>(i)].test() ? 1 : 0;
     for (Request& request : requests) request.wait();
   });
   INFO(report.describe());

@@ -43,7 +43,8 @@ TEST_CASE("split makes Ulysses groups of consecutive ranks and ring groups acros
     for (int member = P - U + rank % U; member >= 0; member -= U) ring_members.push_back(member);  // by key -rank
     CHECK(mine.ulysses_members == ulysses_members);
     CHECK(mine.ring_members == ring_members);
-    CHECK(mine.ring_rank == static_cast<int>(std::find(ring_members.begin(), ring_members.end(), rank) - ring_members.begin()));
+    CHECK(mine.ring_rank ==
+          static_cast<int>(std::find(ring_members.begin(), ring_members.end(), rank) - ring_members.begin()));
     Buffer ulysses_expected, ring_expected;
     for (int member : ulysses_members) {
       const auto part = exact_payload(member, 2);
@@ -108,8 +109,8 @@ TEST_CASE("messages of different communicators never match each other", "[sim][g
 }
 
 TEST_CASE("group() arguments are checked", "[sim][groups]") {
-  const std::vector<int> bad = GENERATE(std::vector<int>{}, std::vector<int>{0, 0}, std::vector<int>{0, 7},
-                                        std::vector<int>{1, 2});
+  const std::vector<int> bad =
+      GENERATE(std::vector<int>{}, std::vector<int>{0, 0}, std::vector<int>{0, 7}, std::vector<int>{1, 2});
   const RunReport report = World(world_options(3)).run([&](Communicator& world) {
     if (world.rank() == 0) world.group(bad);
   });

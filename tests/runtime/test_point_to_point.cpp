@@ -95,10 +95,10 @@ TEST_CASE("messages match per (source, tag) in FIFO order, and an irecv posted f
       comm.send(1, 1, std::vector<float>{12});
       return;
     }
-    Request early = comm.irecv(0, 1);       // posted first: must get 10
-    const Buffer b = comm.recv(0, 2);      // 20, though it was sent after 10
-    const Buffer c = comm.recv(0, 1);      // 11
-    Request late = comm.irecv(0, 1);       // 12
+    Request early = comm.irecv(0, 1);  // posted first: must get 10
+    const Buffer b = comm.recv(0, 2);  // 20, though it was sent after 10
+    const Buffer c = comm.recv(0, 1);  // 11
+    Request late = comm.irecv(0, 1);   // 12
     while (!late.test()) std::this_thread::yield();
     const Buffer d = late.wait();
     const Buffer a = early.wait();
@@ -135,7 +135,8 @@ TEST_CASE("bad peers and tags are usage errors naming the rank", "[sim][p2p]") {
   });
   REQUIRE(report.status == RunStatus::error);
   CHECK(report.error->rank == 1);
-  CHECK_THAT(report.error->message, Catch::Contains("peer " + std::to_string(bad_peer)) && Catch::Contains("peers are 0..1"));
+  CHECK_THAT(report.error->message,
+             Catch::Contains("peer " + std::to_string(bad_peer)) && Catch::Contains("peers are 0..1"));
   CHECK(report.exit_status() == kExitUsage);
 
   const RunReport negative_tag = World(world_options(2)).run([&](Communicator& comm) {
@@ -172,7 +173,8 @@ TEST_CASE("a ring whose sums round gives bitwise identical results run after run
   const std::vector<Buffer> first = ring_sum(0);
   for (int run = 1; run < 4; ++run) {
     const std::vector<Buffer> again = ring_sum(run);
-    for (int rank = 0; rank < P; ++rank) CHECK(same_bits(again[static_cast<size_t>(rank)], first[static_cast<size_t>(rank)]));
+    for (int rank = 0; rank < P; ++rank)
+      CHECK(same_bits(again[static_cast<size_t>(rank)], first[static_cast<size_t>(rank)]));
   }
 }
 

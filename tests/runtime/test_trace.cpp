@@ -26,14 +26,16 @@ RunReport traced_ring(int P) {
       const int kv_block = (comm.rank() + comm.size() - step) % comm.size();
       comm.compute("attention block", 1000.0 * (step + 1), {comm.rank(), kv_block, step == 0 ? "causal" : "full"},
                    [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); });
-      block = comm.sendrecv((comm.rank() + 1) % comm.size(), step, block, (comm.rank() + comm.size() - 1) % comm.size(), step);
+      block = comm.sendrecv((comm.rank() + 1) % comm.size(), step, block, (comm.rank() + comm.size() - 1) % comm.size(),
+                            step);
     }
     comm.barrier();
   });
 }
 
 std::string temporary_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("ringlab-test-" + std::to_string(::getpid()) + "-" + name)).string();
+  return (std::filesystem::temp_directory_path() / ("ringlab-test-" + std::to_string(::getpid()) + "-" + name))
+      .string();
 }
 
 }  // namespace
@@ -139,10 +141,12 @@ TEST_CASE("malformed trace files are one-line usage errors naming the problem", 
       {"{\"events\": []}", "no \"traceEvents\" array"},
       {"42", "neither"},
       {"[{\"ph\": \"X\", \"name\": \"send\", \"pid\": 0, \"tid\": 1, \"dur\": 3}]", "event 0 (\"send\"): no \"ts\""},
-      {"[{\"ph\": \"X\", \"pid\": 0, \"tid\": 5, \"ts\": 1, \"dur\": 3}]", "\"tid\" 5 is neither 0 (compute) nor 1 (comm)"},
+      {"[{\"ph\": \"X\", \"pid\": 0, \"tid\": 5, \"ts\": 1, \"dur\": 3}]",
+       "\"tid\" 5 is neither 0 (compute) nor 1 (comm)"},
       {"[{\"ph\": \"X\", \"pid\": 0, \"tid\": 1, \"ts\": 1, \"dur\": -3}]", "\"dur\" is negative"},
       {"[{\"ph\": \"X\", \"pid\": 0, \"tid\": 1, \"ts\": \"1\", \"dur\": 3}]", "\"ts\" is not a number"},
-      {"[{\"ph\": \"X\", \"pid\": 0, \"tid\": 1, \"ts\": 1, \"dur\": 3, \"args\": {\"step\": \"two\"}}]", "\"step\" is not a whole number"},
+      {"[{\"ph\": \"X\", \"pid\": 0, \"tid\": 1, \"ts\": 1, \"dur\": 3, \"args\": {\"step\": \"two\"}}]",
+       "\"step\" is not a whole number"},
       {"[{\"ph\": \"X\", \"pid\": 0, \"tid\": 1, \"ts\": 1, \"dur\": 3, \"args\": []}]", "\"args\" is not an object"},
       {"[{\"name\": \"x\"}]", "event 0: no \"ph\""},
       {"[7]", "event 0 is not an object"},
@@ -187,5 +191,7 @@ TEST_CASE("counters: time blocked is counted where a rank waits", "[sim][counter
   CHECK(report.counters[1].bytes_received == 12);
   std::ostringstream table;
   print_counters(table, report.counters);
-  CHECK_THAT(table.str(), Catch::StartsWith(" rank  msgs sent    MB sent  msgs recv    MB recv  colls  blocked s  compute s      GFLOP\n"));
+  CHECK_THAT(
+      table.str(),
+      Catch::StartsWith(" rank  msgs sent    MB sent  msgs recv    MB recv  colls  blocked s  compute s      GFLOP\n"));
 }

@@ -26,7 +26,8 @@ struct Result {
 
 Result run_viz(const std::string& arguments) {
   const fs::path err_file = temp_path("stderr.txt");
-  const std::string command = std::string(RINGLAB_VIZ_BINARY) + " " + arguments + " 2> " + err_file.string() + " > /dev/null";
+  const std::string command =
+      std::string(RINGLAB_VIZ_BINARY) + " " + arguments + " 2> " + err_file.string() + " > /dev/null";
   const int raw = std::system(command.c_str());
   Result result;
   result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
@@ -44,7 +45,8 @@ int lines_of(const std::string& text) { return static_cast<int>(std::count(text.
 
 TEST_CASE("ringlab-viz: a malformed trace is one line on stderr and exit 2, with no PNG", "[viz][cli]") {
   const fs::path bad = temp_path("bad.json"), png = temp_path("never.png");
-  std::ofstream(bad) << "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"send\", \"pid\": 0, \"tid\": 1, \"ts\": 0, \"dur\": \"soon\"}]}";
+  std::ofstream(bad) << "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"send\", \"pid\": 0, \"tid\": 1, \"ts\": 0, "
+                        "\"dur\": \"soon\"}]}";
   fs::remove(png);
   const Result result = run_viz("--trace " + bad.string() + " --screenshot " + png.string());
   CHECK(result.status == 2);

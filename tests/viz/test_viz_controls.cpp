@@ -1,8 +1,8 @@
 // The viewer's UI-free interaction state: playback, zoom and pan, the layout geometry that the
 // view and the screenshot test share, the controls' round trip to a PlanSpec, cell colours, and
 // the help topics.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <limits>
 
@@ -142,8 +142,8 @@ TEST_CASE("schedule controls round-trip through a PlanSpec", "[viz][controls]") 
 }
 
 TEST_CASE("cell colours: skipped keeps its colour, future cells are dimmed, errors by cause", "[viz][controls]") {
-  const ScheduleModel m = test::model_of(test::spec_of(Algorithm::ring, LayoutKind::contiguous, 4, true, true,
-                                                       Erratum::reverse_dkv));
+  const ScheduleModel m =
+      test::model_of(test::spec_of(Algorithm::ring, LayoutKind::contiguous, 4, true, true, Erratum::reverse_dkv));
   const BlockGrid& forward = m.grids[0];
   CHECK(cell_colour(m, forward.at(0, 3), GridColouring::step, 0) == palette::skipped);
   CHECK(cell_colour(m, forward.at(0, 3), GridColouring::error, 9) == palette::skipped);

@@ -107,9 +107,11 @@ Plan causal_ring(LayoutKind layout, int64_t P, bool skip = true) {
 
 }  // namespace
 
-TEST_CASE("grid-step: a contiguous causal ring of 4, cells coloured by step, cut and skipped cells drawn as the viewer does",
-          "[viz][figures]") {
-  const std::string svg = to_svg(grid_figure(model_from_plan(causal_ring(LayoutKind::contiguous, 4)), GridColouring::step, Pass::forward));
+TEST_CASE(
+    "grid-step: a contiguous causal ring of 4, cells coloured by step, cut and skipped cells drawn as the viewer does",
+    "[viz][figures]") {
+  const std::string svg =
+      to_svg(grid_figure(model_from_plan(causal_ring(LayoutKind::contiguous, 4)), GridColouring::step, Pass::forward));
   // Rank 3 computes key block 0 at step 3 (K/V move one hop per step), fully visible.
   const Attributes past = cell(svg, 3, 0);
   CHECK(past.at("fill") == hex(step_colour(3, 4)));
@@ -140,7 +142,8 @@ TEST_CASE("grid-step: a contiguous causal ring of 4, cells coloured by step, cut
 
 TEST_CASE("grid-rank: colour by the rank that computes; zigzag half blocks show their masked units", "[viz][figures]") {
   // Zigzag over 2 ranks: rank 0 holds units 0 and 3, rank 1 holds units 1 and 2.
-  const std::string svg = to_svg(grid_figure(model_from_plan(causal_ring(LayoutKind::zigzag, 2)), GridColouring::rank, Pass::forward));
+  const std::string svg =
+      to_svg(grid_figure(model_from_plan(causal_ring(LayoutKind::zigzag, 2)), GridColouring::rank, Pass::forward));
   const Attributes half = cell(svg, 0, 1);  // rank 0's queries x rank 1's keys, at step 1
   CHECK(half.at("class") == "cell half");
   CHECK(half.at("data-step") == "1");
@@ -163,8 +166,8 @@ TEST_CASE("grid-rank: colour by the rank that computes; zigzag half blocks show 
 }
 
 TEST_CASE("grid: --no-skip computes masked blocks, drawn in the viewer's masked colour", "[viz][figures]") {
-  const std::string svg =
-      to_svg(grid_figure(model_from_plan(causal_ring(LayoutKind::contiguous, 4, false)), GridColouring::step, Pass::backward));
+  const std::string svg = to_svg(
+      grid_figure(model_from_plan(causal_ring(LayoutKind::contiguous, 4, false)), GridColouring::step, Pass::backward));
   const Attributes future = cell(svg, 0, 3);
   CHECK(future.at("class") == "cell masked");
   CHECK(future.at("fill") == hex(palette::masked_computed));
@@ -195,7 +198,8 @@ TEST_CASE("load bars carry the cost model's busy and blocked time per rank", "[v
   const ScheduleModel model = model_from_plan(plan, nvlink());
   const DryResult dry = run_dry_plan(plan, nvlink());
   const std::string svg = to_svg(load_figure(model));
-  const std::vector<Attributes> busy = with_class(svg, "rect", "bar busy"), blocked = with_class(svg, "rect", "bar blocked");
+  const std::vector<Attributes> busy = with_class(svg, "rect", "bar busy"),
+                                blocked = with_class(svg, "rect", "bar blocked");
   REQUIRE(busy.size() == 4);
   REQUIRE(blocked.size() == 4);
   for (const Attributes& a : busy) {
@@ -259,7 +263,8 @@ TEST_CASE("figures refuse sizes they cannot draw", "[viz][figures]") {
 }
 
 TEST_CASE("PNG: the rasterised grid has the cell colours of the SVG", "[viz][figures][png]") {
-  const Figure figure = grid_figure(model_from_plan(causal_ring(LayoutKind::contiguous, 4)), GridColouring::step, Pass::forward);
+  const Figure figure =
+      grid_figure(model_from_plan(causal_ring(LayoutKind::contiguous, 4)), GridColouring::step, Pass::forward);
   const std::string path = "/tmp/ringlab_viz_figure_test_grid.png";
   std::string error;
   if (!png_supported()) {
@@ -279,7 +284,8 @@ TEST_CASE("PNG: the rasterised grid has the cell colours of the SVG", "[viz][fig
     return nullptr;
   };
   auto pixel = [&](double x, double y) {  // in SVG units
-    const unsigned char* p = pixels + (static_cast<size_t>(y * 2) * static_cast<size_t>(width) + static_cast<size_t>(x * 2)) * 3;
+    const unsigned char* p =
+        pixels + (static_cast<size_t>(y * 2) * static_cast<size_t>(width) + static_cast<size_t>(x * 2)) * 3;
     return Rgba{p[0], p[1], p[2], 255};
   };
   const FigureRect* past = cell_rect("3", "0");

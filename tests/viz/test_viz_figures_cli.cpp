@@ -2,10 +2,10 @@
 // line, no file left behind).
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 #include "tests/cli/run_binary.hpp"
 #include "viz/figures/figure.hpp"

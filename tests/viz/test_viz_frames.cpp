@@ -120,7 +120,8 @@ TEST_CASE("every panel draws for hundreds of frames while playing, under a movin
   CHECK_FALSE(viewer.playback().playing);
 }
 
-TEST_CASE("hovering a grid cell shows its rank, step, blocks and FLOPs, and a click goes to its step", "[viz][frames]") {
+TEST_CASE("hovering a grid cell shows its rank, step, blocks and FLOPs, and a click goes to its step",
+          "[viz][frames]") {
   HeadlessImGui imgui;
   Viewer viewer(controls_of(test::spec_of(Algorithm::ring, LayoutKind::contiguous, 4, true)));
   imgui.frame(viewer);
@@ -283,9 +284,11 @@ TEST_CASE("a malformed trace shows one line in the Messages panel, and a good on
   std::filesystem::remove(good);
 }
 
-TEST_CASE("a live run of the reverse-dkv erratum: the grid shows the wrong blocks and the step", "[viz][frames][errata]") {
+TEST_CASE("a live run of the reverse-dkv erratum: the grid shows the wrong blocks and the step",
+          "[viz][frames][errata]") {
   HeadlessImGui imgui;
-  Viewer viewer(controls_of(test::spec_of(Algorithm::ring, LayoutKind::contiguous, 3, true, true, Erratum::reverse_dkv)));
+  Viewer viewer(
+      controls_of(test::spec_of(Algorithm::ring, LayoutKind::contiguous, 3, true, true, Erratum::reverse_dkv)));
   viewer.view().colouring = GridColouring::error;
   imgui.frame(viewer);
   viewer.start_run();

@@ -141,7 +141,8 @@ TEST_CASE("all-gather and Ulysses phases are drawn as their collectives", "[viz]
 TEST_CASE("reverse-dkv erratum: dK/dV of block g-t go into block g+t's accumulator from backward step 1",
           "[viz][model][errata]") {
   const int64_t P = GENERATE(2, 3, 4, 5, 8);
-  const ScheduleModel m = model_of(spec_of(Algorithm::ring, LayoutKind::contiguous, P, false, true, Erratum::reverse_dkv));
+  const ScheduleModel m =
+      model_of(spec_of(Algorithm::ring, LayoutKind::contiguous, P, false, true, Erratum::reverse_dkv));
   REQUIRE(m.grids.size() == 2);
   const BlockGrid& backward = m.grids[1];
   REQUIRE(backward.pass == Pass::backward);
@@ -168,8 +169,8 @@ TEST_CASE("reverse-dkv erratum: dK/dV of block g-t go into block g+t's accumulat
     CHECK(m.first_error.text.find("accumulator of block") != std::string::npos);
   }
   // The plan checker finds the same additions, one finding per (rank, step).
-  const PlanCheck check = check_plan(build_plan(spec_of(Algorithm::ring, LayoutKind::contiguous, P, false, true,
-                                                        Erratum::reverse_dkv)));
+  const PlanCheck check =
+      check_plan(build_plan(spec_of(Algorithm::ring, LayoutKind::contiguous, P, false, true, Erratum::reverse_dkv)));
   int64_t adds = 0;
   for (const PlanFinding& f : check.findings) adds += f.message.find("adds dK/dV of block") != std::string::npos;
   if (misrouted < 32) CHECK(adds == misrouted);
@@ -177,7 +178,8 @@ TEST_CASE("reverse-dkv erratum: dK/dV of block g-t go into block g+t's accumulat
 
 TEST_CASE("kv-offset-mask erratum: every query block but the first is masked wrongly", "[viz][model][errata]") {
   const int64_t P = GENERATE(2, 3, 4);
-  const ScheduleModel m = model_of(spec_of(Algorithm::ring, LayoutKind::contiguous, P, true, false, Erratum::kv_offset_mask));
+  const ScheduleModel m =
+      model_of(spec_of(Algorithm::ring, LayoutKind::contiguous, P, true, false, Erratum::kv_offset_mask));
   for (const GridCell& cell : m.grids[0].cells) {
     INFO("cell " << cell.q_block << " x " << cell.kv_block);
     CHECK(cell.shape == BlockShape::erratum);

@@ -36,7 +36,8 @@ TEST_CASE("a plan's timeline is the cost model's for the preset: its events, bus
   const Algorithm algo = GENERATE(Algorithm::ring, Algorithm::allgather, Algorithm::hybrid);
   const int64_t P = GENERATE(1, 4, 8);
   const std::string preset = GENERATE("h100-nvlink", "h100-ib", "h100-pcie");
-  const PlanSpec spec = spec_of(algo, LayoutKind::zigzag, P, true, true, Erratum::none, algo == Algorithm::hybrid ? 2 : 1);
+  const PlanSpec spec =
+      spec_of(algo, LayoutKind::zigzag, P, true, true, Erratum::none, algo == Algorithm::hybrid ? 2 : 1);
   if (algo == Algorithm::hybrid && P == 1) return;
   INFO(spec.describe() << " on " << preset);
   const Hardware hardware = hardware_preset(preset, spec.dims.dim);
@@ -53,7 +54,8 @@ TEST_CASE("a plan's timeline is the cost model's for the preset: its events, bus
   for (int64_t r = 0; r < P; ++r) {
     const DryRank& d = dry.ranks[static_cast<size_t>(r)];
     CHECK(m.load.ranks[static_cast<size_t>(r)].busy == Approx(d.compute_s).epsilon(1e-12));
-    CHECK(m.load.ranks[static_cast<size_t>(r)].blocked == Approx(d.exposed_comm_s + d.idle_s).epsilon(1e-12).margin(1e-15));
+    CHECK(m.load.ranks[static_cast<size_t>(r)].blocked ==
+          Approx(d.exposed_comm_s + d.idle_s).epsilon(1e-12).margin(1e-15));
     for (int lane = 0; lane < 2; ++lane)
       for (const Span& span : m.timeline.row(r, lane).spans) {
         CHECK(span.end <= dry.makespan_s * (1 + 1e-12));
@@ -84,10 +86,12 @@ TEST_CASE("switching the hardware changes the plan's timeline; a JSON machine fi
   CHECK(nvlink.timeline.hardware == "h100-nvlink");
   CHECK(pcie.timeline.hardware == "h100-pcie");
   CHECK(pcie.timeline.end > nvlink.timeline.end * 1.05);  // PCIe moves K/V more slowly
-  CHECK(pcie.timeline.end == Approx(dry_run_of(spec, hardware_preset("h100-pcie", spec.dims.dim)).makespan_s).epsilon(1e-12));
+  CHECK(pcie.timeline.end ==
+        Approx(dry_run_of(spec, hardware_preset("h100-pcie", spec.dims.dim)).makespan_s).epsilon(1e-12));
   // The schedule itself does not depend on the machine.
   REQUIRE(nvlink.grids.size() == pcie.grids.size());
-  for (size_t i = 0; i < nvlink.grids[0].cells.size(); ++i) CHECK(nvlink.grids[0].cells[i].step == pcie.grids[0].cells[i].step);
+  for (size_t i = 0; i < nvlink.grids[0].cells.size(); ++i)
+    CHECK(nvlink.grids[0].cells[i].step == pcie.grids[0].cells[i].step);
   CHECK(nvlink.transfers.size() == pcie.transfers.size());
 
   // A machine described in JSON: a slower H100 link.
@@ -122,12 +126,14 @@ TEST_CASE("transfers and collectives carry the cost model's times", "[viz][model
     CHECK(m.collectives[0].end > m.collectives[0].start);
     bool drawn = false;
     for (const Span& span : m.timeline.row(0, 1).spans)
-      drawn |= span.kind == SpanKind::collective && span.start == m.collectives[0].start && span.end == m.collectives[0].end;
+      drawn |=
+          span.kind == SpanKind::collective && span.start == m.collectives[0].start && span.end == m.collectives[0].end;
     CHECK(drawn);
   }
 }
 
-TEST_CASE("a plan too large to draw keeps the cost model's totals and says why its rows are empty", "[viz][model][cost]") {
+TEST_CASE("a plan too large to draw keeps the cost model's totals and says why its rows are empty",
+          "[viz][model][cost]") {
   const PlanSpec spec = spec_of(Algorithm::ring, LayoutKind::contiguous, 300, false);
   const ScheduleModel m = test::model_of(spec);
   CHECK_FALSE(m.timeline.note.empty());
@@ -147,7 +153,8 @@ TEST_CASE("a plan that deadlocks: the model names each blocked rank and is still
     if (f.message.find("(deadlock)") == std::string::npos) continue;
     ++deadlocked;
     CHECK(f.rank >= 0);
-    CHECK(f.message.find("never completes: it waits for rank " + std::to_string((f.rank + 3) % 4)) != std::string::npos);
+    CHECK(f.message.find("never completes: it waits for rank " + std::to_string((f.rank + 3) % 4)) !=
+          std::string::npos);
   }
   CHECK(deadlocked == 4);  // every rank waits for its left neighbour
   CHECK(m.step_count() > 0);

@@ -60,8 +60,9 @@ Shot shoot(const std::string& name, const std::string& flags) {
   // tests leak-check the viewer's own code), so leak checking is off for this child only.
   const char* asan = std::getenv("ASAN_OPTIONS");
   const std::string environment = "ASAN_OPTIONS='" + std::string(asan ? asan : "") + ":detect_leaks=0' ";
-  const std::string command = environment + "xvfb-run -a -s '-screen 0 1280x1024x24' " + std::string(RINGLAB_VIZ_BINARY) +
-                              " --screenshot " + png.string() + " --geometry " + json.string() + " " + flags;
+  const std::string command = environment + "xvfb-run -a -s '-screen 0 1280x1024x24' " +
+                              std::string(RINGLAB_VIZ_BINARY) + " --screenshot " + png.string() + " --geometry " +
+                              json.string() + " " + flags;
   INFO(command);
   const int raw = std::system(command.c_str());
   REQUIRE(WIFEXITED(raw));
@@ -70,7 +71,8 @@ Shot shoot(const std::string& name, const std::string& flags) {
   int channels = 0;
   unsigned char* pixels = stbi_load(png.c_str(), &shot.image.width, &shot.image.height, &channels, 4);
   REQUIRE(pixels != nullptr);
-  shot.image.rgba.assign(pixels, pixels + static_cast<size_t>(shot.image.width) * static_cast<size_t>(shot.image.height) * 4);
+  shot.image.rgba.assign(pixels,
+                         pixels + static_cast<size_t>(shot.image.width) * static_cast<size_t>(shot.image.height) * 4);
   stbi_image_free(pixels);
   std::ifstream in(json);
   shot.geometry = nlohmann::json::parse(in);
@@ -80,14 +82,15 @@ Shot shoot(const std::string& name, const std::string& flags) {
 }
 
 std::string text(Rgba c) {
-  return "(" + std::to_string(c.r) + ", " + std::to_string(c.g) + ", " + std::to_string(c.b) + ", " + std::to_string(c.a) + ")";
+  return "(" + std::to_string(c.r) + ", " + std::to_string(c.g) + ", " + std::to_string(c.b) + ", " +
+         std::to_string(c.a) + ")";
 }
 
-#define CHECK_COLOUR(image, point, expected)                                                             \
-  do {                                                                                                   \
-    const Rgba found_ = (image).at(point);                                                               \
+#define CHECK_COLOUR(image, point, expected)                                                                         \
+  do {                                                                                                               \
+    const Rgba found_ = (image).at(point);                                                                           \
     INFO("pixel (" << (point).x << ", " << (point).y << ") is " << text(found_) << ", expected " << text(expected)); \
-    CHECK(found_ == (expected));                                                                         \
+    CHECK(found_ == (expected));                                                                                     \
   } while (false)
 
 PlanSpec causal_ring(int64_t P) {
@@ -99,7 +102,8 @@ PlanSpec causal_ring(int64_t P) {
 
 }  // namespace
 
-TEST_CASE("grid screenshot: skipped cells, step colours, dimmed future cells, the current step outlined", "[viz][screenshot]") {
+TEST_CASE("grid screenshot: skipped cells, step colours, dimmed future cells, the current step outlined",
+          "[viz][screenshot]") {
   const Shot shot = shoot("grid", "--panel grid --causal --ranks 4 --step 2 --size 800x600");
   REQUIRE(shot.image.width == 800);
   REQUIRE(shot.image.height == 600);
@@ -111,8 +115,8 @@ TEST_CASE("grid screenshot: skipped cells, step colours, dimmed future cells, th
 
   CHECK_COLOUR(shot.image, g.cell_rect(0, 3).centre(), palette::skipped);
   CHECK_COLOUR(shot.image, g.cell_rect(1, 2).centre(), palette::skipped);
-  CHECK_COLOUR(shot.image, g.cell_rect(1, 0).centre(), step_colour(1, 4));           // computed at step 1
-  CHECK_COLOUR(shot.image, g.cell_rect(3, 0).centre(), dimmed(step_colour(3, 4)));   // not yet: step 3
+  CHECK_COLOUR(shot.image, g.cell_rect(1, 0).centre(), step_colour(1, 4));          // computed at step 1
+  CHECK_COLOUR(shot.image, g.cell_rect(3, 0).centre(), dimmed(step_colour(3, 4)));  // not yet: step 3
   CHECK_COLOUR(shot.image, g.cell_rect(2, 0).centre(), expected(2, 0));
   // The current step (2): cells (2,0), (3,1) and the skipped (0,2), (1,3) are outlined.
   for (auto [q, k] : {std::pair{2, 0}, std::pair{3, 1}, std::pair{0, 2}, std::pair{1, 3}}) {
@@ -126,7 +130,8 @@ TEST_CASE("grid screenshot: skipped cells, step colours, dimmed future cells, th
   CHECK_COLOUR(shot.image, (Vec2{other.centre().x, other.y0 + 1}), step_colour(1, 4));
 }
 
-TEST_CASE("ring screenshot: each rank's disc has its block's colour, blocks in flight move between ranks", "[viz][screenshot]") {
+TEST_CASE("ring screenshot: each rank's disc has its block's colour, blocks in flight move between ranks",
+          "[viz][screenshot]") {
   const Shot shot = shoot("ring", "--panel ring --causal --ranks 4 --step 2.5 --size 700x600");
   const RingGeometry ring = ring_geometry(shot.canvas("ring"), 4);
   for (int64_t g = 0; g < 4; ++g) {
@@ -138,9 +143,11 @@ TEST_CASE("ring screenshot: each rank's disc has its block's colour, blocks in f
   CHECK_COLOUR(shot.image, flying, category_colour(2));
 }
 
-TEST_CASE("error screenshot after a run of the reverse-dkv erratum: misrouted blocks in orange", "[viz][screenshot][errata]") {
-  const Shot shot = shoot("errors", "--panel grid --run --causal --backward --erratum reverse-dkv --ranks 3 --seq 96 "
-                                    "--colour error --step 6 --size 800x640");
+TEST_CASE("error screenshot after a run of the reverse-dkv erratum: misrouted blocks in orange",
+          "[viz][screenshot][errata]") {
+  const Shot shot = shoot("errors",
+                          "--panel grid --run --causal --backward --erratum reverse-dkv --ranks 3 --seq 96 "
+                          "--colour error --step 6 --size 800x640");
   REQUIRE(shot.geometry.at("grid_blocks") == 3);
   const GridGeometry g = grid_geometry(shot.canvas("grid"), 3);
   // Backward step 1: rank 1 adds block 0's dK/dV into block 2's accumulator.

@@ -113,7 +113,8 @@ TEST_CASE("malformed or unreadable traces give one clear line", "[viz][trace]") 
   TraceEvent far = no_step;
   far.step = 2000000000;  // a step count that would need gigabytes
   const std::vector<TraceEvent> too_long{far};
-  CHECK(message_of([&] { model_from_trace(too_long, "long.json"); }).find("more than the viewer holds") != std::string::npos);
+  CHECK(message_of([&] { model_from_trace(too_long, "long.json"); }).find("more than the viewer holds") !=
+        std::string::npos);
 }
 
 TEST_CASE("small run specs keep the blocks, units and shapes of the plan on screen", "[viz][run]") {
@@ -125,7 +126,8 @@ TEST_CASE("small run specs keep the blocks, units and shapes of the plan on scre
   CHECK(small.dims.heads <= 16);
   const ScheduleModel big = test::model_of(spec), run = test::model_of(small);
   REQUIRE(big.grids[0].blocks == run.grids[0].blocks);
-  for (size_t i = 0; i < big.grids[0].cells.size(); ++i) CHECK(big.grids[0].cells[i].shape == run.grids[0].cells[i].shape);
+  for (size_t i = 0; i < big.grids[0].cells.size(); ++i)
+    CHECK(big.grids[0].cells[i].shape == run.grids[0].cells[i].shape);
   PlanSpec striped = spec_of(Algorithm::ring, LayoutKind::striped, 4, true);
   striped.dims.seq = 1 << 20;
   CHECK_THROWS_AS(small_run_spec(striped), UsageError);
@@ -147,9 +149,11 @@ TEST_CASE("a live run of a correct schedule verifies clean", "[viz][run]") {
   }
 }
 
-TEST_CASE("a live run of the reverse-dkv erratum shows the wrong blocks and where the error enters", "[viz][run][errata]") {
+TEST_CASE("a live run of the reverse-dkv erratum shows the wrong blocks and where the error enters",
+          "[viz][run][errata]") {
   const int64_t P = GENERATE(3, 4);
-  const ScheduleModel m = run_schedule(spec_of(Algorithm::ring, LayoutKind::contiguous, P, true, true, Erratum::reverse_dkv)).model;
+  const ScheduleModel m =
+      run_schedule(spec_of(Algorithm::ring, LayoutKind::contiguous, P, true, true, Erratum::reverse_dkv)).model;
   REQUIRE(m.diagnosis.present);
   CHECK_FALSE(m.diagnosis.verified);
   CHECK(m.diagnosis.summary.find("WRONG") == 0);
@@ -180,7 +184,8 @@ TEST_CASE("a live run of the reverse-dkv erratum shows the wrong blocks and wher
 }
 
 TEST_CASE("a live run of the kv-offset-mask erratum shows blocks wrong on their own", "[viz][run][errata]") {
-  const ScheduleModel m = run_schedule(spec_of(Algorithm::ring, LayoutKind::contiguous, 3, true, false, Erratum::kv_offset_mask)).model;
+  const ScheduleModel m =
+      run_schedule(spec_of(Algorithm::ring, LayoutKind::contiguous, 3, true, false, Erratum::kv_offset_mask)).model;
   REQUIRE(m.diagnosis.present);
   CHECK_FALSE(m.diagnosis.verified);
   CHECK(m.diagnosis.wrong_cells > 0);

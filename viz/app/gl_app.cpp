@@ -26,7 +26,9 @@ namespace {
 // ---- [GLFW and ImGui sessions] ---------------------------------------------------------------
 
 // GLFW reports errors through a plain function pointer; this one only prints (it keeps no state).
-void print_glfw_error(int code, const char* text) { std::fprintf(stderr, "ringlab-viz: GLFW error %d: %s\n", code, text); }
+void print_glfw_error(int code, const char* text) {
+  std::fprintf(stderr, "ringlab-viz: GLFW error %d: %s\n", code, text);
+}
 
 // glfwInit .. glfwTerminate and one window with a current OpenGL 3.0 context.
 class GlfwWindow {
@@ -36,7 +38,8 @@ class GlfwWindow {
       // One line: GLFW's own reason folded into ours (no error callback yet, so nothing else prints).
       const char* reason = nullptr;
       glfwGetError(&reason);
-      throw UsageError(std::string("cannot open a display for the window") + (reason ? " (" + std::string(reason) + ")" : "") +
+      throw UsageError(std::string("cannot open a display for the window") +
+                       (reason ? " (" + std::string(reason) + ")" : "") +
                        "; set DISPLAY, or for screenshots run under xvfb-run -a");
     }
     glfwSetErrorCallback(print_glfw_error);  // from here on, GLFW errors are printed as they happen
@@ -46,7 +49,8 @@ class GlfwWindow {
     window_ = glfwCreateWindow(width, height, title, nullptr, nullptr);
     if (!window_) {
       glfwTerminate();
-      throw UsageError("cannot create an OpenGL 3.0 window; check the display's GL driver (Mesa: LIBGL_ALWAYS_SOFTWARE=1)");
+      throw UsageError(
+          "cannot create an OpenGL 3.0 window; check the display's GL driver (Mesa: LIBGL_ALWAYS_SOFTWARE=1)");
     }
     glfwMakeContextCurrent(window_);
   }

@@ -12,7 +12,7 @@
 namespace ringlab::viz {
 
 struct ScreenshotOptions {
-  std::string path;           // the PNG, written through a temporary name and a rename
+  std::string path;  // the PNG, written through a temporary name and a rename
   int width = 1600, height = 1000;
   int frames = 3;             // ImGui settles window sizes over the first frames
   std::string geometry_path;  // optional JSON: each panel's canvas rectangle, for pixel tests

@@ -64,7 +64,8 @@ int run(const RunConfig& given, const AppFlags& flags) {
   if (flags.step >= 0) {
     if (flags.step > viewer.playback().last()) {
       char text[200];
-      std::snprintf(text, sizeof text, "--step %g is past the last step (%g) of this schedule; steps count across all phases from 0",
+      std::snprintf(text, sizeof text,
+                    "--step %g is past the last step (%g) of this schedule; steps count across all phases from 0",
                     flags.step, viewer.playback().last());
       throw UsageError(text);
     }
@@ -96,16 +97,19 @@ int main(int argc, char** argv) {
   app.add_option("--step", flags.step, "the step shown (across all phases, from 0; 2.5 = halfway through step 2)")
       ->check(CLI::Validator(
           [](const std::string& text) {
-            return !text.empty() && text[0] == '-' ? std::string("a step is 0 or more, e.g. --step 2.5") : std::string();
+            return !text.empty() && text[0] == '-' ? std::string("a step is 0 or more, e.g. --step 2.5")
+                                                   : std::string();
           },
           "STEP >= 0"));
-  app.add_option("--panel", flags.panel, "ring | grid | load | timeline | controls | messages | all")->capture_default_str();
+  app.add_option("--panel", flags.panel, "ring | grid | load | timeline | controls | messages | all")
+      ->capture_default_str();
   app.add_option("--size", flags.size, "screenshot size WIDTHxHEIGHT")->capture_default_str();
   app.add_option("--colour,--color", flags.colour, "grid colouring: step | rank | error")->capture_default_str();
   app.add_option("--geometry", flags.geometry, "with --screenshot: write each panel's canvas rectangle as JSON");
-  app.add_option("--frames", flags.frames, "with --screenshot: frames rendered before the capture")->capture_default_str();
-  if (const std::optional<int> status = cli::parse_command_line(app, argc, argv, std::cout, std::cerr, "ringlab-viz: ",
-                                                                 "run 'ringlab-viz --help' for the flags")) {
+  app.add_option("--frames", flags.frames, "with --screenshot: frames rendered before the capture")
+      ->capture_default_str();
+  if (const std::optional<int> status = cli::parse_command_line(
+          app, argc, argv, std::cout, std::cerr, "ringlab-viz: ", "run 'ringlab-viz --help' for the flags")) {
     return *status;
   }
   try {

@@ -29,8 +29,9 @@ void check_figure_size(FigureKind kind, int64_t ring, int64_t ranks) {
     case FigureKind::grid_step:
     case FigureKind::grid_rank:
       if (ring > kMaxGridBlocks) {
-        throw UsageError("a block grid of " + std::to_string(ring) + " ring positions is too large to draw; use at most " +
-                         std::to_string(kMaxGridBlocks) + " (--ranks / --ulysses)");
+        throw UsageError("a block grid of " + std::to_string(ring) +
+                         " ring positions is too large to draw; use at most " + std::to_string(kMaxGridBlocks) +
+                         " (--ranks / --ulysses)");
       }
       break;
     case FigureKind::load:

@@ -43,7 +43,6 @@ FigureKind parse_figure_kind(const std::string& name);  // throws UsageError lis
 // Cheap: call it on the plan before building a model.
 void check_figure_size(FigureKind kind, int64_t ring, int64_t ranks);
 
-
 // ---- the figures -----------------------------------------------------------------------------
 
 // The block grid of one pass, coloured by step or by rank (GridColouring::error needs a run, which

@@ -89,9 +89,9 @@ std::string to_svg(const Figure& f) {
     }
   }
   for (const FigureTriangle& t : f.triangles) {
-    svg << "<polygon points=\"" << number(t.points[0]) << "," << number(t.points[1]) << " " << number(t.points[2]) << ","
-        << number(t.points[3]) << " " << number(t.points[4]) << "," << number(t.points[5]) << "\" fill=\"" << hex(t.fill)
-        << "\"";
+    svg << "<polygon points=\"" << number(t.points[0]) << "," << number(t.points[1]) << " " << number(t.points[2])
+        << "," << number(t.points[3]) << " " << number(t.points[4]) << "," << number(t.points[5]) << "\" fill=\""
+        << hex(t.fill) << "\"";
     write_attributes(svg, t.css_class, t.data);
     svg << "/>\n";
   }
@@ -104,7 +104,8 @@ std::string to_svg(const Figure& f) {
   for (const FigureText& t : f.texts) {
     svg << "<text x=\"" << number(t.x) << "\" y=\"" << number(t.y) << "\" font-size=\"" << number(t.size)
         << "\" text-anchor=\"" << t.anchor << "\" fill=\"" << hex(t.colour) << "\"";
-    if (t.angle != 0) svg << " transform=\"rotate(" << number(t.angle) << " " << number(t.x) << " " << number(t.y) << ")\"";
+    if (t.angle != 0)
+      svg << " transform=\"rotate(" << number(t.angle) << " " << number(t.x) << " " << number(t.y) << ")\"";
     svg << ">" << escape(t.text) << "</text>\n";
   }
   svg << "</svg>\n";

@@ -23,10 +23,10 @@ using DataAttributes = std::vector<std::pair<std::string, std::string>>;  // dat
 struct FigureRect {
   double x = 0, y = 0, width = 0, height = 0;
   Rgba fill;
-  bool outline = false;     // a thin outline in palette::paper::text_dim (legend swatches)
-  std::string css_class;    // "cell visible", "bar busy", "event compute", ...
+  bool outline = false;   // a thin outline in palette::paper::text_dim (legend swatches)
+  std::string css_class;  // "cell visible", "bar busy", "event compute", ...
   DataAttributes data;
-  std::string tooltip;      // SVG <title>
+  std::string tooltip;  // SVG <title>
 };
 
 struct FigureTriangle {
@@ -49,7 +49,7 @@ struct FigureText {
   double size = 12;
   std::string anchor = "start";  // SVG text-anchor
   Rgba colour = palette::paper::text;
-  double angle = 0;               // degrees, clockwise, about (x, y): -90 reads bottom to top
+  double angle = 0;  // degrees, clockwise, about (x, y): -90 reads bottom to top
 };
 
 struct Figure {

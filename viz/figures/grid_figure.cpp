@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <stdexcept>
 #include <set>
+#include <stdexcept>
 #include <string>
 
 #include "reference/error.hpp"
@@ -67,7 +67,12 @@ void draw_cell(Figure& figure, const ScheduleModel& model, const BlockGrid& grid
   const Rgba colour = cell_colour(model, cell, colouring, kNoDimming);
   const std::vector<CellPart> parts = cell_parts(model, cell);
   const int64_t rank = cell.ranks.empty() ? -1 : cell.ranks.front();
-  figure.rects.push_back({r.x0, r.y0, r.width(), r.height(), parts.empty() ? colour : palette::masked_out, false,
+  figure.rects.push_back({r.x0,
+                          r.y0,
+                          r.width(),
+                          r.height(),
+                          parts.empty() ? colour : palette::masked_out,
+                          false,
                           std::string("cell ") + cell_state(cell),
                           {{"q", std::to_string(cell.q_block)},
                            {"k", std::to_string(cell.kv_block)},
@@ -108,16 +113,20 @@ double draw_colour_legend(Figure& figure, const ScheduleModel& model, const Bloc
     for (int64_t rank : ranks) entries.emplace_back(category_colour(rank), "rank " + std::to_string(rank));
   } else {
     figure.texts.push_back({x, y - 8, "step (within its phase)", 11, "start"});
-    const auto computed = std::find_if(grid.cells.begin(), grid.cells.end(), [](const GridCell& c) { return c.step >= 0; });
-    const int64_t steps = computed == grid.cells.end()
-                              ? 1
-                              : model.phases[static_cast<size_t>(model.steps[static_cast<size_t>(computed->step)].phase)].steps;
+    const auto computed =
+        std::find_if(grid.cells.begin(), grid.cells.end(), [](const GridCell& c) { return c.step >= 0; });
+    const int64_t steps =
+        computed == grid.cells.end()
+            ? 1
+            : model.phases[static_cast<size_t>(model.steps[static_cast<size_t>(computed->step)].phase)].steps;
     for (int64_t t = 0; t < steps; ++t) entries.emplace_back(step_colour(t, steps), "step " + std::to_string(t));
   }
   const auto shown = std::min<int64_t>(static_cast<int64_t>(entries.size()), kLegendEntries);
-  for (int64_t i = 0; i < shown; ++i) y = add_legend_item(figure, x, y, entries[static_cast<size_t>(i)].first, entries[static_cast<size_t>(i)].second);
+  for (int64_t i = 0; i < shown; ++i)
+    y = add_legend_item(figure, x, y, entries[static_cast<size_t>(i)].first, entries[static_cast<size_t>(i)].second);
   if (shown < static_cast<int64_t>(entries.size())) {
-    figure.texts.push_back({x, y + 10, "... " + std::to_string(static_cast<int64_t>(entries.size()) - shown) + " more", 10});
+    figure.texts.push_back(
+        {x, y + 10, "... " + std::to_string(static_cast<int64_t>(entries.size()) - shown) + " more", 10});
     y += 18;
   }
   return y;
@@ -146,7 +155,8 @@ double draw_state_legend(Figure& figure, const BlockGrid& grid, double x, double
 Figure grid_figure(const ScheduleModel& model, GridColouring colouring, Pass pass) {
   check_figure_size(FigureKind::grid_step, model.ring, model.ranks);
   // Not model.grid_of: its const overload falls back to the forward grid when the pass is absent.
-  const auto found = std::find_if(model.grids.begin(), model.grids.end(), [&](const BlockGrid& g) { return g.pass == pass; });
+  const auto found =
+      std::find_if(model.grids.begin(), model.grids.end(), [&](const BlockGrid& g) { return g.pass == pass; });
   if (found == model.grids.end()) throw UsageError("--pass backward needs a plan with a backward pass; add --backward");
   const BlockGrid* grid = &*found;
   if (colouring == GridColouring::error) throw std::logic_error("grid_figure: a figure has no run to colour by error");
@@ -163,7 +173,8 @@ Figure grid_figure(const ScheduleModel& model, GridColouring colouring, Pass pas
                  (pass == Pass::forward ? "forward" : "backward") + "): " + model.title;
   figure.texts.push_back({kLeft, 22, figure.title, 13});
   draw_axes(figure, g);
-  for (const GridCell& c : grid->cells) draw_cell(figure, model, *grid, c, g.cell_rect(c.q_block, c.kv_block), colouring);
+  for (const GridCell& c : grid->cells)
+    draw_cell(figure, model, *grid, c, g.cell_rect(c.q_block, c.kv_block), colouring);
 
   const double legend_x = kLeft + side + 24;
   double legend_y = draw_colour_legend(figure, model, *grid, colouring, legend_x, kTop);

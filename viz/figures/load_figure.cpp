@@ -49,7 +49,8 @@ Figure load_figure(const ScheduleModel& model) {
   const double pitch = std::clamp(std::floor(640.0 / static_cast<double>(std::max<int64_t>(1, P))), 3.0, 48.0);
   // The canvas bar_geometry lays the bars into, placed so its plot starts at (kLeft, kTop).
   const Rect canvas{static_cast<float>(kLeft - 8), static_cast<float>(kTop - 22),
-                    static_cast<float>(kLeft + pitch * static_cast<double>(P) + 8), static_cast<float>(kTop + kPlotHeight + 18)};
+                    static_cast<float>(kLeft + pitch * static_cast<double>(P) + 8),
+                    static_cast<float>(kTop + kPlotHeight + 18)};
   const BarGeometry g = bar_geometry(canvas, P);
 
   Figure figure;
@@ -70,12 +71,25 @@ Figure load_figure(const ScheduleModel& model) {
     const RankLoad& r = load.ranks[static_cast<size_t>(i)];
     const Rect slot = g.slot(i);
     const std::string rank = std::to_string(i), flops = format_number("%.6g", r.flops);
-    const std::string busy_ms = format_number("%.6g", r.busy * 1e3), blocked_ms = format_number("%.6g", r.blocked * 1e3);
-    figure.rects.push_back({slot.x0, y_of(r.busy), slot.width(), g.plot.y1 - y_of(r.busy), palette::busy_bar, false, "bar busy",
+    const std::string busy_ms = format_number("%.6g", r.busy * 1e3),
+                      blocked_ms = format_number("%.6g", r.blocked * 1e3);
+    figure.rects.push_back({slot.x0,
+                            y_of(r.busy),
+                            slot.width(),
+                            g.plot.y1 - y_of(r.busy),
+                            palette::busy_bar,
+                            false,
+                            "bar busy",
                             {{"rank", rank}, {"ms", busy_ms}, {"flops", flops}},
                             "rank " + rank + " busy " + busy_ms + " ms, " + flops + " FLOP"});
-    figure.rects.push_back({slot.x0, y_of(r.busy + r.blocked), slot.width(), y_of(r.busy) - y_of(r.busy + r.blocked),
-                            palette::blocked_bar, false, "bar blocked", {{"rank", rank}, {"ms", blocked_ms}},
+    figure.rects.push_back({slot.x0,
+                            y_of(r.busy + r.blocked),
+                            slot.width(),
+                            y_of(r.busy) - y_of(r.busy + r.blocked),
+                            palette::blocked_bar,
+                            false,
+                            "bar blocked",
+                            {{"rank", rank}, {"ms", blocked_ms}},
                             "rank " + rank + " blocked " + blocked_ms + " ms"});
     if (P <= 32 || i % std::max<int64_t>(1, P / 16) == 0) {
       figure.texts.push_back({slot.centre().x, g.plot.y1 + 14, rank, 9, "middle", palette::paper::text_dim});

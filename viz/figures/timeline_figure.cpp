@@ -34,7 +34,12 @@ const char* span_kind_name(SpanKind kind) {
 void draw_span(Figure& figure, const TimelineRow& row, const Span& span, const Rect& r) {
   char tip[64];
   std::snprintf(tip, sizeof tip, ": %.3f-%.3f ms", span.start * 1e3, span.end * 1e3);
-  figure.rects.push_back({r.x0, r.y0, r.width(), r.height(), span_colour(span.kind, span.block), false,
+  figure.rects.push_back({r.x0,
+                          r.y0,
+                          r.width(),
+                          r.height(),
+                          span_colour(span.kind, span.block),
+                          false,
                           std::string("event ") + span_kind_name(span.kind),
                           {{"rank", std::to_string(row.rank)},
                            {"step", std::to_string(span.step)},
@@ -54,8 +59,8 @@ void draw_time_axis(Figure& figure, const Rect& area, const TimeWindow& window, 
     std::snprintf(label, sizeof label, "%g", t);
     figure.texts.push_back({x, rows_bottom + 14, label, 9, "middle", palette::paper::text_dim});
   }
-  figure.texts.push_back({(area.x0 + area.x1) / 2, rows_bottom + 32,
-                          "ms (per rank: compute row, then communication row)", 11, "middle"});
+  figure.texts.push_back(
+      {(area.x0 + area.x1) / 2, rows_bottom + 32, "ms (per rank: compute row, then communication row)", 11, "middle"});
 }
 
 // Under the axis: the K/V blocks' colours of the compute spans, then the communication kinds.
@@ -76,14 +81,16 @@ void draw_legend(Figure& figure, const ScheduleModel& model, double y) {
       figure.texts.push_back({x, y + 11, "...", 10});
       break;
     }
-    figure.rects.push_back({x, y, 12, 12, category_colour(block), true, "legend", {{"block", std::to_string(block)}}, ""});
+    figure.rects.push_back(
+        {x, y, 12, 12, category_colour(block), true, "legend", {{"block", std::to_string(block)}}, ""});
     figure.texts.push_back({x + 16, y + 10, std::to_string(block), 10});
     x += 36;
   }
   x = kLeft;
   y += 20;
-  for (const auto& [kind, name] : {std::pair{SpanKind::send, "transfer (upper half)"}, std::pair{SpanKind::wait, "wait (lower half)"},
-                                   std::pair{SpanKind::collective, "collective"}, std::pair{SpanKind::other, "other"}}) {
+  for (const auto& [kind, name] :
+       {std::pair{SpanKind::send, "transfer (upper half)"}, std::pair{SpanKind::wait, "wait (lower half)"},
+        std::pair{SpanKind::collective, "collective"}, std::pair{SpanKind::other, "other"}}) {
     if (kinds.count(kind) == 0) continue;
     figure.rects.push_back({x, y, 12, 12, span_colour(kind, -1), true, "legend", {}, ""});
     figure.texts.push_back({x + 16, y + 10, name, 10});
@@ -100,7 +107,8 @@ Figure timeline_figure(const ScheduleModel& model) {
   if (!any_span) throw std::logic_error("timeline_figure needs a model whose timeline has spans");
   const double rows_height = kRowHeight * 2 * static_cast<double>(model.ranks);
   // The canvas timeline_geometry lays the rows into, placed so the rows start at (kLeft, kTop).
-  const Rect canvas{static_cast<float>(kLeft - TimelineGeometry::kLabelWidth), static_cast<float>(kTop - TimelineGeometry::kAxisHeight),
+  const Rect canvas{static_cast<float>(kLeft - TimelineGeometry::kLabelWidth),
+                    static_cast<float>(kTop - TimelineGeometry::kAxisHeight),
                     static_cast<float>(kLeft + kPlotWidth + 6), static_cast<float>(kTop + rows_height + 4)};
   const TimelineGeometry g = timeline_geometry(canvas, model.ranks);
   TimeWindow window;

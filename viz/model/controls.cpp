@@ -117,13 +117,12 @@ Rgba cell_colour(const ScheduleModel& model, const GridCell& cell, GridColouring
   switch (colouring) {
     case GridColouring::step: {
       const int64_t phase_steps =
-          cell.step >= 0 ? model.phases[static_cast<size_t>(model.steps[static_cast<size_t>(cell.step)].phase)].steps : 1;
+          cell.step >= 0 ? model.phases[static_cast<size_t>(model.steps[static_cast<size_t>(cell.step)].phase)].steps
+                         : 1;
       colour = step_colour(cell.phase_step, phase_steps);
       break;
     }
-    case GridColouring::rank:
-      colour = category_colour(cell.ranks.empty() ? -1 : cell.ranks.front());
-      break;
+    case GridColouring::rank: colour = category_colour(cell.ranks.empty() ? -1 : cell.ranks.front()); break;
     case GridColouring::error:
       switch (cell.cause) {
         case ErrorCause::misrouted_gradient: colour = palette::error_misrouted; break;

@@ -28,13 +28,13 @@ struct Playback {
   float fraction() const { return static_cast<float>(position - static_cast<double>(step())); }
   double last() const { return static_cast<double>(steps > 0 ? steps - 1 : 0); }
 
-  void set_steps(int64_t count);   // keeps the position when it still fits
-  void advance(double seconds);    // when playing; stops at the last step
-  void toggle();                   // play / pause; playing from the end starts over
-  void step_forward();             // to the next whole step
-  void step_back();                // to the start of this step, or the previous one
-  void scrub(double to);           // clamped to [0, last]
-  void reset();                    // step 0, paused
+  void set_steps(int64_t count);  // keeps the position when it still fits
+  void advance(double seconds);   // when playing; stops at the last step
+  void toggle();                  // play / pause; playing from the end starts over
+  void step_forward();            // to the next whole step
+  void step_back();               // to the start of this step, or the previous one
+  void scrub(double to);          // clamped to [0, last]
+  void reset();                   // step 0, paused
 };
 
 // ---- schedule controls -----------------------------------------------------------------------
@@ -46,20 +46,20 @@ inline constexpr std::array<const char*, 3> kErratumNames{"none", "reverse-dkv",
 // What the Controls panel edits (ints, as the widgets want them, and the machine's name); any
 // change re-plans.
 struct ScheduleControls {
-  int algo = 0;    // index into kAlgorithmNames
-  int layout = 0;  // index into kLayoutNames
-  int block = 0;   // tokens per layout unit, 0 = the layout's default
-  int ranks = 4;   // P
-  int ulysses = 2; // hybrid only: U
-  int batch = 1;   // B
-  int seq = 1024;  // S
-  int heads = 4;   // H
+  int algo = 0;      // index into kAlgorithmNames
+  int layout = 0;    // index into kLayoutNames
+  int block = 0;     // tokens per layout unit, 0 = the layout's default
+  int ranks = 4;     // P
+  int ulysses = 2;   // hybrid only: U
+  int batch = 1;     // B
+  int seq = 1024;    // S
+  int heads = 4;     // H
   int kv_heads = 0;  // HKV, 0 = H
-  int dim = 64;    // D
+  int dim = 64;      // D
   bool causal = false;
   bool skip = true;
   bool backward = false;
-  int erratum = 0;  // index into kErratumNames
+  int erratum = 0;                          // index into kErratumNames
   std::string hardware = kDefaultHardware;  // the cost model's machine for the timeline: a preset or JSON file
 
   PlanSpec spec() const;

@@ -16,10 +16,10 @@ float node_angle(int64_t rank, int64_t ring, int64_t ulysses) {
   // With one ring position (pure Ulysses) the group fills the circle; otherwise a group takes
   // half of its position's slot, members side by side.
   const float spread = R == 1 ? 1.0f : 0.5f;
-  const float offset = U == 1 ? 0.0f
-                              : (R == 1 ? static_cast<float>(u) / static_cast<float>(U)
-                                        : spread * (static_cast<float>(u) - 0.5f * static_cast<float>(U - 1)) /
-                                              static_cast<float>(U));
+  const float offset =
+      U == 1 ? 0.0f
+             : (R == 1 ? static_cast<float>(u) / static_cast<float>(U)
+                       : spread * (static_cast<float>(u) - 0.5f * static_cast<float>(U - 1)) / static_cast<float>(U));
   return -kPi / 2 + 2 * kPi * (static_cast<float>(g) + offset) / static_cast<float>(R);
 }
 
@@ -59,7 +59,8 @@ GridGeometry grid_geometry(const Rect& canvas, int64_t blocks) {
   GridGeometry g;
   g.blocks = std::max<int64_t>(1, blocks);
   const float pad = 8;
-  const float available = std::min(canvas.width() - GridGeometry::kMargin - pad, canvas.height() - GridGeometry::kMargin - pad);
+  const float available =
+      std::min(canvas.width() - GridGeometry::kMargin - pad, canvas.height() - GridGeometry::kMargin - pad);
   g.cell = std::max(2.0f, floor_px(available / static_cast<float>(g.blocks)));
   const float x0 = floor_px(canvas.x0 + GridGeometry::kMargin), y0 = floor_px(canvas.y0 + GridGeometry::kMargin);
   g.matrix = {x0, y0, x0 + g.cell * static_cast<float>(g.blocks), y0 + g.cell * static_cast<float>(g.blocks)};
@@ -75,7 +76,9 @@ Rect GridGeometry::cell_rect(int64_t q_block, int64_t kv_block) const {
 std::vector<Rect> GridGeometry::highlight_bands(int64_t q_block, int64_t kv_block) const {
   const Rect c = cell_rect(q_block, kv_block);
   const float h = std::min(kHighlight, c.width() / 3);
-  return {{c.x0, c.y0, c.x1, c.y0 + h}, {c.x0, c.y1 - h, c.x1, c.y1}, {c.x0, c.y0 + h, c.x0 + h, c.y1 - h},
+  return {{c.x0, c.y0, c.x1, c.y0 + h},
+          {c.x0, c.y1 - h, c.x1, c.y1},
+          {c.x0, c.y0 + h, c.x0 + h, c.y1 - h},
           {c.x1 - h, c.y0 + h, c.x1, c.y1 - h}};
 }
 
@@ -172,13 +175,14 @@ std::vector<CellPart> cell_parts(const ScheduleModel& model, const GridCell& cel
         const CellPartKind kind = seen == UnitVisibility::full       ? CellPartKind::visible
                                   : seen == UnitVisibility::diagonal ? CellPartKind::diagonal
                                                                      : CellPartKind::hidden;
-        parts.push_back({kind, static_cast<float>(j) / cols, static_cast<float>(i) / rows, static_cast<float>(j + 1) / cols,
-                         static_cast<float>(i + 1) / rows, q_units[static_cast<size_t>(i)], k_units[static_cast<size_t>(j)]});
+        parts.push_back({kind, static_cast<float>(j) / cols, static_cast<float>(i) / rows,
+                         static_cast<float>(j + 1) / cols, static_cast<float>(i + 1) / rows,
+                         q_units[static_cast<size_t>(i)], k_units[static_cast<size_t>(j)]});
       }
     return parts;
   }
   switch (cell.shape) {
-    case BlockShape::q_half: parts.push_back({CellPartKind::visible, 0, 0.5f, 1, 1}); break;  // the late query half
+    case BlockShape::q_half: parts.push_back({CellPartKind::visible, 0, 0.5f, 1, 1}); break;   // the late query half
     case BlockShape::kv_half: parts.push_back({CellPartKind::visible, 0, 0, 0.5f, 1}); break;  // the early key half
     default: parts.push_back({CellPartKind::diagonal, 0, 0, 1, 1}); break;
   }

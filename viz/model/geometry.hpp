@@ -52,10 +52,10 @@ struct GridGeometry {
   Rect matrix;     // all cells
   float cell = 0;  // cell side
   int64_t blocks = 0;
-  static constexpr float kMargin = 34;      // room for labels and strips, left and top
-  static constexpr float kStrip = 8;        // thickness of a per-block result strip
-  static constexpr float kHighlight = 3;    // thickness of the current-step outline
-  static constexpr float kGap = 1;          // between cells
+  static constexpr float kMargin = 34;    // room for labels and strips, left and top
+  static constexpr float kStrip = 8;      // thickness of a per-block result strip
+  static constexpr float kHighlight = 3;  // thickness of the current-step outline
+  static constexpr float kGap = 1;        // between cells
 
   Rect cell_rect(int64_t q_block, int64_t kv_block) const;
   // The current-step outline of a cell as four opaque bands (top, bottom, left, right).
@@ -73,7 +73,9 @@ GridGeometry grid_geometry(const Rect& canvas, int64_t blocks);
 struct BarGeometry {
   Rect plot;  // below the title line, above the rank labels
   float bar_width = 0, pitch = 0;
-  Rect slot(int64_t rank) const { return {plot.x0 + pitch * rank, plot.y0, plot.x0 + pitch * rank + bar_width, plot.y1}; }
+  Rect slot(int64_t rank) const {
+    return {plot.x0 + pitch * rank, plot.y0, plot.x0 + pitch * rank + bar_width, plot.y1};
+  }
 };
 BarGeometry bar_geometry(const Rect& canvas, int64_t ranks);
 

@@ -50,7 +50,8 @@ PlanSpec small_run_spec(const PlanSpec& spec) {
   run.dims.seq = units * tokens;
   run.dims.dim = 16;
   if (spec.dims.heads > 16) {  // keep the Ulysses divisibility and GQA, drop the rest
-    const int64_t U = spec.algo == Algorithm::ulysses ? spec.ranks : (spec.algo == Algorithm::hybrid ? spec.ulysses : 1);
+    const int64_t U =
+        spec.algo == Algorithm::ulysses ? spec.ranks : (spec.algo == Algorithm::hybrid ? spec.ulysses : 1);
     const int64_t group = std::min<int64_t>(2, spec.dims.heads / std::max<int64_t>(1, spec.dims.kv_heads));
     run.dims.kv_heads = std::max<int64_t>(1, U);
     run.dims.heads = run.dims.kv_heads * std::max<int64_t>(1, group);

@@ -12,8 +12,8 @@
 #include <string>
 #include <thread>
 
-#include "sim/plan/plan.hpp"
 #include "sim/executor/sim_executor.hpp"
+#include "sim/plan/plan.hpp"
 #include "sim/run/verification.hpp"
 #include "viz/model/schedule_model.hpp"
 
@@ -25,9 +25,9 @@ namespace ringlab::viz {
 PlanSpec small_run_spec(const PlanSpec& spec);
 
 struct RunOutcome {
-  bool ok = false;       // the run completed (its result may still be wrong: see the diagnosis)
-  std::string error;     // one line when it did not: a usage error, a deadlock, a fault
-  ScheduleModel model;   // source = run: measured time, per-block errors, where the error enters
+  bool ok = false;      // the run completed (its result may still be wrong: see the diagnosis)
+  std::string error;    // one line when it did not: a usage error, a deadlock, a fault
+  ScheduleModel model;  // source = run: measured time, per-block errors, where the error enters
 };
 
 // Builds, runs, verifies and diagnoses `spec` as given (call small_run_spec first for big sizes).

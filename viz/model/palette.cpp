@@ -12,7 +12,8 @@ namespace {
 
 Rgba mix(Rgba a, Rgba b, float t) {
   auto channel = [t](uint8_t x, uint8_t y) {
-    return static_cast<uint8_t>(std::lround(static_cast<float>(x) + (static_cast<float>(y) - static_cast<float>(x)) * t));
+    return static_cast<uint8_t>(
+        std::lround(static_cast<float>(x) + (static_cast<float>(y) - static_cast<float>(x)) * t));
   };
   return {channel(a.r, b.r), channel(a.g, b.g), channel(a.b, b.b), 255};
 }
@@ -20,12 +21,18 @@ Rgba mix(Rgba a, Rgba b, float t) {
 Rgba from_hsv(float h, float s, float v) {
   const float c = v * s, hp = h * 6.0f, x = c * (1.0f - std::fabs(std::fmod(hp, 2.0f) - 1.0f)), m = v - c;
   float r = 0, g = 0, b = 0;
-  if (hp < 1) r = c, g = x;
-  else if (hp < 2) r = x, g = c;
-  else if (hp < 3) g = c, b = x;
-  else if (hp < 4) g = x, b = c;
-  else if (hp < 5) r = x, b = c;
-  else r = c, b = x;
+  if (hp < 1)
+    r = c, g = x;
+  else if (hp < 2)
+    r = x, g = c;
+  else if (hp < 3)
+    g = c, b = x;
+  else if (hp < 4)
+    g = x, b = c;
+  else if (hp < 5)
+    r = x, b = c;
+  else
+    r = c, b = x;
   auto byte = [m](float value) { return static_cast<uint8_t>(std::lround((value + m) * 255.0f)); };
   return {byte(r), byte(g), byte(b), 255};
 }
@@ -35,15 +42,15 @@ Rgba from_hsv(float h, float s, float v) {
 Rgba category_colour(int64_t index) {
   // Tableau 10: distinct on a dark background, and distinguishable by most colour-blind readers.
   static constexpr std::array<Rgba, 10> kColours{{{78, 121, 167},
-                                                   {242, 142, 43},
-                                                   {225, 87, 89},
-                                                   {118, 183, 178},
-                                                   {89, 161, 79},
-                                                   {237, 201, 72},
-                                                   {176, 122, 161},
-                                                   {255, 157, 167},
-                                                   {156, 117, 95},
-                                                   {186, 176, 172}}};
+                                                  {242, 142, 43},
+                                                  {225, 87, 89},
+                                                  {118, 183, 178},
+                                                  {89, 161, 79},
+                                                  {237, 201, 72},
+                                                  {176, 122, 161},
+                                                  {255, 157, 167},
+                                                  {156, 117, 95},
+                                                  {186, 176, 172}}};
   if (index < 0) return palette::error_unknown;
   if (index < static_cast<int64_t>(kColours.size())) return kColours[static_cast<size_t>(index)];
   const float hue = std::fmod(0.11f + 0.618034f * static_cast<float>(index), 1.0f);

@@ -17,17 +17,17 @@ struct Rgba {
 
 namespace palette {
 
-inline constexpr Rgba background{24, 26, 31};       // canvas background behind every panel drawing
+inline constexpr Rgba background{24, 26, 31};  // canvas background behind every panel drawing
 inline constexpr Rgba grid_line{70, 74, 84};
-inline constexpr Rgba skipped{58, 62, 74};          // fully masked and skipped: no kernel call
-inline constexpr Rgba masked_out{36, 38, 45};       // the invisible part of a computed block
+inline constexpr Rgba skipped{58, 62, 74};             // fully masked and skipped: no kernel call
+inline constexpr Rgba masked_out{36, 38, 45};          // the invisible part of a computed block
 inline constexpr Rgba masked_computed{128, 128, 128};  // fully masked but computed (--no-skip)
-inline constexpr Rgba not_traced{48, 40, 56};       // a trace has no event for this block
-inline constexpr Rgba highlight{255, 214, 10};      // the current step's cells and nodes
-inline constexpr Rgba error_wrong{220, 50, 47};     // a block whose own result is wrong
-inline constexpr Rgba error_ok{46, 160, 67};        // checked and right
-inline constexpr Rgba error_misrouted{255, 140, 0}; // right on its own, accumulated into the wrong block
-inline constexpr Rgba error_unknown{96, 104, 120};  // computed, no run to measure it
+inline constexpr Rgba not_traced{48, 40, 56};          // a trace has no event for this block
+inline constexpr Rgba highlight{255, 214, 10};         // the current step's cells and nodes
+inline constexpr Rgba error_wrong{220, 50, 47};        // a block whose own result is wrong
+inline constexpr Rgba error_ok{46, 160, 67};           // checked and right
+inline constexpr Rgba error_misrouted{255, 140, 0};    // right on its own, accumulated into the wrong block
+inline constexpr Rgba error_unknown{96, 104, 120};     // computed, no run to measure it
 inline constexpr Rgba text{225, 228, 235};
 inline constexpr Rgba text_dim{140, 146, 158};
 inline constexpr Rgba compute_span{86, 156, 214};

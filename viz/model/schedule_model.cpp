@@ -27,7 +27,8 @@ const char* source_name(SourceKind kind) {
 
 std::string time_source(const Timeline& timeline) {
   if (timeline.measured) return "measured";
-  return "the cost model's prediction for " + (timeline.hardware.empty() ? std::string("no machine") : timeline.hardware);
+  return "the cost model's prediction for " +
+         (timeline.hardware.empty() ? std::string("no machine") : timeline.hardware);
 }
 
 namespace {
@@ -94,8 +95,8 @@ std::string ScheduleModel::step_label(int64_t step) const {
   if (step < 0 || step >= step_count()) return "no step";
   const StepView& s = steps[static_cast<size_t>(step)];
   const PhaseView& phase = phases[static_cast<size_t>(s.phase)];
-  std::string text = format("step %lld of %lld: %s", static_cast<long long>(step), static_cast<long long>(step_count() - 1),
-                            phase.name.c_str());
+  std::string text = format("step %lld of %lld: %s", static_cast<long long>(step),
+                            static_cast<long long>(step_count() - 1), phase.name.c_str());
   if (phase.steps > 1) text += format(", step %lld", static_cast<long long>(s.phase_step));
   return text;
 }
@@ -108,7 +109,8 @@ UnitPattern ScheduleModel::unit_pattern(int64_t q_block, int64_t kv_block, int64
   }
   const std::vector<int64_t>& q = block_units[static_cast<size_t>(q_block)];
   const std::vector<int64_t>& k = block_units[static_cast<size_t>(kv_block)];
-  if (q.empty() || k.empty() || static_cast<int64_t>(q.size()) > max_units || static_cast<int64_t>(k.size()) > max_units) {
+  if (q.empty() || k.empty() || static_cast<int64_t>(q.size()) > max_units ||
+      static_cast<int64_t>(k.size()) > max_units) {
     return pattern;
   }
   pattern.rows = static_cast<int64_t>(q.size());
@@ -125,14 +127,17 @@ std::vector<std::string> ScheduleModel::describe_cell(const BlockGrid& grid, int
   if (q_block < 0 || kv_block < 0 || q_block >= grid.blocks || kv_block >= grid.blocks) return lines;
   const GridCell& cell = grid.at(q_block, kv_block);
   auto tokens = [&](int64_t block) {
-    return block < static_cast<int64_t>(block_tokens.size()) ? " (tokens " + block_tokens[static_cast<size_t>(block)] + ")"
-                                                             : std::string();
+    return block < static_cast<int64_t>(block_tokens.size())
+               ? " (tokens " + block_tokens[static_cast<size_t>(block)] + ")"
+               : std::string();
   };
   const char* pass = grid.pass == Pass::forward ? "forward" : "backward";
-  lines.push_back(format("%s: queries of block %lld%s", pass, static_cast<long long>(q_block), tokens(q_block).c_str()));
+  lines.push_back(
+      format("%s: queries of block %lld%s", pass, static_cast<long long>(q_block), tokens(q_block).c_str()));
   lines.push_back(format("x keys of block %lld%s", static_cast<long long>(kv_block), tokens(kv_block).c_str()));
   if (!cell.planned) {
-    lines.push_back(source == SourceKind::trace ? "not in the trace: skipped, or not traced" : "not computed by this plan");
+    lines.push_back(source == SourceKind::trace ? "not in the trace: skipped, or not traced"
+                                                : "not computed by this plan");
     return lines;
   }
   std::string who = cell.ranks.size() == 1 ? "rank " : "ranks ";
@@ -140,12 +145,14 @@ std::vector<std::string> ScheduleModel::describe_cell(const BlockGrid& grid, int
   lines.push_back(who + (cell.ranks.size() > 1 ? " (one head group each)" : "") + ", " + step_label(cell.step));
   lines.push_back(shape_meaning(cell.shape));
   if (cell.computed()) {
-    lines.push_back("work: " + flops_text(cell.flops) + format(", %lld visible pairs per (batch, head)", static_cast<long long>(cell.pairs)));
+    lines.push_back("work: " + flops_text(cell.flops) +
+                    format(", %lld visible pairs per (batch, head)", static_cast<long long>(cell.pairs)));
   }
   switch (cell.cause) {
     case ErrorCause::none: break;
     case ErrorCause::wrong_result:
-      lines.push_back(format("WRONG: its own result is off by %.3g (%.0fx the tolerance)", cell.max_abs_error, cell.tolerance_used));
+      lines.push_back(format("WRONG: its own result is off by %.3g (%.0fx the tolerance)", cell.max_abs_error,
+                             cell.tolerance_used));
       break;
     case ErrorCause::wrong_mask:
       lines.push_back("WRONG (plan): masked by the query's index within its block, not by position");
@@ -161,8 +168,8 @@ std::vector<std::string> ScheduleModel::describe_cell(const BlockGrid& grid, int
   }
   if (diagnosis.present && kv_block < static_cast<int64_t>(diagnosis.blocks.size()) && grid.pass == Pass::backward) {
     const BlockResult& r = diagnosis.blocks[static_cast<size_t>(kv_block)];
-    lines.push_back(format("key block %lld final dK/dV: max abs error %.3g / %.3g (%s)", static_cast<long long>(kv_block),
-                           r.dk_error, r.dv_error, r.key_ok ? "ok" : "WRONG"));
+    lines.push_back(format("key block %lld final dK/dV: max abs error %.3g / %.3g (%s)",
+                           static_cast<long long>(kv_block), r.dk_error, r.dv_error, r.key_ok ? "ok" : "WRONG"));
   }
   if (!diagnosis.present && cell.cause == ErrorCause::none && source != SourceKind::trace) {
     lines.push_back("no run attached: Run measures each block's error");
@@ -265,7 +272,8 @@ class PlanModelWalk final : public WalkVisitor {
     RankLoad& load = m_.load.ranks[static_cast<size_t>(rank)];
     if (!c.kernels.empty()) load.computed += 1;
     if (c.shape == BlockShape::skipped) load.skipped += 1;
-    if (c.shape == BlockShape::diagonal || c.shape == BlockShape::masked || c.shape == BlockShape::erratum) load.masked += 1;
+    if (c.shape == BlockShape::diagonal || c.shape == BlockShape::masked || c.shape == BlockShape::erratum)
+      load.masked += 1;
     load.flops += c.flops;
 
     RankStep& now = rank_step(rank, step);
@@ -358,7 +366,8 @@ void summarise(ScheduleModel& m) {
   std::vector<double> start(steps, 1e300), end(steps, -1e300);
   m.timeline.end = 0;
   for (TimelineRow& row : m.timeline.rows) {
-    std::stable_sort(row.spans.begin(), row.spans.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+    std::stable_sort(row.spans.begin(), row.spans.end(),
+                     [](const Span& a, const Span& b) { return a.start < b.start; });
     for (const Span& span : row.spans) {
       m.timeline.end = std::max(m.timeline.end, span.end);
       if (span.step < 0 || span.step >= static_cast<int64_t>(steps)) continue;
@@ -486,11 +495,14 @@ void locate_first_error(ScheduleModel& m) {
   const long long q = e.q_block, k = e.kv_block;
   switch (e.cause) {
     case ErrorCause::misrouted_gradient:
-      e.text = where + format("dK/dV of key block %lld (from queries of block %lld) are added into the accumulator of block %lld",
-                              k, q, static_cast<long long>(best->misrouted_into));
+      e.text =
+          where +
+          format("dK/dV of key block %lld (from queries of block %lld) are added into the accumulator of block %lld", k,
+                 q, static_cast<long long>(best->misrouted_into));
       break;
     case ErrorCause::wrong_mask:
-      e.text = where + format("block %lld x %lld is masked by the query's index within its block, not its position", q, k);
+      e.text =
+          where + format("block %lld x %lld is masked by the query's index within its block, not its position", q, k);
       break;
     case ErrorCause::wrong_result:
       e.text = where + format("block %lld x %lld is wrong on its own (max abs error %.3g)", q, k, best->max_abs_error);

@@ -35,7 +35,7 @@ struct PhaseView {
   Pass pass = Pass::forward;
   Family family = Family::ring;
   int64_t steps = 1;
-  int64_t first_step = 0;    // global step of its step 0
+  int64_t first_step = 0;  // global step of its step 0
   bool has_compute = false;
   bool has_collective = false;
 };
@@ -48,31 +48,31 @@ struct StepView {
 
 // What one rank holds and does at one step.
 struct RankStep {
-  int64_t kv_block = kNoBlock;    // K/V block (ring position) it computes with, kAllBlocks when gathered
-  int64_t computed = kNoBlock;    // the key block of its compute this step, if any
-  int64_t dkv_block = kNoBlock;   // backward: the dK/dV accumulator it adds into this step
+  int64_t kv_block = kNoBlock;   // K/V block (ring position) it computes with, kAllBlocks when gathered
+  int64_t computed = kNoBlock;   // the key block of its compute this step, if any
+  int64_t dkv_block = kNoBlock;  // backward: the dK/dV accumulator it adds into this step
   BlockShape shape = BlockShape::full;
   double flops = 0;
 };
 
 // A point-to-point message of a ring exchange.
 struct Transfer {
-  int64_t from = 0, to = 0;         // world ranks
+  int64_t from = 0, to = 0;  // world ranks
   Payload payload = Payload::kv;
-  int64_t origin = kNoBlock;        // ring position whose K/V or dK/dV travels (kNoBlock: unknown)
-  int64_t step = 0;                 // global step that posts it; it travels during that step
+  int64_t origin = kNoBlock;  // ring position whose K/V or dK/dV travels (kNoBlock: unknown)
+  int64_t step = 0;           // global step that posts it; it travels during that step
   int64_t bytes = 0;
-  double start = 0, end = 0;        // a plan: when the cost model moves it; a trace: as measured
-  int tag = -1;                     // a plan: the exchange's tag (ExchangeOp::tag); -1 from a trace
+  double start = 0, end = 0;  // a plan: when the cost model moves it; a trace: as measured
+  int tag = -1;               // a plan: the exchange's tag (ExchangeOp::tag); -1 from a trace
 };
 
 // One group's collective (all-to-all, all-gather, reduce-scatter).
 struct CollectiveView {
   int64_t step = 0;
   Collective kind = Collective::all_gather_kv;
-  std::string name;                 // collective_name(kind), or the trace's event name
-  std::vector<int64_t> members;     // world ranks
-  int64_t bytes = 0;                // each member sends
+  std::string name;              // collective_name(kind), or the trace's event name
+  std::vector<int64_t> members;  // world ranks
+  int64_t bytes = 0;             // each member sends
   double start = 0, end = 0;
 };
 
@@ -91,19 +91,19 @@ const char* error_cause_name(ErrorCause cause);
 // block's. In a hybrid schedule the U ranks of a ring group compute the same cell for their heads.
 struct GridCell {
   int64_t q_block = 0, kv_block = 0;
-  bool planned = false;                  // some rank has a compute op for it (a trace: an event)
+  bool planned = false;  // some rank has a compute op for it (a trace: an event)
   BlockShape shape = BlockShape::skipped;
-  int64_t step = -1;                     // global step of its compute
+  int64_t step = -1;  // global step of its compute
   int64_t phase_step = -1;
-  std::vector<int64_t> ranks;            // ranks that compute it
-  double flops = 0;                      // over those ranks
-  int64_t pairs = 0;                     // visible (query, key) pairs per (batch, head)
+  std::vector<int64_t> ranks;  // ranks that compute it
+  double flops = 0;            // over those ranks
+  int64_t pairs = 0;           // visible (query, key) pairs per (batch, head)
   // diagnosis
   ErrorCause cause = ErrorCause::none;
-  int64_t misrouted_into = kNoBlock;     // the accumulator its dK/dV went into
-  bool measured = false;                 // a run measured this block's own result
+  int64_t misrouted_into = kNoBlock;  // the accumulator its dK/dV went into
+  bool measured = false;              // a run measured this block's own result
   double max_abs_error = 0;
-  double tolerance_used = 0;             // max error / tolerance: <= 1 passes
+  double tolerance_used = 0;  // max error / tolerance: <= 1 passes
   bool computed() const { return planned && shape != BlockShape::skipped; }
   bool wrong() const { return cause != ErrorCause::none; }
 };
@@ -124,8 +124,8 @@ BlockGrid empty_grid(Pass pass, int64_t blocks);
 // Visibility of (query unit, key unit) pairs inside a cell, for drawing its sub-structure.
 enum class UnitVisibility : uint8_t { none, diagonal, full };
 struct UnitPattern {
-  int64_t rows = 0, cols = 0;            // 0 when unknown (a trace) or too fine to draw
-  std::vector<UnitVisibility> entries;   // row-major
+  int64_t rows = 0, cols = 0;           // 0 when unknown (a trace) or too fine to draw
+  std::vector<UnitVisibility> entries;  // row-major
   UnitVisibility at(int64_t i, int64_t j) const { return entries[static_cast<size_t>(i * cols + j)]; }
 };
 
@@ -151,15 +151,15 @@ enum class SpanKind : uint8_t { compute, send, wait, collective, other };
 struct Span {
   double start = 0, end = 0;
   SpanKind kind = SpanKind::other;
-  int64_t step = -1;          // global step, -1 when unknown
-  int64_t block = kNoBlock;   // compute: key block; send: origin
+  int64_t step = -1;         // global step, -1 when unknown
+  int64_t block = kNoBlock;  // compute: key block; send: origin
   int64_t peer = -1;
-  std::string label;          // "attention fwd b2 (diag)", "send kv -> 3", "all-to-all q,k,v"...
+  std::string label;  // "attention fwd b2 (diag)", "send kv -> 3", "all-to-all q,k,v"...
 };
 
 struct TimelineRow {
   int64_t rank = 0;
-  int lane = 0;  // 0 compute, 1 communication
+  int lane = 0;             // 0 compute, 1 communication
   std::vector<Span> spans;  // by start time
 };
 
@@ -195,7 +195,7 @@ struct ErrorEntry {
   Pass pass = Pass::forward;
   int64_t q_block = kNoBlock, kv_block = kNoBlock;
   ErrorCause cause = ErrorCause::none;
-  std::string text;   // one line, e.g. "step 5 (ring backward, step 1), rank 0: ..."
+  std::string text;  // one line, e.g. "step 5 (ring backward, step 1), rank 0: ..."
   bool known() const { return step >= 0; }
 };
 
@@ -215,21 +215,21 @@ const char* source_name(SourceKind kind);
 
 struct ScheduleModel {
   SourceKind source = SourceKind::plan;
-  std::string title;           // the spec's describe(), or the trace's path
+  std::string title;  // the spec's describe(), or the trace's path
   int64_t ranks = 1, ulysses = 1, ring = 1;
   bool causal = false;
   std::vector<PhaseView> phases;
-  std::vector<StepView> steps;                  // global steps
+  std::vector<StepView> steps;                    // global steps
   std::vector<std::vector<RankStep>> rank_steps;  // [rank][step]
-  std::vector<Transfer> transfers;              // by posting step
-  std::vector<CollectiveView> collectives;      // by step
-  std::vector<BlockGrid> grids;                 // forward, then backward when present
+  std::vector<Transfer> transfers;                // by posting step
+  std::vector<CollectiveView> collectives;        // by step
+  std::vector<BlockGrid> grids;                   // forward, then backward when present
   std::vector<std::vector<int64_t>> block_units;  // [ring position]: layout units (empty from a trace)
-  int64_t unit_tokens = 0;                      // tokens per layout unit
-  std::vector<std::string> block_tokens;        // [ring position]: "0-255" or "0-127, 896-1023"
+  int64_t unit_tokens = 0;                        // tokens per layout unit
+  std::vector<std::string> block_tokens;          // [ring position]: "0-255" or "0-127, 896-1023"
   LoadSummary load;
   Timeline timeline;
-  std::vector<PlanFinding> findings;            // the plan checker's, when it ran
+  std::vector<PlanFinding> findings;  // the plan checker's, when it ran
   RunDiagnosis diagnosis;
   ErrorEntry first_error;
 

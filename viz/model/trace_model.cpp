@@ -50,11 +50,13 @@ bool is_collective_name(const std::string& name) {
 SpanKind kind_of(const TraceEvent& e, TimeSource source = TimeSource::measured) {
   if (e.lane == TraceLane::compute) return SpanKind::compute;
   if (is_collective_name(e.name)) return SpanKind::collective;
-  if (source == TimeSource::cost_model && e.peer >= 0 && (starts_with(e.name, "send") || starts_with(e.name, "isend"))) {
+  if (source == TimeSource::cost_model && e.peer >= 0 &&
+      (starts_with(e.name, "send") || starts_with(e.name, "isend"))) {
     return SpanKind::send;
   }
   if (e.name == "isend" || e.name == "irecv") return SpanKind::send;  // posting: returns at once
-  if (starts_with(e.name, "wait") || e.name == "recv" || e.name == "send" || e.name == "sendrecv") return SpanKind::wait;
+  if (starts_with(e.name, "wait") || e.name == "recv" || e.name == "send" || e.name == "sendrecv")
+    return SpanKind::wait;
   return SpanKind::other;
 }
 
@@ -105,7 +107,8 @@ void timeline_rows(ScheduleModel& m, std::span<const TraceEvent> events, StepOf 
   // Microseconds in the file round each back-to-back pair differently: spans of a row that
   // overlap by less than a picosecond are made to touch.
   for (TimelineRow& row : m.timeline.rows) {
-    std::stable_sort(row.spans.begin(), row.spans.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+    std::stable_sort(row.spans.begin(), row.spans.end(),
+                     [](const Span& a, const Span& b) { return a.start < b.start; });
     for (size_t i = 1; i < row.spans.size(); ++i) {
       Span& span = row.spans[i];
       const double overlap = row.spans[i - 1].end - span.start;
@@ -128,7 +131,7 @@ auto step_by_phase_name(const ScheduleModel& m) {
 
 // The simulated transfers' and collectives' times, onto the model's (the walk's) own.
 void time_messages(ScheduleModel& m, std::span<const TraceEvent> events) {
-  std::map<std::tuple<int64_t, int64_t, int>, const TraceEvent*> sends;  // (from, to, tag)
+  std::map<std::tuple<int64_t, int64_t, int>, const TraceEvent*> sends;                // (from, to, tag)
   std::map<std::tuple<std::string, int64_t, int64_t>, const TraceEvent*> collectives;  // (phase, step, rank)
   for (const TraceEvent& e : events) {
     if (e.lane != TraceLane::comm) continue;
@@ -235,7 +238,8 @@ std::map<std::string, PhaseSeen> collect_phases(std::span<const TraceEvent> even
 
 // Throws UsageError when the trace describes more than the viewer holds.
 void check_extent(const std::map<std::string, PhaseSeen>& seen, const TraceExtent& extent, const std::string& title) {
-  if (seen.empty()) throw UsageError(title + ": no event has a \"step\" in its args, so it shows no schedule; " + kHint);
+  if (seen.empty())
+    throw UsageError(title + ": no event has a \"step\" in its args, so it shows no schedule; " + kHint);
   if (extent.max_rank + 1 > kMaxRanks) {
     throw UsageError(title + ": rank " + std::to_string(extent.max_rank) + " is beyond the viewer's " +
                      std::to_string(kMaxRanks) + " ranks; " + kHint);
@@ -264,8 +268,13 @@ std::map<std::string, int64_t> lay_out_phases(ScheduleModel& m, const std::map<s
   for (const auto& [first_start, name] : order) {
     const PhaseSeen& seen_phase = seen.at(name);
     first_step[name] = static_cast<int64_t>(m.steps.size());
-    PhaseView phase{name, seen_phase.backward ? Pass::backward : Pass::forward, Family::ring, seen_phase.steps,
-                    static_cast<int64_t>(m.steps.size()), seen_phase.compute, seen_phase.collective};
+    PhaseView phase{name,
+                    seen_phase.backward ? Pass::backward : Pass::forward,
+                    Family::ring,
+                    seen_phase.steps,
+                    static_cast<int64_t>(m.steps.size()),
+                    seen_phase.compute,
+                    seen_phase.collective};
     for (int64_t s = 0; s < seen_phase.steps; ++s) m.steps.push_back({static_cast<int>(m.phases.size()), s, 0, 0});
     m.phases.push_back(phase);
     any_backward |= seen_phase.backward && seen_phase.compute;
@@ -292,7 +301,8 @@ void fill_grid(ScheduleModel& m, std::span<const TraceEvent> events, StepOf step
     held.shape = shape;
     held.flops += std::max(0.0, e.flops);
     const bool backward =
-        is_backward(e) || m.phases[static_cast<size_t>(m.steps[static_cast<size_t>(step)].phase)].pass == Pass::backward;
+        is_backward(e) ||
+        m.phases[static_cast<size_t>(m.steps[static_cast<size_t>(step)].phase)].pass == Pass::backward;
     BlockGrid& grid = m.grids[backward && m.grids.size() > 1 ? 1 : 0];
     GridCell& cell = grid.at(e.q_block, e.kv_block);
     cell.planned = true;
@@ -324,7 +334,8 @@ void fill_transfers(ScheduleModel& m, std::span<const TraceEvent> events, StepOf
     m.transfers.push_back({e.rank, e.peer, dkv ? Payload::dkv : Payload::kv, dkv ? kNoBlock : held, step,
                            std::max<int64_t>(0, e.bytes) * (e.tag >= 0 ? 2 : 1), start, start + e.duration_us * 1e-6});
   }
-  std::stable_sort(m.transfers.begin(), m.transfers.end(), [](const Transfer& a, const Transfer& b) { return a.step < b.step; });
+  std::stable_sort(m.transfers.begin(), m.transfers.end(),
+                   [](const Transfer& a, const Transfer& b) { return a.step < b.step; });
 }
 
 // Collectives: the members of each (step, name, group) seen together.
@@ -338,7 +349,7 @@ void fill_collectives(ScheduleModel& m, std::span<const TraceEvent> events, Step
     CollectiveView& c = groups[{step, e.name, e.group}];
     c.step = step;
     c.name = m.phases[static_cast<size_t>(m.steps[static_cast<size_t>(step)].phase)].name;
-    c.kind = starts_with(e.name, "all_gather") ? Collective::all_gather_kv
+    c.kind = starts_with(e.name, "all_gather")       ? Collective::all_gather_kv
              : starts_with(e.name, "reduce_scatter") ? Collective::reduce_scatter_dkv
                                                      : Collective::all_to_all_qkv;
     c.members.push_back(e.rank);

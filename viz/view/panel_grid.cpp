@@ -39,7 +39,8 @@ void draw_cell_body(ImDrawList* list, const ScheduleModel& model, const GridCell
 
 void draw_axes(ImDrawList* list, const GridGeometry& g) {
   // The corner says which way is which: query blocks down, key blocks across.
-  text_at(list, {g.matrix.x0 - GridGeometry::kMargin + 3, g.matrix.y0 - GridGeometry::kMargin + 2}, palette::text_dim, "q\\k");
+  text_at(list, {g.matrix.x0 - GridGeometry::kMargin + 3, g.matrix.y0 - GridGeometry::kMargin + 2}, palette::text_dim,
+          "q\\k");
   if (g.cell < 18) return;
   for (int64_t b = 0; b < g.blocks; ++b) {
     const Rect column = g.cell_rect(0, b), row = g.cell_rect(b, 0);
@@ -66,7 +67,8 @@ void draw_grid_panel(const ScheduleModel& model, const Playback& playback, ViewS
     const char* names[] = {"current", "fwd", "bwd"};
     for (int p = 0; p < 3; ++p) {
       ImGui::SameLine();
-      if (ImGui::RadioButton(names[p], static_cast<int>(view.grid_pass) == p)) view.grid_pass = static_cast<GridPassChoice>(p);
+      if (ImGui::RadioButton(names[p], static_cast<int>(view.grid_pass) == p))
+        view.grid_pass = static_cast<GridPassChoice>(p);
     }
   }
   if (model.first_error.known()) {
@@ -91,8 +93,10 @@ void draw_grid_panel(const ScheduleModel& model, const Playback& playback, ViewS
   for (const GridCell& cell : grid->cells) {
     const Rect r = g.cell_rect(cell.q_block, cell.kv_block);
     const Rgba colour = cell_colour(model, cell, view.colouring, step);
-    if (cell.computed() && cell.shape != BlockShape::masked) draw_cell_body(list, model, cell, r, colour);
-    else fill(list, r, colour);
+    if (cell.computed() && cell.shape != BlockShape::masked)
+      draw_cell_body(list, model, cell, r, colour);
+    else
+      fill(list, r, colour);
     if (cell.wrong()) {  // a red corner on wrong cells, whatever the colouring
       const float s = std::max(3.0f, r.width() * 0.22f);
       list->AddTriangleFilled({r.x1 - s, r.y0}, {r.x1, r.y0}, {r.x1, r.y0 + s}, to_imgui(palette::error_wrong));

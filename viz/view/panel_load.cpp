@@ -34,7 +34,8 @@ void draw_load_panel(const ScheduleModel& model, const Playback& playback, ViewS
   list->PushClipRect({canvas.x0, canvas.y0}, {canvas.x1, canvas.y1}, true);
   const BarGeometry g = bar_geometry(canvas, model.ranks);
   text_at(list, {g.plot.x0, canvas.y0 + 3}, palette::text_dim,
-          view.load_shows_time ? "busy (green) and blocked (red) seconds per rank" : "FLOPs per rank: done by this step / total");
+          view.load_shows_time ? "busy (green) and blocked (red) seconds per rank"
+                               : "FLOPs per rank: done by this step / total");
 
   double top = 0;
   for (const RankLoad& r : load.ranks) top = std::max(top, view.load_shows_time ? r.busy + r.blocked : r.flops);
@@ -47,7 +48,8 @@ void draw_load_panel(const ScheduleModel& model, const Playback& playback, ViewS
       fill(list, {slot.x0, y_of(r.busy), slot.x1, slot.y1}, palette::busy_bar);
       fill(list, {slot.x0, y_of(r.busy + r.blocked), slot.x1, y_of(r.busy)}, palette::blocked_bar);
     } else {
-      const double done = step < static_cast<int64_t>(r.flops_until.size()) ? r.flops_until[static_cast<size_t>(step)] : r.flops;
+      const double done =
+          step < static_cast<int64_t>(r.flops_until.size()) ? r.flops_until[static_cast<size_t>(step)] : r.flops;
       fill(list, {slot.x0, y_of(r.flops), slot.x1, slot.y1}, dimmed(palette::flops_bar, 0.45f));
       fill(list, {slot.x0, y_of(done), slot.x1, slot.y1}, palette::flops_bar);
     }

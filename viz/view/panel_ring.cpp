@@ -11,7 +11,8 @@ namespace {
 
 // A rank's disc: filled with the colour of the K/V block it computes with at this step; after an
 // all-gather a thin rim of every block's colour says it holds them all.
-void draw_node(ImDrawList* list, const ScheduleModel& model, const RingGeometry& ring, int64_t rank, const RankStep& held) {
+void draw_node(ImDrawList* list, const ScheduleModel& model, const RingGeometry& ring, int64_t rank,
+               const RankStep& held) {
   const Vec2 c = ring.node(rank, model.ring, model.ulysses);
   const float r = ring.node_radius;
   const int64_t block = held.kv_block == kAllBlocks ? held.computed : held.kv_block;
@@ -25,7 +26,8 @@ void draw_node(ImDrawList* list, const ScheduleModel& model, const RingGeometry&
     }
   }
   list->AddCircleFilled(to_imgui(c), r, to_imgui(block >= 0 ? category_colour(block) : palette::error_unknown), 32);
-  if (held.computed >= 0 && held.shape != BlockShape::skipped) list->AddCircle(to_imgui(c), r + 1, to_imgui(palette::highlight), 32, 2);
+  if (held.computed >= 0 && held.shape != BlockShape::skipped)
+    list->AddCircle(to_imgui(c), r + 1, to_imgui(palette::highlight), 32, 2);
   if (held.dkv_block >= 0) {  // the dK/dV accumulator it adds into: a small square, outlined
     const float s = r * 0.35f;
     list->AddRectFilled({c.x - s, c.y - s}, {c.x + s, c.y + s}, to_imgui(category_colour(held.dkv_block)));
@@ -69,7 +71,8 @@ void draw_ring_panel(const ScheduleModel& model, const Playback& playback, ViewS
   }
 
   if (step < model.step_count()) {
-    for (int64_t r = 0; r < model.ranks; ++r) draw_node(list, model, ring, r, model.rank_steps[static_cast<size_t>(r)][static_cast<size_t>(step)]);
+    for (int64_t r = 0; r < model.ranks; ++r)
+      draw_node(list, model, ring, r, model.rank_steps[static_cast<size_t>(r)][static_cast<size_t>(step)]);
   }
 
   // Blocks in flight: K/V as filled squares just outside the ring, dK/dV accumulators as
@@ -77,19 +80,22 @@ void draw_ring_panel(const ScheduleModel& model, const Playback& playback, ViewS
   const float box = std::max(4.0f, ring.node_radius * 0.55f);
   for (const Transfer* t : model.transfers_at(step)) {
     const bool kv = t->payload == Payload::kv;
-    const Vec2 p = ring.to_canvas(ring_arc_point(t->from, t->to, fraction, model.ring, model.ulysses, kv ? 0.16f : 0.32f));
+    const Vec2 p =
+        ring.to_canvas(ring_arc_point(t->from, t->to, fraction, model.ring, model.ulysses, kv ? 0.16f : 0.32f));
     const ImU32 colour = to_imgui(t->origin >= 0 ? category_colour(t->origin) : palette::error_unknown);
     if (kv) {
       list->AddRectFilled({p.x - box, p.y - box}, {p.x + box, p.y + box}, colour);
       list->AddRect({p.x - box, p.y - box}, {p.x + box, p.y + box}, to_imgui(palette::background), 0, 0, 1);
     } else {
-      const ImVec2 a{p.x, p.y - box * 1.3f}, b{p.x + box * 1.3f, p.y}, c{p.x, p.y + box * 1.3f}, d{p.x - box * 1.3f, p.y};
+      const ImVec2 a{p.x, p.y - box * 1.3f}, b{p.x + box * 1.3f, p.y}, c{p.x, p.y + box * 1.3f},
+          d{p.x - box * 1.3f, p.y};
       list->AddQuadFilled(a, b, c, d, to_imgui(palette::background));
       list->AddQuad(a, b, c, d, colour, 2.5f);
     }
   }
   if (!collectives.empty()) {
-    const std::string name = collectives.front()->name + (collectives.size() > 1 ? " (" + std::to_string(collectives.size()) + " groups)" : "");
+    const std::string name = collectives.front()->name +
+                             (collectives.size() > 1 ? " (" + std::to_string(collectives.size()) + " groups)" : "");
     const ImVec2 size = ImGui::CalcTextSize(name.c_str());
     text_at(list, {ring.centre.x - size.x / 2, ring.centre.y - size.y / 2}, palette::text, name);
   }
@@ -108,11 +114,15 @@ void draw_ring_panel(const ScheduleModel& model, const Playback& playback, ViewS
       ImGui::BeginTooltip();
       ImGui::Text("rank %lld (ring position %lld)", static_cast<long long>(view.rank_hover),
                   static_cast<long long>(view.rank_hover / std::max<int64_t>(1, model.ulysses)));
-      if (held.kv_block == kAllBlocks) ImGui::TextUnformatted("holds every block's K/V (all-gather)");
-      else if (held.kv_block >= 0) ImGui::Text("holds the K/V of block %lld", static_cast<long long>(held.kv_block));
-      if (held.computed >= 0) ImGui::Text("computes with block %lld: %s, %.3g FLOP", static_cast<long long>(held.computed),
-                                          block_shape_name(held.shape), held.flops);
-      if (held.dkv_block >= 0) ImGui::Text("adds into the dK/dV accumulator of block %lld", static_cast<long long>(held.dkv_block));
+      if (held.kv_block == kAllBlocks)
+        ImGui::TextUnformatted("holds every block's K/V (all-gather)");
+      else if (held.kv_block >= 0)
+        ImGui::Text("holds the K/V of block %lld", static_cast<long long>(held.kv_block));
+      if (held.computed >= 0)
+        ImGui::Text("computes with block %lld: %s, %.3g FLOP", static_cast<long long>(held.computed),
+                    block_shape_name(held.shape), held.flops);
+      if (held.dkv_block >= 0)
+        ImGui::Text("adds into the dK/dV accumulator of block %lld", static_cast<long long>(held.dkv_block));
       ImGui::EndTooltip();
     }
   }

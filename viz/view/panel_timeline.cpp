@@ -12,9 +12,12 @@ namespace {
 std::string time_text(double seconds) {
   char text[32];
   const double a = std::fabs(seconds);
-  if (a < 1e-3) std::snprintf(text, sizeof text, "%.1f us", seconds * 1e6);
-  else if (a < 1) std::snprintf(text, sizeof text, "%.3f ms", seconds * 1e3);
-  else std::snprintf(text, sizeof text, "%.3f s", seconds);
+  if (a < 1e-3)
+    std::snprintf(text, sizeof text, "%.1f us", seconds * 1e6);
+  else if (a < 1)
+    std::snprintf(text, sizeof text, "%.3f ms", seconds * 1e3);
+  else
+    std::snprintf(text, sizeof text, "%.3f s", seconds);
   return text;
 }
 
@@ -43,7 +46,8 @@ void draw_timeline_panel(const ScheduleModel& model, const Playback& playback, V
   if (ImGui::SmallButton("fit")) view.time_window.fit(total);
   ImGui::SameLine();
   ImGui::Text("%s, %s .. %s of %s  (wheel: zoom, drag: pan, double-click: fit)", time_source(model.timeline).c_str(),
-              time_text(view.time_window.begin).c_str(), time_text(view.time_window.end).c_str(), time_text(total).c_str());
+              time_text(view.time_window.begin).c_str(), time_text(view.time_window.end).c_str(),
+              time_text(total).c_str());
   if (!model.timeline.note.empty()) ImGui::TextDisabled("%s", model.timeline.note.c_str());
 
   const Rect canvas = begin_canvas(view, Panel::timeline, "##timeline");
@@ -97,8 +101,8 @@ void draw_timeline_panel(const ScheduleModel& model, const Playback& playback, V
       for (const TimelineRow& row : model.timeline.rows)
         for (const Span& span : row.spans)
           if (span.start <= h.time && h.time < std::max(span.end, span.start + 1e-12)) {
-            h.lines.push_back("rank " + std::to_string(row.rank) + (row.lane == 0 ? " compute: " : " comm: ") + span.label +
-                              (span.step >= 0 ? " [step " + std::to_string(span.step) + "]" : ""));
+            h.lines.push_back("rank " + std::to_string(row.rank) + (row.lane == 0 ? " compute: " : " comm: ") +
+                              span.label + (span.step >= 0 ? " [step " + std::to_string(span.step) + "]" : ""));
           }
       ImGui::BeginTooltip();
       ImGui::TextUnformatted(time_text(h.time).c_str());

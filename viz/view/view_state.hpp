@@ -44,7 +44,7 @@ struct ViewState {
   int64_t bar_hover = -1;   // load bar under the mouse
   TimelineHover timeline_hover;
   int64_t jump_to_step = -1;  // a click asked for this step (a grid cell's); the viewer applies it
-  int64_t grid_blocks = 0;  // R of the grid drawn
+  int64_t grid_blocks = 0;    // R of the grid drawn
   const Rect& canvas_of(Panel p) const { return canvas[static_cast<size_t>(p)]; }
 };
 

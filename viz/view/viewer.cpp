@@ -79,8 +79,9 @@ void Viewer::poll_run() {
 void Viewer::begin_panel(Panel panel, const char* title, const Rect& where) {
   ImGui::SetNextWindowPos({where.x0, where.y0}, ImGuiCond_Always);
   ImGui::SetNextWindowSize({where.width(), where.height()}, ImGuiCond_Always);
-  constexpr ImGuiWindowFlags kFlags = ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse |
-                                      ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoScrollWithMouse;
+  constexpr ImGuiWindowFlags kFlags = ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize |
+                                      ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoSavedSettings |
+                                      ImGuiWindowFlags_NoScrollWithMouse;
   ImGui::Begin(title, nullptr, kFlags);
   view_.drawn[static_cast<size_t>(panel)] = false;
 }
@@ -111,8 +112,8 @@ void Viewer::frame(float seconds) {
                   {Panel::load, "Load balance###load", {left + ring_w + grid_w, 0, W, top}},
                   {Panel::timeline, "Timeline###timeline", {left, top, W, H}}};
   } else {
-    const char* const titles[] = {"Ring###ring", "Block grid###grid", "Load balance###load",
-                                              "Timeline###timeline", "Controls###controls", "Messages###messages"};
+    const char* const titles[] = {"Ring###ring",         "Block grid###grid",   "Load balance###load",
+                                  "Timeline###timeline", "Controls###controls", "Messages###messages"};
     placements = {{options_.panel, titles[static_cast<size_t>(options_.panel)], {0, 0, W, H}}};
   }
   for (const Placement& p : placements) {
@@ -163,7 +164,8 @@ void Viewer::draw_controls() {
   ImGui::Combo("algorithm", &controls_.algo, kAlgorithmNames.data(), static_cast<int>(kAlgorithmNames.size()));
   ImGui::Combo("layout", &controls_.layout, kLayoutNames.data(), static_cast<int>(kLayoutNames.size()));
   ImGui::SliderInt("P (ranks)", &controls_.ranks, 1, 32);
-  if (controls_.algo == static_cast<int>(Algorithm::hybrid)) ImGui::SliderInt("U (Ulysses)", &controls_.ulysses, 1, controls_.ranks);
+  if (controls_.algo == static_cast<int>(Algorithm::hybrid))
+    ImGui::SliderInt("U (Ulysses)", &controls_.ulysses, 1, controls_.ranks);
   ImGui::InputInt("S (tokens)", &controls_.seq, 64, 1024);
   ImGui::InputInt("block", &controls_.block, 1, 16);
   ImGui::InputInt("H (heads)", &controls_.heads, 1, 4);
@@ -191,7 +193,8 @@ void Viewer::draw_controls() {
   if (ImGui::Button("restart")) playback_.reset();
   float position = static_cast<float>(playback_.position), speed = static_cast<float>(playback_.speed);
   ImGui::PushItemWidth(-110);
-  if (ImGui::SliderFloat("step", &position, 0.0f, static_cast<float>(playback_.last()), "%.2f")) playback_.scrub(position);
+  if (ImGui::SliderFloat("step", &position, 0.0f, static_cast<float>(playback_.last()), "%.2f"))
+    playback_.scrub(position);
   if (ImGui::SliderFloat("speed", &speed, 0.25f, 8.0f, "%.2f steps/s")) playback_.speed = speed;
   ImGui::PopItemWidth();
   ImGui::TextWrapped("%s", model_.step_label(playback_.step()).c_str());
@@ -228,8 +231,9 @@ void Viewer::draw_hardware_choice() {
     controls_.hardware = choices[static_cast<size_t>(current)];
   }
   if (ImGui::IsItemHovered()) {
-    ImGui::SetTooltip("the timeline is the cost model's prediction for this machine (ringlab run --dry-run --hw);\n"
-                      "cpu measures this machine first, which takes a few seconds");
+    ImGui::SetTooltip(
+        "the timeline is the cost model's prediction for this machine (ringlab run --dry-run --hw);\n"
+        "cpu measures this machine first, which takes a few seconds");
   }
 }
 
@@ -259,7 +263,8 @@ void Viewer::draw_messages() {
   }
   if (!model_.findings.empty()) {
     ImGui::Text("plan checker: %zu finding(s)", model_.findings.size());
-    for (size_t i = 0; i < model_.findings.size() && i < 12; ++i) ImGui::TextWrapped("- %s", model_.findings[i].describe().c_str());
+    for (size_t i = 0; i < model_.findings.size() && i < 12; ++i)
+      ImGui::TextWrapped("- %s", model_.findings[i].describe().c_str());
   }
 }
 

@@ -13,8 +13,8 @@
 namespace ringlab::viz {
 
 struct ViewerOptions {
-  bool all_panels = true;        // the dashboard; false: one panel filling the display
-  Panel panel = Panel::grid;     // that panel
+  bool all_panels = true;     // the dashboard; false: one panel filling the display
+  Panel panel = Panel::grid;  // that panel
 };
 
 class Viewer {

@@ -19,8 +19,7 @@ struct alignas(16) Chunk16 {
 
 // Rows [0, valid) of a (rows x D) bf16 tile into padded shared memory, 16 bytes per copy.
 template <int D>
-RINGLAB_DEVICE void load_padded(__nv_bfloat16* smem, const __nv_bfloat16* global, int64_t stride, int rows,
-                                int valid) {
+RINGLAB_DEVICE void load_padded(__nv_bfloat16* smem, const __nv_bfloat16* global, int64_t stride, int rows, int valid) {
   for (int c = static_cast<int>(threadIdx.x); c < rows * D / 8; c += 128) {
     const int row = c / (D / 8), chunk = c % (D / 8);
     Chunk16 value{{0, 0, 0, 0}};
@@ -52,10 +51,11 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) kernel_03(Args p) {
   sync_threads();
   uint32_t qf[D / 16][4];
   RINGLAB_UNROLL
-  for (int kc = 0; kc < D / 16; ++kc) ldmatrix_x4(qf[kc], q_s + (warp * 16 + lane % 16) * LD + kc * 16 + (lane / 16) * 8);
+  for (int kc = 0; kc < D / 16; ++kc)
+    ldmatrix_x4(qf[kc], q_s + (warp * 16 + lane % 16) * LD + kc * 16 + (lane / 16) * 8);
 
   const auto padded = [](int row, int col) { return row * LD + col; };  // the tiles' layout
-  const int row0 = q0 + warp * 16 + g, row1 = row0 + 8;  // this thread's two query rows
+  const int row0 = q0 + warp * 16 + g, row1 = row0 + 8;                 // this thread's two query rows
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f, o[D / 8][4];
   RINGLAB_UNROLL
   for (int nt = 0; nt < D / 8; ++nt) o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0.f;

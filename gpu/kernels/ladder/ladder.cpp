@@ -26,14 +26,14 @@ const std::vector<Version>& versions() {
   static const std::vector<Version> list = {
       {1, "01_naive_fp32.cu", "one thread per query row, online softmax over keys in global memory", Dtype::fp32,
        any_dim, no_workspace, launch_01},
-      {2, "02_tiled_smem.cu", "K/V tiles in shared memory, shared by 64 query rows", Dtype::fp32, any_dim,
-       no_workspace, launch_02},
+      {2, "02_tiled_smem.cu", "K/V tiles in shared memory, shared by 64 query rows", Dtype::fp32, any_dim, no_workspace,
+       launch_02},
       {3, "03_mma_bf16.cu", "bf16 tensor cores: mma.sync m16n8k16 fed by ldmatrix, padded smem", Dtype::bf16, mma_dim,
        no_workspace, launch_03},
       {4, "04_cp_async_swizzle.cu", "cp.async double buffering and XOR-swizzled shared memory", Dtype::bf16, mma_dim,
        no_workspace, launch_04},
-      {5, "05_production.cu", "positions, mask classes and tile skipping, GQA, fp16, device accumulators",
-       Dtype::bf16, mma_dim, workspace_05, launch_05},
+      {5, "05_production.cu", "positions, mask classes and tile skipping, GQA, fp16, device accumulators", Dtype::bf16,
+       mma_dim, workspace_05, launch_05},
   };
   return list;
 }

@@ -50,8 +50,8 @@ struct Version {
   bool (*supports)(const Problem&) = nullptr;
   size_t (*workspace_bytes)(const Problem&) = nullptr;  // device scratch the launch needs
   // Enqueues the forward on `stream`; q, k, v in `dtype`; workspace of workspace_bytes.
-  void (*launch)(const Problem&, const void* q, const void* k, const void* v, float* out, float* lse,
-                 void* workspace, cudaStream_t stream) = nullptr;
+  void (*launch)(const Problem&, const void* q, const void* k, const void* v, float* out, float* lse, void* workspace,
+                 cudaStream_t stream) = nullptr;
 };
 
 const std::vector<Version>& versions();

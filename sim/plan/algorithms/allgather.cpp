@@ -19,16 +19,29 @@ std::vector<Phase> allgather_phases(const PlanSpec& spec) {
   const SlotPair gathered_grads{Slot::gathered_dkv, Slot::gathered_dkv, 0};
   const Shift block_of_step{0, -1};
   std::vector<Phase> phases;
-  phases.push_back({"all-gather K/V", Pass::forward, Family::ring, 1, {{CollectiveT{Collective::all_gather_kv}, Steps{}}}});
-  phases.push_back({"attention over gathered K/V", Pass::forward, Family::ring, R,
+  phases.push_back(
+      {"all-gather K/V", Pass::forward, Family::ring, 1, {{CollectiveT{Collective::all_gather_kv}, Steps{}}}});
+  phases.push_back({"attention over gathered K/V",
+                    Pass::forward,
+                    Family::ring,
+                    R,
                     {{ComputeT{Pass::forward, gathered, block_of_step, true, {}, false}, Steps{}}}});
   phases.push_back({"finalize", Pass::forward, Family::ring, 1, {{FinalizeT{}, Steps{}}}});
   if (spec.backward) {
-    phases.push_back({"all-gather K/V (backward)", Pass::backward, Family::ring, 1,
+    phases.push_back({"all-gather K/V (backward)",
+                      Pass::backward,
+                      Family::ring,
+                      1,
                       {{CollectiveT{Collective::all_gather_kv}, Steps{}}, {PrepareBackwardT{}, Steps{}}}});
-    phases.push_back({"attention backward over gathered K/V", Pass::backward, Family::ring, R,
+    phases.push_back({"attention backward over gathered K/V",
+                      Pass::backward,
+                      Family::ring,
+                      R,
                       {{ComputeT{Pass::backward, gathered, block_of_step, true, gathered_grads, true}, Steps{}}}});
-    phases.push_back({"reduce-scatter dK/dV", Pass::backward, Family::ring, 1,
+    phases.push_back({"reduce-scatter dK/dV",
+                      Pass::backward,
+                      Family::ring,
+                      1,
                       {{CollectiveT{Collective::reduce_scatter_dkv}, Steps{}},
                        {StoreGradsT{SlotPair{Slot::dkv0, Slot::dkv0, 0}}, Steps{}}}});
   }

@@ -55,8 +55,8 @@ Phase ring_backward_phase(const PlanSpec& spec) {
   const bool reverse = spec.erratum == Erratum::reverse_dkv;
   const Shift dkv_to = reverse ? Shift{-1, 0} : Shift{1, 0};
   const Shift dkv_from = reverse ? Shift{1, 0} : Shift{-1, 0};
-  Phase phase{reverse ? "ring backward (erratum: dK/dV against K/V)" : "ring backward", Pass::backward, Family::ring,
-              R, {}};
+  Phase phase{
+      reverse ? "ring backward (erratum: dK/dV against K/V)" : "ring backward", Pass::backward, Family::ring, R, {}};
   phase.body = {
       {PrepareBackwardT{}, Steps{0, R - 1}},
       {LoadKvT{kKvNow}, Steps{0, R - 1}},
@@ -78,7 +78,8 @@ Phase ring_backward_phase(const PlanSpec& spec) {
 }
 
 std::vector<Phase> ring_phases(const PlanSpec& spec) {
-  std::vector<Phase> phases{ring_forward_phase(spec), Phase{"finalize", Pass::forward, Family::ring, 1, {{FinalizeT{}, Steps{}}}}};
+  std::vector<Phase> phases{ring_forward_phase(spec),
+                            Phase{"finalize", Pass::forward, Family::ring, 1, {{FinalizeT{}, Steps{}}}}};
   if (spec.backward) phases.push_back(ring_backward_phase(spec));
   return phases;
 }

@@ -20,7 +20,9 @@ namespace {
 
 emu::Dim3 grid2(int x, int y) { return {static_cast<unsigned>(x), static_cast<unsigned>(y), 1}; }
 // Grid-stride kernels are right for any grid; a few blocks keep the emulation quick.
-emu::Dim3 small_grid(int64_t count) { return {static_cast<unsigned>(std::clamp<int64_t>(count / 4096 + 1, 1, 4)), 1, 1}; }
+emu::Dim3 small_grid(int64_t count) {
+  return {static_cast<unsigned>(std::clamp<int64_t>(count / 4096 + 1, 1, 4)), 1, 1};
+}
 
 template <class T, int D>
 void forward_mma(const ForwardParams& p) {

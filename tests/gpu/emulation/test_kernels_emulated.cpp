@@ -125,8 +125,7 @@ void check_forward(Kind kind, Problem pr, Tolerance out_tol, Tolerance lse_tol) 
                   [&] { gpu::forward_fp32_kernel(p); });
     } else {
       using Tiles = gpu::ForwardMmaTiles<D>;
-      emu::launch(grid_of(Tiles::q_tiles(p.a), pr), 128, Tiles::kSmemBytes,
-                  [&] { gpu::forward_mma_kernel<T, D>(p); });
+      emu::launch(grid_of(Tiles::q_tiles(p.a), pr), 128, Tiles::kSmemBytes, [&] { gpu::forward_mma_kernel<T, D>(p); });
     }
   }
   const AttentionOutput<float> want = finalize_accumulator(expected, pr.B, pr.H, pr.Sq, pr.D);
@@ -171,8 +170,7 @@ void check_backward(Kind kind, Problem pr, Tolerance tol) {
                   [&] { gpu::backward_fp32_kernel(p); });
     } else {
       using Tiles = gpu::BackwardMmaTiles<D>;
-      emu::launch(grid_of(Tiles::k_tiles(p.a), pr), 128, Tiles::kSmemBytes,
-                  [&] { gpu::backward_mma_kernel<T, D>(p); });
+      emu::launch(grid_of(Tiles::k_tiles(p.a), pr), 128, Tiles::kSmemBytes, [&] { gpu::backward_mma_kernel<T, D>(p); });
     }
   }
   const char* names[] = {"dq", "dk", "dv"};

@@ -80,10 +80,11 @@ TEST_CASE("emulated ladder 01 and 02 (fp32), D=40, full and causal", "[gpu][emul
     Case c;
     c.D = 40;
     c.causal = causal;
-    check(c, [&](const Args& a) { emu::launch(grid(c, 128), 128, 0, [&] { gpu::ladder::kernel_01(a); }); }, kFp32, kFp32);
-    check(c, [&](const Args& a) {
-      emu::launch(grid(c, 64), 64, 2 * 32 * c.D * 4, [&] { gpu::ladder::kernel_02(a); });
-    }, kFp32, kFp32);
+    check(
+        c, [&](const Args& a) { emu::launch(grid(c, 128), 128, 0, [&] { gpu::ladder::kernel_01(a); }); }, kFp32, kFp32);
+    check(
+        c, [&](const Args& a) { emu::launch(grid(c, 64), 64, 2 * 32 * c.D * 4, [&] { gpu::ladder::kernel_02(a); }); },
+        kFp32, kFp32);
   }
 }
 
@@ -92,13 +93,19 @@ TEST_CASE("emulated ladder 03 (mma, padded smem), bf16, D=64 and 128", "[gpu][em
     Case c;
     c.bf16 = true;
     c.causal = causal;
-    check(c, [&](const Args& a) {
-      emu::launch(grid(c, 64), 128, gpu::ladder::Tiles03<64>::kSmemBytes, [&] { gpu::ladder::kernel_03<64>(a); });
-    }, kBf16Out, kLse);
+    check(
+        c,
+        [&](const Args& a) {
+          emu::launch(grid(c, 64), 128, gpu::ladder::Tiles03<64>::kSmemBytes, [&] { gpu::ladder::kernel_03<64>(a); });
+        },
+        kBf16Out, kLse);
     c.D = 128;
-    check(c, [&](const Args& a) {
-      emu::launch(grid(c, 64), 128, gpu::ladder::Tiles03<128>::kSmemBytes, [&] { gpu::ladder::kernel_03<128>(a); });
-    }, kBf16Out, kLse);
+    check(
+        c,
+        [&](const Args& a) {
+          emu::launch(grid(c, 64), 128, gpu::ladder::Tiles03<128>::kSmemBytes, [&] { gpu::ladder::kernel_03<128>(a); });
+        },
+        kBf16Out, kLse);
   }
 }
 
@@ -108,13 +115,19 @@ TEST_CASE("emulated ladder 04 (cp.async, swizzle), bf16, D=64 and 128", "[gpu][e
     c.bf16 = true;
     c.causal = causal;
     c.S = 150;
-    check(c, [&](const Args& a) {
-      emu::launch(grid(c, 64), 128, gpu::ladder::Tiles04<64>::kSmemBytes, [&] { gpu::ladder::kernel_04<64>(a); });
-    }, kBf16Out, kLse);
+    check(
+        c,
+        [&](const Args& a) {
+          emu::launch(grid(c, 64), 128, gpu::ladder::Tiles04<64>::kSmemBytes, [&] { gpu::ladder::kernel_04<64>(a); });
+        },
+        kBf16Out, kLse);
     c.D = 128;
-    check(c, [&](const Args& a) {
-      emu::launch(grid(c, 64), 128, gpu::ladder::Tiles04<128>::kSmemBytes, [&] { gpu::ladder::kernel_04<128>(a); });
-    }, kBf16Out, kLse);
+    check(
+        c,
+        [&](const Args& a) {
+          emu::launch(grid(c, 64), 128, gpu::ladder::Tiles04<128>::kSmemBytes, [&] { gpu::ladder::kernel_04<128>(a); });
+        },
+        kBf16Out, kLse);
   }
 }
 
