@@ -29,8 +29,9 @@ std::string cat(const Args&... args) {
   return os.str();
 }
 
-// The lines of a statement or a solution, one element per printed line, joined with '\n' (none after
-// the last): lines({"m = max(m_A, m_B)", cat("l = ", num(l))}).
+// The lines of a statement or a solution that prints values, one element per printed line, joined
+// with '\n' (none after the last): lines({"m = max(m_A, m_B)", cat("l = ", num(l))}). A text with
+// no values stays adjacent literals, one "...\n" per line.
 std::string lines(std::initializer_list<std::string> text_lines);
 
 std::string bytes_text(double bytes, int significant = 4);       // "68.72 GB"
@@ -57,7 +58,6 @@ std::string demo_command(const std::string& subcommand, int64_t ranks, int64_t s
 // ---- [parts] -----------------------------------------------------------------------------------
 
 // A part with its unit and tolerance; its known mistakes chain on it (Part::mistake).
-
 Part bytes_part(std::string name, std::string question, double bytes, double rel = 0.01);
 Part seconds_part(std::string name, std::string question, double seconds, double rel = 0.01);
 Part ratio_part(std::string name, std::string question, double ratio, double rel = 0.005);
@@ -69,13 +69,13 @@ Part number_part(std::string name, std::string question, double value, double re
 Part count_part(std::string name, std::string question, int64_t count);
 Part list_part(std::string name, std::string question, std::vector<int64_t> list);
 
-inline constexpr const char* kSourceMaterial = "the source material (000)";
 inline constexpr const char* kNotes = "the context-parallelism notes (001)";
 
 // ---- [variants] --------------------------------------------------------------------------------
 
-// An exercise's parameters: a plain aggregate (up to 8 fields) whose default values are the
-// source's numbers (variant 0), with a static `drawn` giving another variant's:
+// An exercise's parameters, declared at the top of its write(): a plain aggregate (up to 8 fields)
+// whose default values are the source's numbers (variant 0), with a static `drawn` giving another
+// variant's:
 //   struct Params {
 //     int64_t seq = 256 * 1024, ranks = 8;
 //     static Params drawn(VariantDraw& d) { return {d.pick<int64_t>({64 * 1024, 128 * 1024}), 4}; }
