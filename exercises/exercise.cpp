@@ -3,8 +3,27 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 namespace ringlab::exercises {
+
+namespace {
+
+bool within(const Part& part, double value) {
+  return std::fabs(value - part.expected) <= part.tolerance.abs + part.tolerance.rel * std::fabs(part.expected);
+}
+
+}  // namespace
+
+Part& Part::mistake(double value, std::string origin, std::string why) {
+  if (!within(*this, value)) mistakes.push_back({value, {}, std::move(origin), std::move(why)});
+  return *this;
+}
+
+Part& Part::mistake(std::vector<int64_t> list, std::string origin, std::string why) {
+  mistakes.push_back({0, std::move(list), std::move(origin), std::move(why)});
+  return *this;
+}
 
 const Part* Exercise::find_part(const std::string& name) const {
   for (const Part& part : parts)
@@ -49,14 +68,6 @@ int64_t VariantDraw::integer(int64_t lo, int64_t hi) {
 
 // ---- checking --------------------------------------------------------------------------------
 
-namespace {
-
-bool within(const Part& part, double value) {
-  return std::fabs(value - part.expected) <= part.tolerance.abs + part.tolerance.rel * std::fabs(part.expected);
-}
-
-}  // namespace
-
 std::string expected_text(const Part& part) {
   if (part.quantity == Quantity::list) return format_list(part.expected_list);
   return format_quantity(part.expected, part.quantity, part.unit, 4);
@@ -98,9 +109,11 @@ Verdict judge(const Part& part, const std::string& answer) {
   verdict.right = within(part, parsed.value);
   if (!verdict.right && parsed.other_prefix_value > 0 && within(part, parsed.other_prefix_value)) {
     verdict.right = true;
-    verdict.note = "accepted as " + format_number(parsed.other_prefix_value / named_unit(Quantity::bytes, parsed.other_prefix_unit).factor, 4) +
-                   " " + parsed.other_prefix_unit + ": you wrote " + parsed.unit_written + "; this exercise counts " +
-                   (part.unit.name.find('i') == std::string::npos ? "1 GB = 10^9 B" : "1 GiB = 2^30 B");
+    verdict.note =
+        "accepted as " +
+        format_number(parsed.other_prefix_value / named_unit(Quantity::bytes, parsed.other_prefix_unit).factor, 4) +
+        " " + parsed.other_prefix_unit + ": you wrote " + parsed.unit_written + "; this exercise counts " +
+        (part.unit.name.find('i') == std::string::npos ? "1 GB = 10^9 B" : "1 GiB = 2^30 B");
   }
   if (parsed.unit_written.empty() && (part.quantity == Quantity::bytes || part.quantity == Quantity::seconds)) {
     verdict.note = "a bare number is read in " + part.unit.name;

@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -37,45 +38,65 @@ struct PartTolerance {
 
 // An answer the source material gives (or a mistake students make) that is wrong, and why.
 struct KnownMistake {
-  double value = 0;              // base units; matched with the part's tolerance
-  std::vector<int64_t> list;     // list parts
-  std::string origin;            // "the source material's answer (000, exercise 3)"
-  std::string why;               // one or two sentences
+  double value = 0;           // base units; matched with the part's tolerance
+  std::vector<int64_t> list;  // list parts
+  std::string origin;         // "the source material's answer (000, exercise 3)"
+  std::string why;            // one or two sentences
 };
 
 struct Part {
-  std::string name;       // "full" — what students type before '='
-  std::string question;   // "memory of the full attention matrix, all heads"
+  std::string name;      // "full" — what students type before '='
+  std::string question;  // "memory of the full attention matrix, all heads"
   Quantity quantity = Quantity::number;
-  DisplayUnit unit;       // how the expected value prints, and what a bare number means
-  double expected = 0;    // base units
+  DisplayUnit unit;     // how the expected value prints, and what a bare number means
+  double expected = 0;  // base units
   std::vector<int64_t> expected_list;
   PartTolerance tolerance;
   std::vector<KnownMistake> mistakes;
+
+  // Adds a known mistake, unless the value lands within the tolerance (it can, for some variants'
+  // numbers: then it is no mistake). Returns *this, so that a part's mistakes chain on it:
+  //   bytes_part("ring", "...", ring).mistake(full / P, "a common slip", "dividing by P counts ...")
+  Part& mistake(double value, std::string origin, std::string why);
+  // A wrong list, for list parts.
+  Part& mistake(std::vector<int64_t> list, std::string origin, std::string why);
 };
 
 // ---- [exercise] ------------------------------------------------------------------------------
 
 struct Parameter {
-  std::string name;   // "S"
-  std::string value;  // "256K (262,144) tokens"
+  std::string name;     // "S"
+  std::string value;    // "256K (262,144) tokens"
   std::string meaning;  // "sequence length"
 };
 
+// A parameter as a number, by name: {"S", p.seq} (any arithmetic value, held as a double).
+struct NamedNumber {
+  std::string name;  // "S"
+  double value = 0;
+
+  template <class T>
+  requires std::is_arithmetic_v<T> NamedNumber(std::string key, T number)
+      : name(std::move(key)), value(static_cast<double>(number)) {}
+  bool operator==(const NamedNumber&) const = default;
+};
+
+// CatalogEntry::make names it (id, title, source, variant, lab); the entry's function writes the
+// rest (hence the empty defaults).
 struct Exercise {
-  std::string id;        // "attention-memory"
-  std::string title;     // "Memory of the attention matrix"
-  std::string source;    // "source material 000, exercise 1"
+  std::string id;      // "attention-memory"
+  std::string title;   // "Memory of the attention matrix"
+  std::string source;  // "source material 000, exercise 1"
   int64_t variant = 0;
-  std::vector<Parameter> parameters;
+  std::vector<Parameter> parameters = {};
   // The parameters as numbers, by name ("S", "P", ...): what tests re-derive the answers from,
   // and what `exercises show --json` gives scripts.
-  std::vector<std::pair<std::string, double>> numbers;
-  std::string statement;      // the question, in words, with the parameters
-  std::vector<Part> parts;
-  std::string model;          // the cost model or convention the answers assume ("" if none)
-  std::string solution;       // the worked solution, derived from the same values (--explain)
-  std::string command;        // a ringlab command that demonstrates it
+  std::vector<NamedNumber> numbers = {};
+  std::string statement = {};  // the question, in words, with the parameters
+  std::vector<Part> parts = {};
+  std::string model = {};     // the cost model or convention the answers assume ("" if none)
+  std::string solution = {};  // the worked solution, derived from the same values (--explain)
+  std::string command = {};   // a ringlab command that demonstrates it
   std::string lab;            // a code lab that goes with it ("" if none)
 
   const Part* find_part(const std::string& name) const;
@@ -109,18 +130,21 @@ class VariantDraw {
 // One exercise of the catalog, defined once in its own file (exercises/catalog/<id>.cpp): what
 // names it, and the function that writes it. Everything that names an exercise reads it from here:
 // the listing, the Exercise `make` returns (id, title, source, lab), the variant draws (seeded by
-// the id).
+// the id). Each file ends with its entry, in this order:
+//   constexpr CatalogEntry kAttentionMemory{"attention-memory", "Memory of the materialised attention scores",
+//                                           "source material 000, exercise 1", "000 ex. 1", write};
 struct CatalogEntry {
   std::string_view id;            // "attention-memory"
   std::string_view title;         // "Memory of the materialised attention scores"
   std::string_view source;        // "source material 000, exercise 1": `exercises show`, `check`
   std::string_view source_short;  // "000 ex. 1": the source column of `ringlab exercises`
-  std::string_view lab;           // the code lab that goes with it ("" if none)
   // Draws the parameters from `draw` (variant 0 draws nothing: the source's numbers) and writes
-  // the rest of the Exercise: numbers, parameters, statement, parts, model, solution, command.
-  Exercise (*write)(VariantDraw& draw) = nullptr;
+  // the rest of `e`, which comes with this entry's names and the variant: numbers, parameters,
+  // statement, parts, model, solution, command.
+  void (*write)(VariantDraw& draw, Exercise& e) = nullptr;
+  std::string_view lab = "";  // the code lab that goes with it ("" if none)
 
-  // The exercise for variant N: `write` with draws seeded by (id, N), and this entry's names.
+  // The exercise for variant N: this entry's names, written by `write` with draws seeded by (id, N).
   Exercise make(int64_t variant) const;
 };
 
@@ -134,12 +158,12 @@ Exercise make_exercise(std::string_view id, int64_t variant);
 
 struct Verdict {
   std::string part;
-  std::string answer;        // as typed
+  std::string answer;  // as typed
   bool right = false;
-  std::string read_as;       // the answer as understood, in the part's unit: "68.7 GB"
-  std::string expected;      // "68.72 GB"
-  std::string tolerance;     // "± 1%"
-  std::string note;          // "accepted as GiB: ..." / "a bare number is read as ms"
+  std::string read_as;                    // the answer as understood, in the part's unit: "68.7 GB"
+  std::string expected;                   // "68.72 GB"
+  std::string tolerance;                  // "± 1%"
+  std::string note;                       // "accepted as GiB: ..." / "a bare number is read as ms"
   const KnownMistake* mistake = nullptr;  // the answer matches a known mistake
 };
 

@@ -25,19 +25,37 @@ struct UnitEntry {
 
 const std::vector<UnitEntry>& byte_units() {
   static const std::vector<UnitEntry> units = {
-      {"B", 1},          {"byte", 1},       {"bytes", 1},
-      {"KB", 1e3, 1},    {"MB", 1e6, 2},    {"GB", 1e9, 3},    {"TB", 1e12, 4},   {"PB", 1e15, 5},
-      {"KiB", 0x1p10, 1, true}, {"MiB", 0x1p20, 2, true}, {"GiB", 0x1p30, 3, true},
-      {"TiB", 0x1p40, 4, true}, {"PiB", 0x1p50, 5, true},
+      {"B", 1},
+      {"byte", 1},
+      {"bytes", 1},
+      {"KB", 1e3, 1},
+      {"MB", 1e6, 2},
+      {"GB", 1e9, 3},
+      {"TB", 1e12, 4},
+      {"PB", 1e15, 5},
+      {"KiB", 0x1p10, 1, true},
+      {"MiB", 0x1p20, 2, true},
+      {"GiB", 0x1p30, 3, true},
+      {"TiB", 0x1p40, 4, true},
+      {"PiB", 0x1p50, 5, true},
   };
   return units;
 }
 
 const std::vector<UnitEntry>& time_units() {
   static const std::vector<UnitEntry> units = {
-      {"s", 1},     {"sec", 1},     {"secs", 1},  {"second", 1}, {"seconds", 1},
-      {"ms", 1e-3}, {"msec", 1e-3}, {"us", 1e-6}, {"\xC2\xB5s", 1e-6} /* µs */, {"\xCE\xBCs", 1e-6} /* μs */,
-      {"ns", 1e-9}, {"min", 60},
+      {"s", 1},
+      {"sec", 1},
+      {"secs", 1},
+      {"second", 1},
+      {"seconds", 1},
+      {"ms", 1e-3},
+      {"msec", 1e-3},
+      {"us", 1e-6},
+      {"\xC2\xB5s", 1e-6} /* µs */,
+      {"\xCE\xBCs", 1e-6} /* μs */,
+      {"ns", 1e-9},
+      {"min", 60},
   };
   return units;
 }
@@ -63,22 +81,29 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
-const char* example_of(Quantity quantity) {
+// What a quantity is called in messages, and examples of the answers it reads.
+struct QuantityWords {
+  const char* name;     // "a time"
+  const char* example;  // "80 ms, 0.08 s or 80000 us"
+};
+
+QuantityWords words_of(Quantity quantity) {
   switch (quantity) {
-    case Quantity::bytes: return "68.7 GB, 64 GiB or 68719476736 B";
-    case Quantity::seconds: return "80 ms, 0.08 s or 80000 us";
-    case Quantity::ratio: return "1.07x or 64";
-    case Quantity::fraction: return "43.75% or 0.4375";
-    case Quantity::tokens: return "256K, 262144 or 262,144";
-    case Quantity::number: return "3.5";
-    case Quantity::list: return "0,7,8,15";
+    case Quantity::bytes: return {"bytes", "68.7 GB, 64 GiB or 68719476736 B"};
+    case Quantity::seconds: return {"a time", "80 ms, 0.08 s or 80000 us"};
+    case Quantity::ratio: return {"a ratio", "1.07x or 64"};
+    case Quantity::fraction: return {"a fraction", "43.75% or 0.4375"};
+    case Quantity::tokens: return {"a token count", "256K, 262144 or 262,144"};
+    case Quantity::number: return {"a number", "3.5"};
+    case Quantity::list: return {"a list of integers", "0,7,8,15"};
   }
-  return "";
+  return {"?", ""};
 }
 
 [[noreturn]] void fail(std::string_view text, Quantity quantity, const std::string& what) {
-  throw UsageError("cannot read '" + std::string(text) + "' as " + quantity_name(quantity) + ": " + what +
-                   "; write e.g. " + example_of(quantity));
+  const QuantityWords words = words_of(quantity);
+  throw UsageError("cannot read '" + std::string(text) + "' as " + words.name + ": " + what + "; write e.g. " +
+                   words.example);
 }
 
 // ---- [number] --------------------------------------------------------------------------------
@@ -122,7 +147,8 @@ bool read_number(std::string_view text, double& value, std::string_view& rest) {
   } else {
     digits = integer;
   }
-  std::string number = (negative ? "-" : "") + (digits.empty() ? "0" : digits) + "." + (fraction.empty() ? "0" : fraction);
+  std::string number =
+      (negative ? "-" : "") + (digits.empty() ? "0" : digits) + "." + (fraction.empty() ? "0" : fraction);
   // Exponent: e12, E-3 (only when digits follow, so words starting with e are left alone).
   if (i + 1 < text.size() && (text[i] == 'e' || text[i] == 'E')) {
     size_t j = i + 1;
@@ -143,18 +169,7 @@ bool read_number(std::string_view text, double& value, std::string_view& rest) {
 
 }  // namespace
 
-const char* quantity_name(Quantity quantity) {
-  switch (quantity) {
-    case Quantity::bytes: return "bytes";
-    case Quantity::seconds: return "a time";
-    case Quantity::ratio: return "a ratio";
-    case Quantity::fraction: return "a fraction";
-    case Quantity::tokens: return "a token count";
-    case Quantity::number: return "a number";
-    case Quantity::list: return "a list of integers";
-  }
-  return "?";
-}
+const char* quantity_name(Quantity quantity) { return words_of(quantity).name; }
 
 DisplayUnit display_unit_for(Quantity quantity, double value) {
   const double a = std::fabs(value);
@@ -198,127 +213,146 @@ DisplayUnit named_unit(Quantity quantity, std::string_view name) {
 
 // ---- [parse] ---------------------------------------------------------------------------------
 
+namespace {
+
+// "[0, 7, 8, 15]", "(0 7 8 15)", "0;7;8;15": integers separated by commas, semicolons or spaces,
+// optionally in one pair of brackets. `raw` is the whole answer, for the error message.
+std::vector<int64_t> read_list(std::string_view raw, std::string_view text) {
+  std::string_view body = text;
+  if (body.front() == '[' || body.front() == '(' || body.front() == '{') {
+    const char close = body.front() == '[' ? ']' : body.front() == '(' ? ')' : '}';
+    if (body.back() != close) {
+      fail(raw, Quantity::list, std::string("the opening bracket has no closing '") + close + "'");
+    }
+    body = trim(body.substr(1, body.size() - 2));
+  }
+  std::vector<int64_t> list;
+  std::string item;
+  auto flush = [&] {
+    if (item.empty()) return;
+    size_t used = 0;
+    int64_t v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size()) fail(raw, Quantity::list, "'" + item + "' is not an integer");
+    list.push_back(v);
+    item.clear();
+  };
+  for (char c : body) {
+    if (c == ',' || c == ';' || std::isspace(static_cast<unsigned char>(c))) {
+      flush();
+    } else {
+      item += c;
+    }
+  }
+  flush();
+  if (list.empty()) fail(raw, Quantity::list, "no integers found");
+  return list;
+}
+
+// The readers of a number followed by its unit text (`unit`, trimmed; "" for a bare number), one per
+// quantity: each gives the value in base units, or fails naming the units it takes.
+
+// B, KB... (powers of 1000), KiB... (powers of 1024); a bare number is in `bare`. A prefixed unit
+// also gives the value read with the other family of prefixes (GB <-> GiB).
+void read_bytes(std::string_view raw, double number, std::string_view unit, const DisplayUnit& bare,
+                ParsedAnswer& answer) {
+  if (unit.empty()) {
+    answer.value = number * bare.factor;
+    return;
+  }
+  const UnitEntry* entry = find_unit(byte_units(), unit);
+  if (!entry) {
+    fail(raw, Quantity::bytes,
+         "unknown unit '" + std::string(unit) +
+             "' (bytes take B, KB, MB, GB, TB, PB as powers of 1000 or KiB, MiB, GiB, TiB, PiB as powers of 1024)");
+  }
+  answer.value = number * entry->factor;
+  if (entry->prefix_power == 0) return;
+  for (const UnitEntry& other : byte_units()) {
+    if (other.prefix_power == entry->prefix_power && other.binary != entry->binary) {
+      answer.other_prefix_value = number * other.factor;
+      answer.other_prefix_unit = other.name;
+    }
+  }
+}
+
+// s, ms, us (µs), ns, min; a bare number is in `bare`.
+double seconds_value(std::string_view raw, double number, std::string_view unit, const DisplayUnit& bare) {
+  if (unit.empty()) return number * bare.factor;
+  const UnitEntry* entry = find_unit(time_units(), unit);
+  if (!entry)
+    fail(raw, Quantity::seconds, "unknown unit '" + std::string(unit) + "' (times take s, ms, us, ns or min)");
+  return number * entry->factor;
+}
+
+// "1.78x", "64×", "64 times" or a bare 64; a percentage is refused as such.
+double ratio_value(std::string_view raw, double number, std::string_view unit) {
+  if (unit.empty() || unit == "x" || unit == "X" || unit == "\xC3\x97" /* × */ || same_ignoring_case(unit, "times")) {
+    return number;
+  }
+  if (unit == "%") fail(raw, Quantity::ratio, "a ratio is not a percentage (write 1.78x, not 178%)");
+  fail(raw, Quantity::ratio, "unknown unit '" + std::string(unit) + "' (a ratio takes x, × or nothing)");
+}
+
+// "43.75%" (or "43.75 percent") or a bare fraction 0.4375.
+double fraction_value(std::string_view raw, double number, std::string_view unit) {
+  if (unit.empty()) return number;
+  if (unit == "%" || same_ignoring_case(unit, "percent")) return number / 100;
+  fail(raw, Quantity::fraction,
+       "unknown unit '" + std::string(unit) + "' (a fraction takes % or nothing: 43.75% or 0.4375)");
+}
+
+// "256K", "1M" (K = 1024, M = 1024^2) or a bare count, each optionally followed by "tokens".
+double tokens_value(std::string_view raw, double number, std::string_view unit) {
+  for (std::string_view word : {"tokens", "token"}) {
+    if (unit.size() >= word.size() && same_ignoring_case(unit.substr(unit.size() - word.size()), word)) {
+      unit = trim(unit.substr(0, unit.size() - word.size()));
+      break;
+    }
+  }
+  if (unit.empty()) return number;
+  if (unit == "K" || unit == "k") return number * 1024;
+  if (unit == "M" || unit == "m") return number * (1024.0 * 1024);
+  fail(raw, Quantity::tokens, "unknown unit '" + std::string(unit) + "' (token counts take K = 1024 or M = 1024^2)");
+}
+
+// A bare number, optionally followed by words ("3.5 steps").
+double plain_value(std::string_view raw, double number, std::string_view words) {
+  for (char c : words) {
+    if (!std::isalpha(static_cast<unsigned char>(c)) && c != ' ' && c != '-') {
+      fail(raw, Quantity::number, "'" + std::string(words) + "' after the number is not a word");
+    }
+  }
+  return number;
+}
+
+}  // namespace
+
 ParsedAnswer parse_answer(std::string_view raw, Quantity quantity, const DisplayUnit& bare) {
   const std::string_view text = trim(raw);
   if (text.empty()) fail(raw, quantity, "the answer is empty");
   ParsedAnswer answer;
-
   if (quantity == Quantity::list) {
-    std::string_view body = text;
-    if (body.front() == '[' || body.front() == '(' || body.front() == '{') {
-      const char close = body.front() == '[' ? ']' : body.front() == '(' ? ')' : '}';
-      if (body.back() != close) fail(raw, quantity, std::string("the opening bracket has no closing '") + close + "'");
-      body = trim(body.substr(1, body.size() - 2));
-    }
-    std::string item;
-    auto flush = [&] {
-      if (item.empty()) return;
-      size_t used = 0;
-      int64_t v = 0;
-      try {
-        v = std::stoll(item, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != item.size()) fail(raw, quantity, "'" + item + "' is not an integer");
-      answer.list.push_back(v);
-      item.clear();
-    };
-    for (char c : body) {
-      if (c == ',' || c == ';' || std::isspace(static_cast<unsigned char>(c))) {
-        flush();
-      } else {
-        item += c;
-      }
-    }
-    flush();
-    if (answer.list.empty()) fail(raw, quantity, "no integers found");
+    answer.list = read_list(raw, text);
     return answer;
   }
 
   double number = 0;
-  std::string_view rest;
-  if (!read_number(text, number, rest)) fail(raw, quantity, "it does not start with a number");
-  answer.unit_written = std::string(rest);
-
+  std::string_view unit;
+  if (!read_number(text, number, unit)) fail(raw, quantity, "it does not start with a number");
+  answer.unit_written = std::string(unit);
   switch (quantity) {
-    case Quantity::bytes: {
-      if (rest.empty()) {
-        answer.value = number * bare.factor;
-        return answer;
-      }
-      const UnitEntry* unit = find_unit(byte_units(), rest);
-      if (!unit) {
-        fail(raw, quantity,
-             "unknown unit '" + std::string(rest) +
-                 "' (bytes take B, KB, MB, GB, TB, PB as powers of 1000 or KiB, MiB, GiB, TiB, PiB as powers of 1024)");
-      }
-      answer.value = number * unit->factor;
-      if (unit->prefix_power > 0) {
-        for (const UnitEntry& other : byte_units())
-          if (other.prefix_power == unit->prefix_power && other.binary != unit->binary) {
-            answer.other_prefix_value = number * other.factor;
-            answer.other_prefix_unit = other.name;
-          }
-      }
-      return answer;
-    }
-    case Quantity::seconds: {
-      if (rest.empty()) {
-        answer.value = number * bare.factor;
-        return answer;
-      }
-      const UnitEntry* unit = find_unit(time_units(), rest);
-      if (!unit) fail(raw, quantity, "unknown unit '" + std::string(rest) + "' (times take s, ms, us, ns or min)");
-      answer.value = number * unit->factor;
-      return answer;
-    }
-    case Quantity::ratio: {
-      if (rest.empty() || rest == "x" || rest == "X" || rest == "\xC3\x97" /* × */ || same_ignoring_case(rest, "times")) {
-        answer.value = number;
-        return answer;
-      }
-      if (rest == "%") fail(raw, quantity, "a ratio is not a percentage (write 1.78x, not 178%)");
-      fail(raw, quantity, "unknown unit '" + std::string(rest) + "' (a ratio takes x, × or nothing)");
-    }
-    case Quantity::fraction: {
-      if (rest.empty()) {
-        answer.value = number;
-        return answer;
-      }
-      if (rest == "%" || same_ignoring_case(rest, "percent")) {
-        answer.value = number / 100;
-        return answer;
-      }
-      fail(raw, quantity, "unknown unit '" + std::string(rest) + "' (a fraction takes % or nothing: 43.75% or 0.4375)");
-    }
-    case Quantity::tokens: {
-      std::string_view unit = rest;
-      for (std::string_view word : {"tokens", "token"}) {
-        if (unit.size() >= word.size() && same_ignoring_case(unit.substr(unit.size() - word.size()), word)) {
-          unit = trim(unit.substr(0, unit.size() - word.size()));
-          break;
-        }
-      }
-      double factor = 1;
-      if (unit == "K" || unit == "k") {
-        factor = 1024;
-      } else if (unit == "M" || unit == "m") {
-        factor = 1024.0 * 1024;
-      } else if (!unit.empty()) {
-        fail(raw, quantity, "unknown unit '" + std::string(unit) + "' (token counts take K = 1024 or M = 1024^2)");
-      }
-      answer.value = number * factor;
-      return answer;
-    }
-    case Quantity::number: {
-      for (char c : rest)
-        if (!std::isalpha(static_cast<unsigned char>(c)) && c != ' ' && c != '-')
-          fail(raw, quantity, "'" + std::string(rest) + "' after the number is not a word");
-      answer.value = number;
-      return answer;
-    }
-    case Quantity::list: break;
+    case Quantity::bytes: read_bytes(raw, number, unit, bare, answer); return answer;
+    case Quantity::seconds: answer.value = seconds_value(raw, number, unit, bare); return answer;
+    case Quantity::ratio: answer.value = ratio_value(raw, number, unit); return answer;
+    case Quantity::fraction: answer.value = fraction_value(raw, number, unit); return answer;
+    case Quantity::tokens: answer.value = tokens_value(raw, number, unit); return answer;
+    case Quantity::number: answer.value = plain_value(raw, number, unit); return answer;
+    case Quantity::list: break;  // read above
   }
   fail(raw, quantity, "unsupported quantity");
 }
@@ -366,7 +400,8 @@ std::string group_thousands(int64_t value) {
 std::string tokens_text(int64_t tokens) {
   if (tokens >= 1024 * 1024 && tokens % (1024 * 1024) == 0)
     return std::to_string(tokens / (1024 * 1024)) + "M (" + group_thousands(tokens) + ")";
-  if (tokens >= 1024 && tokens % 1024 == 0) return std::to_string(tokens / 1024) + "K (" + group_thousands(tokens) + ")";
+  if (tokens >= 1024 && tokens % 1024 == 0)
+    return std::to_string(tokens / 1024) + "K (" + group_thousands(tokens) + ")";
   return group_thousands(tokens);
 }
 

@@ -9,18 +9,17 @@
 
 namespace ringlab::exercises::catalog {
 
-namespace {
-
-Exercise write(VariantDraw& draw) {
+static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
-    int64_t ranks, tokens_per_rank, position;
-    bool operator==(const Params&) const = default;
+    int64_t ranks = 4, tokens_per_rank = 16, position = 37;
+
+    static Params drawn(VariantDraw& d) {
+      const int64_t ranks = d.pick<int64_t>({3, 4, 6, 8});
+      const int64_t n = d.pick<int64_t>({8, 16, 32});
+      return {ranks, n, d.integer(n, ranks * n - 1)};
+    }
   };
-  const Params p = variant_params(draw, Params{4, 16, 37}, [](VariantDraw& d) {
-    const int64_t ranks = d.pick<int64_t>({3, 4, 6, 8});
-    const int64_t n = d.pick<int64_t>({8, 16, 32});
-    return Params{ranks, n, d.integer(n, ranks * n - 1)};
-  });
+  const Params p = variant_params<Params>(draw);
   const int64_t seq = p.ranks * p.tokens_per_rank;
   PlanSpec spec = ring_spec(dims_of(1, seq, 1, 1, 8), p.ranks, LayoutKind::contiguous, true);
   const Plan right = build_plan(spec);
@@ -44,9 +43,8 @@ Exercise write(VariantDraw& draw) {
   }
   const double missing = 1 - double(wrong_pairs) / double(full_pairs(seq, true));
 
-  Exercise e;
-  e.numbers = {{"P", double(p.ranks)}, {"n", double(p.tokens_per_rank)}, {"position", double(p.position)}};
-  e.parameters = {{"P", cat(p.ranks), "GPUs, contiguous layout"},
+  e.numbers = {{"P", p.ranks}, {"n", p.tokens_per_rank}, {"position", p.position}};
+  e.parameters = {ranks_parameter(p.ranks, "GPUs, contiguous layout"),
                   {"S", cat(seq), cat("tokens, n = ", p.tokens_per_rank, " per GPU")},
                   {"i", cat(p.position), "the query position asked about (global, from 0)"}};
   e.statement =
@@ -57,34 +55,32 @@ Exercise write(VariantDraw& draw) {
       "correct_keys: how many should it see?\n"
       "wrong_ranks: on how many GPUs is the output wrong?\n"
       "missing_fraction: what fraction of all the (query, key) pairs the causal mask allows does the mistake drop?";
-  Part wrong_ranks_part = number_part("wrong_ranks", "GPUs whose outputs are wrong", double(wrong_ranks), 0, 0);
-  mistake(wrong_ranks_part, double(p.ranks), "a common slip",
-          "GPU 0's queries start at position 0, so for it the local index is the global position: it is right");
-  e.parts = {number_part("keys_seen", "keys the query at position i sees under the mistaken mask", double(seen_wrong), 0, 0),
-             number_part("correct_keys", "keys it should see", double(seen_right), 0, 0), wrong_ranks_part,
-             fraction_part("missing_fraction", "share of the allowed pairs dropped", missing, 0.002)};
-  e.solution = cat(
-      "Position ", p.position, " is row ", local, " of GPU ", rank, ". The mistaken mask lets a key at position j through when\n"
-      "j <= ", local, " (the local index): only the first ", seen_wrong, " keys of block 0. It should see keys 0..", p.position,
-      ": ", seen_right, ".\n"
-      "GPU 0 is right (local index = position); the other ", wrong_ranks, " GPUs see only a triangle of block 0.\n"
-      "Altogether the mistaken mask keeps P n(n+1)/2 = ", group_thousands(wrong_pairs), " of S(S+1)/2 = ",
-      group_thousands(full_pairs(seq, true)), " pairs: ", percent_text(missing), " are dropped.\n"
-      "Fix: carry each block's global positions (or compute them from its origin GPU) and mask k_pos <= q_pos.");
-  e.command = cat("ringlab run --ranks ", p.ranks, " --seq ", seq, " --causal --erratum kv-offset-mask    # exit 1, every "
-                  "rank but 0 wrong");
-  return e;
+  e.parts = {
+      count_part("keys_seen", "keys the query at position i sees under the mistaken mask", seen_wrong),
+      count_part("correct_keys", "keys it should see", seen_right),
+      count_part("wrong_ranks", "GPUs whose outputs are wrong", wrong_ranks)
+          .mistake(
+              double(p.ranks), "a common slip",
+              "GPU 0's queries start at position 0, so for it the local index is the global position: it is right"),
+      fraction_part("missing_fraction", "share of the allowed pairs dropped", missing, 0.002)};
+  e.solution = lines({
+      cat("Position ", p.position, " is row ", local, " of GPU ", rank,
+          ". The mistaken mask lets a key at position j through when"),
+      cat("j <= ", local, " (the local index): only the first ", seen_wrong, " keys of block 0. It should see keys 0..",
+          p.position, ": ", seen_right, "."),
+      cat("GPU 0 is right (local index = position); the other ", wrong_ranks, " GPUs see only a triangle of block 0."),
+      cat("Altogether the mistaken mask keeps P n(n+1)/2 = ", group_thousands(wrong_pairs), " of S(S+1)/2 = ",
+          group_thousands(full_pairs(seq, true)), " pairs: ", percent_text(missing), " are dropped."),
+      "Fix: carry each block's global positions (or compute them from its origin GPU) and mask k_pos <= q_pos.",
+  });
+  e.command = demo_command("run", p.ranks, seq, "--causal --erratum kv-offset-mask", "exit 1, every rank but 0 wrong");
 }
 
-}  // namespace
-
-constexpr CatalogEntry kErratumCausalMask{
-    .id = "erratum-causal-mask",
-    .title = "Erratum 2: a causal mask from block offsets",
-    .source = "DESIGN.md erratum 2 (the ring code of source material 000)",
-    .source_short = "DESIGN erratum 2",
-    .lab = "03-ring-forward",
-    .write = write,
-};
+constexpr CatalogEntry kErratumCausalMask{"erratum-causal-mask",
+                                          "Erratum 2: a causal mask from block offsets",
+                                          "DESIGN.md erratum 2 (the ring code of source material 000)",
+                                          "DESIGN erratum 2",
+                                          write,
+                                          "03-ring-forward"};
 
 }  // namespace ringlab::exercises::catalog

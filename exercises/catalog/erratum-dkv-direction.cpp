@@ -31,15 +31,18 @@ PlanSpec backward_spec(int64_t ranks, Erratum erratum) {
   return spec;
 }
 
-Exercise write(VariantDraw& draw) {
+}  // namespace
+
+static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
-    int64_t ranks, rank, step;
-    bool operator==(const Params&) const = default;
+    int64_t ranks = 4, rank = 2, step = 1;
+
+    static Params drawn(VariantDraw& d) {
+      const int64_t ranks = d.pick<int64_t>({3, 4, 5, 6, 8});
+      return {ranks, d.integer(0, ranks - 1), d.integer(1, ranks - 1)};
+    }
   };
-  const Params p = variant_params(draw, Params{4, 2, 1}, [](VariantDraw& d) {
-    const int64_t ranks = d.pick<int64_t>({3, 4, 5, 6, 8});
-    return Params{ranks, d.integer(0, ranks - 1), d.integer(1, ranks - 1)};
-  });
+  const Params p = variant_params<Params>(draw);
   const Plan wrong = build_plan(backward_spec(p.ranks, Erratum::reverse_dkv));
   const Plan right = build_plan(backward_spec(p.ranks, Erratum::none));
   const int64_t held = right.ring_position_at(p.rank, Shift{0, -1}, p.step);
@@ -49,9 +52,9 @@ Exercise write(VariantDraw& draw) {
   for (int64_t ranks = 2; ranks <= 16 && smallest == 0; ++ranks)
     if (!check_plan(build_plan(backward_spec(ranks, Erratum::reverse_dkv))).ok()) smallest = ranks;
 
-  Exercise e;
-  e.numbers = {{"P", double(p.ranks)}, {"rank", double(p.rank)}, {"step", double(p.step)}};
-  e.parameters = {{"P", cat(p.ranks), "GPUs in the ring"}, {"g", cat(p.rank), "the GPU asked about"},
+  e.numbers = {{"P", p.ranks}, {"rank", p.rank}, {"step", p.step}};
+  e.parameters = {ranks_parameter(p.ranks, "GPUs in the ring"),
+                  {"g", cat(p.rank), "the GPU asked about"},
                   {"t", cat(p.step), "the backward step asked about"}};
   e.statement =
       "In the ring backward K/V rotate forward (GPU g receives from g-1), so at step t GPU g holds block g-t\n"
@@ -61,37 +64,35 @@ Exercise write(VariantDraw& draw) {
       "             gradient at step t?\n"
       "correct: the same with the accumulators travelling with their K/V block.\n"
       "smallest_p: the smallest P at which the notes' direction gives wrong gradients.";
-  Part accumulator = number_part("accumulator", "block whose accumulator receives the gradient (notes' direction)",
-                                 double(into), 0, 0);
-  mistake(accumulator, double(held), "a common slip",
-          "that is the block GPU g holds; but the accumulator it received came from g+1, which held block "
-          "(g+1)-(t-1) = g-t+2 one step earlier");
-  Part smallest_part = number_part("smallest_p", "smallest P where the reverse direction is wrong", double(smallest), 0, 0);
-  mistake(smallest_part, 2, "a common slip", "at P = 2, g+1 and g-1 are the same GPU, so both directions agree");
-  e.parts = {accumulator, number_part("correct", "the same with dK/dV travelling with K/V", double(into_right), 0, 0),
-             smallest_part};
-  e.solution = cat(
-      "GPU g = ", p.rank, " holds block g-t = ", held, " at step t = ", p.step, ".\n"
-      "Notes' direction: the accumulator it adds to came from g+1, which at step t-1 held block (g+1)-(t-1) = g-t+2\n"
-      "  -> block ", into, " (mod ", p.ranks, "): the gradient of block ", held, " lands in block ", into, "'s accumulator.\n"
-      "Travelling with K/V: it comes from g-1, which held (g-1)-(t-1) = g-t -> block ", into_right,
-      ", the right one; after P - 1 steps\n  one extra hop brings each accumulator home.\n"
-      "g-t+2 = g-t (mod P) only when P divides 2: the bug is invisible at P = 2 and shows from P = ", smallest,
-      " (ringlab's plan checker flags the erratum plan from there). Test ring backward code at P >= 3.");
-  e.command = "ringlab run --ranks 3 --seq 96 --causal --backward --erratum reverse-dkv    # exit 1: dk, dv wrong; "
-              "--ranks 2 passes";
-  return e;
+  e.parts = {
+      count_part("accumulator", "block whose accumulator receives the gradient (notes' direction)", into)
+          .mistake(double(held), "a common slip",
+                   "that is the block GPU g holds; but the accumulator it received came from g+1, which held block "
+                   "(g+1)-(t-1) = g-t+2 one step earlier"),
+      count_part("correct", "the same with dK/dV travelling with K/V", into_right),
+      count_part("smallest_p", "smallest P where the reverse direction is wrong", smallest)
+          .mistake(2, "a common slip", "at P = 2, g+1 and g-1 are the same GPU, so both directions agree")};
+  e.solution = lines({
+      cat("GPU g = ", p.rank, " holds block g-t = ", held, " at step t = ", p.step, "."),
+      "Notes' direction: the accumulator it adds to came from g+1, which at step t-1 held block (g+1)-(t-1) = g-t+2",
+      cat("  -> block ", into, " (mod ", p.ranks, "): the gradient of block ", held, " lands in block ", into,
+          "'s accumulator."),
+      cat("Travelling with K/V: it comes from g-1, which held (g-1)-(t-1) = g-t -> block ", into_right,
+          ", the right one; after P - 1 steps"),
+      "  one extra hop brings each accumulator home.",
+      cat("g-t+2 = g-t (mod P) only when P divides 2: the bug is invisible at P = 2 and shows from P = ", smallest,
+          " (ringlab's plan checker flags the erratum plan from there). Test ring backward code at P >= 3."),
+  });
+  e.command =
+      "ringlab run --ranks 3 --seq 96 --causal --backward --erratum reverse-dkv    # exit 1: dk, dv wrong; "
+      "--ranks 2 passes";
 }
 
-}  // namespace
-
-constexpr CatalogEntry kErratumDkvDirection{
-    .id = "erratum-dkv-direction",
-    .title = "Erratum 1: dK/dV sent against the K/V direction",
-    .source = "DESIGN.md erratum 1 (the backward pass of notes 001, section 8)",
-    .source_short = "DESIGN erratum 1",
-    .lab = "04-ring-backward",
-    .write = write,
-};
+constexpr CatalogEntry kErratumDkvDirection{"erratum-dkv-direction",
+                                            "Erratum 1: dK/dV sent against the K/V direction",
+                                            "DESIGN.md erratum 1 (the backward pass of notes 001, section 8)",
+                                            "DESIGN erratum 1",
+                                            write,
+                                            "04-ring-backward"};
 
 }  // namespace ringlab::exercises::catalog

@@ -22,22 +22,24 @@ double first_key_weight(int64_t dim, double s1, double s2, double q_factor) {
   return exact_attention(q, k, v, MaskKind::none).out(0, 0, 0, 0);
 }
 
-Exercise write(VariantDraw& draw) {
+}  // namespace
+
+static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
-    int64_t dim, s1, s2;
-    bool operator==(const Params&) const = default;
+    int64_t dim = 16, s1 = 8, s2 = 4;
+
+    static Params drawn(VariantDraw& d) {
+      const int64_t dim = d.pick<int64_t>({16, 64, 128});
+      const int64_t s2 = d.integer(-4, 6);
+      return {dim, s2 + d.integer(2, 12), s2};
+    }
   };
-  const Params p = variant_params(draw, Params{16, 8, 4}, [](VariantDraw& d) {
-    const int64_t dim = d.pick<int64_t>({16, 64, 128});
-    const int64_t s2 = d.integer(-4, 6);
-    return Params{dim, s2 + d.integer(2, 12), s2};
-  });
+  const Params p = variant_params<Params>(draw);
   const double scale = dims_of(1, 1, 1, 1, p.dim).scale();
   const double weight = first_key_weight(p.dim, double(p.s1), double(p.s2), 1);
   const double unscaled = first_key_weight(p.dim, double(p.s1), double(p.s2), std::sqrt(double(p.dim)));
 
-  Exercise e;
-  e.numbers = {{"dim", double(p.dim)}, {"s1", double(p.s1)}, {"s2", double(p.s2)}};
+  e.numbers = {{"dim", p.dim}, {"s1", p.s1}, {"s2", p.s2}};
   e.parameters = {{"d", cat(p.dim), "head dimension"},
                   {"q.k1, q.k2", cat(p.s1, ", ", p.s2), "raw dot products of one query with two keys"}};
   e.statement =
@@ -46,30 +48,28 @@ Exercise write(VariantDraw& draw) {
       "scale: the factor the scores must be multiplied by.\n"
       "weight: the correct attention weight on key 1.\n"
       "weight_unscaled: the weight on key 1 that the source's kernel computes.";
-  Part weight_part = number_part("weight", "correct softmax weight on key 1", weight, 0, 0.002);
-  mistake(weight_part, unscaled, "the source material's flash solution (000, exercise 7)",
-          "without 1/sqrt(d) the scores are sqrt(d) times too large, so the softmax is far too sharp");
-  e.parts = {number_part("scale", "1 / sqrt(d)", scale, 0.001), weight_part,
+  e.parts = {number_part("scale", "1 / sqrt(d)", scale, 0.001),
+             number_part("weight", "correct softmax weight on key 1", weight, 0, 0.002)
+                 .mistake(unscaled, "the source material's flash solution (000, exercise 7)",
+                          "without 1/sqrt(d) the scores are sqrt(d) times too large, so the softmax is far too sharp"),
              number_part("weight_unscaled", "weight on key 1 without the scale", unscaled, 0, 0.002)};
-  e.solution = cat(
-      "scale = 1/sqrt(", p.dim, ") = ", num(scale), ".\n"
-      "weight = 1 / (1 + exp(-(", p.s1, " - ", p.s2, ") x ", num(scale), ")) = ", num(weight), " (ringlab's exact oracle gives the same).\n"
-      "Without the scale: 1 / (1 + exp(-(", p.s1, " - ", p.s2, "))) = ", num(unscaled), ": the logits are sqrt(d) = ",
-      num(std::sqrt(double(p.dim))), " times too large,\n"
-      "which works like a temperature of 1/sqrt(d): the output is wrong on every row, not just at the edges.");
+  e.solution = lines({
+      cat("scale = 1/sqrt(", p.dim, ") = ", num(scale), "."),
+      cat("weight = 1 / (1 + exp(-(", p.s1, " - ", p.s2, ") x ", num(scale), ")) = ", num(weight),
+          " (ringlab's exact oracle gives the same)."),
+      cat("Without the scale: 1 / (1 + exp(-(", p.s1, " - ", p.s2, "))) = ", num(unscaled),
+          ": the logits are sqrt(d) = ", num(std::sqrt(double(p.dim))), " times too large,"),
+      "which works like a temperature of 1/sqrt(d): the output is wrong on every row, not just at the edges.",
+  });
   e.command = "ringlab grade 01-softmax-merge broken/missing_scale    # the lab's scale criterion catches it";
-  return e;
 }
 
-}  // namespace
-
 constexpr CatalogEntry kErratumSoftmaxScale{
-    .id = "erratum-softmax-scale",
-    .title = "Erratum 3: the flash solution without 1/sqrt(d)",
-    .source = "DESIGN.md erratum 3 (the flash-attention solution of source material 000, exercise 7)",
-    .source_short = "DESIGN erratum 3",
-    .lab = "01-softmax-merge",
-    .write = write,
-};
+    "erratum-softmax-scale",
+    "Erratum 3: the flash solution without 1/sqrt(d)",
+    "DESIGN.md erratum 3 (the flash-attention solution of source material 000, exercise 7)",
+    "DESIGN erratum 3",
+    write,
+    "01-softmax-merge"};
 
 }  // namespace ringlab::exercises::catalog

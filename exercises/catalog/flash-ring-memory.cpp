@@ -6,33 +6,31 @@
 
 namespace ringlab::exercises::catalog {
 
-namespace {
-
-Exercise write(VariantDraw& draw) {
+static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
-    int64_t seq, ranks, dim, tile;
-    bool operator==(const Params&) const = default;
+    int64_t seq = 1024 * 1024, ranks = 8, dim = 128, tile = 256;
+
+    static Params drawn(VariantDraw& d) {
+      return {d.pick<int64_t>({256 * 1024, 512 * 1024, 1024 * 1024, 2048 * 1024}), d.pick<int64_t>({4, 8, 16}),
+              d.pick<int64_t>({64, 128}), d.pick<int64_t>({128, 256})};
+    }
   };
-  const Params p = variant_params(draw, Params{1024 * 1024, 8, 128, 256}, [](VariantDraw& d) {
-    return Params{d.pick<int64_t>({256 * 1024, 512 * 1024, 1024 * 1024, 2048 * 1024}), d.pick<int64_t>({4, 8, 16}),
-                  d.pick<int64_t>({64, 128}), d.pick<int64_t>({128, 256})};
-  });
+  const Params p = variant_params<Params>(draw);
   const int64_t e_bytes = 2;
   const AttentionDims dims = dims_of(1, p.seq, 1, 1, p.dim);
   const int64_t n = build_plan(ring_spec(dims, p.ranks)).block_tokens();
   const double qkv = q_bytes(n, dims, e_bytes) + kv_bytes(n, dims, e_bytes);
   const double receive = kv_bytes(n, dims, e_bytes);
   const double output = q_bytes(n, dims, e_bytes);
-  const double stats = 2.0 * double(n) * 4;  // running max and sum per query row, fp32
+  const double stats = 2.0 * double(n) * 4;                                   // running max and sum per query row, fp32
   const double workspace = double(3 * p.tile * p.dim + p.tile * p.tile) * 4;  // q, k, v tiles and a score tile, fp32
   const double total = qkv + receive + output + stats + workspace;
   const double score_block = attention_matrix_bytes(1, 1, n, n, e_bytes);
   const double without_flash = qkv + receive + output + stats + score_block;
 
-  Exercise e;
-  e.numbers = {{"S", double(p.seq)}, {"P", double(p.ranks)}, {"dim", double(p.dim)}, {"tile", double(p.tile)}, {"element", double(e_bytes)}};
-  e.parameters = {{"S", tokens_text(p.seq) + " tokens", "sequence length"},
-                  {"P", cat(p.ranks), "GPUs"},
+  e.numbers = {{"S", p.seq}, {"P", p.ranks}, {"dim", p.dim}, {"tile", p.tile}, {"element", e_bytes}};
+  e.parameters = {seq_parameter(p.seq),
+                  ranks_parameter(p.ranks),
                   {"d", cat(p.dim), "head dimension; one head, batch 1"},
                   {"tile", cat(p.tile), "flash tile: tile queries x tile keys"},
                   {"dtype", element_text(e_bytes), "q, k, v, out; the flash workspace and row statistics are fp32"}};
@@ -43,37 +41,32 @@ Exercise write(VariantDraw& draw) {
       "total: that memory per GPU.\n"
       "score_block: the (S/P) x (S/P) score block a ring step would materialise without the flash kernel.\n"
       "reduction: per-GPU memory without the flash kernel (the same buffers plus the score block) / total.";
-  Part total_part = bytes_part("total", "per-GPU memory with the flash kernel", total, 0.02);
-  Part score = bytes_part("score_block", "bytes of one step's (S/P) x (S/P) score block", score_block);
-  Part reduction = ratio_part("reduction", "per-GPU memory without / with the flash kernel", without_flash / total, 0.02);
-  mistake(reduction, double(n) / double(p.dim), "the source material's answer (000, exercise 7)",
-          "(S/P)/d is the size of the score block over one (S/P) x d tensor; the GPU holds q, k, v, the receive buffer "
-          "and the output either way, so the memory shrinks by (buffers + scores) / (buffers + workspace)");
-  e.parts = {total_part, score, reduction};
-  e.solution = cat(
-      "S/P = ", group_thousands(n), " tokens. q, k, v: 3 (S/P) d e = ", bytes_text(qkv), "; receive buffer (K and V): ",
-      bytes_text(receive), "; output: ", bytes_text(output), ";\n"
-      "row statistics: 2 (S/P) x 4 B = ", bytes_text(stats), "; workspace: (3 tile d + tile^2) x 4 B = ",
-      bytes_text(workspace), ".\n"
-      "total = ", bytes_text(total), " (the source's ~200 MB).\n"
-      "score_block = (S/P)^2 e = ", bytes_text(score_block), " (", num(score_block / 0x1p30), " GiB: the source's '32 GB').\n"
-      "reduction = (", bytes_text(qkv + receive + output + stats), " + ", bytes_text(score_block), ") / ", bytes_text(total),
-      " = ", ratio_text(without_flash / total), ". The source's 1024x is (S/P)/d, the score block over a single\n"
-      "(S/P) x d tensor - not the ratio of what the GPU holds.");
-  e.command = cat("ringlab run --ranks ", p.ranks, " --seq ", 128 * p.ranks, " --heads 1 --dim ", p.dim,
-                  "    # the sim's ring runs the blockwise (flash) kernel at every step");
-  return e;
+  e.parts = {
+      bytes_part("total", "per-GPU memory with the flash kernel", total, 0.02),
+      bytes_part("score_block", "bytes of one step's (S/P) x (S/P) score block", score_block),
+      ratio_part("reduction", "per-GPU memory without / with the flash kernel", without_flash / total, 0.02)
+          .mistake(double(n) / double(p.dim), "the source material's answer (000, exercise 7)",
+                   "(S/P)/d is the size of the score block over one (S/P) x d tensor; the GPU holds q, k, v, the "
+                   "receive buffer and the output either way, so the memory shrinks by (buffers + scores) / "
+                   "(buffers + workspace)")};
+  e.solution = lines({
+      cat("S/P = ", group_thousands(n), " tokens. q, k, v: 3 (S/P) d e = ", bytes_text(qkv),
+          "; receive buffer (K and V): ", bytes_text(receive), "; output: ", bytes_text(output), ";"),
+      cat("row statistics: 2 (S/P) x 4 B = ", bytes_text(stats),
+          "; workspace: (3 tile d + tile^2) x 4 B = ", bytes_text(workspace), "."),
+      cat("total = ", bytes_text(total), " (the source's ~200 MB)."),
+      cat("score_block = (S/P)^2 e = ", bytes_text(score_block), " (", num(score_block / 0x1p30),
+          " GiB: the source's '32 GB')."),
+      cat("reduction = (", bytes_text(qkv + receive + output + stats), " + ", bytes_text(score_block), ") / ",
+          bytes_text(total), " = ", ratio_text(without_flash / total),
+          ". The source's 1024x is (S/P)/d, the score block over a single"),
+      "(S/P) x d tensor - not the ratio of what the GPU holds.",
+  });
+  e.command = demo_command("run", p.ranks, 128 * p.ranks, cat("--heads 1 --dim ", p.dim),
+                           "the sim's ring runs the blockwise (flash) kernel at every step");
 }
 
-}  // namespace
-
-constexpr CatalogEntry kFlashRingMemory{
-    .id = "flash-ring-memory",
-    .title = "Flash attention inside the ring: memory per GPU",
-    .source = "source material 000, exercise 7",
-    .source_short = "000 ex. 7",
-    .lab = "",
-    .write = write,
-};
+constexpr CatalogEntry kFlashRingMemory{"flash-ring-memory", "Flash attention inside the ring: memory per GPU",
+                                        "source material 000, exercise 7", "000 ex. 7", write};
 
 }  // namespace ringlab::exercises::catalog

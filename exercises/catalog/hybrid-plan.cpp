@@ -7,18 +7,17 @@
 
 namespace ringlab::exercises::catalog {
 
-namespace {
-
-Exercise write(VariantDraw& draw) {
+static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
-    int64_t nodes, gpus_per_node, seq, heads, kv_heads;
-    bool operator==(const Params&) const = default;
+    int64_t nodes = 8, gpus_per_node = 8, seq = 2048 * 1024, heads = 64, kv_heads = 64;
+
+    static Params drawn(VariantDraw& d) {
+      const int64_t heads = d.pick<int64_t>({32, 64});
+      return {d.pick<int64_t>({4, 8, 16}), d.pick<int64_t>({4, 8}),
+              d.pick<int64_t>({1024 * 1024, 2048 * 1024, 4096 * 1024}), heads, d.pick<int64_t>({heads, 8})};
+    }
   };
-  const Params p = variant_params(draw, Params{8, 8, 2048 * 1024, 64, 64}, [](VariantDraw& d) {
-    const int64_t heads = d.pick<int64_t>({32, 64});
-    return Params{d.pick<int64_t>({4, 8, 16}), d.pick<int64_t>({4, 8}), d.pick<int64_t>({1024 * 1024, 2048 * 1024, 4096 * 1024}),
-                  heads, d.pick<int64_t>({heads, 8})};
-  });
+  const Params p = variant_params<Params>(draw);
   const int64_t dim = 128, e_bytes = 2, ranks = p.nodes * p.gpus_per_node, U = p.gpus_per_node, R = p.nodes;
   const double ib_bandwidth = 50e9;  // 400 Gb/s InfiniBand, one direction
   const AttentionDims dims = dims_of(1, p.seq, p.heads, p.kv_heads, dim);
@@ -30,71 +29,74 @@ Exercise write(VariantDraw& draw) {
   const double qkv = q_bytes(tokens, dims, e_bytes) + kv_bytes(tokens, dims, e_bytes);
   const double step = double(payload_bytes(plan, Payload::kv));
   const double alltoall = double(collective_send_bytes(plan, 0, Collective::all_to_all_qkv));
-  const double scores = attention_matrix_bytes(1, plan.heads_per_rank(), plan.block_tokens(), plan.block_tokens(), e_bytes);
+  const double scores =
+      attention_matrix_bytes(1, plan.heads_per_rank(), plan.block_tokens(), plan.block_tokens(), e_bytes);
   const LinkClass infiniband{"InfiniBand", 0, ib_bandwidth, false, 0};
   const RingTimes ring = ring_times(R, 0, infiniband.seconds(step));  // the R - 1 transfers, nothing to hide them
   const int64_t hidden = p.heads * dim;
 
-  Exercise e;
-  e.numbers = {{"S", double(p.seq)}, {"heads", double(p.heads)}, {"kv_heads", double(p.kv_heads)}, {"dim", double(dim)}, {"P", double(ranks)}, {"U", double(U)}, {"R", double(R)}, {"element", double(e_bytes)}, {"ib", ib_bandwidth}};
-  e.parameters = {{"GPUs", cat(ranks, " = ", p.nodes, " nodes x ", p.gpus_per_node), "NVLink inside a node, InfiniBand between"},
-                  {"S", tokens_text(p.seq) + " tokens", "sequence length"},
-                  {"n_h", cat(p.heads), cat("query heads of d = ", dim, " (H = ", hidden, ")")},
-                  {"HKV", cat(p.kv_heads), "key/value heads"},
-                  {"U x R", cat(U, " x ", R), "Ulysses degree inside a node x ring degree across nodes"},
-                  {"dtype", element_text(e_bytes), "q, k, v, out"},
-                  {"IB", bandwidth_text(ib_bandwidth), "InfiniBand, one direction per GPU (400 Gb/s)"}};
-  e.statement = cat(
-      "Ulysses inside each node (U = ", U, "), a ring across nodes (R = ", R,
-      "): after the all-to-all a GPU holds its node's S/R tokens\n"
-      "for n_h/U heads, and the GPUs with the same index in their node form a ring over the nodes' blocks.\n"
-      "tokens_per_gpu: tokens a GPU owns before the all-to-all.\n"
-      "qkv_bytes: bytes of a GPU's own q, k, v (its tokens, all heads).\n"
-      "alltoall_bytes: bytes a GPU sends in the all-to-all of q, k, v.\n"
-      "ring_step_bytes: bytes of K/V a GPU sends per ring step.\n"
-      "ring_comm_time: time of a GPU's R - 1 ring transfers over InfiniBand (none hidden).\n"
-      "scores_bytes: the score block a GPU would materialise per ring step without a flash kernel.");
+  e.numbers = {{"S", p.seq}, {"heads", p.heads}, {"kv_heads", p.kv_heads}, {"dim", dim},        {"P", ranks},
+               {"U", U},     {"R", R},           {"element", e_bytes},     {"ib", ib_bandwidth}};
+  e.parameters = {
+      {"GPUs", cat(ranks, " = ", p.nodes, " nodes x ", p.gpus_per_node), "NVLink inside a node, InfiniBand between"},
+      seq_parameter(p.seq),
+      {"n_h", cat(p.heads), cat("query heads of d = ", dim, " (H = ", hidden, ")")},
+      {"HKV", cat(p.kv_heads), "key/value heads"},
+      {"U x R", cat(U, " x ", R), "Ulysses degree inside a node x ring degree across nodes"},
+      {"dtype", element_text(e_bytes), "q, k, v, out"},
+      {"IB", bandwidth_text(ib_bandwidth), "InfiniBand, one direction per GPU (400 Gb/s)"}};
+  e.statement = lines({
+      cat("Ulysses inside each node (U = ", U, "), a ring across nodes (R = ", R,
+          "): after the all-to-all a GPU holds its node's S/R tokens"),
+      "for n_h/U heads, and the GPUs with the same index in their node form a ring over the nodes' blocks.",
+      "tokens_per_gpu: tokens a GPU owns before the all-to-all.",
+      "qkv_bytes: bytes of a GPU's own q, k, v (its tokens, all heads).",
+      "alltoall_bytes: bytes a GPU sends in the all-to-all of q, k, v.",
+      "ring_step_bytes: bytes of K/V a GPU sends per ring step.",
+      "ring_comm_time: time of a GPU's R - 1 ring transfers over InfiniBand (none hidden).",
+      "scores_bytes: the score block a GPU would materialise per ring step without a flash kernel.",
+  });
   const int64_t tokens_per_position = p.seq / R;  // R divides S
-  Part ring_step = bytes_part("ring_step_bytes", "K/V bytes one GPU sends per ring step", step);
-  mistake(ring_step, double(tokens_per_position) * double(hidden) * double(e_bytes), "the source material's answer (000, exercise 5)",
-          "4.3 GB is (S/R) H e: one tensor over the full hidden size. A GPU sends K and V, but only for its n_h/U "
-          "heads: 2 (S/R)(HKV/U) d e");
-  mistake(ring_step, 2.0 * double(tokens_per_position) * double(hidden) * double(e_bytes), "a common slip",
-          "K and V over the full hidden size; after the all-to-all a GPU holds only n_h/U heads");
-  Part ring_time = seconds_part("ring_comm_time", "time of the R - 1 ring transfers at the IB bandwidth", ring.with_overlap);
-  mistake(ring_time, double(R - 1) * double(tokens_per_position) * double(hidden) * double(e_bytes) / ib_bandwidth,
-          "the source material's answer (000, exercise 5)", "built on the 4.3 GB step, which counts the full hidden size");
-  Part scores_part = bytes_part("scores_bytes", "one GPU's score block per ring step, no flash kernel", scores);
-  mistake(scores_part, attention_matrix_bytes(1, p.heads, tokens, tokens, e_bytes), "the source material's answer (000, exercise 5)",
-          "n_h (S/P)^2 e scores all heads against S/P tokens; after the all-to-all a GPU scores n_h/U heads of its "
-          "node's S/R tokens against S/R keys per step - even more, which is why a flash kernel is a must");
-  e.parts = {tokens_part("tokens_per_gpu", "tokens per GPU before the all-to-all", double(tokens), 0),
-             bytes_part("qkv_bytes", "a GPU's own q, k, v", qkv),
-             bytes_part("alltoall_bytes", "bytes one GPU sends in the all-to-all of q, k, v", alltoall), ring_step,
-             ring_time, scores_part};
-  e.solution = cat(
-      "tokens_per_gpu = S/P = ", group_thousands(tokens), ".  qkv_bytes = (S/P)(n_h + 2 HKV) d e = ", bytes_text(qkv), ".\n"
-      "alltoall_bytes: a GPU keeps 1/U of its shard and sends (U-1)/U of it: ", bytes_text(alltoall), ".\n"
-      "After the all-to-all a GPU holds S/R = ", group_thousands(plan.block_tokens()), " tokens for n_h/U = ",
-      plan.heads_per_rank(), " heads (HKV/U = ", plan.kv_heads_per_rank(), " K/V heads).\n"
-      "ring_step_bytes = 2 (S/R)(HKV/U) d e = ", bytes_text(step), " (the hybrid plan's K/V payload).\n"
-      "ring_comm_time = (R-1) x ", bytes_text(step), " / ", bandwidth_text(ib_bandwidth), " = ", seconds_text(ring.with_overlap),
-      "; the ring overlaps it with compute, so it costs only what compute does not cover.\n"
-      "scores_bytes = (n_h/U)(S/R)^2 e = ", bytes_text(scores),
-      ": the materialised block is hopeless; a flash kernel keeps only O(S/R) per head.");
-  e.command = cat("ringlab plan --algo hybrid --ranks 8 --ulysses 4 --seq 4096 --heads 8 --dim 64    # the same phases, small");
-  return e;
+  e.parts = {
+      tokens_part("tokens_per_gpu", "tokens per GPU before the all-to-all", double(tokens), 0),
+      bytes_part("qkv_bytes", "a GPU's own q, k, v", qkv),
+      bytes_part("alltoall_bytes", "bytes one GPU sends in the all-to-all of q, k, v", alltoall),
+      bytes_part("ring_step_bytes", "K/V bytes one GPU sends per ring step", step)
+          .mistake(double(tokens_per_position) * double(hidden) * double(e_bytes),
+                   "the source material's answer (000, exercise 5)",
+                   "4.3 GB is (S/R) H e: one tensor over the full hidden size. A GPU sends K and V, but only for "
+                   "its n_h/U heads: 2 (S/R)(HKV/U) d e")
+          .mistake(2.0 * double(tokens_per_position) * double(hidden) * double(e_bytes), "a common slip",
+                   "K and V over the full hidden size; after the all-to-all a GPU holds only n_h/U heads"),
+      seconds_part("ring_comm_time", "time of the R - 1 ring transfers at the IB bandwidth", ring.with_overlap)
+          .mistake(double(R - 1) * double(tokens_per_position) * double(hidden) * double(e_bytes) / ib_bandwidth,
+                   "the source material's answer (000, exercise 5)",
+                   "built on the 4.3 GB step, which counts the full hidden size"),
+      bytes_part("scores_bytes", "one GPU's score block per ring step, no flash kernel", scores)
+          .mistake(
+              attention_matrix_bytes(1, p.heads, tokens, tokens, e_bytes),
+              "the source material's answer (000, exercise 5)",
+              "n_h (S/P)^2 e scores all heads against S/P tokens; after the all-to-all a GPU scores n_h/U heads of "
+              "its node's S/R tokens against S/R keys per step - even more, "
+              "which is why a flash kernel is a must")};
+  e.solution = lines({
+      cat("tokens_per_gpu = S/P = ", group_thousands(tokens),
+          ".  qkv_bytes = (S/P)(n_h + 2 HKV) d e = ", bytes_text(qkv), "."),
+      cat("alltoall_bytes: a GPU keeps 1/U of its shard and sends (U-1)/U of it: ", bytes_text(alltoall), "."),
+      cat("After the all-to-all a GPU holds S/R = ", group_thousands(plan.block_tokens()),
+          " tokens for n_h/U = ", plan.heads_per_rank(), " heads (HKV/U = ", plan.kv_heads_per_rank(), " K/V heads)."),
+      cat("ring_step_bytes = 2 (S/R)(HKV/U) d e = ", bytes_text(step), " (the hybrid plan's K/V payload)."),
+      cat("ring_comm_time = (R-1) x ", bytes_text(step), " / ", bandwidth_text(ib_bandwidth), " = ",
+          seconds_text(ring.with_overlap),
+          "; the ring overlaps it with compute, so it costs only what compute does not cover."),
+      cat("scores_bytes = (n_h/U)(S/R)^2 e = ", bytes_text(scores),
+          ": the materialised block is hopeless; a flash kernel keeps only O(S/R) per head."),
+  });
+  e.command =
+      "ringlab plan --algo hybrid --ranks 8 --ulysses 4 --seq 4096 --heads 8 --dim 64    # the same phases, small";
 }
 
-}  // namespace
-
-constexpr CatalogEntry kHybridPlan{
-    .id = "hybrid-plan",
-    .title = "A hybrid Ulysses x ring plan for many nodes",
-    .source = "source material 000, exercise 5",
-    .source_short = "000 ex. 5",
-    .lab = "",
-    .write = write,
-};
+constexpr CatalogEntry kHybridPlan{"hybrid-plan", "A hybrid Ulysses x ring plan for many nodes",
+                                   "source material 000, exercise 5", "000 ex. 5", write};
 
 }  // namespace ringlab::exercises::catalog

@@ -9,9 +9,7 @@
 
 namespace ringlab::exercises::catalog {
 
-namespace {
-
-Exercise write(VariantDraw& draw) {
+static void write(VariantDraw& draw, Exercise& e) {
   const RanksTokens p = draw_ranks_tokens(draw, {8, 8192}, {2, 4, 6, 8, 16, 32}, {1024, 8192});
   const int64_t seq = p.seq();
   auto efficiency = [&](LayoutKind kind) {
@@ -22,9 +20,7 @@ Exercise write(VariantDraw& draw) {
   const double contiguous = efficiency(LayoutKind::contiguous), zigzag = efficiency(LayoutKind::zigzag),
                striped = efficiency(LayoutKind::striped);
 
-  Exercise e;
-  e.numbers = {{"P", double(p.ranks)}, {"n", double(p.tokens_per_rank)}};
-  e.parameters = {{"P", cat(p.ranks), "GPUs"}, {"S", tokens_text(seq) + " tokens", "causal"}};
+  p.write_parameters(e, "causal");
   e.statement =
       "A synchronous ring runs at the pace of its busiest GPU. Call a layout's balance efficiency the mean\n"
       "causal work per GPU divided by the largest (100% = perfectly balanced).\n"
@@ -33,25 +29,19 @@ Exercise write(VariantDraw& draw) {
   e.parts = {fraction_part("contiguous", "balance efficiency, contiguous", contiguous, 0.002),
              fraction_part("zigzag", "balance efficiency, zig-zag", zigzag, 0.002),
              fraction_part("striped", "balance efficiency, striped", striped, 0.002)};
-  e.solution = cat(
-      "contiguous: mean S(S+1)/(2P), max (P-1) n^2 + n(n+1)/2 -> ", percent_text(contiguous), " (about P/(2P-1)).\n"
-      "zig-zag: GPU r holds chunks r and 2P-1-r, whose work adds up to the same on every GPU -> ", percent_text(zigzag), ".\n"
-      "striped: GPU r's tokens r, r+P, ... are late by at most P-1 positions -> ", percent_text(striped), ".\n"
-      "For comparison, zhuzilin/ring-flash-attention measured 52.1% (contiguous) and 85.2% (zig-zag) of ideal on\n"
-      "8 H800s: the contiguous figure is this balance limit; zig-zag loses the rest to communication and kernels.");
-  e.command = cat("ringlab run --ranks ", p.ranks, " --seq ", 128 * p.ranks, " --causal --layout zigzag    # load imbalance line");
-  return e;
+  e.solution = lines({
+      cat("contiguous: mean S(S+1)/(2P), max (P-1) n^2 + n(n+1)/2 -> ", percent_text(contiguous), " (about P/(2P-1))."),
+      cat("zig-zag: GPU r holds chunks r and 2P-1-r, whose work adds up to the same on every GPU -> ",
+          percent_text(zigzag), "."),
+      cat("striped: GPU r's tokens r, r+P, ... are late by at most P-1 positions -> ", percent_text(striped), "."),
+      "For comparison, zhuzilin/ring-flash-attention measured 52.1% (contiguous) and 85.2% (zig-zag) of ideal on",
+      "8 H800s: the contiguous figure is this balance limit; zig-zag loses the rest to communication and kernels.",
+  });
+  e.command = demo_command("run", p.ranks, 128 * p.ranks, "--causal --layout zigzag", "load imbalance line");
 }
 
-}  // namespace
-
 constexpr CatalogEntry kLayoutEfficiency{
-    .id = "layout-efficiency",
-    .title = "How balanced is each layout?",
-    .source = "context-parallelism notes 001, sections 5-6 (and the zhuzilin ring-flash-attention benchmark)",
-    .source_short = "001 §5-6",
-    .lab = "",
-    .write = write,
-};
+    "layout-efficiency", "How balanced is each layout?",
+    "context-parallelism notes 001, sections 5-6 (and the zhuzilin ring-flash-attention benchmark)", "001 §5-6", write};
 
 }  // namespace ringlab::exercises::catalog

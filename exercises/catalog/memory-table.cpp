@@ -6,16 +6,16 @@
 
 namespace ringlab::exercises::catalog {
 
-namespace {
-
-Exercise write(VariantDraw& draw) {
+static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
-    int64_t seq, heads, ranks;
-    bool operator==(const Params&) const = default;
+    int64_t seq = 128 * 1024, heads = 32, ranks = 8;
+
+    static Params drawn(VariantDraw& d) {
+      return {d.pick<int64_t>({32 * 1024, 128 * 1024, 512 * 1024}), d.pick<int64_t>({16, 32, 64}),
+              d.pick<int64_t>({4, 8, 16})};
+    }
   };
-  const Params p = variant_params(draw, Params{128 * 1024, 32, 8}, [](VariantDraw& d) {
-    return Params{d.pick<int64_t>({32 * 1024, 128 * 1024, 512 * 1024}), d.pick<int64_t>({16, 32, 64}), d.pick<int64_t>({4, 8, 16})};
-  });
+  const Params p = variant_params<Params>(draw);
   const int64_t e_bytes = 2, dim = 128;
   const AttentionDims dims = dims_of(1, p.seq, p.heads, p.heads, dim);
   const int64_t n = build_plan(ring_spec(dims, p.ranks)).block_tokens();
@@ -23,14 +23,14 @@ Exercise write(VariantDraw& draw) {
   auto stats = [&](int64_t tokens) { return 2.0 * double(tokens) * double(p.heads) * 4; };
   const double none = tensors(p.seq) + attention_matrix_bytes(1, p.heads, p.seq, p.seq, e_bytes);
   const double flash = tensors(p.seq) + stats(p.seq);
-  const double ring = tensors(n) + kv_bytes(n, dims, e_bytes) + stats(n) + attention_matrix_bytes(1, p.heads, n, n, e_bytes);
+  const double ring =
+      tensors(n) + kv_bytes(n, dims, e_bytes) + stats(n) + attention_matrix_bytes(1, p.heads, n, n, e_bytes);
   const double ring_flash = tensors(n) + kv_bytes(n, dims, e_bytes) + stats(n);
 
-  Exercise e;
-  e.numbers = {{"S", double(p.seq)}, {"heads", double(p.heads)}, {"dim", double(dim)}, {"P", double(p.ranks)}};
-  e.parameters = {{"S", tokens_text(p.seq) + " tokens", "sequence length"},
+  e.numbers = {{"S", p.seq}, {"heads", p.heads}, {"dim", dim}, {"P", p.ranks}};
+  e.parameters = {seq_parameter(p.seq),
                   {"n_h", cat(p.heads), "heads of d = 128, batch 1, no GQA"},
-                  {"P", cat(p.ranks), "GPUs for the ring rows"},
+                  ranks_parameter(p.ranks, "GPUs for the ring rows"),
                   {"dtype", "bf16", "tensors and scores; row statistics fp32"}};
   e.statement =
       "Count one attention layer's working set per GPU: q, k, v and out of the tokens it holds, plus\n"
@@ -38,31 +38,26 @@ Exercise write(VariantDraw& draw) {
       "flash:      one GPU, flash kernel (running max and sum per row, fp32; no scores)\n"
       "ring:       P GPUs, ring, one receive buffer for K/V, row statistics, one step's score block materialised\n"
       "ring_flash: P GPUs, ring with a flash kernel (receive buffer and row statistics, no scores)";
-  e.parts = {bytes_part("none", "single GPU, scores materialised", none), bytes_part("flash", "single GPU, flash kernel", flash),
+  e.parts = {bytes_part("none", "single GPU, scores materialised", none),
+             bytes_part("flash", "single GPU, flash kernel", flash),
              bytes_part("ring", "per GPU, ring, score block materialised", ring),
              bytes_part("ring_flash", "per GPU, ring with a flash kernel", ring_flash)};
-  e.solution = cat(
-      "q, k, v, out of T tokens: 4 T n_h d e; a K/V receive buffer: 2 (S/P) n_h d e; row statistics: 2 T n_h x 4 B.\n"
-      "none       = ", bytes_text(tensors(p.seq)), " + scores ", bytes_text(attention_matrix_bytes(1, p.heads, p.seq, p.seq, e_bytes)),
-      " = ", bytes_text(none), "\n"
-      "flash      = ", bytes_text(tensors(p.seq)), " + stats ", bytes_text(stats(p.seq)), " = ", bytes_text(flash), "\n"
-      "ring       = ", bytes_text(tensors(n) + kv_bytes(n, dims, e_bytes) + stats(n)), " + block ",
-      bytes_text(attention_matrix_bytes(1, p.heads, n, n, e_bytes)), " = ", bytes_text(ring), "\n"
-      "ring_flash = ", bytes_text(ring_flash), ": linear in S/P - the flash kernel removes the quadratic term, the ring\n"
-      "divides what is left by P.");
-  e.command = cat("ringlab run --ranks ", p.ranks, " --seq ", 128 * p.ranks, " --heads 2 --dim 128    # per-rank MB in the table");
-  return e;
+  e.solution = lines({
+      "q, k, v, out of T tokens: 4 T n_h d e; a K/V receive buffer: 2 (S/P) n_h d e; row statistics: 2 T n_h x 4 B.",
+      cat("none       = ", bytes_text(tensors(p.seq)), " + scores ",
+          bytes_text(attention_matrix_bytes(1, p.heads, p.seq, p.seq, e_bytes)), " = ", bytes_text(none)),
+      cat("flash      = ", bytes_text(tensors(p.seq)), " + stats ", bytes_text(stats(p.seq)), " = ", bytes_text(flash)),
+      cat("ring       = ", bytes_text(tensors(n) + kv_bytes(n, dims, e_bytes) + stats(n)), " + block ",
+          bytes_text(attention_matrix_bytes(1, p.heads, n, n, e_bytes)), " = ", bytes_text(ring)),
+      cat("ring_flash = ", bytes_text(ring_flash),
+          ": linear in S/P - the flash kernel removes the quadratic term, the ring"),
+      "divides what is left by P.",
+  });
+  e.command = demo_command("run", p.ranks, 128 * p.ranks, "--heads 2 --dim 128", "per-rank MB in the table");
 }
 
-}  // namespace
-
-constexpr CatalogEntry kMemoryTable{
-    .id = "memory-table",
-    .title = "Per-GPU attention memory: a table",
-    .source = "context-parallelism notes 001, section 12.1 (and 000's memory figures)",
-    .source_short = "001 §12.1",
-    .lab = "",
-    .write = write,
-};
+constexpr CatalogEntry kMemoryTable{"memory-table", "Per-GPU attention memory: a table",
+                                    "context-parallelism notes 001, section 12.1 (and 000's memory figures)",
+                                    "001 §12.1", write};
 
 }  // namespace ringlab::exercises::catalog

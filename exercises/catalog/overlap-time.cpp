@@ -17,24 +17,26 @@ constexpr const char* kRingTimingModel =
     "starts when both are done. With compute c and transfer t per step: total = c + (P-1) max(c, t).\n"
     "Without overlap each transfer completes before the compute that needs it: P c + (P-1) t.";
 
-Exercise write(VariantDraw& draw) {
+}  // namespace
+
+static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
-    int64_t compute_ms, transfer_ms, ranks;
-    bool operator==(const Params&) const = default;
+    int64_t compute_ms = 10, transfer_ms = 2, ranks = 8;
+
+    static Params drawn(VariantDraw& d) {
+      return {d.pick<int64_t>({4, 6, 8, 10, 12}), d.pick<int64_t>({1, 2, 3, 5, 8, 15}), d.pick<int64_t>({4, 8, 16})};
+    }
   };
-  const Params p = variant_params(draw, Params{10, 2, 8}, [](VariantDraw& d) {
-    return Params{d.pick<int64_t>({4, 6, 8, 10, 12}), d.pick<int64_t>({1, 2, 3, 5, 8, 15}), d.pick<int64_t>({4, 8, 16})};
-  });
+  const Params p = variant_params<Params>(draw);
   const double c = double(p.compute_ms) * 1e-3, t = double(p.transfer_ms) * 1e-3;
   const RingTimes times = ring_times(p.ranks, c, t);
   const double P = double(p.ranks);
   const double overhead = times.overhead_fraction;
 
-  Exercise e;
   e.numbers = {{"compute", c}, {"transfer", t}, {"P", P}};
   e.parameters = {{"c", cat(p.compute_ms, " ms"), "attention compute per ring step"},
                   {"t", cat(p.transfer_ms, " ms"), "K/V transfer per ring step"},
-                  {"P", cat(p.ranks), "GPUs, so P ring steps"}};
+                  ranks_parameter(p.ranks, "GPUs, so P ring steps")};
   e.statement =
       "Ring Attention double-buffers: while a GPU computes on the K/V block it holds, the next block is\n"
       "already on its way.\n"
@@ -43,55 +45,49 @@ Exercise write(VariantDraw& draw) {
       "no_overlap: the time without overlap (each transfer completed before the compute that needs it).\n"
       "overhead: the share of `total` that is exposed communication.   speedup: no_overlap / total.";
   e.model = kRingTimingModel;
-  Part hidden = fraction_part("hidden", "fraction of the communication hidden behind compute", times.hidden_fraction);
   Part total = seconds_part("total", "forward time with overlap", times.with_overlap);
   // The source's answer: an unoverlappable initial transfer + P computes.
   if (std::fabs(times.source_claim - times.with_overlap) > 1e-12) {
-    mistake(total, times.source_claim, "the source material's answer (000, exercise 3)",
-            "it adds an 'initial transfer' before step 0, but step 0 computes on the GPU's own K/V: nothing has to "
-            "arrive first. Only P - 1 blocks travel, each during the compute of the step before it");
+    total.mistake(
+        times.source_claim, "the source material's answer (000, exercise 3)",
+        "it adds an 'initial transfer' before step 0, but step 0 computes on the GPU's own K/V: nothing has to "
+        "arrive first. Only P - 1 blocks travel, each during the compute of the step before it");
   }
   if (t > c) {
-    mistake(total, P * t, "the source material's formula (000, exercise 3)",
-            "exposed communication is (P - 1)(t - c), not P (t - c): there are only P - 1 transfers");
+    total.mistake(P * t, "the source material's formula (000, exercise 3)",
+                  "exposed communication is (P - 1)(t - c), not P (t - c): there are only P - 1 transfers");
   }
-  Part no_overlap = seconds_part("no_overlap", "forward time without overlap", times.without_overlap);
-  mistake(no_overlap, times.naive_loop, "the source material's answer (000, exercise 3)",
-          "P (c + t) counts P transfers, as a loop that also exchanges after its last step would; the ring has P - 1 "
-          "(step 0 uses the GPU's own block)");
   Part overhead_part = fraction_part("overhead", "exposed communication / total", overhead, 0.002);
   if (t <= c) {
-    mistake(overhead_part, t / (t + P * c), "the source material's answer (000, exercise 3)",
-            "that is the 'initial transfer' again; with t <= c every transfer is hidden and the overhead is 0");
+    overhead_part.mistake(
+        t / (t + P * c), "the source material's answer (000, exercise 3)",
+        "that is the 'initial transfer' again; with t <= c every transfer is hidden and the overhead is 0");
   }
-  e.parts = {hidden, total, no_overlap, overhead_part,
-             ratio_part("speedup", "no_overlap / total", times.speedup, 0.01)};
-  e.solution = cat(
-      "P = ", p.ranks, " steps, P - 1 = ", times.transfers, " transfers (step 0 uses the GPU's own block).\n",
+  e.parts = {fraction_part("hidden", "fraction of the communication hidden behind compute", times.hidden_fraction),
+             total,
+             seconds_part("no_overlap", "forward time without overlap", times.without_overlap)
+                 .mistake(times.naive_loop, "the source material's answer (000, exercise 3)",
+                          "P (c + t) counts P transfers, as a loop that also exchanges after its last step would; "
+                          "the ring has P - 1 (step 0 uses the GPU's own block)"),
+             overhead_part, ratio_part("speedup", "no_overlap / total", times.speedup, 0.01)};
+  e.solution = lines({
+      cat("P = ", p.ranks, " steps, P - 1 = ", times.transfers, " transfers (step 0 uses the GPU's own block)."),
       t <= c ? cat("t = ", p.transfer_ms, " ms <= c = ", p.compute_ms,
-                   " ms: each transfer finishes while the step before it computes, so every one is hidden.\n")
-             : cat("t = ", p.transfer_ms, " ms > c = ", p.compute_ms, " ms: each step waits t - c = ",
-                   p.transfer_ms - p.compute_ms, " ms for its block; (P-1)(t-c) = ", seconds_text(times.exposed),
-                   " is exposed.\n"),
-      "total = c + (P-1) max(c, t) = ", seconds_text(times.with_overlap), "; no_overlap = P c + (P-1) t = ",
-      seconds_text(times.without_overlap), ".\n"
-      "hidden = 1 - exposed / ((P-1) t) = ", percent_text(times.hidden_fraction), "; overhead = ",
-      percent_text(overhead), "; speedup = ", ratio_text(times.speedup), ".\n"
-      "The source's 82 ms / 96 ms / 2.4% come from an initial transfer that does not exist (DESIGN.md erratum 5).");
-  e.command = cat("ringlab plan --ranks ", p.ranks, " --seq ", 64 * p.ranks,
-                  "    # count the kv> cells of one rank: P - 1 sends, none before step 0");
-  return e;
+                   " ms: each transfer finishes while the step before it computes, so every one is hidden.")
+             : cat("t = ", p.transfer_ms, " ms > c = ", p.compute_ms,
+                   " ms: each step waits t - c = ", p.transfer_ms - p.compute_ms,
+                   " ms for its block; (P-1)(t-c) = ", seconds_text(times.exposed), " is exposed."),
+      cat("total = c + (P-1) max(c, t) = ", seconds_text(times.with_overlap),
+          "; no_overlap = P c + (P-1) t = ", seconds_text(times.without_overlap), "."),
+      cat("hidden = 1 - exposed / ((P-1) t) = ", percent_text(times.hidden_fraction),
+          "; overhead = ", percent_text(overhead), "; speedup = ", ratio_text(times.speedup), "."),
+      "The source's 82 ms / 96 ms / 2.4% come from an initial transfer that does not exist (DESIGN.md erratum 5).",
+  });
+  e.command = demo_command("plan", p.ranks, 64 * p.ranks, "",
+                           "count the kv> cells of one rank: P - 1 sends, none before step 0");
 }
 
-}  // namespace
-
-constexpr CatalogEntry kOverlapTime{
-    .id = "overlap-time",
-    .title = "Overlapping the ring's transfers with compute",
-    .source = "source material 000, exercise 3 (and DESIGN.md erratum 5)",
-    .source_short = "000 ex. 3",
-    .lab = "",
-    .write = write,
-};
+constexpr CatalogEntry kOverlapTime{"overlap-time", "Overlapping the ring's transfers with compute",
+                                    "source material 000, exercise 3 (and DESIGN.md erratum 5)", "000 ex. 3", write};
 
 }  // namespace ringlab::exercises::catalog

@@ -6,6 +6,15 @@
 
 namespace ringlab::exercises::catalog {
 
+std::string lines(std::initializer_list<std::string> text_lines) {
+  std::string text;
+  for (const std::string& line : text_lines) {
+    if (&line != text_lines.begin()) text += '\n';
+    text += line;
+  }
+  return text;
+}
+
 std::string bytes_text(double bytes, int significant) {
   return format_quantity(bytes, Quantity::bytes, display_unit_for(Quantity::bytes, bytes), significant);
 }
@@ -19,7 +28,20 @@ std::string flops_text(double flops_per_second) { return format_number(flops_per
 std::string bandwidth_text(double bytes_per_second) { return bytes_text(bytes_per_second) + "/s"; }
 
 std::string element_text(int64_t element_bytes) {
-  return element_bytes == 2 ? "bf16 (2 bytes)" : element_bytes == 4 ? "fp32 (4 bytes)" : cat(element_bytes, "-byte elements");
+  return element_bytes == 2   ? "bf16 (2 bytes)"
+         : element_bytes == 4 ? "fp32 (4 bytes)"
+                              : cat(element_bytes, "-byte elements");
+}
+
+Parameter ranks_parameter(int64_t ranks, std::string meaning) { return {"P", cat(ranks), std::move(meaning)}; }
+Parameter seq_parameter(int64_t seq, std::string meaning) {
+  return {"S", tokens_text(seq) + " tokens", std::move(meaning)};
+}
+
+std::string demo_command(const std::string& subcommand, int64_t ranks, int64_t seq, const std::string& flags,
+                         const std::string& look_at) {
+  return cat("ringlab ", subcommand, " --ranks ", ranks, " --seq ", seq, flags.empty() ? "" : " ", flags,
+             look_at.empty() ? "" : "    # ", look_at);
 }
 
 namespace {
@@ -39,8 +61,8 @@ Part make_part(std::string name, std::string question, Quantity quantity, Displa
 }  // namespace
 
 Part bytes_part(std::string name, std::string question, double bytes, double rel) {
-  return make_part(std::move(name), std::move(question), Quantity::bytes, display_unit_for(Quantity::bytes, bytes), bytes,
-                   {rel, 0});
+  return make_part(std::move(name), std::move(question), Quantity::bytes, display_unit_for(Quantity::bytes, bytes),
+                   bytes, {rel, 0});
 }
 Part seconds_part(std::string name, std::string question, double seconds, double rel) {
   return make_part(std::move(name), std::move(question), Quantity::seconds,
@@ -58,20 +80,12 @@ Part tokens_part(std::string name, std::string question, double tokens, double r
 Part number_part(std::string name, std::string question, double value, double rel, double abs) {
   return make_part(std::move(name), std::move(question), Quantity::number, {"", 1}, value, {rel, abs});
 }
+Part count_part(std::string name, std::string question, int64_t count) {
+  return number_part(std::move(name), std::move(question), double(count), 0, 0);
+}
 Part list_part(std::string name, std::string question, std::vector<int64_t> list) {
   Part part = make_part(std::move(name), std::move(question), Quantity::list, {"", 1}, 0, {0, 0});
   part.expected_list = std::move(list);
-  return part;
-}
-
-Part& mistake(Part& part, double value, std::string origin, std::string why) {
-  // A "mistake" that lands within the tolerance (it can, for some variants' numbers) is no mistake.
-  const double tolerance = part.tolerance.abs + part.tolerance.rel * std::fabs(part.expected);
-  if (std::fabs(value - part.expected) > tolerance) part.mistakes.push_back({value, {}, std::move(origin), std::move(why)});
-  return part;
-}
-Part& mistake_list(Part& part, std::vector<int64_t> list, std::string origin, std::string why) {
-  part.mistakes.push_back({0, std::move(list), std::move(origin), std::move(why)});
   return part;
 }
 
@@ -81,6 +95,11 @@ RanksTokens draw_ranks_tokens(VariantDraw& draw, const RanksTokens& source, std:
     const int64_t P = d.pick<int64_t>(ranks);
     return RanksTokens{P, d.pick<int64_t>(tokens)};
   });
+}
+
+void RanksTokens::write_parameters(Exercise& e, std::string seq_meaning) const {
+  e.numbers = {{"P", ranks}, {"n", tokens_per_rank}};
+  e.parameters = {ranks_parameter(ranks), seq_parameter(seq(), std::move(seq_meaning))};
 }
 
 Machine draw_machine(VariantDraw& draw) {
@@ -93,20 +112,16 @@ Machine draw_machine(VariantDraw& draw) {
 }
 
 AttentionDims dims_of(int64_t batch, int64_t seq, int64_t heads, int64_t kv_heads, int64_t dim) {
-  AttentionDims dims;
-  dims.batch = batch, dims.seq = seq, dims.heads = heads, dims.kv_heads = kv_heads, dims.dim = dim;
-  return dims;
+  return {.batch = batch, .seq = seq, .heads = heads, .kv_heads = kv_heads, .dim = dim};
 }
 
 PlanSpec ring_spec(const AttentionDims& dims, int64_t ranks, LayoutKind layout, bool causal, int64_t element_bytes) {
-  PlanSpec spec;
-  spec.algo = Algorithm::ring;
-  spec.layout = layout;
-  spec.ranks = ranks;
-  spec.dims = dims;
-  spec.causal = causal;
-  spec.element_bytes = element_bytes;
-  return spec;
+  return {.algo = Algorithm::ring,
+          .layout = layout,
+          .ranks = ranks,
+          .dims = dims,
+          .causal = causal,
+          .element_bytes = element_bytes};
 }
 
 namespace {

@@ -1,15 +1,17 @@
-// Helpers the exercises of the catalog (exercises/catalog/<id>.cpp) share: building parts with
-// their units and tolerances, printing values inside statements and solutions, drawing variant
-// parameters, the published GPUs and links the timing questions use, and the plan questions
-// several exercises ask (bytes a rank sends, the wall clock of a causal ring under the
-// compute-bound model).
-// Sections: [text] [parts] [variants] [machines] [problems and plans]
+// Helpers the exercises of the catalog (exercises/catalog/<id>.cpp) share: printing values inside
+// statements and solutions, the parameter rows and demonstration commands most exercises show,
+// building parts with their units and tolerances, drawing variant parameters, the published GPUs
+// and links the timing questions use, and the plan questions several exercises ask (bytes a rank
+// sends, the wall clock of a causal ring under the compute-bound model).
+// Sections: [text] [parameters and commands] [parts] [variants] [machines] [problems and plans]
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "exercises/exercise.hpp"
@@ -27,16 +29,35 @@ std::string cat(const Args&... args) {
   return os.str();
 }
 
-std::string bytes_text(double bytes, int significant = 4);    // "68.72 GB"
-std::string seconds_text(double seconds, int significant = 4);  // "80 ms"
-std::string ratio_text(double ratio, int significant = 4);    // "1.067x"
+// The lines of a statement or a solution that prints values, one element per printed line, joined
+// with '\n' (none after the last): lines({"m = max(m_A, m_B)", cat("l = ", num(l))}). A text with
+// no values stays adjacent literals, one "...\n" per line.
+std::string lines(std::initializer_list<std::string> text_lines);
+
+std::string bytes_text(double bytes, int significant = 4);       // "68.72 GB"
+std::string seconds_text(double seconds, int significant = 4);   // "80 ms"
+std::string ratio_text(double ratio, int significant = 4);       // "1.067x"
 std::string percent_text(double fraction, int significant = 4);  // "43.75%"
-std::string num(double value, int significant = 4);           // "3.5"
-std::string flops_text(double flops_per_second);              // "312 TFLOP/s"
-std::string bandwidth_text(double bytes_per_second);          // "300 GB/s"
+std::string num(double value, int significant = 4);              // "3.5"
+std::string flops_text(double flops_per_second);                 // "312 TFLOP/s"
+std::string bandwidth_text(double bytes_per_second);             // "300 GB/s"
+std::string element_text(int64_t element_bytes);                 // "bf16 (2 bytes)", "fp32 (4 bytes)"
+
+// ---- [parameters and commands] -----------------------------------------------------------------
+
+// The rows most exercises show: {"P", "8", meaning} and {"S", "256K (262,144) tokens", meaning}.
+Parameter ranks_parameter(int64_t ranks, std::string meaning = "GPUs");
+Parameter seq_parameter(int64_t seq, std::string meaning = "sequence length");
+
+// A ringlab command run on the exercise's own P and S, with the rest of its flags and what to look
+// at: demo_command("plan", 8, 65536, "--causal", "per-rank pairs in the footer") is
+// "ringlab plan --ranks 8 --seq 65536 --causal    # per-rank pairs in the footer".
+std::string demo_command(const std::string& subcommand, int64_t ranks, int64_t seq, const std::string& flags = "",
+                         const std::string& look_at = "");
 
 // ---- [parts] -----------------------------------------------------------------------------------
 
+// A part with its unit and tolerance; its known mistakes chain on it (Part::mistake).
 Part bytes_part(std::string name, std::string question, double bytes, double rel = 0.01);
 Part seconds_part(std::string name, std::string question, double seconds, double rel = 0.01);
 Part ratio_part(std::string name, std::string question, double ratio, double rel = 0.005);
@@ -44,15 +65,80 @@ Part ratio_part(std::string name, std::string question, double ratio, double rel
 Part fraction_part(std::string name, std::string question, double fraction, double abs = 0.005);
 Part tokens_part(std::string name, std::string question, double tokens, double rel = 0.01);
 Part number_part(std::string name, std::string question, double value, double rel = 0.005, double abs = 0);
+// A whole number that must be exact (a count, a GPU, a block): a number part with no tolerance.
+Part count_part(std::string name, std::string question, int64_t count);
 Part list_part(std::string name, std::string question, std::vector<int64_t> list);
 
-Part& mistake(Part& part, double value, std::string origin, std::string why);
-Part& mistake_list(Part& part, std::vector<int64_t> list, std::string origin, std::string why);
-
-inline constexpr const char* kSourceMaterial = "the source material (000)";
 inline constexpr const char* kNotes = "the context-parallelism notes (001)";
 
 // ---- [variants] --------------------------------------------------------------------------------
+
+// An exercise's parameters, declared at the top of its write(): a plain aggregate (up to 8 fields)
+// whose default values are the source's numbers (variant 0), with a static `drawn` giving another
+// variant's:
+//   struct Params {
+//     int64_t seq = 256 * 1024, ranks = 8;
+//     static Params drawn(VariantDraw& d) { return {d.pick<int64_t>({64 * 1024, 128 * 1024}), 4}; }
+//   };
+// They are compared field by field (same_params), so they need no operator==.
+
+namespace detail {
+
+// Converts to any field's type: only named in unevaluated contexts, to count an aggregate's fields.
+struct AnyField {
+  template <class T>
+  operator T() const;
+};
+
+// The number of fields of the aggregate T: the most AnyFields it can be brace-initialised from.
+template <class T, class... Fields>
+constexpr size_t field_count() {
+  if constexpr (requires { T{Fields{}..., AnyField{}}; }) {
+    return field_count<T, Fields..., AnyField>();
+  } else {
+    return sizeof...(Fields);
+  }
+}
+
+// The fields of x, in order, as a tuple of references.
+template <class T>
+auto fields_of(const T& x) {
+  constexpr size_t n = field_count<T>();
+  static_assert(n >= 1 && n <= 8, "a Params aggregate has 1 to 8 fields");
+  if constexpr (n == 1) {
+    const auto& [a] = x;
+    return std::tie(a);
+  } else if constexpr (n == 2) {
+    const auto& [a, b] = x;
+    return std::tie(a, b);
+  } else if constexpr (n == 3) {
+    const auto& [a, b, c] = x;
+    return std::tie(a, b, c);
+  } else if constexpr (n == 4) {
+    const auto& [a, b, c, d] = x;
+    return std::tie(a, b, c, d);
+  } else if constexpr (n == 5) {
+    const auto& [a, b, c, d, e] = x;
+    return std::tie(a, b, c, d, e);
+  } else if constexpr (n == 6) {
+    const auto& [a, b, c, d, e, f] = x;
+    return std::tie(a, b, c, d, e, f);
+  } else if constexpr (n == 7) {
+    const auto& [a, b, c, d, e, f, g] = x;
+    return std::tie(a, b, c, d, e, f, g);
+  } else {
+    const auto& [a, b, c, d, e, f, g, h] = x;
+    return std::tie(a, b, c, d, e, f, g, h);
+  }
+}
+
+}  // namespace detail
+
+// Whether two parameter aggregates hold the same values, field by field.
+template <class Params>
+bool same_params(const Params& x, const Params& y) {
+  return detail::fields_of(x) == detail::fields_of(y);
+}
 
 // Variant parameters: the source's for variant 0, else drawn by `make` (redrawn while they equal
 // the source's, so every variant N > 0 has other numbers).
@@ -61,23 +147,26 @@ Params variant_params(VariantDraw& draw, const Params& source, Make&& make) {
   if (draw.source()) return source;
   for (int attempt = 0; attempt < 64; ++attempt) {
     Params params = make(draw);
-    if (!(params == source)) return params;
+    if (!same_params(params, source)) return params;
   }
   return make(draw);
+}
+// The same with Params' defaults as the source's numbers and Params::drawn as `make`.
+template <class Params>
+Params variant_params(VariantDraw& draw) {
+  return variant_params(draw, Params{}, &Params::drawn);
 }
 
 // P GPUs holding n tokens each (S = P n): the parameters of the causal-balance exercises.
 struct RanksTokens {
   int64_t ranks = 0, tokens_per_rank = 0;
   int64_t seq() const { return ranks * tokens_per_rank; }
-  bool operator==(const RanksTokens&) const = default;
+  // The numbers P and n, and the rows P ("GPUs") and S (`seq_meaning`), as these exercises give them.
+  void write_parameters(Exercise& e, std::string seq_meaning) const;
 };
 // `source` for variant 0; else P drawn from `ranks`, then n from `tokens` (variant_params).
 RanksTokens draw_ranks_tokens(VariantDraw& draw, const RanksTokens& source, std::initializer_list<int64_t> ranks,
                               std::initializer_list<int64_t> tokens);
-
-// "bf16 (2 bytes)" / "fp32 (4 bytes)"
-std::string element_text(int64_t element_bytes);
 
 // ---- [machines] --------------------------------------------------------------------------------
 
@@ -120,13 +209,13 @@ int64_t collective_send_bytes(const Plan& plan, int64_t rank, Collective collect
 // full) when nothing is skipped; communication is hidden; the wall clock is the slowest rank's
 // sum. Pair units (per batch and head): multiply by forward_flops / pair for time.
 struct CausalWork {
-  std::vector<int64_t> rank_pairs;  // [P]: with skipping
+  std::vector<int64_t> rank_pairs;          // [P]: with skipping
   std::vector<int64_t> rank_pairs_no_skip;  // [P]: every block computed in full
   std::vector<int64_t> rank_skipped;        // [P]: blocks skipped
   int64_t slowest_rank = 0;                 // argmax of rank_pairs (the first one)
   int64_t max_pairs() const;
   int64_t max_pairs_no_skip() const;
-  double speedup() const;                   // max no-skip / max skip
+  double speedup() const;  // max no-skip / max skip
 };
 CausalWork causal_work(const AttentionDims& dims, int64_t ranks, LayoutKind layout, int64_t block = 0);
 

@@ -6,22 +6,21 @@
 
 namespace ringlab::exercises::catalog {
 
-namespace {
-
-Exercise write(VariantDraw& draw) {
+static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
-    int64_t heads, kv_heads, ranks;
-    bool operator==(const Params&) const = default;
-  };
-  const Params p = variant_params(draw, Params{64, 8, 32}, [](VariantDraw& d) {
-    switch (d.integer(0, 4)) {
-      case 0: return Params{32, 8, d.pick<int64_t>({16, 32, 64})};
-      case 1: return Params{32, 4, d.pick<int64_t>({16, 32})};
-      case 2: return Params{40, 8, d.pick<int64_t>({16, 32, 64})};
-      case 3: return Params{48, 8, d.pick<int64_t>({16, 64})};
-      default: return Params{28, 4, d.pick<int64_t>({16, 32})};
+    int64_t heads = 64, kv_heads = 8, ranks = 32;
+
+    static Params drawn(VariantDraw& d) {
+      switch (d.integer(0, 4)) {
+        case 0: return {32, 8, d.pick<int64_t>({16, 32, 64})};
+        case 1: return {32, 4, d.pick<int64_t>({16, 32})};
+        case 2: return {40, 8, d.pick<int64_t>({16, 32, 64})};
+        case 3: return {48, 8, d.pick<int64_t>({16, 64})};
+        default: return {28, 4, d.pick<int64_t>({16, 32})};
+      }
     }
-  });
+  };
+  const Params p = variant_params<Params>(draw);
   const int64_t seq = 128 * 1024;
   int64_t best = 1;
   for (int64_t u = 1; u <= p.ranks; ++u) {
@@ -40,43 +39,36 @@ Exercise write(VariantDraw& draw) {
   for (int64_t u = 1; u <= p.ranks; ++u)
     if (p.ranks % u == 0 && p.heads % u == 0) head_limited = u;
 
-  Exercise e;
-  e.numbers = {{"heads", double(p.heads)}, {"kv_heads", double(p.kv_heads)}, {"P", double(p.ranks)}};
-  e.parameters = {{"n_h", cat(p.heads), "query heads"}, {"HKV", cat(p.kv_heads), "key/value heads (GQA)"},
-                  {"P", cat(p.ranks), "GPUs, split as U (Ulysses) x R (ring)"}};
+  e.numbers = {{"heads", p.heads}, {"kv_heads", p.kv_heads}, {"P", p.ranks}};
+  e.parameters = {{"n_h", cat(p.heads), "query heads"},
+                  {"HKV", cat(p.kv_heads), "key/value heads (GQA)"},
+                  ranks_parameter(p.ranks, "GPUs, split as U (Ulysses) x R (ring)")};
   e.statement =
       "Ulysses' all-to-all gives each of U GPUs n_h/U query heads and HKV/U key/value heads (ringlab splits whole\n"
       "heads; it does not replicate K/V heads). The rest of the parallelism is a ring of R = P/U.\n"
       "max_ulysses: the largest Ulysses degree U (a divisor of P) for which ringlab builds the plan.\n"
       "ring_degree: R = P / max_ulysses.   kv_heads_per_gpu: K/V heads per GPU at that degree.";
-  Part max_part = number_part("max_ulysses", "largest Ulysses degree ringlab accepts", double(best), 0, 0);
+  Part max_part = count_part("max_ulysses", "largest Ulysses degree ringlab accepts", best);
   if (head_limited != best) {
-    mistake(max_part, double(head_limited), "a common slip",
-            "that divides the query heads but not the K/V heads; a Ulysses degree must divide HKV too");
+    max_part.mistake(double(head_limited), "a common slip",
+                     "that divides the query heads but not the K/V heads; a Ulysses degree must divide HKV too");
   }
   const int64_t ring_degree = p.ranks / best, kv_heads_per_gpu = p.kv_heads / best;  // both divide exactly
-  e.parts = {max_part, number_part("ring_degree", "R = P / U", double(ring_degree), 0, 0),
-             number_part("kv_heads_per_gpu", "K/V heads per GPU", double(kv_heads_per_gpu), 0, 0)};
-  e.solution = cat(
-      "U must divide P, n_h and HKV. Divisors of P = ", p.ranks, " that divide both ", p.heads, " and ", p.kv_heads,
-      ": the largest is ", best, " (ringlab's build_plan refuses every larger one).\n"
-      "ring_degree = ", p.ranks / best, "; each GPU computes ", p.heads / best, " query heads over ", p.kv_heads / best,
-      " K/V head(s).\n"
-      "GQA caps Ulysses at HKV; beyond it, the ring (whose volume GQA shrinks) takes over.");
+  e.parts = {max_part, count_part("ring_degree", "R = P / U", ring_degree),
+             count_part("kv_heads_per_gpu", "K/V heads per GPU", kv_heads_per_gpu)};
+  e.solution = lines({
+      cat("U must divide P, n_h and HKV. Divisors of P = ", p.ranks, " that divide both ", p.heads, " and ", p.kv_heads,
+          ": the largest is ", best, " (ringlab's build_plan refuses every larger one)."),
+      cat("ring_degree = ", p.ranks / best, "; each GPU computes ", p.heads / best, " query heads over ",
+          p.kv_heads / best, " K/V head(s)."),
+      "GQA caps Ulysses at HKV; beyond it, the ring (whose volume GQA shrinks) takes over.",
+  });
   e.command = cat("ringlab plan --algo hybrid --ranks ", p.ranks, " --ulysses ", best, " --seq 4096 --heads ", p.heads,
                   " --kv-heads ", p.kv_heads, " --dim 16 --show-ranks 4");
-  return e;
 }
 
-}  // namespace
-
 constexpr CatalogEntry kUlyssesDegree{
-    .id = "ulysses-degree",
-    .title = "How far can Ulysses go with grouped-query attention?",
-    .source = "source material 000 (Ulysses) and context-parallelism notes 001, section 12.3 (GQA)",
-    .source_short = "000, 001 §12.3",
-    .lab = "",
-    .write = write,
-};
+    "ulysses-degree", "How far can Ulysses go with grouped-query attention?",
+    "source material 000 (Ulysses) and context-parallelism notes 001, section 12.3 (GQA)", "000, 001 §12.3", write};
 
 }  // namespace ringlab::exercises::catalog
