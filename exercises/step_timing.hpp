@@ -28,16 +28,16 @@
 namespace ringlab::exercises {
 
 struct RingTimes {
-  int64_t transfers = 0;          // K/V transfers per rank in the ring plan: P - 1
-  double with_overlap = 0;        // seconds: the ring plan, double-buffered
-  double without_overlap = 0;     // the ring plan with each transfer waited before its compute
-  double naive_loop = 0;          // a loop that exchanges after every step, the last included: P (c + t)
-  double communication = 0;       // (P-1) t: all transfer time
-  double exposed = 0;             // communication that no compute hid, per rank: (P-1) max(0, t - c)
-  double hidden_fraction = 1;     // 1 - exposed / communication
-  double overhead_fraction = 0;   // exposed share of the time with overlap: (with_overlap - P c) / with_overlap
-  double speedup = 1;             // without_overlap / with_overlap
-  double source_claim = 0;        // the source's formula: an initial transfer + P c
+  int64_t transfers = 0;         // K/V transfers per rank in the ring plan: P - 1
+  double with_overlap = 0;       // seconds: the ring plan, double-buffered
+  double without_overlap = 0;    // the ring plan with each transfer waited before its compute
+  double naive_loop = 0;         // a loop that exchanges after every step, the last included: P (c + t)
+  double communication = 0;      // (P-1) t: all transfer time
+  double exposed = 0;            // communication that no compute hid, per rank: (P-1) max(0, t - c)
+  double hidden_fraction = 1;    // 1 - exposed / communication
+  double overhead_fraction = 0;  // exposed share of the time with overlap: (with_overlap - P c) / with_overlap
+  double speedup = 1;            // without_overlap / with_overlap
+  double source_claim = 0;       // the source's formula: an initial transfer + P c
 };
 
 // P equal steps of `compute` seconds, K/V transfers of `transfer` seconds: the ring plan and its

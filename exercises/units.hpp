@@ -40,9 +40,9 @@ DisplayUnit display_unit_for(Quantity quantity, double value);
 DisplayUnit named_unit(Quantity quantity, std::string_view name);
 
 struct ParsedAnswer {
-  double value = 0;             // base units (bytes, seconds, ratio, fraction, tokens, number)
-  std::vector<int64_t> list;    // Quantity::list
-  std::string unit_written;     // as typed, "" for a bare number
+  double value = 0;           // base units (bytes, seconds, ratio, fraction, tokens, number)
+  std::vector<int64_t> list;  // Quantity::list
+  std::string unit_written;   // as typed, "" for a bare number
   // Bytes written with a prefix: the same number read with the other family of prefixes
   // (GB <-> GiB), for the checker's "you wrote GB but meant GiB" acceptance. 0 when none.
   double other_prefix_value = 0;
@@ -56,7 +56,7 @@ ParsedAnswer parse_answer(std::string_view text, Quantity quantity, const Displa
 // "68.72 GB", "80 ms", "1.067x", "43.75%", "262,144 tokens", "3.5": `significant` digits,
 // trailing zeros dropped.
 std::string format_quantity(double value, Quantity quantity, const DisplayUnit& unit, int significant = 4);
-std::string format_list(const std::vector<int64_t>& list);  // "0, 7, 8, 15"
+std::string format_list(const std::vector<int64_t>& list);     // "0, 7, 8, 15"
 std::string format_number(double value, int significant = 4);  // "68.72", "1.2e-05"
 // "262,144"
 std::string group_thousands(int64_t value);

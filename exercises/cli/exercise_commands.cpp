@@ -44,8 +44,11 @@ std::string answer_hint(const Part& part) {
 }
 
 nlohmann::json part_json(const Part& part, bool with_answers) {
-  nlohmann::json j = {{"name", part.name}, {"question", part.question}, {"quantity", quantity_name(part.quantity)},
-                      {"unit", part.unit.name}, {"tolerance", tolerance_text(part)}};
+  nlohmann::json j = {{"name", part.name},
+                      {"question", part.question},
+                      {"quantity", quantity_name(part.quantity)},
+                      {"unit", part.unit.name},
+                      {"tolerance", tolerance_text(part)}};
   if (with_answers) {
     j["expected"] = expected_text(part);
     if (part.quantity == Quantity::list) {
@@ -75,8 +78,8 @@ int list_exercises(bool json) {
   std::cout << pad("id", 26) << pad("source", 18) << "title / parts\n";
   for (const CatalogEntry& entry : exercise_catalog()) {
     const Exercise e = entry.make(0);
-    std::cout << pad(e.id, 26) << pad(std::string(entry.source_short), 18) << e.title << "\n" << std::string(44, ' ') << "parts: " << part_names(e)
-              << "\n";
+    std::cout << pad(e.id, 26) << pad(std::string(entry.source_short), 18) << e.title << "\n"
+              << std::string(44, ' ') << "parts: " << part_names(e) << "\n";
   }
   std::cout << "\nringlab exercises show ID [--variant N]    print one (variant N: other numbers)\n"
                "ringlab check ID [--variant N] PART=ANSWER ...  [--explain]\n";
@@ -115,14 +118,22 @@ int show_exercise(const std::string& id, int64_t variant, bool explain, bool jso
   const Exercise e = make_exercise(id, variant);
   if (json) {
     nlohmann::json parameters = nlohmann::json::array(), parts = nlohmann::json::array();
-    for (const Parameter& p : e.parameters) parameters.push_back({{"name", p.name}, {"value", p.value}, {"meaning", p.meaning}});
+    for (const Parameter& p : e.parameters)
+      parameters.push_back({{"name", p.name}, {"value", p.value}, {"meaning", p.meaning}});
     for (const Part& part : e.parts) parts.push_back(part_json(part, explain));
     nlohmann::json numbers = nlohmann::json::object();
     for (const auto& [name, value] : e.numbers) numbers[name] = value;
-    nlohmann::json j = {{"id", e.id},         {"title", e.title},         {"source", e.source},
-                        {"variant", e.variant}, {"parameters", parameters}, {"numbers", numbers},
-                        {"statement", e.statement}, {"parts", parts},     {"model", e.model},
-                        {"lab", e.lab},       {"command", e.command}};
+    nlohmann::json j = {{"id", e.id},
+                        {"title", e.title},
+                        {"source", e.source},
+                        {"variant", e.variant},
+                        {"parameters", parameters},
+                        {"numbers", numbers},
+                        {"statement", e.statement},
+                        {"parts", parts},
+                        {"model", e.model},
+                        {"lab", e.lab},
+                        {"command", e.command}};
     if (explain) j["solution"] = e.solution;
     std::cout << j.dump(2) << "\n";
     return kExitVerified;
@@ -140,8 +151,8 @@ int show_exercise(const std::string& id, int64_t variant, bool explain, bool jso
   for (const Part& part : e.parts)
     std::cout << "  " << pad(part.name, 20) << pad(answer_hint(part), 62) << tolerance_text(part) << "\n";
   if (!e.lab.empty()) std::cout << "\ncode lab: " << e.lab << "  (ringlab grade " << e.lab << " FILE)\n";
-  std::cout << "\nanswer: ringlab check " << e.id << (e.variant ? " --variant " + std::to_string(e.variant) : "")
-            << " " << e.parts.front().name << "=ANSWER ...\n";
+  std::cout << "\nanswer: ringlab check " << e.id << (e.variant ? " --variant " + std::to_string(e.variant) : "") << " "
+            << e.parts.front().name << "=ANSWER ...\n";
   if (explain) print_solution(e);
   return kExitVerified;
 }
@@ -150,7 +161,8 @@ int show_exercise(const std::string& id, int64_t variant, bool explain, bool jso
 
 // PART=ANSWER pairs from the arguments. A word without '=' continues the previous answer, so an
 // unquoted `full=4.4 TB` still reads as one answer.
-std::vector<std::pair<std::string, std::string>> parse_assignments(const std::vector<std::string>& args, const Exercise& e) {
+std::vector<std::pair<std::string, std::string>> parse_assignments(const std::vector<std::string>& args,
+                                                                   const Exercise& e) {
   std::vector<std::pair<std::string, std::string>> pairs;
   for (const std::string& arg : args) {
     const size_t eq = arg.find('=');
@@ -162,13 +174,15 @@ std::vector<std::pair<std::string, std::string>> parse_assignments(const std::ve
       continue;
     }
     const std::string part = arg.substr(0, eq);
-    if (!e.find_part(part)) throw UsageError("unknown part '" + part + "' of " + e.id + "; its parts are " + part_names(e));
+    if (!e.find_part(part))
+      throw UsageError("unknown part '" + part + "' of " + e.id + "; its parts are " + part_names(e));
     pairs.emplace_back(part, arg.substr(eq + 1));
   }
   return pairs;
 }
 
-int check_answers(const std::string& id, int64_t variant, const std::vector<std::string>& args, bool explain, bool json) {
+int check_answers(const std::string& id, int64_t variant, const std::vector<std::string>& args, bool explain,
+                  bool json) {
   const Exercise e = make_exercise(id, variant);
   const auto pairs = parse_assignments(args, e);
   if (pairs.empty()) {
@@ -177,8 +191,11 @@ int check_answers(const std::string& id, int64_t variant, const std::vector<std:
                        ", or --explain for the worked solution");
     }
     if (json) {
-      std::cout << nlohmann::json{{"exercise", e.id}, {"variant", e.variant}, {"solution", e.solution},
-                                  {"command", e.command}, {"model", e.model}}
+      std::cout << nlohmann::json{{"exercise", e.id},
+                                  {"variant", e.variant},
+                                  {"solution", e.solution},
+                                  {"command", e.command},
+                                  {"model", e.model}}
                        .dump(2)
                 << "\n";
     } else {
@@ -187,7 +204,8 @@ int check_answers(const std::string& id, int64_t variant, const std::vector<std:
     return kExitVerified;
   }
   std::vector<Verdict> verdicts;
-  for (const auto& [part, answer] : pairs) verdicts.push_back(judge(*e.find_part(part), answer));  // may throw UsageError
+  for (const auto& [part, answer] : pairs)
+    verdicts.push_back(judge(*e.find_part(part), answer));  // may throw UsageError
   int right = 0;
   for (const Verdict& v : verdicts) right += v.right ? 1 : 0;
   const int status = right == static_cast<int>(verdicts.size()) ? kExitVerified : kExitMismatch;
@@ -195,14 +213,14 @@ int check_answers(const std::string& id, int64_t variant, const std::vector<std:
   if (json) {
     nlohmann::json results = nlohmann::json::array();
     for (const Verdict& v : verdicts) {
-      nlohmann::json r = {{"part", v.part},         {"answer", v.answer},       {"read_as", v.read_as},
-                          {"right", v.right},       {"expected", v.expected},   {"tolerance", v.tolerance},
+      nlohmann::json r = {{"part", v.part},   {"answer", v.answer},     {"read_as", v.read_as},
+                          {"right", v.right}, {"expected", v.expected}, {"tolerance", v.tolerance},
                           {"note", v.note}};
       if (v.mistake) r["mistake"] = {{"origin", v.mistake->origin}, {"why", v.mistake->why}};
       results.push_back(r);
     }
-    nlohmann::json j = {{"exercise", e.id}, {"variant", e.variant}, {"results", results}, {"right", right},
-                        {"given", verdicts.size()}, {"exit_status", status}};
+    nlohmann::json j = {{"exercise", e.id}, {"variant", e.variant},     {"results", results},
+                        {"right", right},   {"given", verdicts.size()}, {"exit_status", status}};
     if (explain) j["solution"] = e.solution, j["command"] = e.command, j["model"] = e.model;
     std::cout << j.dump(2) << "\n";
     return status;
@@ -216,8 +234,8 @@ int check_answers(const std::string& id, int64_t variant, const std::vector<std:
   size_t width = 0;
   for (const Verdict& v : verdicts) width = std::max(width, v.part.size());
   for (const Verdict& v : verdicts) {
-    std::cout << "  " << pad(v.part, width + 1) << pad(v.read_as, 14) << (v.right ? "\u2713" : "\u2717") << " (expected "
-              << v.expected << " " << v.tolerance << ")";
+    std::cout << "  " << pad(v.part, width + 1) << pad(v.read_as, 14) << (v.right ? "\u2713" : "\u2717")
+              << " (expected " << v.expected << " " << v.tolerance << ")";
     if (!v.note.empty()) std::cout << " - " << v.note;
     std::cout << "\n";
     if (v.mistake) {
@@ -246,12 +264,14 @@ void add_exercise_commands(CLI::App& app, Registry& registry) {
   exercises->add_flag("--json", args->json, "machine-readable output");
   CLI::App* show = exercises->add_subcommand("show", "print one exercise: parameters, question, parts, tolerances");
   show->add_option("id", args->id, "exercise id (see 'ringlab exercises')")->required();
-  show->add_option("--variant", args->variant, "0: the source material's numbers; N > 0: other numbers, the same for the same N")
+  show->add_option("--variant", args->variant,
+                   "0: the source material's numbers; N > 0: other numbers, the same for the same N")
       ->capture_default_str();
   show->add_flag("--explain", args->explain, "also print the worked solution (instructors)");
   show->add_flag("--json", args->json, "machine-readable output");
   registry.add(exercises, [args, show] {
-    return show->parsed() ? show_exercise(args->id, args->variant, args->explain, args->json) : list_exercises(args->json);
+    return show->parsed() ? show_exercise(args->id, args->variant, args->explain, args->json)
+                          : list_exercises(args->json);
   });
 
   struct CheckArgs {
@@ -261,13 +281,17 @@ void add_exercise_commands(CLI::App& app, Registry& registry) {
     bool explain = false, json = false;
   };
   auto check = std::make_shared<CheckArgs>();
-  CLI::App* command = app.add_subcommand("check", "check answers to an exercise: exit 0 all right, 1 some wrong, 2 unreadable");
+  CLI::App* command =
+      app.add_subcommand("check", "check answers to an exercise: exit 0 all right, 1 some wrong, 2 unreadable");
   command->add_option("id", check->id, "exercise id (see 'ringlab exercises')")->required();
   command->add_option("answers", check->answers, "PART=ANSWER ... (quote answers with spaces: full=\"4.4 TB\")");
   command->add_option("--variant", check->variant, "the variant the numbers came from")->capture_default_str();
-  command->add_flag("--explain", check->explain, "print the worked solution and a ringlab command that demonstrates it");
+  command->add_flag("--explain", check->explain,
+                    "print the worked solution and a ringlab command that demonstrates it");
   command->add_flag("--json", check->json, "machine-readable output");
-  registry.add(command, [check] { return check_answers(check->id, check->variant, check->answers, check->explain, check->json); });
+  registry.add(command, [check] {
+    return check_answers(check->id, check->variant, check->answers, check->explain, check->json);
+  });
 
   add_grade_command(app, registry);
 }

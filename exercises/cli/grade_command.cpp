@@ -16,7 +16,8 @@ void add_grade_command(CLI::App& app, Registry& registry) {
     bool json = false, list = false, no_cache = false;
   };
   auto args = std::make_shared<GradeArgs>();
-  CLI::App* command = app.add_subcommand("grade", "grade a code lab: compile FILE against the lab's hidden tests and report");
+  CLI::App* command =
+      app.add_subcommand("grade", "grade a code lab: compile FILE against the lab's hidden tests and report");
   command->add_option("lab", args->options.lab, "lab id, number or name (run 'ringlab grade --list')");
   command->add_option("file", args->options.file,
                       "your .cpp (default: the lab's starter); also starter, solution or broken/NAME of the lab");
@@ -34,7 +35,8 @@ void add_grade_command(CLI::App& app, Registry& registry) {
       return kExitVerified;
     }
     if (args->options.lab.empty()) {
-      throw UsageError("grade needs a lab; run 'ringlab grade --list' for them, then 'ringlab grade LAB your_file.cpp'");
+      throw UsageError(
+          "grade needs a lab; run 'ringlab grade --list' for them, then 'ringlab grade LAB your_file.cpp'");
     }
     args->options.use_cache = !args->no_cache;
     const grader::GradeReport report = grader::grade(args->options);

@@ -132,10 +132,12 @@ std::string write_broken_version(const LabInfo& lab, const std::string& name) {
   fs::create_directories(folder, error);
   std::string scratch = (folder / (name + ".cpp.XXXXXX")).string();
   const int fd = mkstemp(scratch.data());
-  if (fd < 0) throw UsageError("cannot write under " + folder.string() + "; set RINGLAB_GRADE_CACHE to a writable folder");
+  if (fd < 0)
+    throw UsageError("cannot write under " + folder.string() + "; set RINGLAB_GRADE_CACHE to a writable folder");
   close(fd);
   std::ofstream(scratch, std::ios::binary) << text;
-  fs::permissions(scratch, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read,
+  fs::permissions(scratch,
+                  fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read,
                   error);  // as a file written by hand: mkstemp made it private
   fs::rename(scratch, path, error);
   if (error) {
@@ -172,7 +174,8 @@ std::string resolve_student_file(const LabInfo& lab, const std::string& file) {
   if (std::find(broken.begin(), broken.end(), name) != broken.end()) return write_broken_version(lab, name);
   std::string known;
   for (const std::string& b : broken) known += ", broken/" + b;
-  throw UsageError("no file '" + file + "'; give the path of your .cpp, or one of the lab's own: starter, solution" + known);
+  throw UsageError("no file '" + file + "'; give the path of your .cpp, or one of the lab's own: starter, solution" +
+                   known);
 }
 
 // ---- [compiling] -------------------------------------------------------------------------------
@@ -237,8 +240,9 @@ Compiled compile(const LabInfo& lab, const std::string& source, bool use_cache) 
   fs::create_directories(root, error);
   // Build in a fresh directory, then move it into place: concurrent graders never see half a binary.
   std::string scratch_template = (root / (lab.id + "-build-XXXXXX")).string();
-  if (!mkdtemp(scratch_template.data())) throw UsageError("cannot create a build directory under " + root.string() +
-                                                          "; set RINGLAB_GRADE_CACHE to a writable folder");
+  if (!mkdtemp(scratch_template.data()))
+    throw UsageError("cannot create a build directory under " + root.string() +
+                     "; set RINGLAB_GRADE_CACHE to a writable folder");
   const fs::path scratch = scratch_template;
   const ProcessResult run = run_process(compile_argv(lab, source, (scratch / "lab").string()), 300);
   compiled.seconds = run.seconds;
@@ -335,7 +339,8 @@ CriterionReport run_criterion(const Listed& c, const std::string& binary, const 
   std::string text = read_file(result_file);
   if (run.timed_out) {
     report.status = Status::timeout;
-    report.message = "still running after " + format_seconds(limit) + ": killed with its whole process group "
+    report.message = "still running after " + format_seconds(limit) +
+                     ": killed with its whole process group "
                      "(an endless loop, or a wait the watchdog cannot see, such as polling test() forever)";
   } else if (!text.empty()) {
     try {
@@ -362,7 +367,7 @@ CriterionReport run_criterion(const Listed& c, const std::string& binary, const 
     // Before the signal: with abort_on_error the sanitizer ends the process with SIGABRT.
     report.status = Status::failed;
     report.message = found.find("SEGV on") != std::string::npos ? "crashed with SIGSEGV (" + found + ")"
-                                                                 : "stopped by a sanitizer: " + found;
+                                                                : "stopped by a sanitizer: " + found;
   } else if (run.signal) {
     report.status = Status::failed;
     report.message = "crashed with " + signal_text(run.signal);
@@ -383,7 +388,8 @@ int GradeReport::correctness_passed() const {
                                         [](const auto& c) { return !c.performance && c.status == Status::passed; }));
 }
 int GradeReport::correctness_total() const {
-  return static_cast<int>(std::count_if(criteria.begin(), criteria.end(), [](const auto& c) { return !c.performance; }));
+  return static_cast<int>(
+      std::count_if(criteria.begin(), criteria.end(), [](const auto& c) { return !c.performance; }));
 }
 int GradeReport::performance_passed() const {
   return static_cast<int>(std::count_if(criteria.begin(), criteria.end(),
@@ -393,7 +399,8 @@ int GradeReport::performance_total() const {
   return static_cast<int>(std::count_if(criteria.begin(), criteria.end(), [](const auto& c) { return c.performance; }));
 }
 int GradeReport::needs_gpu() const {
-  return static_cast<int>(std::count_if(criteria.begin(), criteria.end(), [](const auto& c) { return c.status == Status::needs_gpu; }));
+  return static_cast<int>(
+      std::count_if(criteria.begin(), criteria.end(), [](const auto& c) { return c.status == Status::needs_gpu; }));
 }
 bool GradeReport::passed() const {
   if (!compiled || criteria.empty()) return false;
@@ -415,8 +422,8 @@ GradeReport grade(const GradeOptions& options) {
                         {"cores", std::thread::hardware_concurrency()},
                         {"gpu", gpu_present()},
                         {"time", static_cast<int64_t>(std::chrono::duration_cast<std::chrono::seconds>(
-                                     std::chrono::system_clock::now().time_since_epoch())
-                                     .count())}};
+                                                          std::chrono::system_clock::now().time_since_epoch())
+                                                          .count())}};
 
   const Compiled compiled = compile(lab, source, options.use_cache);
   report.compiled = compiled.ok;
@@ -464,7 +471,8 @@ GradeReport grade(const GradeOptions& options) {
   for (const Listed& c : listed)
     if (c.performance) ordered.push_back(c);
   for (const Listed& c : ordered) {
-    const bool selected = options.only.empty() || std::find(options.only.begin(), options.only.end(), c.id) != options.only.end();
+    const bool selected =
+        options.only.empty() || std::find(options.only.begin(), options.only.end(), c.id) != options.only.end();
     if (!selected) continue;
     CriterionReport r;
     if (c.needs_gpu && !gpu) {

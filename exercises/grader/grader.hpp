@@ -67,18 +67,18 @@ struct CriterionReport {
   std::optional<Divergence> divergence;
   std::string deadlock;
   std::vector<std::string> details;
-  std::string output;      // the tail of what the criterion printed (failures only)
-  std::string reproduce;   // the command that runs this criterion alone
+  std::string output;     // the tail of what the criterion printed (failures only)
+  std::string reproduce;  // the command that runs this criterion alone
 };
 
 struct GradeReport {
   std::string lab;
   std::string file;
   bool compiled = false;
-  bool cached = false;          // the binary came from the grader's cache
+  bool cached = false;  // the binary came from the grader's cache
   double compile_seconds = 0;
   std::string compile_command;
-  std::string compile_output;   // errors and warnings
+  std::string compile_output;  // errors and warnings
   std::vector<CriterionReport> criteria;
   nlohmann::json environment;
 
@@ -96,9 +96,9 @@ struct GradeReport {
 
 struct GradeOptions {
   std::string lab;
-  std::string file;                 // see resolve_student_file
-  std::vector<std::string> only;    // criterion ids; empty = all
-  double timeout_seconds = 0;       // > 0 overrides every criterion's own limit
+  std::string file;               // see resolve_student_file
+  std::vector<std::string> only;  // criterion ids; empty = all
+  double timeout_seconds = 0;     // > 0 overrides every criterion's own limit
   bool use_cache = true;
 };
 

@@ -32,8 +32,8 @@ std::vector<std::string> split_lines(const std::string& text, bool& final_newlin
 
 struct Hunk {
   int64_t old_start = 0, old_count = 0, new_start = 0, new_count = 0;  // as the header says
-  std::string header;             // "@@ -45,3 +45,3 @@"
-  int64_t patch_line = 0;         // where the header stands in the patch, from 1
+  std::string header;                                                  // "@@ -45,3 +45,3 @@"
+  int64_t patch_line = 0;                                              // where the header stands in the patch, from 1
   std::vector<std::string> old_lines;  // context and removed lines, in order: what must match
   std::vector<std::string> new_lines;  // context and added lines: what replaces them
   // Index in the original where the header puts old_lines (from 0).
@@ -129,7 +129,8 @@ std::string mismatch(const std::vector<std::string>& original, const Hunk& hunk,
   for (size_t k = 0; k < hunk.old_lines.size(); ++k) {
     const int64_t line = at + int64_t(k);
     if (line < 0 || line >= int64_t(original.size())) {
-      return "the original has no line " + std::to_string(line + 1) + " where the patch expects '" + hunk.old_lines[k] + "'";
+      return "the original has no line " + std::to_string(line + 1) + " where the patch expects '" + hunk.old_lines[k] +
+             "'";
     }
     if (original[size_t(line)] != hunk.old_lines[k]) {
       return "line " + std::to_string(line + 1) + " reads '" + original[size_t(line)] + "' where the patch expects '" +
@@ -150,8 +151,8 @@ int64_t locate(const std::vector<std::string>& original, const Hunk& hunk, int64
   if (found.size() == 1) return found.front();
   const std::string hunk_name = "hunk " + hunk.header + " (" + where(hunk.patch_line) + ")";
   if (found.empty()) throw PatchError(hunk_name + " does not apply: " + mismatch(original, hunk, stated));
-  throw PatchError(hunk_name + " does not apply where it says (" + mismatch(original, hunk, stated) + "), and its lines match " +
-                   std::to_string(found.size()) + " other places: give it more context");
+  throw PatchError(hunk_name + " does not apply where it says (" + mismatch(original, hunk, stated) +
+                   "), and its lines match " + std::to_string(found.size()) + " other places: give it more context");
 }
 
 }  // namespace

@@ -65,8 +65,12 @@ ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s
       kill(-child, SIGKILL);
       result.timed_out = true;
     }
-    const int wait_ms = result.timed_out ? 200 : static_cast<int>(std::max<int64_t>(
-        1, std::min<int64_t>(200, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count())));
+    const int wait_ms =
+        result.timed_out
+            ? 200
+            : static_cast<int>(std::max<int64_t>(
+                  1, std::min<int64_t>(200,
+                                       std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count())));
     const int ready = poll(&fd, 1, wait_ms);
     if (ready <= 0) {
       if (result.timed_out) break;  // killed and silent: stop reading

@@ -9,11 +9,11 @@
 namespace ringlab::grader {
 
 struct ProcessResult {
-  int exit_status = -1;   // when it exited
-  int signal = 0;         // when a signal ended it (SIGKILL after a timeout)
+  int exit_status = -1;  // when it exited
+  int signal = 0;        // when a signal ended it (SIGKILL after a timeout)
   bool timed_out = false;
   double seconds = 0;
-  std::string output;     // stdout and stderr together; the last `max_output` bytes
+  std::string output;  // stdout and stderr together; the last `max_output` bytes
 };
 
 // Runs argv[0] with argv; `environment` entries ("NAME=value") are added to the inherited ones.

@@ -81,8 +81,8 @@ std::vector<std::string> head_lines(const std::string& text, size_t count) {
 void print_report(std::ostream& out, const GradeReport& report) {
   out << "ringlab grade " << report.lab << " | " << report.file << "\n";
   if (report.compiled) {
-    out << (report.cached ? std::string("compiled (cached)") : "compiled in " + seconds(report.compile_seconds)) << " with "
-        << report.environment.value("compiler", std::string("?")) << "\n";
+    out << (report.cached ? std::string("compiled (cached)") : "compiled in " + seconds(report.compile_seconds))
+        << " with " << report.environment.value("compiler", std::string("?")) << "\n";
   }
   if (report.compiled && !report.compile_output.empty()) {
     out << "compiler warnings:\n";
@@ -98,7 +98,8 @@ void print_report(std::ostream& out, const GradeReport& report) {
     if (!c.message.empty()) out << indent << c.message << "\n";
     if (c.status == Status::skipped || c.status == Status::needs_gpu) continue;
     if (c.observed_error >= 0 && c.status == Status::failed)
-      out << indent << "observed error " << scientific(c.observed_error) << " vs tolerance " << scientific(c.tolerance) << "\n";
+      out << indent << "observed error " << scientific(c.observed_error) << " vs tolerance " << scientific(c.tolerance)
+          << "\n";
     if (c.divergence) out << indent << "first diverging: " << divergence_text(*c.divergence) << "\n";
     if (!c.deadlock.empty()) {
       out << indent << "deadlock report:\n";
@@ -133,16 +134,24 @@ void print_report(std::ostream& out, const GradeReport& report) {
 nlohmann::json to_json(const GradeReport& report) {
   nlohmann::json criteria = nlohmann::json::array();
   for (const CriterionReport& c : report.criteria) {
-    nlohmann::json j = {{"id", c.id},           {"title", c.title},         {"performance", c.performance},
-                        {"status", status_name(c.status)}, {"seconds", c.seconds}, {"limit_seconds", c.limit_seconds},
-                        {"message", c.message}, {"hint", c.hint},           {"details", c.details},
+    nlohmann::json j = {{"id", c.id},
+                        {"title", c.title},
+                        {"performance", c.performance},
+                        {"status", status_name(c.status)},
+                        {"seconds", c.seconds},
+                        {"limit_seconds", c.limit_seconds},
+                        {"message", c.message},
+                        {"hint", c.hint},
+                        {"details", c.details},
                         {"reproduce", c.reproduce}};
     if (c.observed_error >= 0) {
       j["observed_error"] = std::isfinite(c.observed_error) ? nlohmann::json(c.observed_error) : nlohmann::json("inf");
       j["tolerance"] = c.tolerance;
     }
     if (c.divergence) {
-      j["first_divergence"] = {{"rank", c.divergence->rank}, {"step", c.divergence->step}, {"block", c.divergence->block},
+      j["first_divergence"] = {{"rank", c.divergence->rank},
+                               {"step", c.divergence->step},
+                               {"block", c.divergence->block},
                                {"what", c.divergence->what}};
     }
     if (!c.deadlock.empty()) j["deadlock"] = c.deadlock;

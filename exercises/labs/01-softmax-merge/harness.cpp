@@ -23,18 +23,19 @@ using lab::CriterionResult;
 // `rows` queries against keys cut into chunks; visibility by position (causal) or all visible.
 struct Chunks {
   int64_t rows = 6, dim = 8;
-  std::vector<float> q;                     // rows x dim
-  std::vector<std::vector<float>> k, v;     // [chunk] keys x dim
+  std::vector<float> q;                       // rows x dim
+  std::vector<std::vector<float>> k, v;       // [chunk] keys x dim
   std::vector<std::vector<uint8_t>> visible;  // [chunk] rows x keys
-  std::vector<std::vector<int64_t>> k_pos;  // [chunk]
+  std::vector<std::vector<int64_t>> k_pos;    // [chunk]
   std::vector<int64_t> q_pos;
-  AttentionOutput<double> exact;            // out (1, rows, 1, dim), lse (1, 1, rows)
-  double q_scale = 1;                       // the scale applied to q (large-scores)
+  AttentionOutput<double> exact;  // out (1, rows, 1, dim), lse (1, 1, rows)
+  double q_scale = 1;             // the scale applied to q (large-scores)
 };
 
 // Chunks of `keys` keys each. causal: queries sit at positions spread over the keys, so some
 // chunks are fully hidden from some rows; `hidden_chunk` >= 0 makes that chunk visible to no row.
-Chunks make_chunks(int64_t chunks, int64_t keys, bool causal, uint64_t seed, double q_scale = 1, int64_t hidden_chunk = -1) {
+Chunks make_chunks(int64_t chunks, int64_t keys, bool causal, uint64_t seed, double q_scale = 1,
+                   int64_t hidden_chunk = -1) {
   Chunks c;
   c.q_scale = q_scale;
   const int64_t total = chunks * keys;
@@ -52,7 +53,8 @@ Chunks make_chunks(int64_t chunks, int64_t keys, bool causal, uint64_t seed, dou
     c.v.emplace_back(x.v.data() + g * keys * c.dim, x.v.data() + (g + 1) * keys * c.dim);
     std::vector<uint8_t> vis(static_cast<size_t>(c.rows * keys));
     for (int64_t i = 0; i < c.rows; ++i)
-      for (int64_t j = 0; j < keys; ++j) vis[static_cast<size_t>(i * keys + j)] = pos[static_cast<size_t>(j)] <= c.q_pos[static_cast<size_t>(i)];
+      for (int64_t j = 0; j < keys; ++j)
+        vis[static_cast<size_t>(i * keys + j)] = pos[static_cast<size_t>(j)] <= c.q_pos[static_cast<size_t>(i)];
     c.visible.push_back(std::move(vis));
     c.k_pos.push_back(std::move(pos));
   }
@@ -82,7 +84,8 @@ State library_state(const Chunks& c, size_t g) {
     std::vector<float> scores(static_cast<size_t>(keys));
     for (int64_t j = 0; j < keys; ++j) {
       float dot = 0;
-      for (int64_t d = 0; d < c.dim; ++d) dot += c.q[static_cast<size_t>(i * c.dim + d)] * c.k[g][static_cast<size_t>(j * c.dim + d)];
+      for (int64_t d = 0; d < c.dim; ++d)
+        dot += c.q[static_cast<size_t>(i * c.dim + d)] * c.k[g][static_cast<size_t>(j * c.dim + d)];
       scores[static_cast<size_t>(j)] = c.visible[g][static_cast<size_t>(i * keys + j)] ? dot * scale : -INFINITY;
     }
     const State row = softmax_state_of(scores, c.v[g], c.dim);
@@ -108,7 +111,8 @@ bool shape_ok(const State& s, const Chunks& c, const std::string& what, Criterio
 }
 
 // Finalizes with the library (or the student's finalize) and compares with the oracle.
-bool check_state(const State& s, const Chunks& c, const std::string& what, CriterionResult& result, bool student_finalize = false) {
+bool check_state(const State& s, const Chunks& c, const std::string& what, CriterionResult& result,
+                 bool student_finalize = false) {
   if (!shape_ok(s, c, what, result)) return false;
   std::vector<float> out, lse;
   if (student_finalize) {
@@ -183,8 +187,9 @@ CriterionResult chunk_mask_criterion() {
   const State empty_rows = student_state(hidden, 1);
   for (int64_t i = 0; i < hidden.rows; ++i)
     if (!(empty_rows.max[static_cast<size_t>(i)] == -INFINITY) || empty_rows.sum[static_cast<size_t>(i)] != 0) {
-      result.fail("a row that sees no key of the chunk got m = " + std::to_string(empty_rows.max[static_cast<size_t>(i)]) +
-                  ", l = " + std::to_string(empty_rows.sum[static_cast<size_t>(i)]) + "; expected -inf and 0");
+      result.fail(
+          "a row that sees no key of the chunk got m = " + std::to_string(empty_rows.max[static_cast<size_t>(i)]) +
+          ", l = " + std::to_string(empty_rows.sum[static_cast<size_t>(i)]) + "; expected -inf and 0");
       result.hint = "skip masked keys entirely; a row with none left is the empty state";
       break;
     }
@@ -212,7 +217,8 @@ CriterionResult merge_criterion(int64_t chunks, uint64_t seed) {
       left.finalize(lo, ll);
       right.finalize(ro, rl);
       std::vector<double> ro64(ro.begin(), ro.end());
-      ok &= lab::compare_into(result, "out", lo, ro64, {1, c.rows, 1, c.dim}, {1e-6, 1e-5}, "(A (+) B) (+) C vs A (+) (B (+) C)");
+      ok &= lab::compare_into(result, "out", lo, ro64, {1, c.rows, 1, c.dim}, {1e-6, 1e-5},
+                              "(A (+) B) (+) C vs A (+) (B (+) C)");
     }
     // Any order, any grouping.
     std::mt19937 shuffle(static_cast<unsigned>(seed));
@@ -243,8 +249,9 @@ CriterionResult identity_criterion() {
       const double lse_x = both_empty ? 0 : x.max[r] + std::log(x.sum[r]);
       const double lse_s = both_empty ? 0 : s.max[r] + std::log(s.sum[r]);
       if (std::isnan(s.sum[r]) || std::isnan(s.max[r]) || (!both_empty && std::fabs(lse_x - lse_s) > 1e-5)) {
-        result.fail(what + ": row " + std::to_string(i) + " changed (m = " + std::to_string(s.max[r]) + ", l = " +
-                    std::to_string(s.sum[r]) + "; expected m = " + std::to_string(x.max[r]) + ", l = " + std::to_string(x.sum[r]) + ")");
+        result.fail(what + ": row " + std::to_string(i) + " changed (m = " + std::to_string(s.max[r]) +
+                    ", l = " + std::to_string(s.sum[r]) + "; expected m = " + std::to_string(x.max[r]) +
+                    ", l = " + std::to_string(x.sum[r]) + ")");
         return;
       }
     }
@@ -256,9 +263,10 @@ CriterionResult identity_criterion() {
     for (int64_t i = 0; i < c.rows; ++i)
       if (!(both.max[static_cast<size_t>(i)] == -INFINITY) || both.sum[static_cast<size_t>(i)] != 0 ||
           std::isnan(both.out[static_cast<size_t>(i * c.dim)])) {
-        result.fail("empty (+) empty: row " + std::to_string(i) + " is m = " + std::to_string(both.max[static_cast<size_t>(i)]) +
-                    ", l = " + std::to_string(both.sum[static_cast<size_t>(i)]) + ", o = " +
-                    std::to_string(both.out[static_cast<size_t>(i * c.dim)]) + "; expected -inf, 0, 0");
+        result.fail("empty (+) empty: row " + std::to_string(i) +
+                    " is m = " + std::to_string(both.max[static_cast<size_t>(i)]) +
+                    ", l = " + std::to_string(both.sum[static_cast<size_t>(i)]) +
+                    ", o = " + std::to_string(both.out[static_cast<size_t>(i * c.dim)]) + "; expected -inf, 0, 0");
         break;
       }
   if (!result.passed)
@@ -297,14 +305,18 @@ const char* lab_name() { return "01-softmax-merge"; }
 std::vector<Criterion> lab_criteria() {
   using namespace ringlab::lab01;
   return {
-      {"finalize", "finalize: out = o / l, lse = m + log l; an empty row gives 0 and -inf", 20, false, false, finalize_criterion},
+      {"finalize", "finalize: out = o / l, lse = m + log l; an empty row gives 0 and -inf", 20, false, false,
+       finalize_criterion},
       {"chunk-scale", "chunk_state of one chunk: scores scaled by 1/sqrt(D)", 20, false, false, chunk_scale_criterion},
-      {"chunk-mask", "chunk_state under a causal mask, rows that see no key stay empty", 20, false, false, chunk_mask_criterion},
+      {"chunk-mask", "chunk_state under a causal mask, rows that see no key stay empty", 20, false, false,
+       chunk_mask_criterion},
       {"merge-two", "P = 2 chunks: merge of two states", 20, false, false, [] { return merge_criterion(2, 201); }},
       {"assoc-p3", "P = 3 chunks: (A (+) B) (+) C = A (+) (B (+) C), both exact", 20, false, false,
        [] { return merge_criterion(3, 202); }},
-      {"order-p5", "P = 5 chunks in shuffled orders and as a tree", 20, false, false, [] { return merge_criterion(5, 203); }},
-      {"order-p8", "P = 8 chunks in shuffled orders and as a tree", 20, false, false, [] { return merge_criterion(8, 204); }},
+      {"order-p5", "P = 5 chunks in shuffled orders and as a tree", 20, false, false,
+       [] { return merge_criterion(5, 203); }},
+      {"order-p8", "P = 8 chunks in shuffled orders and as a tree", 20, false, false,
+       [] { return merge_criterion(8, 204); }},
       {"identity", "the empty state is the identity; empty (+) empty has no NaN", 20, false, false, identity_criterion},
       {"large-scores", "scores in the hundreds: no overflow", 20, false, false, large_scores_criterion},
       {"end-to-end", "P = 6 chunks, causal: your three functions together", 20, false, false,

@@ -34,16 +34,16 @@ CriterionResult layout_criterion(LayoutKind kind, int64_t seq, int64_t ranks, in
     result.fail(std::string(layout_name(kind)) + " S = " + std::to_string(seq) + ", P = " + std::to_string(ranks) +
                 ", block " + std::to_string(block) + ": rank " + std::to_string(r) + " got " + list_text(got) +
                 ", expected " + list_text(expected));
-    result.divergence = lab::Divergence{r, -1, expected.empty() ? -1 : (i < expected.size() ? expected[i] / block : -1),
-                                        i < got.size() && i < expected.size()
-                                            ? "position #" + std::to_string(i) + " is " + std::to_string(got[i]) +
-                                                  ", expected " + std::to_string(expected[i]) + " (unit " +
-                                                  std::to_string(expected[i] / block) + ")"
-                                            : "got " + std::to_string(got.size()) + " positions, expected " +
-                                                  std::to_string(expected.size())};
-    result.hint = kind == LayoutKind::zigzag
-                      ? "round k = unit / P: even rounds give unit k P + r to rank r, odd rounds give unit k P + (P-1-r)"
-                      : "unit u of `block` tokens goes to rank u mod P";
+    result.divergence = lab::Divergence{
+        r, -1, expected.empty() ? -1 : (i < expected.size() ? expected[i] / block : -1),
+        i < got.size() && i < expected.size()
+            ? "position #" + std::to_string(i) + " is " + std::to_string(got[i]) + ", expected " +
+                  std::to_string(expected[i]) + " (unit " + std::to_string(expected[i] / block) + ")"
+            : "got " + std::to_string(got.size()) + " positions, expected " + std::to_string(expected.size())};
+    result.hint =
+        kind == LayoutKind::zigzag
+            ? "round k = unit / P: even rounds give unit k P + r to rank r, odd rounds give unit k P + (P-1-r)"
+            : "unit u of `block` tokens goes to rank u mod P";
     break;
   }
   return result;
@@ -60,17 +60,19 @@ CriterionResult partition_criterion() {
           Positions* student = kind == LayoutKind::zigzag ? zigzag_positions : striped_positions;
           const std::vector<int64_t> mine = student(seq, ranks, r, block);
           if (static_cast<int64_t>(mine.size()) != seq / ranks || !std::is_sorted(mine.begin(), mine.end())) {
-            result.fail(std::string(layout_name(kind)) + " P = " + std::to_string(ranks) + ": rank " + std::to_string(r) +
-                        " holds " + list_text(mine) + "; every rank holds S/P = " + std::to_string(seq / ranks) +
-                        " positions, ascending");
+            result.fail(std::string(layout_name(kind)) + " P = " + std::to_string(ranks) + ": rank " +
+                        std::to_string(r) + " holds " + list_text(mine) +
+                        "; every rank holds S/P = " + std::to_string(seq / ranks) + " positions, ascending");
             return result;
           }
           for (int64_t p : mine) {
             if (p < 0 || p >= seq || seen[static_cast<size_t>(p)] >= 0) {
-              result.fail(std::string(layout_name(kind)) + " S = " + std::to_string(seq) + ", P = " + std::to_string(ranks) +
-                          ", block " + std::to_string(block) + ": position " + std::to_string(p) +
-                          (p < 0 || p >= seq ? " is out of range" : " is on rank " + std::to_string(seen[static_cast<size_t>(p)]) +
-                                                                        " and rank " + std::to_string(r)));
+              result.fail(std::string(layout_name(kind)) + " S = " + std::to_string(seq) +
+                          ", P = " + std::to_string(ranks) + ", block " + std::to_string(block) + ": position " +
+                          std::to_string(p) +
+                          (p < 0 || p >= seq ? " is out of range"
+                                             : " is on rank " + std::to_string(seen[static_cast<size_t>(p)]) +
+                                                   " and rank " + std::to_string(r)));
               result.hint = "every position 0..S-1 must be on exactly one rank";
               return result;
             }
@@ -140,7 +142,8 @@ std::vector<Criterion> lab_criteria() {
       {"zigzag-p1", "zig-zag, P = 1 (one rank holds everything)", 20, false, false, zig(16, 1, 8)},
       {"zigzag-p2", "zig-zag, P = 2, 2P chunks", 20, false, false, zig(32, 2, 8)},
       {"zigzag-p3", "zig-zag, P = 3, 2P chunks", 20, false, false, zig(48, 3, 8)},
-      {"zigzag-token", "zig-zag, P = 4, token-level fold (S = 16: rank 0 holds 0, 7, 8, 15)", 20, false, false, zig(16, 4, 1)},
+      {"zigzag-token", "zig-zag, P = 4, token-level fold (S = 16: rank 0 holds 0, 7, 8, 15)", 20, false, false,
+       zig(16, 4, 1)},
       {"zigzag-p8", "zig-zag, P = 8, several folds (block 4, S = 256)", 20, false, false, zig(256, 8, 4)},
       {"striped-p3", "striped, P = 3, one token per unit", 20, false, false, stripe(24, 3, 1)},
       {"striped-p8", "striped, P = 8, units of 2 tokens", 20, false, false, stripe(64, 8, 2)},

@@ -27,10 +27,10 @@ using lab::CriterionResult;
 using lab::Divergence;
 
 struct BlockCall {
-  int64_t origin_k = -1, origin_v = -1;  // whose K and V (bitwise match), -1 = nobody's
-  bool own_queries = true;               // q is this rank's q
-  bool positions_of_origin = true;       // k_pos == positions[origin_k]
-  bool queries_positions = true;         // q_pos == positions[rank]
+  int64_t origin_k = -1, origin_v = -1;        // whose K and V (bitwise match), -1 = nobody's
+  bool own_queries = true;                     // q is this rank's q
+  bool positions_of_origin = true;             // k_pos == positions[origin_k]
+  bool queries_positions = true;               // q_pos == positions[rank]
   int64_t bytes_sent = 0, bytes_received = 0;  // the rank's counters when it called
 };
 
@@ -66,7 +66,8 @@ void record(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>&
     const auto& expected = mine.positions[static_cast<size_t>(call.origin_k)];
     call.positions_of_origin = std::equal(k_pos.begin(), k_pos.end(), expected.begin(), expected.end());
   }
-  if (tl_comm) call.bytes_sent = tl_comm->counters().bytes_sent, call.bytes_received = tl_comm->counters().bytes_received;
+  if (tl_comm)
+    call.bytes_sent = tl_comm->counters().bytes_sent, call.bytes_received = tl_comm->counters().bytes_received;
   g_session->calls[static_cast<size_t>(tl_rank)].push_back(call);
 }
 
@@ -79,7 +80,8 @@ AttentionOutput<float> block_attention(const Tensor<float>& q, const Tensor<floa
   if (q.rank() != 4 || k.rank() != 4 || v.shape() != k.shape() || k.dim(0) != q.dim(0) || k.dim(3) != q.dim(3) ||
       q.dim(2) % std::max<int64_t>(1, k.dim(2)) != 0) {
     throw std::invalid_argument("block_attention: q " + shape_string(q.shape()) + ", k " + shape_string(k.shape()) +
-                                ", v " + shape_string(v.shape()) + " are not (B, n, H, D), (B, m, HKV, D), (B, m, HKV, D)");
+                                ", v " + shape_string(v.shape()) +
+                                " are not (B, n, H, D), (B, m, HKV, D), (B, m, HKV, D)");
   }
   if (static_cast<int64_t>(q_pos.size()) != q.dim(1) || static_cast<int64_t>(k_pos.size()) != k.dim(1)) {
     throw std::invalid_argument("block_attention: " + std::to_string(q_pos.size()) + " query and " +
@@ -89,8 +91,8 @@ AttentionOutput<float> block_attention(const Tensor<float>& q, const Tensor<floa
   record(q, k, v, q_pos, k_pos);
   const int64_t B = q.dim(0), n = q.dim(1), H = q.dim(2), D = q.dim(3);
   SoftmaxState<float> acc = make_accumulator(B, H, n, D);
-  flash_forward_accumulate(q, k, v, q_pos, k_pos, {0, n}, {0, k.dim(1)}, causal ? MaskKind::causal : MaskKind::none, acc,
-                           {1, true});
+  flash_forward_accumulate(q, k, v, q_pos, k_pos, {0, n}, {0, k.dim(1)}, causal ? MaskKind::causal : MaskKind::none,
+                           acc, {1, true});
   return finalize_accumulator(acc, B, H, n, D);
 }
 
@@ -113,8 +115,9 @@ void diagnose_calls(const Session& s, bool causal, bool finished, CriterionResul
       const BlockCall& c = calls[t];
       const int64_t step = static_cast<int64_t>(t);
       if (c.origin_k < 0) {
-        found({r, step, -1, "the K passed to block_attention is not any rank's K block (a buffer not yet received, or "
-                            "rows mixed from two blocks)"},
+        found({r, step, -1,
+               "the K passed to block_attention is not any rank's K block (a buffer not yet received, or "
+               "rows mixed from two blocks)"},
               "complete the receive (wait) before computing on the block it brings");
       } else if (c.origin_v != c.origin_k) {
         found({r, step, c.origin_k,
@@ -130,12 +133,14 @@ void diagnose_calls(const Session& s, bool causal, bool finished, CriterionResul
               "the received block must replace the one just computed before the next step");
       } else if (causal && (!c.positions_of_origin || !c.queries_positions)) {
         found({r, step, c.origin_k,
-               !c.queries_positions ? std::string("the queries were masked with positions that are not this rank's")
-                                    : "the keys of block " + std::to_string(c.origin_k) + " were masked with another block's positions"},
+               !c.queries_positions
+                   ? std::string("the queries were masked with positions that are not this rank's")
+                   : "the keys of block " + std::to_string(c.origin_k) + " were masked with another block's positions"},
               "the causal mask compares global positions: pass in.positions[rank] for the queries and "
               "in.positions[origin] for the block that started on rank origin = rank - step (mod P)");
       }
-      if (c.origin_k >= 0 && first_step[static_cast<size_t>(c.origin_k)] < 0) first_step[static_cast<size_t>(c.origin_k)] = step;
+      if (c.origin_k >= 0 && first_step[static_cast<size_t>(c.origin_k)] < 0)
+        first_step[static_cast<size_t>(c.origin_k)] = step;
     }
     if (finished) {
       for (int64_t b = 0; b < P; ++b)
@@ -202,15 +207,18 @@ Run run_forward(const lab::ProblemSpec& spec, SendMode mode) {
                                       lab::lse_rows_of(problem.reference.lse, pos), fp32_tolerance("lse"), where);
   }
   if (!outputs_ok && !result.divergence) {
-    result.hint = "every block was computed once, on the right K/V and positions, so the merge is what is wrong: "
-                  "rescale both partial outputs by e^(lse_i - lse) and let a -inf lse add nothing";
+    result.hint =
+        "every block was computed once, on the right K/V and positions, so the merge is what is wrong: "
+        "rescale both partial outputs by e^(lse_i - lse) and let a -inf lse add nothing";
   }
   if (!outputs_ok || result.divergence) result.passed = false;
   if (result.passed) result.message.clear();
   return run;
 }
 
-CriterionResult correctness(lab::ProblemSpec spec, SendMode mode = SendMode::eager) { return run_forward(spec, mode).result; }
+CriterionResult correctness(lab::ProblemSpec spec, SendMode mode = SendMode::eager) {
+  return run_forward(spec, mode).result;
+}
 
 lab::ProblemSpec spec_of(int64_t ranks, bool causal = false, LayoutKind layout = LayoutKind::contiguous) {
   lab::ProblemSpec spec;
@@ -258,8 +266,9 @@ CriterionResult performance(bool overlap) {
         result.fail("rank " + std::to_string(r) + ", step " + std::to_string(step) +
                     ": the next block was already received before this step's compute started");
         result.divergence = Divergence{r, step, calls[t].origin_k, "waited for the next block before computing"};
-        result.hint = "a blocking exchange (sendrecv, or recv) before the compute serialises them: post irecv/isend, "
-                      "compute, and only then wait";
+        result.hint =
+            "a blocking exchange (sendrecv, or recv) before the compute serialises them: post irecv/isend, "
+            "compute, and only then wait";
         return result;
       }
     }
@@ -291,9 +300,10 @@ std::vector<Criterion> lab_criteria() {
       {"p5-zigzag", "P = 5, causal, zig-zag layout (positions are not contiguous)", 20, false, false,
        [] { return correctness(spec_of(5, true, LayoutKind::zigzag)); }},
       {"p8", "P = 8, batch 2, full attention", 30, false, false, [p8] { return correctness(p8); }},
-      {"gqa", "P = 4, causal, GQA (4 query heads share 1 K/V head)", 20, false, false, [gqa] { return correctness(gqa); }},
-      {"rendezvous", "P = 4 with rendezvous sends (a blocking send waits for its receive): no deadlock", 20, false, false,
-       [] { return correctness(spec_of(4), SendMode::rendezvous); }},
+      {"gqa", "P = 4, causal, GQA (4 query heads share 1 K/V head)", 20, false, false,
+       [gqa] { return correctness(gqa); }},
+      {"rendezvous", "P = 4 with rendezvous sends (a blocking send waits for its receive): no deadlock", 20, false,
+       false, [] { return correctness(spec_of(4), SendMode::rendezvous); }},
       {"perf-traffic", "performance: each rank sends exactly P - 1 K/V blocks", 20, true, false,
        [] { return performance(false); }},
       {"perf-overlap", "performance: the next block's transfer is posted before, and waited after, each compute", 20,

@@ -16,11 +16,11 @@ namespace ringlab::lab03 {
 
 // What one rank starts with.
 struct RankInputs {
-  Tensor<float> q;  // (B, n, H, D): this rank's queries, at positions[rank] (ascending)
-  Tensor<float> k;  // (B, n, HKV, D): this rank's keys, same positions
-  Tensor<float> v;  // (B, n, HKV, D)
+  Tensor<float> q;                              // (B, n, H, D): this rank's queries, at positions[rank] (ascending)
+  Tensor<float> k;                              // (B, n, HKV, D): this rank's keys, same positions
+  Tensor<float> v;                              // (B, n, HKV, D)
   std::vector<std::vector<int64_t>> positions;  // [P][n]: every rank's global token positions
-  bool causal = false;  // causal mask by global position: key position <= query position
+  bool causal = false;                          // causal mask by global position: key position <= query position
 };
 
 // Provided. Attention of queries q (at global positions q_pos) against ONE block of keys and values

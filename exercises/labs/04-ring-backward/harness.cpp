@@ -27,11 +27,11 @@ namespace {
 using lab::CriterionResult;
 
 struct Contribution {
-  int64_t rank = 0, step = 0;   // who computed it, at its how-many-th block_backward call
-  int64_t block = -1;           // whose K/V block it is the gradient of (-1: not any rank's)
-  std::vector<double> values;   // dk then dv, flattened
-  bool zero = true;             // a fully masked block contributes nothing
-  bool positions_ok = true;     // k_pos were the block's own positions
+  int64_t rank = 0, step = 0;  // who computed it, at its how-many-th block_backward call
+  int64_t block = -1;          // whose K/V block it is the gradient of (-1: not any rank's)
+  std::vector<double> values;  // dk then dv, flattened
+  bool zero = true;            // a fully masked block contributes nothing
+  bool positions_ok = true;    // k_pos were the block's own positions
 };
 
 struct Session {
@@ -50,11 +50,14 @@ bool same_bits(const Tensor<float>& a, const Tensor<float>& b) {
 
 // ---- [block_backward] --------------------------------------------------------------------------
 
-Tensor<float> softmax_delta(const Tensor<float>& dout, const Tensor<float>& out) { return ringlab::softmax_delta(dout, out); }
+Tensor<float> softmax_delta(const Tensor<float>& dout, const Tensor<float>& out) {
+  return ringlab::softmax_delta(dout, out);
+}
 
 void block_backward(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v, const Tensor<float>& dout,
                     const Tensor<float>& lse, const Tensor<float>& delta, std::span<const int64_t> q_pos,
-                    std::span<const int64_t> k_pos, bool causal, Tensor<float>& dq, Tensor<float>& dk, Tensor<float>& dv) {
+                    std::span<const int64_t> k_pos, bool causal, Tensor<float>& dq, Tensor<float>& dk,
+                    Tensor<float>& dv) {
   if (q.rank() != 4 || k.rank() != 4 || v.shape() != k.shape() || dq.shape() != q.shape() || dk.shape() != k.shape() ||
       dv.shape() != v.shape() || dout.shape() != q.shape()) {
     throw std::invalid_argument("block_backward: q " + shape_string(q.shape()) + ", k " + shape_string(k.shape()) +
@@ -72,7 +75,8 @@ void block_backward(const Tensor<float>& q, const Tensor<float>& k, const Tensor
     c.rank = tl_rank;
     c.step = static_cast<int64_t>(g_session->calls[static_cast<size_t>(tl_rank)].size());
     for (size_t r = 0; r < g_session->inputs.size(); ++r)
-      if (same_bits(k, g_session->inputs[r].k) && same_bits(v, g_session->inputs[r].v)) c.block = static_cast<int64_t>(r);
+      if (same_bits(k, g_session->inputs[r].k) && same_bits(v, g_session->inputs[r].v))
+        c.block = static_cast<int64_t>(r);
     if (c.block >= 0) {
       const auto& expected = g_session->inputs[static_cast<size_t>(tl_rank)].positions[static_cast<size_t>(c.block)];
       c.positions_ok = std::equal(k_pos.begin(), k_pos.end(), expected.begin(), expected.end());
@@ -98,7 +102,8 @@ void attribute(const Session& s, int64_t r, const std::vector<double>& final_gra
     for (const Contribution& c : calls)
       if (!c.zero) columns.push_back(&c);
   if (columns.empty()) return;
-  const Eigen::Index rows = static_cast<Eigen::Index>(final_grad.size()), cols = static_cast<Eigen::Index>(columns.size());
+  const Eigen::Index rows = static_cast<Eigen::Index>(final_grad.size()),
+                     cols = static_cast<Eigen::Index>(columns.size());
   if (rows < cols) return;  // too few equations to tell contributions apart
   Eigen::MatrixXd a(rows, cols);
   Eigen::VectorXd b(rows);
@@ -109,8 +114,11 @@ void attribute(const Session& s, int64_t r, const std::vector<double>& final_gra
   Eigen::VectorXd rounded = x.array().round().matrix();
   const double residual = (a * rounded - b).norm() / std::max(b.norm(), 1e-30);
   if (!(residual < 1e-3)) {
-    result.details.push_back("rank " + std::to_string(r) + "'s dK/dV is not a sum of whole block contributions "
-                             "(relative residual " + std::to_string(residual) + "): an accumulator was scaled, "
+    result.details.push_back("rank " + std::to_string(r) +
+                             "'s dK/dV is not a sum of whole block contributions "
+                             "(relative residual " +
+                             std::to_string(residual) +
+                             "): an accumulator was scaled, "
                              "overwritten or mixed with another tensor");
     return;
   }
@@ -176,7 +184,8 @@ Run run_backward(const lab::ProblemSpec& spec, SendMode mode) {
       } else if (seen[static_cast<size_t>(c.block)] >= 0) {
         result.diverge({r, c.step, c.block, "block " + std::to_string(c.block) + " computed a second time"});
       } else if (spec.causal && !c.positions_ok) {
-        result.diverge({r, c.step, c.block, "block " + std::to_string(c.block) + " masked with another block's positions"});
+        result.diverge(
+            {r, c.step, c.block, "block " + std::to_string(c.block) + " masked with another block's positions"});
       }
       if (c.block >= 0) seen[static_cast<size_t>(c.block)] = c.step;
     }
@@ -192,8 +201,10 @@ Run run_backward(const lab::ProblemSpec& spec, SendMode mode) {
     const auto& pos = p.positions[static_cast<size_t>(r)];
     const std::string where = "rank " + std::to_string(r);
     const RankGrads& g = grads[static_cast<size_t>(r)];
-    dq_ok &= lab::compare_tensor(result, "dq", g.dq, lab::rows_of(p.reference_grads.dq, pos), fp32_tolerance("dq"), where);
-    bool ok = lab::compare_tensor(result, "dk", g.dk, lab::rows_of(p.reference_grads.dk, pos), fp32_tolerance("dk"), where);
+    dq_ok &=
+        lab::compare_tensor(result, "dq", g.dq, lab::rows_of(p.reference_grads.dq, pos), fp32_tolerance("dq"), where);
+    bool ok =
+        lab::compare_tensor(result, "dk", g.dk, lab::rows_of(p.reference_grads.dk, pos), fp32_tolerance("dk"), where);
     ok &= lab::compare_tensor(result, "dv", g.dv, lab::rows_of(p.reference_grads.dv, pos), fp32_tolerance("dv"), where);
     if (!ok && g.dk.shape() == s.inputs[static_cast<size_t>(r)].k.shape() && g.dv.shape() == g.dk.shape()) {
       std::vector<double> final_grad(g.dk.storage().begin(), g.dk.storage().end());
@@ -203,9 +214,11 @@ Run run_backward(const lab::ProblemSpec& spec, SendMode mode) {
     dkv_ok &= ok;
   }
   if (!dkv_ok && result.hint.empty())
-    result.hint = "dK/dV accumulators must travel WITH their K/V block (same direction, one step behind) and take "
-                  "one extra hop home; sending them the other way is right only at P <= 2 (DESIGN.md erratum 1)";
-  if (!dq_ok && dkv_ok && result.hint.empty()) result.hint = "dq accumulates locally over all P blocks; it never travels";
+    result.hint =
+        "dK/dV accumulators must travel WITH their K/V block (same direction, one step behind) and take "
+        "one extra hop home; sending them the other way is right only at P <= 2 (DESIGN.md erratum 1)";
+  if (!dq_ok && dkv_ok && result.hint.empty())
+    result.hint = "dq accumulates locally over all P blocks; it never travels";
   return run;
 }
 
@@ -237,8 +250,10 @@ CriterionResult traffic() {
   for (int64_t r = 0; r < P; ++r) {
     const int64_t sent = run.report.counters[static_cast<size_t>(r)].bytes_sent;
     if (sent > (2 * P - 1) * block) {
-      result.fail("rank " + std::to_string(r) + " sent " + std::to_string(sent) + " bytes; the ring backward needs P - 1 "
-                  "K/V blocks and P dK/dV accumulators, " + std::to_string((2 * P - 1) * block) + " bytes");
+      result.fail("rank " + std::to_string(r) + " sent " + std::to_string(sent) +
+                  " bytes; the ring backward needs P - 1 "
+                  "K/V blocks and P dK/dV accumulators, " +
+                  std::to_string((2 * P - 1) * block) + " bytes");
       result.hint = "send each K/V block once per hop and each accumulator once per hop";
       return result;
     }
@@ -259,7 +274,8 @@ std::vector<Criterion> lab_criteria() {
   lab::ProblemSpec gqa = spec_of(4, true);
   gqa.heads = 4, gqa.kv_heads = 2;
   return {
-      {"p1", "P = 1: one rank, the accumulator is home at once", 20, false, false, [] { return correctness(spec_of(1)); }},
+      {"p1", "P = 1: one rank, the accumulator is home at once", 20, false, false,
+       [] { return correctness(spec_of(1)); }},
       {"p2", "P = 2, full attention (a dK/dV direction bug is invisible here)", 20, false, false,
        [] { return correctness(spec_of(2)); }},
       {"p3-direction", "P = 3, full attention: dK/dV must travel with their K/V block", 20, false, false,
@@ -272,7 +288,8 @@ std::vector<Criterion> lab_criteria() {
        [gqa] { return correctness(gqa); }},
       {"rendezvous", "P = 4 with rendezvous sends: no deadlock", 20, false, false,
        [] { return correctness(spec_of(4), SendMode::rendezvous); }},
-      {"perf-traffic", "performance: P - 1 K/V blocks and P dK/dV accumulators per rank, no more", 20, true, false, traffic},
+      {"perf-traffic", "performance: P - 1 K/V blocks and P dK/dV accumulators per rank, no more", 20, true, false,
+       traffic},
   };
 }
 

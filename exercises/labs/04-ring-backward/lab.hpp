@@ -15,11 +15,11 @@ namespace ringlab::lab04 {
 
 // What one rank starts with: its own block of the forward's inputs and results.
 struct RankInputs {
-  Tensor<float> q;     // (B, n, H, D)
-  Tensor<float> k, v;  // (B, n, HKV, D): this rank's K/V block
-  Tensor<float> out;   // (B, n, H, D): the forward's output for this rank's queries
-  Tensor<float> lse;   // (B, H, n): the forward's log-sum-exp over ALL keys
-  Tensor<float> dout;  // (B, n, H, D): the gradient arriving at out
+  Tensor<float> q;                              // (B, n, H, D)
+  Tensor<float> k, v;                           // (B, n, HKV, D): this rank's K/V block
+  Tensor<float> out;                            // (B, n, H, D): the forward's output for this rank's queries
+  Tensor<float> lse;                            // (B, H, n): the forward's log-sum-exp over ALL keys
+  Tensor<float> dout;                           // (B, n, H, D): the gradient arriving at out
   std::vector<std::vector<int64_t>> positions;  // [P][n]: every rank's global positions
   bool causal = false;
 };

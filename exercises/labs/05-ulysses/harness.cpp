@@ -49,13 +49,15 @@ void check_input(const char* name, const Tensor<float>& got, const Tensor<float>
   if (!problem.empty()) return;
   const int64_t B = global.dim(0), S = global.dim(1), D = global.dim(3);
   if (got.shape() != Shape{B, S, per, D}) {
-    problem = std::string(name) + " has shape " + shape_string(got.shape()) + ", expected " + shape_string({B, S, per, D});
+    problem =
+        std::string(name) + " has shape " + shape_string(got.shape()) + ", expected " + shape_string({B, S, per, D});
     return;
   }
   for (int64_t b = 0; b < B; ++b)
     for (int64_t s = 0; s < S; ++s)
       for (int64_t h = 0; h < per; ++h)
-        if (std::memcmp(&got(b, s, h, 0), &global(b, s, tl_rank * per + h, 0), sizeof(float) * static_cast<size_t>(D)) != 0) {
+        if (std::memcmp(&got(b, s, h, 0), &global(b, s, tl_rank * per + h, 0),
+                        sizeof(float) * static_cast<size_t>(D)) != 0) {
           problem = std::string(name) + "[token " + std::to_string(s) + ", head " + std::to_string(h) + "] holds " +
                     identify_row(global, &got(b, s, h, 0)) + "; expected token " + std::to_string(s) + ", head " +
                     std::to_string(tl_rank * per + h);
@@ -66,7 +68,8 @@ void check_input(const char* name, const Tensor<float>& got, const Tensor<float>
 
 }  // namespace
 
-AttentionOutput<float> local_attention(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v, bool causal) {
+AttentionOutput<float> local_attention(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
+                                       bool causal) {
   if (q.rank() != 4 || k.rank() != 4 || v.shape() != k.shape() || q.dim(1) != k.dim(1) || k.dim(2) == 0 ||
       q.dim(2) % k.dim(2) != 0) {
     throw std::invalid_argument("local_attention: q " + shape_string(q.shape()) + ", k " + shape_string(k.shape()) +
@@ -106,7 +109,8 @@ Run run_ulysses(int64_t ranks, int64_t heads, int64_t kv_heads, bool causal, uin
   std::vector<RankInputs> inputs;
   for (int64_t r = 0; r < ranks; ++r) {
     const auto& pos = p.positions[static_cast<size_t>(r)];
-    inputs.push_back({lab::rows_of(p.inputs.q, pos), lab::rows_of(p.inputs.k, pos), lab::rows_of(p.inputs.v, pos), causal});
+    inputs.push_back(
+        {lab::rows_of(p.inputs.q, pos), lab::rows_of(p.inputs.k, pos), lab::rows_of(p.inputs.v, pos), causal});
   }
   std::vector<AttentionOutput<float>> outputs(static_cast<size_t>(ranks));
   g_session = &s;
@@ -121,8 +125,9 @@ Run run_ulysses(int64_t ranks, int64_t heads, int64_t kv_heads, bool causal, uin
     if (!s.input_problem[static_cast<size_t>(r)].empty()) {
       const int64_t token = s.input_token[static_cast<size_t>(r)];
       result.diverge({r, 0, token >= 0 ? token / n : -1, "all-to-all in: " + s.input_problem[static_cast<size_t>(r)]});
-      result.hint = "chunk j of the all-to-all's input goes to rank j: it must hold heads [j H/P, (j+1) H/P) of your "
-                    "tokens; chunk i of its output came from rank i, whose tokens are [i n, (i+1) n)";
+      result.hint =
+          "chunk j of the all-to-all's input goes to rank j: it must hold heads [j H/P, (j+1) H/P) of your "
+          "tokens; chunk i of its output came from rank i, whose tokens are [i n, (i+1) n)";
     }
   if (lab::record_run_failure(run.report, result)) return run;
   bool ok = true;
@@ -133,11 +138,14 @@ Run run_ulysses(int64_t ranks, int64_t heads, int64_t kv_heads, bool causal, uin
                                        lab::rows_of(p.reference.out, pos), fp32_tolerance("out"), where);
     rank_ok &= lab::compare_tensor(result, "lse", outputs[static_cast<size_t>(r)].lse,
                                    lab::lse_rows_of(p.reference.lse, pos), fp32_tolerance("lse"), where);
-    if (!rank_ok && s.called[static_cast<size_t>(r)] && s.input_problem[static_cast<size_t>(r)].empty() && !result.divergence) {
-      result.diverge({r, 1, -1, "all-to-all back: local_attention got the right inputs on every rank, but rank " +
-                                    std::to_string(r) + "'s out/lse came back wrong"});
-      result.hint = "on the way back chunk i (for rank i) holds tokens [i n, (i+1) n) of your heads, and chunk j "
-                    "received from rank j holds your tokens for heads [j H/P, (j+1) H/P)";
+    if (!rank_ok && s.called[static_cast<size_t>(r)] && s.input_problem[static_cast<size_t>(r)].empty() &&
+        !result.divergence) {
+      result.diverge({r, 1, -1,
+                      "all-to-all back: local_attention got the right inputs on every rank, but rank " +
+                          std::to_string(r) + "'s out/lse came back wrong"});
+      result.hint =
+          "on the way back chunk i (for rank i) holds tokens [i n, (i+1) n) of your heads, and chunk j "
+          "received from rank j holds your tokens for heads [j H/P, (j+1) H/P)";
     }
     ok &= rank_ok;
   }
@@ -160,14 +168,16 @@ CriterionResult traffic() {
   }
   const lab::Problem& p = *run.problem;
   const int64_t n = p.tokens_per_rank(), D = p.dims.dim, B = p.dims.batch;
-  const int64_t shard = B * n * (H * D * 2 + 2 * HKV * D + H) * static_cast<int64_t>(sizeof(float));  // q, out, k, v, lse
+  const int64_t shard =
+      B * n * (H * D * 2 + 2 * HKV * D + H) * static_cast<int64_t>(sizeof(float));  // q, out, k, v, lse
   const int64_t allowed = shard * (P - 1) / P;
   for (int64_t r = 0; r < P; ++r) {
     const int64_t sent = run.report.counters[static_cast<size_t>(r)].bytes_sent;
     if (sent > allowed) {
       result.fail("rank " + std::to_string(r) + " sent " + std::to_string(sent) + " bytes; two all-to-alls need " +
                   std::to_string(allowed) + " ((P-1)/P of q, k, v, out and lse)");
-      result.hint = "all_to_all sends each chunk straight to its rank; gathering everything everywhere costs P times more";
+      result.hint =
+          "all_to_all sends each chunk straight to its rank; gathering everything everywhere costs P times more";
       return result;
     }
   }
@@ -187,10 +197,12 @@ std::vector<Criterion> lab_criteria() {
   return {
       {"p1", "P = 1: the all-to-alls move nothing", 20, false, false, [] { return correctness(1, 2, 2, false); }},
       {"p2", "P = 2, 4 heads, 2 K/V heads", 20, false, false, [] { return correctness(2, 4, 2, false); }},
-      {"p3", "P = 3, 6 heads, 3 K/V heads (a non-power of two)", 20, false, false, [] { return correctness(3, 6, 3, false); }},
+      {"p3", "P = 3, 6 heads, 3 K/V heads (a non-power of two)", 20, false, false,
+       [] { return correctness(3, 6, 3, false); }},
       {"p4-causal", "P = 4, 4 heads, causal (global token order after the all-to-all)", 20, false, false,
        [] { return correctness(4, 4, 4, true); }},
-      {"p4-gqa", "P = 4, GQA: 8 query heads over 4 K/V heads", 20, false, false, [] { return correctness(4, 8, 4, true); }},
+      {"p4-gqa", "P = 4, GQA: 8 query heads over 4 K/V heads", 20, false, false,
+       [] { return correctness(4, 8, 4, true); }},
       {"p8", "P = 8, 16 heads, 8 K/V heads", 30, false, false, [] { return correctness(8, 16, 8, false); }},
       {"perf-traffic", "performance: no more than two all-to-alls' worth of bytes", 20, true, false, traffic},
   };

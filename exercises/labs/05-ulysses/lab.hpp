@@ -17,9 +17,9 @@
 namespace ringlab::lab05 {
 
 struct RankInputs {
-  Tensor<float> q;     // (B, n, H, D): tokens [r n, (r+1) n), all heads
-  Tensor<float> k, v;  // (B, n, HKV, D)
-  bool causal = false; // mask by global position (token order is global after the all-to-all)
+  Tensor<float> q;      // (B, n, H, D): tokens [r n, (r+1) n), all heads
+  Tensor<float> k, v;   // (B, n, HKV, D)
+  bool causal = false;  // mask by global position (token order is global after the all-to-all)
 };
 
 // Provided. Attention of the heads this rank holds over all S tokens, in global token order:

@@ -68,7 +68,8 @@ AttentionOutput<float> block_attention(const Tensor<float>& q, const Tensor<floa
     BlockCall call;
     call.mask = mask;
     for (size_t r = 0; r < g_session->inputs.size(); ++r)
-      if (same_bits(k, g_session->inputs[r].k) && same_bits(v, g_session->inputs[r].v)) call.origin = static_cast<int64_t>(r);
+      if (same_bits(k, g_session->inputs[r].k) && same_bits(v, g_session->inputs[r].v))
+        call.origin = static_cast<int64_t>(r);
     if (call.origin >= 0) {
       const auto& expected = g_session->inputs[0].positions[static_cast<size_t>(call.origin)];
       const auto& mine = g_session->inputs[0].positions[static_cast<size_t>(tl_rank)];
@@ -93,7 +94,8 @@ void merge_into(AttentionOutput<float>& acc, const AttentionOutput<float>& part)
       for (int64_t i = 0; i < n; ++i) {
         lse_a[static_cast<size_t>(i)] = acc.lse(b, h, i), lse_b[static_cast<size_t>(i)] = part.lse(b, h, i);
         for (int64_t d = 0; d < D; ++d)
-          out_a[static_cast<size_t>(i * D + d)] = acc.out(b, i, h, d), out_b[static_cast<size_t>(i * D + d)] = part.out(b, i, h, d);
+          out_a[static_cast<size_t>(i * D + d)] = acc.out(b, i, h, d),
+                                            out_b[static_cast<size_t>(i * D + d)] = part.out(b, i, h, d);
       }
       merge_lse_form(out_a, lse_a, out_b, lse_b, D);
       for (int64_t i = 0; i < n; ++i) {
@@ -123,7 +125,8 @@ Run run_skip(int64_t ranks, LayoutKind layout, SendMode mode = SendMode::eager) 
   Session& s = run.session;
   for (int64_t r = 0; r < ranks; ++r) {
     const auto& pos = p.positions[static_cast<size_t>(r)];
-    s.inputs.push_back({lab::rows_of(p.inputs.q, pos), lab::rows_of(p.inputs.k, pos), lab::rows_of(p.inputs.v, pos), p.positions});
+    s.inputs.push_back(
+        {lab::rows_of(p.inputs.q, pos), lab::rows_of(p.inputs.k, pos), lab::rows_of(p.inputs.v, pos), p.positions});
   }
   s.calls.resize(static_cast<size_t>(ranks));
   std::vector<AttentionOutput<float>> outputs(static_cast<size_t>(ranks));
@@ -149,15 +152,18 @@ Run run_skip(int64_t ranks, LayoutKind layout, SendMode mode = SendMode::eager) 
       if (!c.positions_ok) {
         result.diverge({r, step, c.origin, "masked with positions that are not the queries' and the block's own"});
       } else if (needed == BlockWork::masked && !c.mask) {
-        result.diverge({r, step, c.origin, "block " + std::to_string(c.origin) +
-                                               " was computed without the mask, but some of its keys are in the future"});
+        result.diverge({r, step, c.origin,
+                        "block " + std::to_string(c.origin) +
+                            " was computed without the mask, but some of its keys are in the future"});
         result.hint = "only a block whose every key is at or before every query may go without the mask";
       } else if (needed == BlockWork::skip) {
         ++run.masked_blocks_computed;
-        if (!run.first_wasted) run.first_wasted = Divergence{r, step, c.origin, "computed although every pair is masked"};
+        if (!run.first_wasted)
+          run.first_wasted = Divergence{r, step, c.origin, "computed although every pair is masked"};
       } else if (needed == BlockWork::full && c.mask) {
         ++run.full_blocks_masked;
-        if (!run.first_masked_full) run.first_masked_full = Divergence{r, step, c.origin, "masked although every pair is visible"};
+        if (!run.first_masked_full)
+          run.first_masked_full = Divergence{r, step, c.origin, "masked although every pair is visible"};
       }
       computed[static_cast<size_t>(c.origin)] = true;
     }
@@ -165,10 +171,12 @@ Run run_skip(int64_t ranks, LayoutKind layout, SendMode mode = SendMode::eager) 
       for (int64_t b = 0; b < ranks; ++b)
         if (!computed[static_cast<size_t>(b)] &&
             truth(p.positions[static_cast<size_t>(r)], p.positions[static_cast<size_t>(b)]) != BlockWork::skip) {
-          result.diverge({r, -1, b, "block " + std::to_string(b) + " was skipped, but rank " + std::to_string(r) +
-                                        "'s queries see some of its keys"});
-          result.hint = "decide by positions, not by rank order: under zig-zag or striped layouts every rank needs "
-                        "blocks of ranks after it";
+          result.diverge({r, -1, b,
+                          "block " + std::to_string(b) + " was skipped, but rank " + std::to_string(r) +
+                              "'s queries see some of its keys"});
+          result.hint =
+              "decide by positions, not by rank order: under zig-zag or striped layouts every rank needs "
+              "blocks of ranks after it";
           break;
         }
   }
@@ -177,7 +185,8 @@ Run run_skip(int64_t ranks, LayoutKind layout, SendMode mode = SendMode::eager) 
       for (const RankWaitReport& w : run.report.deadlock->ranks)
         if (w.state == RankState::blocked) result.diverge({w.rank, w.step, -1, w.describe()});
     if (run.report.deadlock)
-      result.hint = "a skipped block must still be passed on: the next rank may need it (skip the compute, never the send)";
+      result.hint =
+          "a skipped block must still be passed on: the next rank may need it (skip the compute, never the send)";
     return run;
   }
   for (int64_t r = 0; r < ranks; ++r) {
@@ -217,7 +226,8 @@ CriterionResult classify_criterion() {
       const Layout layout(kind, 8 * ranks, ranks);
       for (int64_t a = 0; a < ranks; ++a)
         for (int64_t b = 0; b < ranks; ++b)
-          if (!check(layout.positions(a), layout.positions(b), std::string(layout_name(kind)) + " blocks")) return result;
+          if (!check(layout.positions(a), layout.positions(b), std::string(layout_name(kind)) + " blocks"))
+            return result;
     }
   for (int trial = 0; trial < 200; ++trial) {
     std::vector<int64_t> q(static_cast<size_t>(1 + random() % 6)), k(static_cast<size_t>(1 + random() % 6));
@@ -264,8 +274,10 @@ std::vector<Criterion> lab_criteria() {
   return {
       {"classify", "classify_block: skip / full / masked by positions (every layout's blocks, random sets)", 20, false,
        false, classify_criterion},
-      {"contiguous-p3", "P = 3, contiguous layout", 20, false, false, [] { return correctness(3, LayoutKind::contiguous); }},
-      {"contiguous-p8", "P = 8, contiguous layout", 30, false, false, [] { return correctness(8, LayoutKind::contiguous); }},
+      {"contiguous-p3", "P = 3, contiguous layout", 20, false, false,
+       [] { return correctness(3, LayoutKind::contiguous); }},
+      {"contiguous-p8", "P = 8, contiguous layout", 30, false, false,
+       [] { return correctness(8, LayoutKind::contiguous); }},
       {"zigzag-p4", "P = 4, zig-zag layout: every rank needs blocks of later ranks", 20, false, false,
        [] { return correctness(4, LayoutKind::zigzag); }},
       {"striped-p3", "P = 3, striped layout: every block is partly visible", 20, false, false,

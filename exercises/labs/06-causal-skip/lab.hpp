@@ -15,8 +15,8 @@
 namespace ringlab::lab06 {
 
 struct RankInputs {
-  Tensor<float> q;     // (B, n, H, D): this rank's queries, at positions[rank] (ascending)
-  Tensor<float> k, v;  // (B, n, HKV, D)
+  Tensor<float> q;                              // (B, n, H, D): this rank's queries, at positions[rank] (ascending)
+  Tensor<float> k, v;                           // (B, n, HKV, D)
   std::vector<std::vector<int64_t>> positions;  // [P][n]: every rank's global positions (any layout)
 };
 

@@ -34,7 +34,8 @@ template <class T>
 T* to_device(const std::vector<T>& values) {
   T* device = nullptr;
   if (!ok(cudaMalloc(&device, sizeof(T) * (values.empty() ? 1 : values.size())), "cudaMalloc")) return nullptr;
-  if (!ok(cudaMemcpy(device, values.data(), sizeof(T) * values.size(), cudaMemcpyHostToDevice), "cudaMemcpy")) return nullptr;
+  if (!ok(cudaMemcpy(device, values.data(), sizeof(T) * values.size(), cudaMemcpyHostToDevice), "cudaMemcpy"))
+    return nullptr;
   return device;
 }
 
@@ -74,14 +75,16 @@ bool run_case(const char* in_path, const char* out_path) {
           "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)"))
     return false;
   block_attention_kernel<<<dim3(shape.grid_x, shape.grid_y), shape.threads, shape.smem_bytes>>>(a);
-  if (!ok(cudaGetLastError(), "launching block_attention_kernel") || !ok(cudaDeviceSynchronize(), "block_attention_kernel"))
+  if (!ok(cudaGetLastError(), "launching block_attention_kernel") ||
+      !ok(cudaDeviceSynchronize(), "block_attention_kernel"))
     return false;
   if (!ok(cudaMemcpy(out.data(), a.out, sizeof(float) * out.size(), cudaMemcpyDeviceToHost), "cudaMemcpy out") ||
       !ok(cudaMemcpy(lse.data(), a.lse, sizeof(float) * lse.size(), cudaMemcpyDeviceToHost), "cudaMemcpy lse"))
     return false;
-  for (const void* pointer : {static_cast<const void*>(a.q), static_cast<const void*>(a.k), static_cast<const void*>(a.v),
-                              static_cast<const void*>(a.q_pos), static_cast<const void*>(a.k_pos),
-                              static_cast<const void*>(a.out), static_cast<const void*>(a.lse)})
+  for (const void* pointer :
+       {static_cast<const void*>(a.q), static_cast<const void*>(a.k), static_cast<const void*>(a.v),
+        static_cast<const void*>(a.q_pos), static_cast<const void*>(a.k_pos), static_cast<const void*>(a.out),
+        static_cast<const void*>(a.lse)})
     cudaFree(const_cast<void*>(pointer));
   std::FILE* result = std::fopen(out_path, "wb");
   if (!result) return false;

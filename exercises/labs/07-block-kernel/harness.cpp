@@ -58,8 +58,12 @@ struct Data {
 
 Data make_data(const Case& c) {
   const int64_t Sq = static_cast<int64_t>(c.q_pos.size()), Sk = static_cast<int64_t>(c.k_pos.size());
-  Data data{Tensor<float>({c.B, Sq, c.H, c.D}), Tensor<float>({c.B, Sk, c.HKV, c.D}), Tensor<float>({c.B, Sk, c.HKV, c.D}),
-            {}, {}, {}};
+  Data data{Tensor<float>({c.B, Sq, c.H, c.D}),
+            Tensor<float>({c.B, Sk, c.HKV, c.D}),
+            Tensor<float>({c.B, Sk, c.HKV, c.D}),
+            {},
+            {},
+            {}};
   for (int64_t i = 0; i < data.q.size(); ++i)
     data.q[i] = static_cast<float>(input_value(c.seed, TensorId::q, static_cast<uint64_t>(i)) * c.q_scale);
   for (int64_t i = 0; i < data.k.size(); ++i) {
@@ -107,7 +111,8 @@ std::string shape_problem(const LaunchShape& s) {
   if (s.threads <= 0 || s.threads % 32 != 0 || s.threads > 1024)
     return "threads = " + std::to_string(s.threads) + ": must be a positive multiple of 32, at most 1024";
   if (s.grid_x == 0 || s.grid_y == 0 || s.grid_y > 65535)
-    return "grid = (" + std::to_string(s.grid_x) + ", " + std::to_string(s.grid_y) + "): each must be 1 or more (y at most 65535)";
+    return "grid = (" + std::to_string(s.grid_x) + ", " + std::to_string(s.grid_y) +
+           "): each must be 1 or more (y at most 65535)";
   if (s.smem_bytes < 0 || s.smem_bytes > 227 * 1024)
     return "smem_bytes = " + std::to_string(s.smem_bytes) + ": must be 0 .. 227 KiB";
   return "";
@@ -124,11 +129,13 @@ bool run_emulated(const Case& c, const Data& data, AttentionOutput<float>& got, 
     return false;
   }
   try {
-    emu::launch({shape.grid_x, shape.grid_y, 1}, shape.threads, shape.smem_bytes, [&] { block_attention_kernel(args); });
+    emu::launch({shape.grid_x, shape.grid_y, 1}, shape.threads, shape.smem_bytes,
+                [&] { block_attention_kernel(args); });
   } catch (const std::exception& e) {
     result.fail(c.what + ": the kernel stopped under the emulator: " + e.what());
-    result.hint = "a barrier (sync_threads) or shuffle that not every thread of the block or warp reaches, e.g. "
-                  "after an early return, deadlocks; shared memory lives in RINGLAB_DYNAMIC_SMEM, within smem_bytes";
+    result.hint =
+        "a barrier (sync_threads) or shuffle that not every thread of the block or warp reaches, e.g. "
+        "after an early return, deadlocks; shared memory lives in RINGLAB_DYNAMIC_SMEM, within smem_bytes";
     return false;
   }
   return true;
@@ -158,8 +165,9 @@ bool check_outputs(const Case& c, const Data& data, const AttentionOutput<float>
   if (unwritten_count > 0) {
     result.fail(c.what + ": " + std::to_string(unwritten_count) + " of " + std::to_string(total) +
                 " elements of out and lse were never written");
-    result.hint = "the launch shape must cover every (b, h, i): grid_x * threads >= Sq rows and grid_y = B * H, "
-                  "and every row writes all D outputs and its lse";
+    result.hint =
+        "the launch shape must cover every (b, h, i): grid_x * threads >= Sq rows and grid_y = B * H, "
+        "and every row writes all D outputs and its lse";
   }
   // Rows that see no key: out exactly 0 and lse -inf.
   for (int64_t b = 0; b < c.B && result.passed; ++b)
@@ -170,19 +178,22 @@ bool check_outputs(const Case& c, const Data& data, const AttentionOutput<float>
         for (int64_t d = 0; d < c.D; ++d) zero &= got.out(b, i, h, d) == 0.0f;
         const float lse = got.lse(b, h, i);
         if (!zero || lse != -INFINITY) {
-          result.fail(c.what + ": query row " + std::to_string(i) + " (position " + std::to_string(c.q_pos[static_cast<size_t>(i)]) +
-                      ", b " + std::to_string(b) + ", h " + std::to_string(h) + ") sees no key; it must get out 0 and lse -inf, got out[0] = " +
+          result.fail(c.what + ": query row " + std::to_string(i) + " (position " +
+                      std::to_string(c.q_pos[static_cast<size_t>(i)]) + ", b " + std::to_string(b) + ", h " +
+                      std::to_string(h) + ") sees no key; it must get out 0 and lse -inf, got out[0] = " +
                       std::to_string(got.out(b, i, h, 0)) + " and lse = " + std::to_string(lse));
-          result.hint = std::isfinite(lse) ? "this row got a finite lse, so it counted keys in its future: the causal mask "
-                                             "compares global positions, a.k_pos[j] <= a.q_pos[i], not row indices"
-                                           : "a row that saw no key has l = 0 and o = 0: o / l is 0 / 0 = NaN; write 0 "
-                                             "and -INFINITY instead";
+          result.hint = std::isfinite(lse)
+                            ? "this row got a finite lse, so it counted keys in its future: the causal mask "
+                              "compares global positions, a.k_pos[j] <= a.q_pos[i], not row indices"
+                            : "a row that saw no key has l = 0 and o = 0: o / l is 0 / 0 = NaN; write 0 "
+                              "and -INFINITY instead";
         }
       }
   if (nan_count > 0 && result.passed) {
     result.fail(c.what + ": " + std::to_string(nan_count) + " elements of out and lse are NaN");
-    result.hint = "NaN comes from 0 / 0 (a row with no visible key), inf - inf (e^(m - m_new) with both -inf: "
-                  "skip masked keys instead of giving them a -inf score), or overflow of expf without a running max";
+    result.hint =
+        "NaN comes from 0 / 0 (a row with no visible key), inf - inf (e^(m - m_new) with both -inf: "
+        "skip masked keys instead of giving them a -inf score), or overflow of expf without a running max";
   }
   bool ok = result.passed;
   ok &= lab::compare_tensor(result, "out", got.out, data.exact.out, fp32_tolerance("out"), c.what);
@@ -238,7 +249,12 @@ void put(std::ofstream& out, const T* values, size_t count) {
 // then q, k, v as float32. It writes out then lse, float32.
 void write_case(const std::string& path, const Case& c, const Data& data) {
   std::ofstream out(path, std::ios::binary);
-  const int32_t header[7] = {c.B, static_cast<int32_t>(c.q_pos.size()), static_cast<int32_t>(c.k_pos.size()), c.H, c.HKV, c.D,
+  const int32_t header[7] = {c.B,
+                             static_cast<int32_t>(c.q_pos.size()),
+                             static_cast<int32_t>(c.k_pos.size()),
+                             c.H,
+                             c.HKV,
+                             c.D,
                              c.causal ? 1 : 0};
   put(out, header, 7);
   put(out, data.q_pos.data(), data.q_pos.size());
@@ -265,7 +281,8 @@ CriterionResult device_criterion(const std::vector<Case>& cases) {
   CriterionResult result;
   const char* source = std::getenv("RINGLAB_GRADE_SOURCE");
   if (!source || !*source) {
-    result.fail("RINGLAB_GRADE_SOURCE is not set: run this criterion through 'ringlab grade', which names the file to compile");
+    result.fail(
+        "RINGLAB_GRADE_SOURCE is not set: run this criterion through 'ringlab grade', which names the file to compile");
     return result;
   }
   std::string scratch = (std::filesystem::temp_directory_path() / "ringlab-lab07-XXXXXX").string();
@@ -276,16 +293,17 @@ CriterionResult device_criterion(const std::vector<Case>& cases) {
   const std::string lab_dir = std::string(RINGLAB_LAB_SOURCE_DIR) + "/exercises/labs/07-block-kernel";
   const std::string runner = scratch + "/runner";
   const std::string compile = quote(RINGLAB_LAB_NVCC) + " -std=c++20 -O2 -arch=sm_" RINGLAB_LAB_CUDA_ARCH " -I" +
-                              quote(RINGLAB_LAB_SOURCE_DIR) + " -I" + quote(lab_dir) +
-                              " " + quote("-DRINGLAB_LAB07_STUDENT_FILE=\"" + std::string(source) + "\"") + " " +
+                              quote(RINGLAB_LAB_SOURCE_DIR) + " -I" + quote(lab_dir) + " " +
+                              quote("-DRINGLAB_LAB07_STUDENT_FILE=\"" + std::string(source) + "\"") + " " +
                               quote(lab_dir + "/device_runner.cu") + " -o " + quote(runner);
   std::string output;
   if (shell(compile, output) != 0) {
     result.fail("nvcc could not compile your file for the device");
     result.details = first_lines(output, 20);
     result.details.insert(result.details.begin(), "$ " + compile);
-    result.hint = "it compiled as host C++ under the emulator: look for host-only code in the kernel (std::, "
-                  "exceptions, new) or a missing RINGLAB_KERNEL";
+    result.hint =
+        "it compiled as host C++ under the emulator: look for host-only code in the kernel (std::, "
+        "exceptions, new) or a missing RINGLAB_KERNEL";
     std::filesystem::remove_all(scratch);
     return result;
   }
@@ -294,14 +312,16 @@ CriterionResult device_criterion(const std::vector<Case>& cases) {
   for (size_t n = 0; n < cases.size(); ++n) {
     data.push_back(make_data(cases[n]));
     write_case(scratch + "/case" + std::to_string(n) + ".in", cases[n], data.back());
-    run += " " + quote(scratch + "/case" + std::to_string(n) + ".in") + " " + quote(scratch + "/case" + std::to_string(n) + ".out");
+    run += " " + quote(scratch + "/case" + std::to_string(n) + ".in") + " " +
+           quote(scratch + "/case" + std::to_string(n) + ".out");
   }
   output.clear();
   if (shell(run, output) != 0) {
     result.fail("the kernel failed on the device");
     result.details = first_lines(output, 20);
-    result.hint = "a CUDA error: most often an access out of bounds, which the emulator does not check (run your "
-                  "kernel under compute-sanitizer), or a launch shape the device refuses";
+    result.hint =
+        "a CUDA error: most often an access out of bounds, which the emulator does not check (run your "
+        "kernel under compute-sanitizer), or a launch shape the device refuses";
     std::filesystem::remove_all(scratch);
     return result;
   }
@@ -310,8 +330,10 @@ CriterionResult device_criterion(const std::vector<Case>& cases) {
     const int64_t Sq = static_cast<int64_t>(c.q_pos.size());
     AttentionOutput<float> got{Tensor<float>({c.B, Sq, c.H, c.D}), Tensor<float>({c.B, c.H, Sq})};
     std::ifstream in(scratch + "/case" + std::to_string(n) + ".out", std::ios::binary);
-    in.read(reinterpret_cast<char*>(got.out.data()), static_cast<std::streamsize>(sizeof(float) * static_cast<size_t>(got.out.size())));
-    in.read(reinterpret_cast<char*>(got.lse.data()), static_cast<std::streamsize>(sizeof(float) * static_cast<size_t>(got.lse.size())));
+    in.read(reinterpret_cast<char*>(got.out.data()),
+            static_cast<std::streamsize>(sizeof(float) * static_cast<size_t>(got.out.size())));
+    in.read(reinterpret_cast<char*>(got.lse.data()),
+            static_cast<std::streamsize>(sizeof(float) * static_cast<size_t>(got.lse.size())));
     if (!in) {
       result.fail(c.what + ": the device runner wrote no result");
       break;
@@ -319,8 +341,9 @@ CriterionResult device_criterion(const std::vector<Case>& cases) {
     check_outputs(c, data[n], got, result, lse_tolerance_of(c));
   }
   if (!result.passed && result.hint.empty())
-    result.hint = "right under the emulator, wrong on the device: a race between threads (shared memory read before "
-                  "every thread wrote it, or overwritten before every thread read it: a sync_threads is missing)";
+    result.hint =
+        "right under the emulator, wrong on the device: a race between threads (shared memory read before "
+        "every thread wrote it, or overwritten before every thread read it: a sync_threads is missing)";
   std::filesystem::remove_all(scratch);
   return result;
 }
@@ -431,29 +454,37 @@ std::vector<Criterion> lab_criteria() {
   return {
       {"full-s100", "S = 100 (not a power of two), D = 64, full attention", 20, false, false,
        [] {
-         return emulated({full_s100()}, "out = softmax(scale q.k) v over the keys: keep m, l and o, and rescale l and "
-                                         "o by expf(m - m_new) whenever the running max grows");
+         return emulated({full_s100()},
+                         "out = softmax(scale q.k) v over the keys: keep m, l and o, and rescale l and "
+                         "o by expf(m - m_new) whenever the running max grows");
        }},
       {"d128", "D = 128, causal", 20, false, false,
-       [] { return emulated({d128()}, "every d of 0 .. D-1: the dot product, the output accumulator and the writes"); }},
+       [] {
+         return emulated({d128()}, "every d of 0 .. D-1: the dot product, the output accumulator and the writes");
+       }},
       {"causal", "causal, both blocks at positions 0..S-1", 20, false, false,
-       [] { return emulated({causal_s96()}, "under a.causal, key j is visible to row i when a.k_pos[j] <= a.q_pos[i]"); }},
+       [] {
+         return emulated({causal_s96()}, "under a.causal, key j is visible to row i when a.k_pos[j] <= a.q_pos[i]");
+       }},
       {"gqa", "GQA: 6 query heads on 2 K/V heads", 20, false, false,
        [] {
-         return emulated({gqa()}, "query head h reads K/V head h / (H / HKV): heads are grouped (0, 1, 2 -> 0), not "
-                                  "interleaved (h % HKV)");
+         return emulated({gqa()},
+                         "query head h reads K/V head h / (H / HKV): heads are grouped (0, 1, 2 -> 0), not "
+                         "interleaved (h % HKV)");
        }},
       {"zigzag-striped", "ring blocks of zig-zag and striped layouts: positions not contiguous", 20, false, false,
        [] {
-         return emulated(layouts(), "the causal mask compares global positions, a.k_pos[j] <= a.q_pos[i], never the "
-                                    "row indices j <= i (DESIGN.md erratum 2)");
+         return emulated(layouts(),
+                         "the causal mask compares global positions, a.k_pos[j] <= a.q_pos[i], never the "
+                         "row indices j <= i (DESIGN.md erratum 2)");
        }},
       {"empty-rows", "rows that see no key: out 0 and lse -inf, never NaN", 20, false, false,
        [] { return emulated(empty_rows(), "a row with no visible key: out 0, lse -INFINITY"); }},
       {"batch", "B = 3 with GQA, more keys than queries", 20, false, false,
        [] {
-         return emulated({batch()}, "index with both lengths: q and out by Sq, k and v by Sk, lse is (B, H, Sq); and the "
-                                    "queries start at position 16 here, so only positions tell what each row sees");
+         return emulated({batch()},
+                         "index with both lengths: q and out by Sq, k and v by Sk, lse is (B, H, Sq); and the "
+                         "queries start at position 16 here, so only positions tell what each row sees");
        }},
       {"large-scores", "scores in the hundreds: no overflow", 20, false, false,
        [] { return emulated({large_scores()}, "expf overflows above about 88: subtract the running max"); }},

@@ -39,16 +39,16 @@ namespace ringlab::lab07 {
 // One attention block: queries at global positions q_pos against keys at global positions k_pos.
 // All pointers are device memory (host memory under the emulator); all tensors row-major, fp32.
 struct BlockArgs {
-  const float* q = nullptr;          // (B, Sq, H, D)
-  const float* k = nullptr;          // (B, Sk, HKV, D)
-  const float* v = nullptr;          // (B, Sk, HKV, D)
-  const int32_t* q_pos = nullptr;    // (Sq): the global position of each query row (ascending)
-  const int32_t* k_pos = nullptr;    // (Sk): the global position of each key row (ascending)
-  float* out = nullptr;              // (B, Sq, H, D): softmax(scale q.k) v over the visible keys
-  float* lse = nullptr;              // (B, H, Sq): log sum_j exp(scale q.k_j) over the visible keys
+  const float* q = nullptr;                           // (B, Sq, H, D)
+  const float* k = nullptr;                           // (B, Sk, HKV, D)
+  const float* v = nullptr;                           // (B, Sk, HKV, D)
+  const int32_t* q_pos = nullptr;                     // (Sq): the global position of each query row (ascending)
+  const int32_t* k_pos = nullptr;                     // (Sk): the global position of each key row (ascending)
+  float* out = nullptr;                               // (B, Sq, H, D): softmax(scale q.k) v over the visible keys
+  float* lse = nullptr;                               // (B, H, Sq): log sum_j exp(scale q.k_j) over the visible keys
   int B = 1, Sq = 0, Sk = 0, H = 1, HKV = 1, D = 64;  // D <= 128
-  bool causal = false;               // key j is visible to query i when k_pos[j] <= q_pos[i]
-  float scale = 0.125f;              // 1 / sqrt(D)
+  bool causal = false;                                // key j is visible to query i when k_pos[j] <= q_pos[i]
+  float scale = 0.125f;                               // 1 / sqrt(D)
 };
 
 // How your kernel is launched: a grid of grid_x * grid_y blocks of `threads` threads (a multiple of

@@ -26,7 +26,8 @@ void CriterionResult::fail(const std::string& why) {
 
 void CriterionResult::diverge(Divergence where) {
   passed = false;
-  if (!divergence || where.step < divergence->step || (where.step == divergence->step && where.rank < divergence->rank)) {
+  if (!divergence || where.step < divergence->step ||
+      (where.step == divergence->step && where.rank < divergence->rank)) {
     divergence = std::move(where);
   }
 }
@@ -82,8 +83,9 @@ bool record_run_failure(const RunReport& report, CriterionResult& result) {
     case RunStatus::deadlock:
       result.fail("the ranks deadlocked: every live rank waits for a message or a match that never comes");
       result.deadlock = report.deadlock ? report.deadlock->describe() : report.describe();
-      result.hint = "look at what each rank waits for below: a send with no matching receive (or the other way "
-                    "round), a wrong peer, or a blocking send before the receive under rendezvous sends";
+      result.hint =
+          "look at what each rank waits for below: a send with no matching receive (or the other way "
+          "round), a wrong peer, or a blocking send before the receive under rendezvous sends";
       break;
     case RunStatus::comm_fault:
       result.fail("communication fault: " + (report.fault ? report.fault->describe() : report.describe()));
@@ -159,7 +161,9 @@ nlohmann::json to_json(const CriterionResult& r) {
     j["tolerance"] = r.tolerance;
   }
   if (r.divergence) {
-    j["divergence"] = {{"rank", r.divergence->rank}, {"step", r.divergence->step}, {"block", r.divergence->block},
+    j["divergence"] = {{"rank", r.divergence->rank},
+                       {"step", r.divergence->step},
+                       {"block", r.divergence->block},
                        {"what", r.divergence->what}};
   }
   if (!r.deadlock.empty()) j["deadlock"] = r.deadlock;
@@ -179,8 +183,11 @@ int main(int argc, char** argv) {
   const std::vector<ringlab::lab::Criterion> criteria = ringlab::lab::lab_criteria();
   if (args.size() == 1 && args[0] == "--list") {
     for (const auto& c : criteria)
-      std::cout << nlohmann::json{{"id", c.id}, {"title", c.title}, {"timeout", c.timeout_seconds},
-                                  {"performance", c.performance}, {"needs_gpu", c.needs_gpu}}
+      std::cout << nlohmann::json{{"id", c.id},
+                                  {"title", c.title},
+                                  {"timeout", c.timeout_seconds},
+                                  {"performance", c.performance},
+                                  {"needs_gpu", c.needs_gpu}}
                        .dump()
                 << "\n";
     return 0;

@@ -46,13 +46,13 @@ struct Divergence {
 
 struct CriterionResult {
   bool passed = true;
-  std::string message;                 // one line: what went wrong ("" when passed)
-  double observed_error = -1;          // the worst error against the oracle, when one was measured
-  double tolerance = -1;               // the tolerance it was judged by (abs + rel |r| at the worst element)
+  std::string message;         // one line: what went wrong ("" when passed)
+  double observed_error = -1;  // the worst error against the oracle, when one was measured
+  double tolerance = -1;       // the tolerance it was judged by (abs + rel |r| at the worst element)
   std::optional<Divergence> divergence;
-  std::string deadlock;                // the simulator's deadlock report, when the ranks deadlocked
-  std::string hint;                    // what to fix
-  std::vector<std::string> details;    // further lines
+  std::string deadlock;              // the simulator's deadlock report, when the ranks deadlocked
+  std::string hint;                  // what to fix
+  std::vector<std::string> details;  // further lines
 
   // Records a failure; the first one's message is kept.
   void fail(const std::string& why);
@@ -63,11 +63,11 @@ struct CriterionResult {
 // ---- [criteria] --------------------------------------------------------------------------------
 
 struct Criterion {
-  std::string id;                 // "p3" — what --only takes
-  std::string title;              // "P = 3 (a non-power of two: the ring direction matters)"
-  double timeout_seconds = 20;    // wall clock for the whole criterion process
-  bool performance = false;       // graded only after every correctness criterion passed
-  bool needs_gpu = false;         // reported as needs-GPU where no GPU is present
+  std::string id;               // "p3" — what --only takes
+  std::string title;            // "P = 3 (a non-power of two: the ring direction matters)"
+  double timeout_seconds = 20;  // wall clock for the whole criterion process
+  bool performance = false;     // graded only after every correctness criterion passed
+  bool needs_gpu = false;       // reported as needs-GPU where no GPU is present
   std::function<CriterionResult()> run;
 };
 
@@ -84,11 +84,11 @@ struct Problem {
   int64_t ranks = 1;
   bool causal = false;
   LayoutKind layout = LayoutKind::contiguous;
-  AttentionInputs<float> inputs;           // (B, S, H, D) / (B, S, HKV, D)
+  AttentionInputs<float> inputs;  // (B, S, H, D) / (B, S, HKV, D)
   AttentionInputs<double> inputs64;
-  AttentionOutput<double> reference;       // out (B, S, H, D), lse (B, H, S)
-  AttentionGrads<double> reference_grads;  // when backward
-  AttentionOutput<float> forward32;        // the forward in float32 (out, lse) for backward labs
+  AttentionOutput<double> reference;            // out (B, S, H, D), lse (B, H, S)
+  AttentionGrads<double> reference_grads;       // when backward
+  AttentionOutput<float> forward32;             // the forward in float32 (out, lse) for backward labs
   std::vector<std::vector<int64_t>> positions;  // [rank] -> ascending global positions
 
   MaskKind mask() const { return causal ? MaskKind::causal : MaskKind::none; }
@@ -132,8 +132,8 @@ bool compare_into(CriterionResult& result, const std::string& name, std::span<co
                   std::span<const double> expected, const Shape& shape, Tolerance tolerance, const std::string& where);
 
 template <class A>
-bool compare_tensor(CriterionResult& result, const std::string& name, const Tensor<A>& actual, const Tensor<double>& expected,
-                    Tolerance tolerance, const std::string& where) {
+bool compare_tensor(CriterionResult& result, const std::string& name, const Tensor<A>& actual,
+                    const Tensor<double>& expected, Tolerance tolerance, const std::string& where) {
   if (actual.shape() != expected.shape()) {
     result.fail(where + ": " + name + " has shape " + shape_string(actual.shape()) + ", expected " +
                 shape_string(expected.shape()));
