@@ -35,7 +35,7 @@ static void write(VariantDraw& draw, Exercise& e) {
       seq_parameter(p.seq),
       ranks_parameter(p.ranks),
       {"n_h", cat(p.heads), cat("heads of d = ", dim, ", batch 1, no GQA")},
-      {"GPU", p.machine.name, cat(flops_text(p.machine.flops), ", link ", bandwidth_text(p.machine.link), " one way")}};
+      {"GPU", cat(p.machine.name), cat(flops_text(p.machine.flops), ", link ", bandwidth_text(p.machine.link), " one way")}};
   e.statement =
       "One step of the ring forward, non-causal.\n"
       "step_compute: the attention compute of one step (q.k^T and p.v at the peak rate).\n"

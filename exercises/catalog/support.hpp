@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -171,11 +172,13 @@ RanksTokens draw_ranks_tokens(VariantDraw& draw, const RanksTokens& source, std:
 // ---- [machines] --------------------------------------------------------------------------------
 
 // A GPU and its link as the timing questions (overlap-threshold, overlap-profile) state them.
+// Names are string_views so that == compares their text: a string literal's address differs
+// between translation units when the compiler does not merge them (it does not under ASan).
 struct Machine {
-  const char* name;
-  double flops;           // dense bf16 FLOP/s
-  double link;            // bytes/s, one direction
-  const char* link_note;  // where the link figure comes from
+  std::string_view name;
+  double flops;                // dense bf16 FLOP/s
+  double link;                 // bytes/s, one direction
+  std::string_view link_note;  // where the link figure comes from
   bool operator==(const Machine&) const = default;
 };
 
