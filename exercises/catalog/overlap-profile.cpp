@@ -31,11 +31,11 @@ static void write(VariantDraw& draw, Exercise& e) {
                {"dim", dim},
                {"flops", p.machine.flops},
                {"link", p.machine.link}};
-  e.parameters = {
-      seq_parameter(p.seq),
-      ranks_parameter(p.ranks),
-      {"n_h", cat(p.heads), cat("heads of d = ", dim, ", batch 1, no GQA")},
-      {"GPU", cat(p.machine.name), cat(flops_text(p.machine.flops), ", link ", bandwidth_text(p.machine.link), " one way")}};
+  e.parameters = {seq_parameter(p.seq),
+                  ranks_parameter(p.ranks),
+                  {"n_h", cat(p.heads), cat("heads of d = ", dim, ", batch 1, no GQA")},
+                  {"GPU", cat(p.machine.name),
+                   cat(flops_text(p.machine.flops), ", link ", bandwidth_text(p.machine.link), " one way")}};
   e.statement =
       "One step of the ring forward, non-causal.\n"
       "step_compute: the attention compute of one step (q.k^T and p.v at the peak rate).\n"
