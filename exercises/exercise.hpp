@@ -40,7 +40,7 @@ struct PartTolerance {
 struct KnownMistake {
   double value = 0;           // base units; matched with the part's tolerance
   std::vector<int64_t> list;  // list parts
-  std::string origin;         // "the source material's answer (000, exercise 3)"
+  std::string origin;         // "the source material's answer (exercise 3)"
   std::string why;            // one or two sentences
 };
 
@@ -86,7 +86,7 @@ struct NamedNumber {
 struct Exercise {
   std::string id;      // "attention-memory"
   std::string title;   // "Memory of the attention matrix"
-  std::string source;  // "source material 000, exercise 1"
+  std::string source;  // "the source material, exercise 1"
   int64_t variant = 0;
   std::vector<Parameter> parameters = {};
   // The parameters as numbers, by name ("S", "P", ...): what tests re-derive the answers from,
@@ -132,12 +132,12 @@ class VariantDraw {
 // the listing, the Exercise `make` returns (id, title, source, lab), the variant draws (seeded by
 // the id). Each file ends with its entry, in this order:
 //   constexpr CatalogEntry kAttentionMemory{"attention-memory", "Memory of the materialised attention scores",
-//                                           "source material 000, exercise 1", "000 ex. 1", write};
+//                                           "the source material, exercise 1", "source ex. 1", write};
 struct CatalogEntry {
   std::string_view id;            // "attention-memory"
   std::string_view title;         // "Memory of the materialised attention scores"
-  std::string_view source;        // "source material 000, exercise 1": `exercises show`, `check`
-  std::string_view source_short;  // "000 ex. 1": the source column of `ringlab exercises`
+  std::string_view source;        // "the source material, exercise 1": `exercises show`, `check`
+  std::string_view source_short;  // "source ex. 1": the source column of `ringlab exercises`
   // Draws the parameters from `draw` (variant 0 draws nothing: the source's numbers) and writes
   // the rest of `e`, which comes with this entry's names and the variant: numbers, parameters,
   // statement, parts, model, solution, command.

@@ -21,7 +21,7 @@ int64_t dtype_bytes(Dtype dtype);            // 2, 2, 4
 // The value the device sees: x rounded to the dtype (round to nearest even) and back.
 float round_to_dtype(Dtype dtype, float x);
 // Every element of a tensor rounded to the dtype: the oracle's inputs, so that the reference is
-// computed on exactly the numbers the kernels read (STYLE.md habit 2).
+// computed on exactly the numbers the kernels read.
 Tensor<double> rounded_to_dtype(const Tensor<double>& tensor, Dtype dtype);
 // Host bytes of the tensor in the dtype (dtype_bytes each), ready for cudaMemcpy.
 std::vector<unsigned char> encode(std::span<const float> values, Dtype dtype);

@@ -2,7 +2,7 @@
 //
 // scale = 1/sqrt(D). LSE is the natural log of sum_k exp(scale * q.k) over the keys a query may
 // see. Causal: key position <= query position, by *global* token position — never by index
-// within a block or rank (erratum 2 of DESIGN.md is exactly that confusion).
+// within a block or rank (the book's erratum 2 is exactly that confusion).
 // GQA: query head h reads key/value head h / (H / HKV).
 #pragma once
 

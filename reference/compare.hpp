@@ -1,4 +1,4 @@
-// The one shared comparison: |a - r| <= abs + rel |r|, elementwise (STYLE.md habit 1).
+// The one shared comparison: |a - r| <= abs + rel |r|, elementwise.
 //
 // It returns what a person debugging needs — max absolute and relative error, how many elements
 // fail, and the first failing index with both values — and never prints or exits by itself.

@@ -1,4 +1,4 @@
-// Errors a user can cause, and the exit status each maps to (DESIGN.md, command-line contract).
+// Errors a user can cause, and the exit status each maps to (the command-line contract: README, "Commands").
 //
 //   UsageError   bad input or usage: an unknown flag, sizes that do not divide, a malformed .npy,
 //                NaN in the inputs...                                            -> exit 2

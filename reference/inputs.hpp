@@ -1,7 +1,7 @@
 // Deterministic inputs: every element is a pure function of (seed, tensor, index).
 //
 // So any rank, thread or executor can regenerate any element without communication, and two runs
-// with the same seed see bit-identical inputs whatever the scheduling (STYLE.md habit 4). Values
+// with the same seed see bit-identical inputs whatever the scheduling. Values
 // are standard normal, rounded to float32 once, so the float64 oracle and the float32 executors
 // start from exactly the same numbers.
 #pragma once

@@ -1,5 +1,5 @@
 // Helpers shared by the GPU benchmarks: CUDA-event timing, the FLOP convention of the published
-// figures (ANCHORS.md: 4 S^2 D heads batch per forward, causal halved, backward 2.5x), and the
+// figures (FlashAttention-3 paper's convention: 4 S^2 D heads batch per forward, causal halved, backward 2.5x), and the
 // command-line parsing of comma lists.
 #pragma once
 

@@ -65,6 +65,6 @@ static void write(VariantDraw& draw, Exercise& e) {
 }
 
 constexpr CatalogEntry kAttentionMemory{"attention-memory", "Memory of the materialised attention scores",
-                                        "source material 000, exercise 1", "000 ex. 1", write};
+                                        "the source material, exercise 1", "source ex. 1", write};
 
 }  // namespace ringlab::exercises::catalog

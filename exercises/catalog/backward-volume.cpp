@@ -58,7 +58,7 @@ static void write(VariantDraw& draw, Exercise& e) {
 }
 
 constexpr CatalogEntry kBackwardVolume{"backward-volume", "The ring backward's traffic: K/V and their gradients",
-                                       "context-parallelism notes 001, section 8 (and DESIGN.md erratum 1)", "001 §8",
+                                       "context-parallelism notes, section 8 (and the book's erratum 1)", "notes §8",
                                        write};
 
 }  // namespace ringlab::exercises::catalog

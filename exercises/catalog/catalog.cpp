@@ -22,9 +22,9 @@ Exercise CatalogEntry::make(int64_t variant) const {
 const std::vector<CatalogEntry>& exercise_catalog() {
   using namespace catalog;
   static const std::vector<CatalogEntry> entries = {
-      // the source material's exercises 1-7 (000)
+      // the source material's exercises 1-7
       kAttentionMemory, kCommVolume, kOverlapTime, kCausalSkip, kHybridPlan, kOnlineSoftmax, kFlashRingMemory,
-      // the worked numbers of the context-parallelism notes (001)
+      // the worked numbers of the context-parallelism notes
       kImbalanceRatio, kZigzagPositions, kLayoutEfficiency, kOverlapThreshold, kOverlapProfile, kRingVsAllgather,
       kBackwardVolume, kUlyssesDegree, kMemoryTable,
       // one per known mistake of the source material

@@ -11,7 +11,7 @@
 
 namespace ringlab::exercises::catalog {
 
-// the source material's exercises 1-7 (000)
+// the source material's exercises 1-7
 extern const CatalogEntry kAttentionMemory;
 extern const CatalogEntry kCommVolume;
 extern const CatalogEntry kOverlapTime;
@@ -20,7 +20,7 @@ extern const CatalogEntry kHybridPlan;
 extern const CatalogEntry kOnlineSoftmax;
 extern const CatalogEntry kFlashRingMemory;
 
-// the worked numbers of the context-parallelism notes (001)
+// the worked numbers of the context-parallelism notes
 extern const CatalogEntry kImbalanceRatio;
 extern const CatalogEntry kZigzagPositions;
 extern const CatalogEntry kLayoutEfficiency;

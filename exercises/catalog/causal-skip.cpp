@@ -47,7 +47,7 @@ static void write(VariantDraw& draw, Exercise& e) {
                           "block steps, a computed diagonal block being one step"),
              ratio_part("wallclock_speedup", "forward wall clock without skipping / with skipping, contiguous layout",
                         contiguous.speedup(), 0.01)
-                 .mistake(P / (P - avg_skipped), "the source material's answer (000, exercise 4)",
+                 .mistake(P / (P - avg_skipped), "the source material's answer (exercise 4)",
                           cat("P / (P - avg_skipped) = ", num(P / (P - avg_skipped)),
                               "x compares the average GPU's steps; but every GPU waits for the ring, and the last "
                               "GPU (the latest tokens) skips nothing: it still computes ",
@@ -75,6 +75,6 @@ static void write(VariantDraw& draw, Exercise& e) {
 }
 
 constexpr CatalogEntry kCausalSkip{"causal-skip", "Skipping fully masked blocks: work saved vs time saved",
-                                   "source material 000, exercise 4 (and DESIGN.md erratum 4)", "000 ex. 4", write};
+                                   "the source material, exercise 4 (and the book's erratum 4)", "source ex. 4", write};
 
 }  // namespace ringlab::exercises::catalog

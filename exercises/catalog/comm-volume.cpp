@@ -72,6 +72,6 @@ static void write(VariantDraw& draw, Exercise& e) {
 }
 
 constexpr CatalogEntry kCommVolume{"comm-volume", "Ring vs Ulysses: bytes each GPU sends",
-                                   "source material 000, exercise 2", "000 ex. 2", write};
+                                   "the source material, exercise 2", "source ex. 2", write};
 
 }  // namespace ringlab::exercises::catalog

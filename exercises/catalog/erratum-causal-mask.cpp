@@ -78,8 +78,8 @@ static void write(VariantDraw& draw, Exercise& e) {
 
 constexpr CatalogEntry kErratumCausalMask{"erratum-causal-mask",
                                           "Erratum 2: a causal mask from block offsets",
-                                          "DESIGN.md erratum 2 (the ring code of source material 000)",
-                                          "DESIGN erratum 2",
+                                          "the book's erratum 2 (the source material's ring code)",
+                                          "erratum 2",
                                           write,
                                           "03-ring-forward"};
 

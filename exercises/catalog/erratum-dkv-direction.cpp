@@ -90,8 +90,8 @@ static void write(VariantDraw& draw, Exercise& e) {
 
 constexpr CatalogEntry kErratumDkvDirection{"erratum-dkv-direction",
                                             "Erratum 1: dK/dV sent against the K/V direction",
-                                            "DESIGN.md erratum 1 (the backward pass of notes 001, section 8)",
-                                            "DESIGN erratum 1",
+                                            "the book's erratum 1 (the backward pass of notes, section 8)",
+                                            "erratum 1",
                                             write,
                                             "04-ring-backward"};
 

@@ -35,14 +35,13 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.model = "ring timing as in exercise overlap-time: total = c + (P-1) max(c, t)";
   e.parts = {
       count_part("transfers", "K/V transfers per GPU in the forward", transfers)
-          .mistake(P, "the source material's model (000, exercise 3)",
+          .mistake(P, "the source material's model (exercise 3)",
                    "step 0 computes on the GPU's own K/V: there is no transfer before it"),
       seconds_part("exposed", "exposed communication time", times.exposed)
-          .mistake(P * (t - c), "the source material's formula (000, exercise 3)", "there are P - 1 transfers, not P"),
+          .mistake(P * (t - c), "the source material's formula (exercise 3)", "there are P - 1 transfers, not P"),
       seconds_part("total", "forward time with overlap", times.with_overlap)
-          .mistake(P * t, "the source material's formula (000, exercise 3)",
-                   "P c + P (t - c) counts one transfer too many")
-          .mistake(t + P * c + P * (t - c), "the source material's model (000, exercise 3)",
+          .mistake(P * t, "the source material's formula (exercise 3)", "P c + P (t - c) counts one transfer too many")
+          .mistake(t + P * c + P * (t - c), "the source material's model (exercise 3)",
                    "an initial transfer plus P exposed gaps: two transfers too many")};
   e.solution = lines({
       cat("The ring plan posts ", transfers,
@@ -55,7 +54,7 @@ static void write(VariantDraw& draw, Exercise& e) {
 }
 
 constexpr CatalogEntry kErratumInitialTransfer{"erratum-initial-transfer", "Erratum 5: there is no initial transfer",
-                                               "DESIGN.md erratum 5 (source material 000, exercise 3)",
-                                               "DESIGN erratum 5", write};
+                                               "the book's erratum 5 (the source material, exercise 3)", "erratum 5",
+                                               write};
 
 }  // namespace ringlab::exercises::catalog

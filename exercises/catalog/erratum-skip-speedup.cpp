@@ -26,7 +26,7 @@ static void write(VariantDraw& draw, Exercise& e) {
       "are hidden, the wall clock is the slowest GPU's sum";
   e.parts = {count_part("slowest_rank", "the GPU that finishes last (contiguous)", contiguous.slowest_rank),
              fraction_part("slowest_work", "the slowest GPU's work with skipping / without", slowest_work, 0.002)
-                 .mistake((P + 1) / (2 * P), "the source material's reasoning (000, exercise 4)",
+                 .mistake((P + 1) / (2 * P), "the source material's reasoning (exercise 4)",
                           "4.5 of 8 steps is the average GPU; the slowest GPU (the latest tokens) skips nothing"),
              ratio_part("zigzag", "wall-clock speedup of skipping, zig-zag", zigzag.speedup(), 0.01),
              ratio_part("striped", "wall-clock speedup of skipping, striped", striped.speedup(), 0.01)};
@@ -45,7 +45,7 @@ static void write(VariantDraw& draw, Exercise& e) {
 }
 
 constexpr CatalogEntry kErratumSkipSpeedup{"erratum-skip-speedup", "Erratum 4: work saved is not time saved",
-                                           "DESIGN.md erratum 4 (source material 000, exercise 4)", "DESIGN erratum 4",
+                                           "the book's erratum 4 (the source material, exercise 4)", "erratum 4",
                                            write};
 
 }  // namespace ringlab::exercises::catalog

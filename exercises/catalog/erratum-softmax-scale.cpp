@@ -50,7 +50,7 @@ static void write(VariantDraw& draw, Exercise& e) {
       "weight_unscaled: the weight on key 1 that the source's kernel computes.";
   e.parts = {number_part("scale", "1 / sqrt(d)", scale, 0.001),
              number_part("weight", "correct softmax weight on key 1", weight, 0, 0.002)
-                 .mistake(unscaled, "the source material's flash solution (000, exercise 7)",
+                 .mistake(unscaled, "the source material's flash solution (exercise 7)",
                           "without 1/sqrt(d) the scores are sqrt(d) times too large, so the softmax is far too sharp"),
              number_part("weight_unscaled", "weight on key 1 without the scale", unscaled, 0, 0.002)};
   e.solution = lines({
@@ -67,8 +67,8 @@ static void write(VariantDraw& draw, Exercise& e) {
 constexpr CatalogEntry kErratumSoftmaxScale{
     "erratum-softmax-scale",
     "Erratum 3: the flash solution without 1/sqrt(d)",
-    "DESIGN.md erratum 3 (the flash-attention solution of source material 000, exercise 7)",
-    "DESIGN erratum 3",
+    "the book's erratum 3 (the flash-attention solution of the source material, exercise 7)",
+    "erratum 3",
     write,
     "01-softmax-merge"};
 

@@ -45,7 +45,7 @@ static void write(VariantDraw& draw, Exercise& e) {
       bytes_part("total", "per-GPU memory with the flash kernel", total, 0.02),
       bytes_part("score_block", "bytes of one step's (S/P) x (S/P) score block", score_block),
       ratio_part("reduction", "per-GPU memory without / with the flash kernel", without_flash / total, 0.02)
-          .mistake(double(n) / double(p.dim), "the source material's answer (000, exercise 7)",
+          .mistake(double(n) / double(p.dim), "the source material's answer (exercise 7)",
                    "(S/P)/d is the size of the score block over one (S/P) x d tensor; the GPU holds q, k, v, the "
                    "receive buffer and the output either way, so the memory shrinks by (buffers + scores) / "
                    "(buffers + workspace)")};
@@ -67,6 +67,6 @@ static void write(VariantDraw& draw, Exercise& e) {
 }
 
 constexpr CatalogEntry kFlashRingMemory{"flash-ring-memory", "Flash attention inside the ring: memory per GPU",
-                                        "source material 000, exercise 7", "000 ex. 7", write};
+                                        "the source material, exercise 7", "source ex. 7", write};
 
 }  // namespace ringlab::exercises::catalog

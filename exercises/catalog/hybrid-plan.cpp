@@ -63,19 +63,18 @@ static void write(VariantDraw& draw, Exercise& e) {
       bytes_part("alltoall_bytes", "bytes one GPU sends in the all-to-all of q, k, v", alltoall),
       bytes_part("ring_step_bytes", "K/V bytes one GPU sends per ring step", step)
           .mistake(double(tokens_per_position) * double(hidden) * double(e_bytes),
-                   "the source material's answer (000, exercise 5)",
+                   "the source material's answer (exercise 5)",
                    "4.3 GB is (S/R) H e: one tensor over the full hidden size. A GPU sends K and V, but only for "
                    "its n_h/U heads: 2 (S/R)(HKV/U) d e")
           .mistake(2.0 * double(tokens_per_position) * double(hidden) * double(e_bytes), "a common slip",
                    "K and V over the full hidden size; after the all-to-all a GPU holds only n_h/U heads"),
       seconds_part("ring_comm_time", "time of the R - 1 ring transfers at the IB bandwidth", ring.with_overlap)
           .mistake(double(R - 1) * double(tokens_per_position) * double(hidden) * double(e_bytes) / ib_bandwidth,
-                   "the source material's answer (000, exercise 5)",
+                   "the source material's answer (exercise 5)",
                    "built on the 4.3 GB step, which counts the full hidden size"),
       bytes_part("scores_bytes", "one GPU's score block per ring step, no flash kernel", scores)
           .mistake(
-              attention_matrix_bytes(1, p.heads, tokens, tokens, e_bytes),
-              "the source material's answer (000, exercise 5)",
+              attention_matrix_bytes(1, p.heads, tokens, tokens, e_bytes), "the source material's answer (exercise 5)",
               "n_h (S/P)^2 e scores all heads against S/P tokens; after the all-to-all a GPU scores n_h/U heads of "
               "its node's S/R tokens against S/R keys per step - even more, "
               "which is why a flash kernel is a must")};
@@ -97,6 +96,6 @@ static void write(VariantDraw& draw, Exercise& e) {
 }
 
 constexpr CatalogEntry kHybridPlan{"hybrid-plan", "A hybrid Ulysses x ring plan for many nodes",
-                                   "source material 000, exercise 5", "000 ex. 5", write};
+                                   "the source material, exercise 5", "source ex. 5", write};
 
 }  // namespace ringlab::exercises::catalog

@@ -27,7 +27,7 @@ static void write(VariantDraw& draw, Exercise& e) {
       fraction_part("first", "share of the causal work on GPU 0", first, 0.0005),
       fraction_part("last", "share of the causal work on GPU P-1", last, 0.0005),
       ratio_part("ratio", "work of GPU P-1 / work of GPU 0", ratio, 0.01)
-          .mistake(2.0 * double(p.ranks), "the notes' approximation (001, section 5.2)",
+          .mistake(2.0 * double(p.ranks), "the notes' approximation (section 5.2)",
                    "2P keeps s^2/P for the last GPU but drops its -s^2/(2P^2) term, which is not small next to the "
                    "first GPU's s^2/(2P^2); exactly, ratio = 1 + 2(P-1) n/(n+1), which tends to 2P - 1")};
   const int64_t n = p.tokens_per_rank;
@@ -43,6 +43,6 @@ static void write(VariantDraw& draw, Exercise& e) {
 }
 
 constexpr CatalogEntry kImbalanceRatio{"imbalance-ratio", "The contiguous layout's causal imbalance",
-                                       "context-parallelism notes 001, section 5.2", "001 §5.2", write};
+                                       "context-parallelism notes, section 5.2", "notes §5.2", write};
 
 }  // namespace ringlab::exercises::catalog

@@ -42,6 +42,6 @@ static void write(VariantDraw& draw, Exercise& e) {
 
 constexpr CatalogEntry kLayoutEfficiency{
     "layout-efficiency", "How balanced is each layout?",
-    "context-parallelism notes 001, sections 5-6 (and the zhuzilin ring-flash-attention benchmark)", "001 §5-6", write};
+    "context-parallelism notes, sections 5-6 (and the zhuzilin ring-flash-attention benchmark)", "notes §5-6", write};
 
 }  // namespace ringlab::exercises::catalog

@@ -56,8 +56,8 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = demo_command("run", p.ranks, 128 * p.ranks, "--heads 2 --dim 128", "per-rank MB in the table");
 }
 
-constexpr CatalogEntry kMemoryTable{"memory-table", "Per-GPU attention memory: a table",
-                                    "context-parallelism notes 001, section 12.1 (and 000's memory figures)",
-                                    "001 §12.1", write};
+constexpr CatalogEntry kMemoryTable{
+    "memory-table", "Per-GPU attention memory: a table",
+    "context-parallelism notes, section 12.1 (and the source material's memory figures)", "notes §12.1", write};
 
 }  // namespace ringlab::exercises::catalog

@@ -63,8 +63,8 @@ static void write(VariantDraw& draw, Exercise& e) {
 
 constexpr CatalogEntry kOnlineSoftmax{"online-softmax",
                                       "Merging two online-softmax states by hand",
-                                      "source material 000, exercise 6 (the associativity itself is code lab 01)",
-                                      "000 ex. 6",
+                                      "the source material, exercise 6 (the associativity itself is code lab 01)",
+                                      "source ex. 6",
                                       write,
                                       "01-softmax-merge"};
 

@@ -46,13 +46,13 @@ static void write(VariantDraw& draw, Exercise& e) {
   Part transfer_part = seconds_part("step_transfer", "transfer time of one K/V block", transfer);
   Part ratio = ratio_part("ratio", "step_compute / step_transfer", compute / transfer, 0.01);
   if (same_params(p, Params{})) {
-    compute_part.mistake(8.59e-3, "the notes' printed output (001, section 12.4)",
+    compute_part.mistake(8.59e-3, "the notes' printed output (section 12.4)",
                          "8.59 ms is not even what their own formula gives (7.05 ms, counting only q.k^T); "
                          "with both GEMMs it is 14.1 ms");
     transfer_part.mistake(
-        0.22e-3, "the notes' printed output (001, section 12.4)",
+        0.22e-3, "the notes' printed output (section 12.4)",
         "0.22 ms does not follow from their formula either (0.447 ms at 600 GB/s); one way at 300 GB/s it is 0.895 ms");
-    ratio.mistake(39.3, "the notes' printed output (001, section 12.4)", "39.3x comes from the two misprinted times");
+    ratio.mistake(39.3, "the notes' printed output (section 12.4)", "39.3x comes from the two misprinted times");
   }
   compute_part.mistake(compute / 2, "a common slip", "that counts only q.k^T; p.v is another 2 d FLOPs per pair");
   transfer_part.mistake(transfer / 2, "a common slip",
@@ -73,6 +73,6 @@ static void write(VariantDraw& draw, Exercise& e) {
 }
 
 constexpr CatalogEntry kOverlapProfile{"overlap-profile", "Profiling one ring step: compute vs transfer",
-                                       "context-parallelism notes 001, section 12.4", "001 §12.4", write};
+                                       "context-parallelism notes, section 12.4", "notes §12.4", write};
 
 }  // namespace ringlab::exercises::catalog

@@ -53,6 +53,6 @@ static void write(VariantDraw& draw, Exercise& e) {
 
 constexpr CatalogEntry kOverlapThreshold{
     "overlap-threshold", "How many tokens per GPU hide the ring's transfers?",
-    "context-parallelism notes 001, section 7.1 (the Ring Attention paper's block-size condition)", "001 §7.1", write};
+    "context-parallelism notes, section 7.1 (the Ring Attention paper's block-size condition)", "notes §7.1", write};
 
 }  // namespace ringlab::exercises::catalog

@@ -49,24 +49,24 @@ static void write(VariantDraw& draw, Exercise& e) {
   // The source's answer: an unoverlappable initial transfer + P computes.
   if (std::fabs(times.source_claim - times.with_overlap) > 1e-12) {
     total.mistake(
-        times.source_claim, "the source material's answer (000, exercise 3)",
+        times.source_claim, "the source material's answer (exercise 3)",
         "it adds an 'initial transfer' before step 0, but step 0 computes on the GPU's own K/V: nothing has to "
         "arrive first. Only P - 1 blocks travel, each during the compute of the step before it");
   }
   if (t > c) {
-    total.mistake(P * t, "the source material's formula (000, exercise 3)",
+    total.mistake(P * t, "the source material's formula (exercise 3)",
                   "exposed communication is (P - 1)(t - c), not P (t - c): there are only P - 1 transfers");
   }
   Part overhead_part = fraction_part("overhead", "exposed communication / total", overhead, 0.002);
   if (t <= c) {
     overhead_part.mistake(
-        t / (t + P * c), "the source material's answer (000, exercise 3)",
+        t / (t + P * c), "the source material's answer (exercise 3)",
         "that is the 'initial transfer' again; with t <= c every transfer is hidden and the overhead is 0");
   }
   e.parts = {fraction_part("hidden", "fraction of the communication hidden behind compute", times.hidden_fraction),
              total,
              seconds_part("no_overlap", "forward time without overlap", times.without_overlap)
-                 .mistake(times.naive_loop, "the source material's answer (000, exercise 3)",
+                 .mistake(times.naive_loop, "the source material's answer (exercise 3)",
                           "P (c + t) counts P transfers, as a loop that also exchanges after its last step would; "
                           "the ring has P - 1 (step 0 uses the GPU's own block)"),
              overhead_part, ratio_part("speedup", "no_overlap / total", times.speedup, 0.01)};
@@ -81,13 +81,14 @@ static void write(VariantDraw& draw, Exercise& e) {
           "; no_overlap = P c + (P-1) t = ", seconds_text(times.without_overlap), "."),
       cat("hidden = 1 - exposed / ((P-1) t) = ", percent_text(times.hidden_fraction),
           "; overhead = ", percent_text(overhead), "; speedup = ", ratio_text(times.speedup), "."),
-      "The source's 82 ms / 96 ms / 2.4% come from an initial transfer that does not exist (DESIGN.md erratum 5).",
+      "The source's 82 ms / 96 ms / 2.4% come from an initial transfer that does not exist (the book's erratum 5).",
   });
   e.command = demo_command("plan", p.ranks, 64 * p.ranks, "",
                            "count the kv> cells of one rank: P - 1 sends, none before step 0");
 }
 
 constexpr CatalogEntry kOverlapTime{"overlap-time", "Overlapping the ring's transfers with compute",
-                                    "source material 000, exercise 3 (and DESIGN.md erratum 5)", "000 ex. 3", write};
+                                    "the source material, exercise 3 (and the book's erratum 5)", "source ex. 3",
+                                    write};
 
 }  // namespace ringlab::exercises::catalog

@@ -39,7 +39,7 @@ static void write(VariantDraw& draw, Exercise& e) {
       "ring_memory: extra K/V bytes a GPU holds with the ring (beyond its own block).   ratio: allgather_memory / "
       "ring_memory.";
   e.parts = {bytes_part("ring_total", "bytes one GPU sends in the ring", ring_total)
-                 .mistake(block * double(p.ranks), "the notes' formula (001, section 4.4)",
+                 .mistake(block * double(p.ranks), "the notes' formula (section 4.4)",
                           "it counts a send at each of the P steps (2 s d b n_h in total); the last step sends "
                           "nothing and step 0 uses the GPU's own block, so P - 1 blocks travel"),
              bytes_part("allgather_total", "bytes one GPU sends in the all-gather", gather_total),
@@ -62,7 +62,7 @@ static void write(VariantDraw& draw, Exercise& e) {
 }
 
 constexpr CatalogEntry kRingVsAllgather{"ring-vs-allgather", "All-gather vs ring: the same bytes, different memory",
-                                        "context-parallelism notes 001, sections 3.2, 4.4 and 7", "001 §3.2, §4.4, §7",
+                                        "context-parallelism notes, sections 3.2, 4.4 and 7", "notes §3.2, §4.4, §7",
                                         write};
 
 }  // namespace ringlab::exercises::catalog

@@ -70,7 +70,7 @@ Part number_part(std::string name, std::string question, double value, double re
 Part count_part(std::string name, std::string question, int64_t count);
 Part list_part(std::string name, std::string question, std::vector<int64_t> list);
 
-inline constexpr const char* kNotes = "the context-parallelism notes (001)";
+inline constexpr const char* kNotes = "the context-parallelism notes";
 
 // ---- [variants] --------------------------------------------------------------------------------
 

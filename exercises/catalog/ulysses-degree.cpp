@@ -67,8 +67,8 @@ static void write(VariantDraw& draw, Exercise& e) {
                   " --kv-heads ", p.kv_heads, " --dim 16 --show-ranks 4");
 }
 
-constexpr CatalogEntry kUlyssesDegree{
-    "ulysses-degree", "How far can Ulysses go with grouped-query attention?",
-    "source material 000 (Ulysses) and context-parallelism notes 001, section 12.3 (GQA)", "000, 001 §12.3", write};
+constexpr CatalogEntry kUlyssesDegree{"ulysses-degree", "How far can Ulysses go with grouped-query attention?",
+                                      "the source material (Ulysses) and the notes, section 12.3 (GQA)",
+                                      "source, notes §12.3", write};
 
 }  // namespace ringlab::exercises::catalog

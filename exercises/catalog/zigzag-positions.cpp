@@ -39,7 +39,7 @@ static void write(VariantDraw& draw, Exercise& e) {
       "pairs: the causal (query, key) pairs of GPU r's queries (a query at position i sees i + 1 keys).\n"
       "chunks: with the 2P-chunk zig-zag instead (S cut into 2P chunks of S/(2P)), which chunks does GPU r hold?";
   e.parts = {list_part("positions", "GPU r's positions, ascending", positions)
-                 .mistake(one_based, "the notes' numbering (001, section 6.1)",
+                 .mistake(one_based, "the notes' numbering (section 6.1)",
                           "the notes count positions from 1 there; this exercise (and ringlab) counts from 0"),
              count_part("sum", "sum of GPU r's positions", sum),
              count_part("pairs", "causal pairs of GPU r's queries", pairs),
@@ -56,6 +56,6 @@ static void write(VariantDraw& draw, Exercise& e) {
 }
 
 constexpr CatalogEntry kZigzagPositions{"zigzag-positions", "Zig-zag positions and their balanced sums",
-                                        "context-parallelism notes 001, sections 6.1 and 2.3", "001 §6.1, §2.3", write};
+                                        "context-parallelism notes, sections 6.1 and 2.3", "notes §6.1, §2.3", write};
 
 }  // namespace ringlab::exercises::catalog

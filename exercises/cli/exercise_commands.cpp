@@ -1,5 +1,5 @@
 // `ringlab exercises [--json]`, `ringlab exercises show ID [--variant N]` and
-// `ringlab check ID [--variant N] PART=ANSWER ...` (DESIGN.md, command-line contract).
+// `ringlab check ID [--variant N] PART=ANSWER ...` (the command-line contract: README, "Commands").
 // check exits 0 when every given part is right, 1 when some are wrong, 2 for an unknown exercise or
 // part or an answer that cannot be read (one line saying what was not understood).
 // Sections: [listing] [showing] [checking] [registration]
@@ -75,11 +75,11 @@ int list_exercises(bool json) {
     return kExitVerified;
   }
   std::cout << "ringlab exercises: " << exercise_catalog().size() << " exercises with answer checkers\n\n";
-  std::cout << pad("id", 26) << pad("source", 18) << "title / parts\n";
+  std::cout << pad("id", 26) << pad("source", 22) << "title / parts\n";
   for (const CatalogEntry& entry : exercise_catalog()) {
     const Exercise e = entry.make(0);
-    std::cout << pad(e.id, 26) << pad(std::string(entry.source_short), 18) << e.title << "\n"
-              << std::string(44, ' ') << "parts: " << part_names(e) << "\n";
+    std::cout << pad(e.id, 26) << pad(std::string(entry.source_short), 22) << e.title << "\n"
+              << std::string(48, ' ') << "parts: " << part_names(e) << "\n";
   }
   std::cout << "\nringlab exercises show ID [--variant N]    print one (variant N: other numbers)\n"
                "ringlab check ID [--variant N] PART=ANSWER ...  [--explain]\n";

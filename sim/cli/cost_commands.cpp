@@ -84,8 +84,8 @@ int compare_command(CompareFlags& flags, const CLI::App& command) {
               << (spec.backward ? "fwd+bwd" : "fwd") << " | hw " << hardware.name << "\n\n";
   }
   print_compare_table(std::cout, rows);
-  std::cout << "\nof ideal: (the same attention on one device) / P / time, as ANCHORS.md's ring-flash-attention "
-               "table; imbalance: max/mean compute time per rank\n";
+  std::cout << "\nof ideal: (the same attention on one device) / P / time, as in ring-flash-attention's "
+               "published table; imbalance: max/mean compute time per rank\n";
   for (const std::string& note : scenario.notes) std::cout << "note: " << note << "\n";
   std::cout << "hardware: " << hardware.name << " - " << hardware.description << " (ringlab run --dry-run --hw "
             << hardware.name << " prints the model and its sources)\n";

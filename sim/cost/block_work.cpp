@@ -95,7 +95,7 @@ BlockWork BlockClassifier::evaluate(int64_t q_block, int64_t kv_block) const {
     return work;
   }
   if (erratum_) {
-    // Keys by position against the query's index within its block (DESIGN.md erratum 2).
+    // Keys by position against the query's index within its block (the book's erratum 2).
     work.shape = BlockShape::erratum;
     one_kernel(all, all);
     for (int64_t j = 0; j < n_; ++j) {

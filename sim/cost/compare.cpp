@@ -39,7 +39,7 @@ const std::vector<ScenarioRow>& scenario_rows() {
       // Exercise 5: S = 2M on 64 GPUs (8 nodes x 8), H = 8192 hidden = 64 heads x 128, bf16.
       {"hybrid-64",
        "S = 2M tokens on 64 GPUs as 8 nodes x 8: Ulysses inside nodes, ring across (causal, forward)",
-       "source material 000 (sequence parallelism), exercise 5",
+       "the source material, exercise 5",
        "h100-ib",
        AttentionDims{1, 2097152, 64, 64, 128},
        false,
@@ -57,7 +57,7 @@ const std::vector<ScenarioRow>& scenario_rows() {
       // Exercise 2: S = 1M, H = 8192 hidden (64 heads x 128), P = 16, bf16: ring vs Ulysses volume.
       {"volume-16",
        "communication volume, S = 1M, hidden 8192 (64 x 128), P = 16, bf16 (full mask, forward)",
-       "source material 000 (sequence parallelism), exercise 2",
+       "the source material, exercise 2",
        "h100-ib",
        AttentionDims{1, 1048576, 64, 64, 128},
        false,
@@ -71,7 +71,7 @@ const std::vector<ScenarioRow>& scenario_rows() {
       // Exercise 4: P = 8 causal ring; "8 / 4.5 = 1.78x" is a work ratio, not a speedup.
       {"causal-8",
        "causal skipping on a ring of 8: work saved vs time saved, by layout (16K tokens per GPU, forward)",
-       "source material 000 (sequence parallelism), exercise 4; DESIGN.md erratum 4",
+       "the source material, exercise 4; the book's erratum 4",
        "h100-nvlink",
        AttentionDims{1, 131072, 32, 32, 128},
        false,
@@ -82,10 +82,10 @@ const std::vector<ScenarioRow>& scenario_rows() {
        {"Skipping future blocks removes 43.75% of the work (3.5 of 8 blocks per rank on average), but with the "
         "contiguous layout the last rank still computes all 8: compare its time with the no-mask row.",
         "A balanced layout (zigzag, striped) turns the saving into time."}},
-      // ANCHORS.md: zhuzilin/ring-flash-attention, Llama-3-8B attention on 8 GPUs, 8K tokens per GPU.
+      // zhuzilin/ring-flash-attention's README benchmark: Llama-3-8B attention on 8 GPUs, 8K tokens per GPU.
       {"llama3-8b",
        "Llama-3-8B attention (32 q / 8 kv heads, d128), 8K tokens per GPU on 8 GPUs, causal, fwd+bwd",
-       "ANCHORS.md: zhuzilin/ring-flash-attention on 8xH800, % of ideal (flash-attn / 8)",
+       "zhuzilin/ring-flash-attention's README, 8xH800, % of ideal (flash-attn / 8)",
        "h100-nvlink",
        AttentionDims{1, 65536, 32, 8, 128},
        true,
@@ -161,7 +161,7 @@ std::vector<CompareCase> compare_cases(const PlanSpec& base, int64_t ulysses, co
 
 namespace {
 
-// The ANCHORS.md ideal: the same attention on one device, divided by P.
+// ring-flash-attention's ideal: the same attention on one device, divided by P.
 double ideal_seconds(const PlanSpec& spec, const Hardware& hardware) {
   PlanSpec single = spec;
   single.algo = Algorithm::ring;

@@ -1,6 +1,6 @@
 // `ringlab compare`: one fixed-width table across algorithms and layouts for one configuration,
 // every row costed by the dry executor on the same hardware — and the source material's scenarios
-// (seeds/000_..., exercises 2, 4 and 5; ANCHORS.md's ring-flash-attention table) as named rows.
+// (the source material's exercises 2, 4 and 5; ring-flash-attention's published benchmark) as named rows.
 //
 // The table (pinned by tests/cost/test_cli.cpp):
 //   case                     layout        U     R    time ms  exposed ms  compute ms  sent MB/rank  peak MB  imbalance  note
@@ -28,7 +28,7 @@ struct CompareRow {
   int64_t ulysses = 1, ring = 1;
   DrySummary summary;
   int64_t peak_memory_bytes = 0;
-  double ideal_fraction = 0;  // (one device's time / P) / time: ANCHORS.md's "% of ideal"
+  double ideal_fraction = 0;  // (one device's time / P) / time: ring-flash-attention's "% of ideal"
 };
 
 struct Scenario {

@@ -71,7 +71,7 @@ double masked_tile_efficiency(double full_efficiency, double causal_efficiency, 
 
 namespace {
 
-// FlashAttention-3 on H100 SXM, BF16 (ANCHORS.md; arXiv 2407.08608, figures 5-6), TFLOP/s with
+// FlashAttention-3 on H100 SXM, BF16 (FlashAttention-3 paper, arXiv 2407.08608, figures 5-6), TFLOP/s with
 // FLOPs = 4 S^2 D heads (causal halved), backward 2.5x the forward:
 constexpr double kH100DensePeak = 989e12;                                   // dense BF16 peak, H100 SXM
 constexpr double kFa3ForwardD128 = 648e12, kFa3ForwardCausalD128 = 616e12;  // 16K tokens
@@ -79,9 +79,9 @@ constexpr double kFa3ForwardD64 = 497e12;
 constexpr double kFa3BackwardD128 = 561e12;
 constexpr int64_t kFa3Tile = 128;  // assumed FA3 d128 tile (the model only uses it to find diagonal tiles)
 
-// Measured H100 NVLink P2P (copy engines), unidirectional (ANCHORS.md).
+// Measured H100 NVLink P2P (copy engines), unidirectional (a published measurement).
 constexpr double kNvlinkP2p = 375e9;
-// InfiniBand NDR, one 400 Gb/s NIC per GPU = 50 GB/s (source material 000_..., exercise 5).
+// InfiniBand NDR, one 400 Gb/s NIC per GPU = 50 GB/s (the source material, exercise 5).
 constexpr double kInfinibandPerGpu = 50e9;
 // PCIe 5.0 x16: 32 GT/s x 16 lanes x 128/130 / 8 = 63.0 GB/s per direction (PCI-SIG PCIe 5.0).
 constexpr double kPcie5x16 = 32e9 * 16 * 128.0 / 130.0 / 8;
@@ -103,7 +103,7 @@ DeviceModel h100_sxm(int64_t head_dim, std::vector<std::string>& sources) {
   d.kernel_launch_s = 4e-6;
   d.memory_bandwidth_Bps = 3.35e12;
   d.memory_capacity_bytes = 80e9;
-  sources.push_back("peak = 989 TFLOP/s dense BF16: H100 SXM (FlashAttention-3 paper, arXiv 2407.08608; ANCHORS.md)");
+  sources.push_back("peak = 989 TFLOP/s dense BF16: H100 SXM (FlashAttention-3 paper, arXiv 2407.08608)");
   sources.push_back(
       small_head ? "forward efficiency = 497/989 on unmasked tiles: FA3 forward d64 non-causal 16K, 497 TFLOP/s "
                    "(arXiv 2407.08608 fig. 5)"
@@ -124,7 +124,8 @@ DeviceModel h100_sxm(int64_t head_dim, std::vector<std::string>& sources) {
 }
 
 LinkClass nvlink(std::vector<std::string>& sources) {
-  sources.push_back("NVLink = 375 GB/s per direction: measured H100 P2P unidirectional (copy engines), ANCHORS.md");
+  sources.push_back(
+      "NVLink = 375 GB/s per direction: measured H100 P2P unidirectional (copy engines), published measurement");
   sources.push_back(
       "NVLink latency = 3 us: assumption (NCCL small-message P2P is a few us; fit from small messages "
       "as ASTRA-sim advises)");
@@ -132,7 +133,7 @@ LinkClass nvlink(std::vector<std::string>& sources) {
 }
 
 LinkClass infiniband(std::vector<std::string>& sources) {
-  sources.push_back("InfiniBand = 50 GB/s per GPU: one 400 Gb/s NDR NIC per GPU (source material 000, exercise 5)");
+  sources.push_back("InfiniBand = 50 GB/s per GPU: one 400 Gb/s NDR NIC per GPU (the source material, exercise 5)");
   sources.push_back("InfiniBand latency = 5 us: assumption (RDMA send/recv through NCCL); re-measure");
   return {"InfiniBand NDR 400 Gb/s per GPU", 5e-6, kInfinibandPerGpu, false, 0};
 }

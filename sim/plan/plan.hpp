@@ -1,4 +1,4 @@
-// Plans: a schedule compiled into data (DESIGN.md, "a schedule is data").
+// Plans: a schedule compiled into data.
 //
 // A plan is a program of phases that every rank runs. A phase is a loop of `steps` steps whose
 // body is a list of op *templates*: the fields that vary across ranks and steps (the peer of a
@@ -37,8 +37,8 @@ namespace ringlab {
 enum class Algorithm : uint8_t { ring, allgather, ulysses, hybrid };
 enum class Erratum : uint8_t {
   none,
-  reverse_dkv,     // DESIGN.md erratum 1: dK/dV travel against the K/V direction
-  kv_offset_mask,  // DESIGN.md erratum 2: causal mask from the kv offset, not query/key positions
+  reverse_dkv,     // erratum 1 of the book: dK/dV travel against the K/V direction
+  kv_offset_mask,  // erratum 2 of the book: causal mask from the kv offset, not query/key positions
 };
 
 const char* algorithm_name(Algorithm algo);

@@ -1,4 +1,4 @@
-// The `run` command's configuration: the flags of DESIGN.md's command-line contract, shared by
+// The `run` command's configuration: the flags of the command-line contract, shared by
 // `ringlab run` and `ringlab-gpu run` so both take exactly the same flags.
 #pragma once
 

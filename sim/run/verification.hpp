@@ -1,6 +1,6 @@
 // Verification of a run: every output tensor of an executor against exact attention in float64 on
 // the same inputs, with per-tensor tolerances, printed as one fixed-width table with a pass/fail
-// footer (the same table for every executor, STYLE.md habit 7).
+// footer (the same table for every executor).
 #pragma once
 
 #include <iosfwd>

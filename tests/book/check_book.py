@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The book cannot drift from the code (STYLE.md habit 11).
+"""The book cannot drift from the code.
 
 Checks every page of book/ against the binaries that were just built:
 

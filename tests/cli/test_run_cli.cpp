@@ -1,4 +1,4 @@
-// The `ringlab run` and `ringlab plan` command-line contract (DESIGN.md), end to end through the
+// The `ringlab run` and `ringlab plan` command-line contract, end to end through the
 // built binary: tables and JSON, --save / --in round trips (and NumPy interop), traces, fault
 // injection and the errata's exit statuses. Bad inputs: test_bad_inputs.cpp.
 #include <unistd.h>

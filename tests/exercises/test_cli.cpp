@@ -1,4 +1,4 @@
-// The command-line contract of `ringlab exercises` and `ringlab check` (DESIGN.md): listing, show
+// The command-line contract of `ringlab exercises` and `ringlab check`: listing, show
 // with variants, check's exit statuses 0 / 1 / 2, one-line errors, --json and --explain.
 #include <algorithm>
 #include <catch2/catch.hpp>

@@ -61,7 +61,7 @@ TEST_CASE("gpu-streams: the erratum variants fail as in the simulator", "[gpu][s
   CHECK_FALSE(wrong.verification.ok());
   CHECK(wrong.verification.checks[0].result.ok);        // out: the forward is right
   CHECK_FALSE(wrong.verification.checks[3].result.ok);  // dk: the gradients land on the wrong block
-  reverse.ranks = 2;                                    // invisible at P = 2 (DESIGN.md erratum 1)
+  reverse.ranks = 2;                                    // invisible at P = 2 (the book's erratum 1)
   CHECK(run_and_verify(reverse, dtype, streams).verification.ok());
 
   PlanSpec offset = gpu_spec("ring", "contiguous", 4, true, false);

@@ -1,5 +1,5 @@
 // Every collective against its definition, P in {1, 2, 3, 4, 8}, exactly representable payloads,
-// compared bit for bit (STYLE.md habit 3).
+// compared bit for bit.
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <thread>

@@ -2,7 +2,7 @@
 // block grid's cells (who computes what, when, with which shape), load, the timeline (the cost
 // model's prediction for a hardware preset, as ringlab run --dry-run --hw gives it),
 // and where the reverse-dkv and kv-offset-mask errata put their errors — checked against the
-// algorithms' definitions and the plan checker, over P in {1, 2, 3, 4, 8} (STYLE.md habit 5).
+// algorithms' definitions and the plan checker, over P in {1, 2, 3, 4, 8}.
 #include <catch2/catch.hpp>
 #include <numeric>
 
@@ -160,7 +160,7 @@ TEST_CASE("reverse-dkv erratum: dK/dV of block g-t go into block g+t's accumulat
     }
   for (const GridCell& cell : m.grids[0].cells) CHECK(cell.cause == ErrorCause::none);  // forward is right
   if (P == 2) {
-    CHECK_FALSE(m.first_error.known());  // invisible at P = 2 (DESIGN.md erratum 1)
+    CHECK_FALSE(m.first_error.known());  // invisible at P = 2 (the book's erratum 1)
   } else {
     REQUIRE(m.first_error.known());
     CHECK(m.first_error.step == first + 1);

@@ -1,5 +1,5 @@
 // The viewer's model: everything ringlab-viz draws, computed from a plan, a Chrome trace file or a
-// live run, with no UI code (STYLE.md habit 9: like Tracy's server/, unit-tested on its own).
+// live run, with no UI code (like Tracy's server/, unit-tested on its own).
 //
 // Steps. A plan is phases of steps; the model numbers them globally ("step 5" = the 5th step of
 // the whole schedule, across phases) and keeps each phase's own step number for labels. Every

@@ -173,7 +173,7 @@ CriterionResult chunk_scale_criterion() {
   const Chunks unscaled = make_chunks(1, 12, false, 102, std::sqrt(double(c.dim)));
   CriterionResult probe;
   if (check_state(student_state(c, 0), unscaled, "probe", probe))
-    result.hint = "your scores lack the 1/sqrt(D) scale (DESIGN.md erratum 3: the source's flash solution omits it)";
+    result.hint = "your scores lack the 1/sqrt(D) scale (the book's erratum 3: the source's flash solution omits it)";
   else
     result.hint = "the state of a row is m = max score, l = sum exp(score - m), o = sum exp(score - m) v";
   return result;

@@ -216,7 +216,7 @@ Run run_backward(const lab::ProblemSpec& spec, SendMode mode) {
   if (!dkv_ok && result.hint.empty())
     result.hint =
         "dK/dV accumulators must travel WITH their K/V block (same direction, one step behind) and take "
-        "one extra hop home; sending them the other way is right only at P <= 2 (DESIGN.md erratum 1)";
+        "one extra hop home; sending them the other way is right only at P <= 2 (the book's erratum 1)";
   if (!dq_ok && dkv_ok && result.hint.empty())
     result.hint = "dq accumulates locally over all P blocks; it never travels";
   return run;

@@ -476,7 +476,7 @@ std::vector<Criterion> lab_criteria() {
        [] {
          return emulated(layouts(),
                          "the causal mask compares global positions, a.k_pos[j] <= a.q_pos[i], never the "
-                         "row indices j <= i (DESIGN.md erratum 2)");
+                         "row indices j <= i (the book's erratum 2)");
        }},
       {"empty-rows", "rows that see no key: out 0 and lse -inf, never NaN", 20, false, false,
        [] { return emulated(empty_rows(), "a row with no visible key: out 0, lse -INFINITY"); }},

@@ -17,7 +17,7 @@
 //              [t < R-1] wait for K/V
 //              exchange: send dkv[t] to g+1, receive dkv[t+1] from g-1
 //              [t = R-1] wait: dkv[R] is now the full gradient of this rank's own block
-// The erratum variant reverse-dkv (DESIGN.md erratum 1) sends the accumulator to g-1 and receives
+// The erratum variant reverse-dkv (the book's erratum 1) sends the accumulator to g-1 and receives
 // from g+1 instead: rank g then adds block g - t's gradient into block g - t + 2's accumulator,
 // which is right only when R <= 2.
 #include "sim/plan/plan.hpp"

@@ -60,7 +60,7 @@ TEST_CASE("emulated gpu-streams: the erratum variants fail as in the simulator",
   reverse.erratum = Erratum::reverse_dkv;
   const test::GpuCheck wrong = run_and_verify(reverse, Dtype::fp32, streams);
   CHECK_FALSE(wrong.verification.ok());
-  reverse.ranks = 2;  // at P = 2 the wrong direction is invisible (DESIGN.md erratum 1)
+  reverse.ranks = 2;  // at P = 2 the wrong direction is invisible (the book's erratum 1)
   CHECK(run_and_verify(reverse, Dtype::fp32, streams).verification.ok());
 
   PlanSpec offset = gpu_spec("ring", "contiguous", 3, true, false);
