@@ -1,4 +1,4 @@
-// The exercises' subcommands of the ringlab command line: exercises, check and grade
+// The exercises' subcommands of the ringlab command line: exercises, check, grade and handout
 // (exercises/cli/exercise_commands.cpp, exercises/cli/grade_command.cpp).
 #pragma once
 
@@ -10,5 +10,6 @@ namespace ringlab::cli {
 
 void add_exercise_commands(CLI::App& app, Registry& registry);
 void add_grade_command(CLI::App& app, Registry& registry);
+void add_handout_command(CLI::App& app, Registry& registry);
 
 }  // namespace ringlab::cli

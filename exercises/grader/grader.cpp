@@ -270,6 +270,7 @@ struct Listed {
   std::string id, title;
   double timeout = 20;
   bool performance = false, needs_gpu = false;
+  double points = 1;
 };
 
 std::vector<Listed> list_criteria(const std::string& binary, std::string& problem) {
@@ -285,7 +286,8 @@ std::vector<Listed> list_criteria(const std::string& binary, std::string& proble
     if (line.empty() || line[0] != '{') continue;
     try {
       const nlohmann::json j = nlohmann::json::parse(line);
-      listed.push_back({j.at("id"), j.at("title"), j.at("timeout"), j.at("performance"), j.at("needs_gpu")});
+      listed.push_back(
+          {j.at("id"), j.at("title"), j.at("timeout"), j.at("performance"), j.at("needs_gpu"), j.value("points", 1.0)});
     } catch (const nlohmann::json::exception&) {
       // a line your file printed at start-up; ignore it
     }
@@ -488,6 +490,7 @@ GradeReport grade(const GradeOptions& options) {
                         options.timeout_seconds > 0 ? options.timeout_seconds : c.timeout);
       if (!c.performance && r.status != Status::passed && r.status != Status::needs_gpu) correctness_ok = false;
     }
+    r.points = c.points;
     r.reproduce = "ringlab grade " + lab.id + " " + file_argument + " --only " + c.id;
     report.criteria.push_back(r);
   }

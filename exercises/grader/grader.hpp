@@ -69,6 +69,7 @@ struct CriterionReport {
   std::vector<std::string> details;
   std::string output;     // the tail of what the criterion printed (failures only)
   std::string reproduce;  // the command that runs this criterion alone
+  double points = 0;      // what passing it is worth (the lab declares it; "compiles" is worth 0)
 };
 
 struct GradeReport {
@@ -110,5 +111,9 @@ GradeReport grade(const GradeOptions& options);
 
 void print_report(std::ostream& out, const GradeReport& report);
 nlohmann::json to_json(const GradeReport& report);
+// Gradescope's autograder results.json: "score" (the points of the criteria passed), and per
+// criterion a test with name, score, max_score, output and visibility. A criterion that did not
+// run (needs a GPU, or performance before correctness passed) scores 0 and says why.
+nlohmann::json to_gradescope(const GradeReport& report);
 
 }  // namespace ringlab::grader

@@ -76,6 +76,29 @@ std::vector<std::string> head_lines(const std::string& text, size_t count) {
   return lines;
 }
 
+// What the report says under a criterion that did not pass: why, where, the hint, its last output
+// and the command that reproduces it. Each line starts with `indent`.
+void print_details(std::ostream& out, const CriterionReport& c, const std::string& indent) {
+  if (!c.message.empty()) out << indent << c.message << "\n";
+  if (c.status == Status::skipped || c.status == Status::needs_gpu) return;
+  if (c.observed_error >= 0 && c.status == Status::failed)
+    out << indent << "observed error " << scientific(c.observed_error) << " vs tolerance " << scientific(c.tolerance)
+        << "\n";
+  if (c.divergence) out << indent << "first diverging: " << divergence_text(*c.divergence) << "\n";
+  if (!c.deadlock.empty()) {
+    out << indent << "deadlock report:\n";
+    for (const std::string& line : head_lines(c.deadlock, 24)) out << indent << "  " << line << "\n";
+  }
+  for (const std::string& line : c.details) out << indent << line << "\n";
+  if (!c.hint.empty()) out << indent << "hint: " << c.hint << "\n";
+  if (!c.output.empty()) {
+    const std::vector<std::string> lines = c.id == "compiles" ? head_lines(c.output, 20) : tail_lines(c.output, 8);
+    out << indent << (c.id == "compiles" ? "compiler output:" : "its last output:") << "\n";
+    for (const std::string& line : lines) out << indent << "  " << line << "\n";
+  }
+  out << indent << "reproduce: " << c.reproduce << "\n";
+}
+
 }  // namespace
 
 void print_report(std::ostream& out, const GradeReport& report) {
@@ -94,25 +117,7 @@ void print_report(std::ostream& out, const GradeReport& report) {
     const bool ran = c.status == Status::passed || c.status == Status::failed || c.status == Status::timeout;
     out << "  " << pad(c.id, 15) << pad(shown_status(c.status), 10) << pad(ran ? seconds(c.seconds) : "-", 9) << c.title
         << "\n";
-    if (c.status == Status::passed) continue;
-    if (!c.message.empty()) out << indent << c.message << "\n";
-    if (c.status == Status::skipped || c.status == Status::needs_gpu) continue;
-    if (c.observed_error >= 0 && c.status == Status::failed)
-      out << indent << "observed error " << scientific(c.observed_error) << " vs tolerance " << scientific(c.tolerance)
-          << "\n";
-    if (c.divergence) out << indent << "first diverging: " << divergence_text(*c.divergence) << "\n";
-    if (!c.deadlock.empty()) {
-      out << indent << "deadlock report:\n";
-      for (const std::string& line : head_lines(c.deadlock, 24)) out << indent << "  " << line << "\n";
-    }
-    for (const std::string& line : c.details) out << indent << line << "\n";
-    if (!c.hint.empty()) out << indent << "hint: " << c.hint << "\n";
-    if (!c.output.empty()) {
-      const std::vector<std::string> lines = c.id == "compiles" ? head_lines(c.output, 20) : tail_lines(c.output, 8);
-      out << indent << (c.id == "compiles" ? "compiler output:" : "its last output:") << "\n";
-      for (const std::string& line : lines) out << indent << "  " << line << "\n";
-    }
-    out << indent << "reproduce: " << c.reproduce << "\n";
+    if (c.status != Status::passed) print_details(out, c, indent);
   }
   out << "\n";
   if (!report.compiled) {
@@ -174,6 +179,30 @@ nlohmann::json to_json(const GradeReport& report) {
             {"needs_gpu", report.needs_gpu()}}},
           {"passed", report.passed()},
           {"environment", report.environment}};
+}
+
+nlohmann::json to_gradescope(const GradeReport& report) {
+  nlohmann::json tests = nlohmann::json::array();
+  double score = 0;
+  for (const CriterionReport& c : report.criteria) {
+    if (c.id == "compiles" && c.status == Status::passed) continue;  // worth nothing; the others show it
+    const bool passed = c.status == Status::passed;
+    std::ostringstream output;
+    output << status_name(c.status) << (c.performance ? " (performance)" : "") << ": " << c.title << "\n";
+    if (!passed) print_details(output, c, "");
+    score += passed ? c.points : 0;
+    tests.push_back({{"name", c.id + ": " + c.title},
+                     {"score", passed ? c.points : 0.0},
+                     {"max_score", c.points},
+                     {"output", output.str()},
+                     {"visibility", "visible"}});
+  }
+  double seconds = report.compile_seconds;
+  for (const CriterionReport& c : report.criteria) seconds += c.id == "compiles" ? 0 : c.seconds;
+  std::ostringstream summary;
+  print_report(summary, report);
+  return {{"score", score},          {"execution_time", seconds},      {"output", summary.str()},
+          {"visibility", "visible"}, {"stdout_visibility", "visible"}, {"tests", tests}};
 }
 
 }  // namespace ringlab::grader

@@ -31,18 +31,18 @@ void require_writable_parent(const fs::path& path, const std::string& flag) {
 
 }  // namespace
 
-void check_output_directory(const std::string& target) {
+void check_output_directory(const std::string& target, const std::string& what) {
   std::error_code error;
   const fs::path path(target);
   if (fs::exists(path, error)) {
     if (!fs::is_directory(path, error)) {
-      throw UsageError("--save " + target + " exists and is not a directory; pick a new directory name");
+      throw UsageError(what + " " + target + " exists and is not a directory; pick a new directory name");
     }
     if (!fs::is_empty(path, error)) {
-      throw UsageError("--save " + target + " exists and is not empty; pick a new directory or empty this one");
+      throw UsageError(what + " " + target + " exists and is not empty; pick a new directory or empty this one");
     }
   }
-  require_writable_parent(fs::absolute(path).lexically_normal(), "--save");
+  require_writable_parent(fs::absolute(path).lexically_normal(), what);
 }
 
 void check_output_file(const std::string& path) {
@@ -83,11 +83,12 @@ void save_outputs(const std::string& directory, const RunOutputs& outputs) {
   staged.commit();
 }
 
-StagedDirectory::StagedDirectory(std::string target) : target_(std::move(target)), staging_(partial_name(target_)) {
+StagedDirectory::StagedDirectory(std::string target, std::string what)
+    : target_(std::move(target)), what_(std::move(what)), staging_(partial_name(target_)) {
   std::error_code error;
   fs::remove_all(staging_, error);
   if (!fs::create_directories(staging_, error)) {
-    throw UsageError("--save " + target_ + ": cannot create " + staging_ + " (" + error.message() + ")");
+    throw UsageError(what_ + " " + target_ + ": cannot create " + staging_ + " (" + error.message() + ")");
   }
 }
 
@@ -105,7 +106,8 @@ void StagedDirectory::commit() {
   if (fs::exists(target_, error)) fs::remove(target_, error);  // check_output_directory made sure it is empty
   fs::rename(staging_, target_, error);
   if (error)
-    throw UsageError("--save " + target_ + ": cannot rename the finished outputs into place (" + error.message() + ")");
+    throw UsageError(what_ + " " + target_ + ": cannot rename the finished outputs into place (" + error.message() +
+                     ")");
   committed_ = true;
 }
 

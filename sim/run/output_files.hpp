@@ -10,8 +10,9 @@
 namespace ringlab {
 
 // Throws UsageError when `target` exists and is not an empty directory, or cannot be created
-// (its parent missing or not writable). Call before any work so a bad --save fails fast.
-void check_output_directory(const std::string& target);
+// (its parent missing or not writable). Call before any work so a bad --save fails fast. `what`
+// names the option or command in the message.
+void check_output_directory(const std::string& target, const std::string& what = "--save");
 // Throws UsageError when `path`'s directory does not exist or `path` is a directory.
 void check_output_file(const std::string& path);
 
@@ -24,7 +25,7 @@ void save_outputs(const std::string& directory, const RunOutputs& outputs);
 
 class StagedDirectory {
  public:
-  explicit StagedDirectory(std::string target);  // creates <target>.partial-<pid>
+  explicit StagedDirectory(std::string target, std::string what = "--save");  // creates <target>.partial-<pid>
   StagedDirectory(const StagedDirectory&) = delete;
   StagedDirectory& operator=(const StagedDirectory&) = delete;
   ~StagedDirectory();  // removes the staging directory unless committed
@@ -33,7 +34,7 @@ class StagedDirectory {
   void commit();                                    // renames the staging directory to the target
 
  private:
-  std::string target_, staging_;
+  std::string target_, what_, staging_;
   bool committed_ = false;
 };
 

@@ -284,6 +284,8 @@ namespace ringlab::lab {
 
 const char* lab_name() { return "03-ring-forward"; }
 
+// Points (the last field; 1 when absent): the cases where a ring goes wrong in ways P = 1 and 2
+// cannot show - direction, the causal mask by global position, zig-zag positions, GQA - count 2.
 std::vector<Criterion> lab_criteria() {
   using namespace ringlab::lab03;
   lab::ProblemSpec gqa = spec_of(4, true);
@@ -294,14 +296,14 @@ std::vector<Criterion> lab_criteria() {
       {"p1", "P = 1: one rank, no communication", 20, false, false, [] { return correctness(spec_of(1)); }},
       {"p2", "P = 2, full attention", 20, false, false, [] { return correctness(spec_of(2)); }},
       {"p3", "P = 3, full attention (a non-power of two: a wrong direction shows from here)", 20, false, false,
-       [] { return correctness(spec_of(3)); }},
+       [] { return correctness(spec_of(3)); }, 2},
       {"p4-causal", "P = 4, causal, contiguous layout (mask by global position)", 20, false, false,
-       [] { return correctness(spec_of(4, true)); }},
+       [] { return correctness(spec_of(4, true)); }, 2},
       {"p5-zigzag", "P = 5, causal, zig-zag layout (positions are not contiguous)", 20, false, false,
-       [] { return correctness(spec_of(5, true, LayoutKind::zigzag)); }},
+       [] { return correctness(spec_of(5, true, LayoutKind::zigzag)); }, 2},
       {"p8", "P = 8, batch 2, full attention", 30, false, false, [p8] { return correctness(p8); }},
       {"gqa", "P = 4, causal, GQA (4 query heads share 1 K/V head)", 20, false, false,
-       [gqa] { return correctness(gqa); }},
+       [gqa] { return correctness(gqa); }, 2},
       {"rendezvous", "P = 4 with rendezvous sends (a blocking send waits for its receive): no deadlock", 20, false,
        false, [] { return correctness(spec_of(4), SendMode::rendezvous); }},
       {"perf-traffic", "performance: each rank sends exactly P - 1 K/V blocks", 20, true, false,

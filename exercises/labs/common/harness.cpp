@@ -187,7 +187,8 @@ int main(int argc, char** argv) {
                                   {"title", c.title},
                                   {"timeout", c.timeout_seconds},
                                   {"performance", c.performance},
-                                  {"needs_gpu", c.needs_gpu}}
+                                  {"needs_gpu", c.needs_gpu},
+                                  {"points", c.points}}
                        .dump()
                 << "\n";
     return 0;

@@ -69,6 +69,7 @@ struct Criterion {
   bool performance = false;     // graded only after every correctness criterion passed
   bool needs_gpu = false;       // reported as needs-GPU where no GPU is present
   std::function<CriterionResult()> run;
+  double points = 1;  // its weight in a course's score (`ringlab grade --format gradescope`)
 };
 
 // Each lab's harness.cpp defines these two.
