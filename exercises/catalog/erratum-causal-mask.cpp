@@ -1,6 +1,7 @@
 // Exercise erratum-causal-mask - Erratum 2: a causal mask built from block offsets and local row
 // indices - the keys a query sees, the GPUs that go wrong and the pairs dropped, from the erratum
 // plan.
+#include <algorithm>
 #include <vector>
 
 #include "exercises/catalog/catalog.hpp"
@@ -8,6 +9,25 @@
 #include "reference/formulas.hpp"
 
 namespace ringlab::exercises::catalog {
+
+// The keys the query in `row` of `rank`'s block sees under a plan's forward ops: each kernel's mask
+// applied as the executors apply it (none; causal by position; or, in the erratum, causal by the
+// query's index within its block).
+static int64_t keys_seen(const Plan& plan, int64_t rank, int64_t row) {
+  const int64_t q_block = plan.ring_position(rank);
+  const int64_t position = plan.block_positions(q_block)[static_cast<size_t>(row)];
+  int64_t seen = 0;
+  for (int64_t kv = 0; kv < plan.ring(); ++kv) {
+    const std::vector<int64_t> keys = plan.block_positions(kv);
+    for (const KernelBlock& k : resolve_compute(plan, rank, kv, Pass::forward).kernels) {
+      if (row < k.q_rows.begin || row >= k.q_rows.end) continue;
+      const int64_t limit = k.erratum_local_query_index ? row : position;
+      for (int64_t j = k.kv_rows.begin; j < k.kv_rows.end; ++j)
+        seen += k.mask == MaskKind::none || keys[static_cast<size_t>(j)] <= limit ? 1 : 0;
+    }
+  }
+  return seen;
+}
 
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
@@ -26,54 +46,60 @@ static void write(VariantDraw& draw, Exercise& e) {
   spec.erratum = Erratum::kv_offset_mask;
   const Plan wrong = build_plan(spec);
   const int64_t rank = right.layout().rank_of(p.position), local = right.layout().local_row(p.position);
-  const std::vector<int64_t> all = iota_positions(seq);
-  const int64_t one_local[] = {local};
-  const int64_t one_global[] = {p.position};
-  const int64_t seen_wrong = causal_pairs_of_positions(one_local, all);
-  const int64_t seen_right = causal_pairs_of_positions(one_global, all);
-  int64_t wrong_ranks = 0, wrong_pairs = 0;
+  const int64_t seen_wrong = keys_seen(wrong, rank, local), seen_right = keys_seen(right, rank, local);
+  const int64_t seen_local_mask = local + 1;  // block 0 masked by the local index as well
+  // Per (GPU, block): the mistaken mask shows a superset of the right keys (block 0, unmasked) or a
+  // subset (every other block, masked by local index), so the allowed pairs it keeps are the
+  // smaller of the two counts.
+  int64_t wrong_ranks = 0, kept_pairs = 0;
   for (int64_t r = 0; r < p.ranks; ++r) {
-    int64_t a = 0, b = 0;
+    bool differs = false;
     for (int64_t kv = 0; kv < p.ranks; ++kv) {
-      a += resolve_compute(wrong, r, kv, Pass::forward).pairs;
-      b += resolve_compute(right, r, kv, Pass::forward).pairs;
+      const int64_t a = resolve_compute(wrong, r, kv, Pass::forward).pairs;
+      const int64_t b = resolve_compute(right, r, kv, Pass::forward).pairs;
+      differs |= a != b;
+      kept_pairs += std::min(a, b);
     }
-    wrong_ranks += a != b ? 1 : 0;
-    wrong_pairs += a;
+    wrong_ranks += differs ? 1 : 0;
   }
-  const double missing = 1 - double(wrong_pairs) / double(full_pairs(seq, true));
+  const double missing = 1 - double(kept_pairs) / double(full_pairs(seq, true));
 
   e.numbers = {{"P", p.ranks}, {"n", p.tokens_per_rank}, {"position", p.position}};
   e.parameters = {ranks_parameter(p.ranks, "GPUs, contiguous layout"),
                   {"S", cat(seq), cat("tokens, n = ", p.tokens_per_rank, " per GPU")},
                   {"i", cat(p.position), "the query position asked about (global, from 0)"}};
   e.statement =
-      "The source's ring code builds its causal mask from the K/V block's offset and each query's index within\n"
-      "its own GPU's block - as if every GPU's queries started at position 0 - instead of comparing global\n"
-      "query and key positions.\n"
+      "The source's ring code computes kv_offset = (origin GPU of the K/V block) x n and, only `if kv_offset > 0`,\n"
+      "hides the key at kv_offset + j from the query at index i within its own GPU's block when kv_offset + j > i\n"
+      "- as if every GPU's queries started at position 0 - instead of comparing global query and key positions.\n"
       "keys_seen: how many keys does the query at global position i see with that mask?\n"
       "correct_keys: how many should it see?\n"
       "wrong_ranks: on how many GPUs is the output wrong?\n"
       "missing_fraction: what fraction of all the (query, key) pairs the causal mask allows does the mistake drop?";
   e.parts = {
-      count_part("keys_seen", "keys the query at position i sees under the mistaken mask", seen_wrong),
+      count_part("keys_seen", "keys the query at position i sees under the mistaken mask", seen_wrong)
+          .mistake(double(seen_local_mask), "a common slip",
+                   "that masks block 0 by the local index too; the code's `if kv_offset > 0` never masks the "
+                   "block at offset 0, so all n of its keys are seen"),
       count_part("correct_keys", "keys it should see", seen_right),
       count_part("wrong_ranks", "GPUs whose outputs are wrong", wrong_ranks)
-          .mistake(
-              double(p.ranks), "a common slip",
-              "GPU 0's queries start at position 0, so for it the local index is the global position: it is right"),
+          .mistake(double(p.ranks - 1), "a common slip",
+                   "GPU 0's queries do start at position 0, but its own block sits at offset 0 and is never masked: "
+                   "its queries see the keys after them, so GPU 0 is wrong too"),
       fraction_part("missing_fraction", "share of the allowed pairs dropped", missing, 0.002)};
   e.solution = lines({
       cat("Position ", p.position, " is row ", local, " of GPU ", rank,
-          ". The mistaken mask lets a key at position j through when"),
-      cat("j <= ", local, " (the local index): only the first ", seen_wrong, " keys of block 0. It should see keys 0..",
-          p.position, ": ", seen_right, "."),
-      cat("GPU 0 is right (local index = position); the other ", wrong_ranks, " GPUs see only a triangle of block 0."),
-      cat("Altogether the mistaken mask keeps P n(n+1)/2 = ", group_thousands(wrong_pairs), " of S(S+1)/2 = ",
-          group_thousands(full_pairs(seq, true)), " pairs: ", percent_text(missing), " are dropped."),
+          ". Block 0 has offset 0: never masked, so all n of its keys are seen."),
+      cat("Every other block has offset >= n > any local index: every key hidden. So the query sees ", seen_wrong,
+          " keys (block 0), where it should see keys 0..", p.position, ": ", seen_right, "."),
+      cat("Every GPU is wrong: GPU 0 sees the future within its own block (offset 0, unmasked), and GPU r > 0 misses"),
+      "blocks 1..r. (The same code also produces NaN: a row whose block is masked entirely has max -inf, and",
+      "exp(-inf - (-inf)) is NaN; ringlab's kernels treat such a row as empty, to show the mask on its own.)",
+      cat("Of the S(S+1)/2 = ", group_thousands(full_pairs(seq, true)), " allowed pairs it keeps ",
+          group_thousands(kept_pairs), ": ", percent_text(missing), " are dropped."),
       "Fix: carry each block's global positions (or compute them from its origin GPU) and mask k_pos <= q_pos.",
   });
-  e.command = demo_command("run", p.ranks, seq, "--causal --erratum kv-offset-mask", "exit 1, every rank but 0 wrong");
+  e.command = demo_command("run", p.ranks, seq, "--causal --erratum kv-offset-mask", "exit 1, every rank wrong");
 }
 
 constexpr CatalogEntry kErratumCausalMask{"erratum-causal-mask",

@@ -95,9 +95,14 @@ BlockWork BlockClassifier::evaluate(int64_t q_block, int64_t kv_block) const {
     return work;
   }
   if (erratum_) {
-    // Keys by position against the query's index within its block (the book's erratum 2).
+    // The book's erratum 2, as resolve_compute has it: the block at offset 0 unmasked, the others
+    // keys by position against the query's index within its block.
     work.shape = BlockShape::erratum;
     one_kernel(all, all);
+    if (kv_block == 0) {
+      work.pairs = work.full_area = n_ * n_;
+      return work;
+    }
     for (int64_t j = 0; j < n_; ++j) {
       const int64_t key = position(kv_block, j);
       if (key >= n_) break;  // positions ascend: no later key is visible to any index

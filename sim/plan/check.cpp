@@ -5,6 +5,7 @@
 
 #include <array>
 
+#include "sim/plan/queries.hpp"
 #include "sim/plan/walk.hpp"
 
 namespace ringlab {
@@ -268,19 +269,11 @@ class Checker final : public WalkVisitor {
     const int64_t b = plan.layout().block(), u = plan.ulysses_index(rank);
     const std::vector<int64_t>& q_units = block_units[c.q_block];
     const std::vector<int64_t>& k_units = block_units[c.kv_block];
+    if (const std::string problem = erratum_mask_problem(plan, c); !problem.empty()) report(rank, op, problem);
     for (const KernelBlock& k : c.kernels) {
       if (k.q_rows.begin % b || k.q_rows.end % b || k.kv_rows.begin % b || k.kv_rows.end % b) {
         report(rank, op, "a kernel block does not start and end on layout units");
         continue;
-      }
-      if (k.erratum_local_query_index) {
-        // Masking by local query index equals masking by position only where the block's
-        // queries sit at positions 0..n-1.
-        const std::vector<int64_t> positions = plan.block_positions(c.q_block);
-        bool same = true;
-        for (size_t i = 0; i < positions.size() && same; ++i) same = positions[i] == static_cast<int64_t>(i);
-        if (!same)
-          report(rank, op, "masks by the query's index within its block, not its position (erratum kv-offset-mask)");
       }
       for (int64_t i = k.q_rows.begin / b; i < k.q_rows.end / b; ++i)
         for (int64_t j = k.kv_rows.begin / b; j < k.kv_rows.end / b; ++j) {

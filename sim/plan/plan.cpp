@@ -148,12 +148,18 @@ ComputeOp resolve_compute(const Plan& plan, int64_t rank, int64_t kv_block, Pass
     op.kernels = {{all, all, MaskKind::none, true, false}};
     op.pairs = op.computed_pairs = n * n;
   } else if (spec.erratum == Erratum::kv_offset_mask) {
-    // Every block computed, masked by key position against the query's index within its block.
+    // The source's ring code, literally: `if kv_offset > 0`, hide key kv_offset + j from the query
+    // at index i within its block. The block at offset 0 (ring position 0) is never masked; every
+    // other block is masked by key position against the query's local index.
     op.shape = BlockShape::erratum;
-    op.kernels = {{all, all, MaskKind::causal, true, true}};
-    const std::vector<int64_t> q_index = iota_positions(n), k_pos = plan.block_positions(kv_block);
-    op.pairs = causal_pairs_of_positions(q_index, k_pos);
     op.computed_pairs = n * n;
+    if (kv_block == 0) {
+      op.kernels = {{all, all, MaskKind::none, true, false}};
+      op.pairs = n * n;
+    } else {
+      op.kernels = {{all, all, MaskKind::causal, true, true}};
+      op.pairs = causal_pairs_of_positions(iota_positions(n), plan.block_positions(kv_block));
+    }
   } else {
     op.pairs = block_causal_pairs(plan, op.q_block, kv_block);
     RowRange q_rows, kv_rows;

@@ -38,7 +38,7 @@ enum class Algorithm : uint8_t { ring, allgather, ulysses, hybrid };
 enum class Erratum : uint8_t {
   none,
   reverse_dkv,     // erratum 1 of the book: dK/dV travel against the K/V direction
-  kv_offset_mask,  // erratum 2 of the book: causal mask from the kv offset, not query/key positions
+  kv_offset_mask,  // erratum 2 of the book: the source's `if kv_offset > 0` mask by the query's local index
 };
 
 const char* algorithm_name(Algorithm algo);

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "reference/attention.hpp"
+#include "reference/layout.hpp"
+
 namespace ringlab {
 
 Family collective_family(Collective collective) {
@@ -61,5 +64,27 @@ int64_t total_ops(const Plan& plan) {
       for (const TemplateEntry& entry : phase.body) total += entry.when.contains(step, phase.steps) ? 1 : 0;
   return total * plan.ranks();
 }
+
+std::string erratum_mask_problem(const Plan& plan, const ComputeOp& op) {
+  if (plan.spec().erratum != Erratum::kv_offset_mask) return "";
+  // A query's index within its block is at most its position, so the local-index mask shows a
+  // subset of the keys it should, and the unmasked block a superset: the op is wrong exactly when
+  // the counts of visible pairs differ.
+  const std::vector<int64_t> queries = plan.block_positions(op.q_block), keys = plan.block_positions(op.kv_block);
+  const int64_t right = causal_pairs_of_positions(queries, keys);
+  for (const KernelBlock& k : op.kernels) {
+    if (k.erratum_local_query_index) {
+      if (causal_pairs_of_positions(iota_positions(static_cast<int64_t>(queries.size())), keys) != right)
+        return "hides keys its queries should see: it masks by the query's index within its block, not its "
+               "position (erratum kv-offset-mask)";
+    } else if (k.mask == MaskKind::none && right < static_cast<int64_t>(queries.size() * keys.size())) {
+      return "leaves the block at offset 0 unmasked (`if kv_offset > 0`): its future keys are visible "
+             "(erratum kv-offset-mask)";
+    }
+  }
+  return "";
+}
+
+bool erratum_mask_is_wrong(const Plan& plan, const ComputeOp& op) { return !erratum_mask_problem(plan, op).empty(); }
 
 }  // namespace ringlab

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "sim/plan/plan.hpp"
@@ -17,6 +18,14 @@ inline bool is_ulysses_collective(Collective collective) { return collective_fam
 // Whether any phase of the plan has this collective, or any collective of this family.
 bool plan_uses(const Plan& plan, Collective collective);
 bool plan_uses(const Plan& plan, Family family);
+
+// Whether a compute op of the kv-offset-mask erratum gets the mask wrong for its queries (the
+// source's code: the block at offset 0 unmasked, every other block masked by the query's index
+// within its block): an unmasked block 0 that holds keys after some query, or a local-index mask
+// on queries that are not the positions 0..n-1. False for every op of a plan without the erratum.
+bool erratum_mask_is_wrong(const Plan& plan, const ComputeOp& op);
+// What is wrong with it, in one phrase ("" when nothing is).
+std::string erratum_mask_problem(const Plan& plan, const ComputeOp& op);
 
 // Every ring position's tokens, ring position by ring position (each ascending): the rows of a
 // gathered slot (gathered_kv, gathered_dkv).

@@ -252,11 +252,13 @@ const std::map<std::string, Derivation, std::less<>>& derivations() {
       {"erratum-causal-mask",
        [](const Exercise& e) {
          const double P = e.number("P"), n = e.number("n"), position = e.number("position"), S = P * n;
-         const double local = std::fmod(position, n);
-         return Answers{{"keys_seen", local + 1},
+         // `if kv_offset > 0`: block 0 unmasked, every other block hidden from every local index.
+         // Every query sees block 0's n keys; GPU 0 keeps its n(n+1)/2 allowed pairs (and sees the
+         // future), every other GPU keeps only block 0's n^2.
+         return Answers{{"keys_seen", n},
                         {"correct_keys", position + 1},
-                        {"wrong_ranks", P - 1},
-                        {"missing_fraction", 1 - P * n * (n + 1) / 2 / (S * (S + 1) / 2)}};
+                        {"wrong_ranks", P},
+                        {"missing_fraction", 1 - (n * (n + 1) / 2 + (P - 1) * n * n) / (S * (S + 1) / 2)}};
        }},
       {"erratum-softmax-scale",
        [](const Exercise& e) {
@@ -369,7 +371,8 @@ TEST_CASE("the source material's wrong answers are rejected, naming the mistake"
       {"ring-vs-allgather", "ring_total", "536.9 MB"},  // P sends instead of P - 1
       {"backward-volume", "dkv_sends", "7"},
       {"erratum-dkv-direction", "smallest_p", "2"},
-      {"erratum-causal-mask", "wrong_ranks", "4"},
+      {"erratum-causal-mask", "wrong_ranks", "3"},
+      {"erratum-causal-mask", "keys_seen", "6"},
       {"erratum-softmax-scale", "weight", "0.982"},
       {"erratum-skip-speedup", "slowest_work", "56.25%"},
       {"erratum-initial-transfer", "exposed", "8 ms"},

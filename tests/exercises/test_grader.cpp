@@ -152,7 +152,9 @@ TEST_CASE("grader negative controls: 03-ring-forward", "[exercises][grader]") {
   const Graded send = lab.broken("missing_send", "p2", {"p1"});
   CHECK(send.criterion("p2").contains("deadlock"));
   const Graded mask = lab.broken("offset_mask", "p4-causal", {"p1", "p2", "p3", "p8"});
-  CHECK(mask.criterion("p4-causal")["first_divergence"]["rank"] == 1);  // rank 0 is right
+  // `if kv_offset > 0` leaves rank 0's own block, at offset 0, unmasked: rank 0 goes wrong first.
+  CHECK(mask.criterion("p4-causal")["first_divergence"]["rank"] == 0);
+  CHECK(mask.criterion("p4-causal")["first_divergence"]["block"] == 0);
   lab.broken("blocking_ring", "rendezvous", {"p2", "p3", "p8"});
   const Graded overlap = lab.broken("no_overlap", "perf-overlap", {"perf-traffic"});
   CHECK(overlap.correctness_passed());
@@ -265,7 +267,8 @@ TEST_CASE("grader text report: error vs tolerance, first divergence, reproduce l
   CHECK(rescale.out.find("reproduce: ringlab grade 03-ring-forward broken/missing_rescale --only p2") !=
         std::string::npos);
   const auto mask = run_binary(kBinary, {"grade", "03", "broken/offset_mask", "--only", "p4-causal"}, 600);
-  CHECK(mask.out.find("first diverging: rank 1, step 0, block 1") != std::string::npos);
+  CHECK(mask.out.find("first diverging: rank 0, step 0, block 0: block 0 was computed without the causal mask") !=
+        std::string::npos);
   const auto list = run_binary(kBinary, {"grade", "--list"});
   CHECK(list.status == 0);
   // 07-block-kernel is listed either way: as a lab, or as "not in this build" without CUDA.

@@ -290,8 +290,7 @@ class PlanModelWalk final : public WalkVisitor {
     cell.ranks.push_back(rank);
     cell.flops += c.flops;
     cell.pairs = c.pairs;
-    for (const KernelBlock& k : c.kernels)
-      if (k.erratum_local_query_index && !queries_at_start(c.q_block)) cell.cause = ErrorCause::wrong_mask;
+    if (erratum_mask_is_wrong(plan_, c)) cell.cause = ErrorCause::wrong_mask;
 
     if (c.pass == Pass::backward && c.grad_slot != Slot::gathered_dkv && !c.accumulate_grad) {
       h.origin[static_cast<size_t>(c.grad_slot)] = c.kv_block;
@@ -321,15 +320,6 @@ class PlanModelWalk final : public WalkVisitor {
   void execute(const WalkVisit&, const CollectiveOp&) {}  // drawn when the group completes it
   void execute(const WalkVisit&, const FinalizeOp&) {}
   void execute(const WalkVisit&, const StoreGradsOp&) {}
-
-  // Masking by a query's index within its block equals masking by position only when the
-  // block's queries are the positions 0..n-1 (what the erratum gets away with on rank 0).
-  bool queries_at_start(int64_t q_block) const {
-    const std::vector<int64_t> positions = plan_.block_positions(q_block);
-    for (size_t i = 0; i < positions.size(); ++i)
-      if (positions[i] != static_cast<int64_t>(i)) return false;
-    return true;
-  }
 
   const Plan& plan_;
   const std::vector<std::vector<Op>>& ops_;  // [rank]: the walked op lists

@@ -31,6 +31,8 @@ struct BlockCall {
   bool own_queries = true;                     // q is this rank's q
   bool positions_of_origin = true;             // k_pos == positions[origin_k]
   bool queries_positions = true;               // q_pos == positions[rank]
+  bool masked = false;                         // called with causal = true
+  bool needs_mask = false;                     // block origin_k has keys after some of this rank's queries
   int64_t bytes_sent = 0, bytes_received = 0;  // the rank's counters when it called
 };
 
@@ -50,9 +52,10 @@ bool same_bits(const Tensor<float>& a, const Tensor<float>& b) {
 }
 
 void record(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v, std::span<const int64_t> q_pos,
-            std::span<const int64_t> k_pos) {
+            std::span<const int64_t> k_pos, bool causal) {
   if (!g_session || tl_rank < 0) return;
   BlockCall call;
+  call.masked = causal;
   const auto& in = g_session->inputs;
   for (size_t r = 0; r < in.size(); ++r) {
     if (call.origin_k < 0 && same_bits(k, in[r].k)) call.origin_k = static_cast<int64_t>(r);
@@ -65,6 +68,10 @@ void record(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>&
   if (call.origin_k >= 0) {
     const auto& expected = mine.positions[static_cast<size_t>(call.origin_k)];
     call.positions_of_origin = std::equal(k_pos.begin(), k_pos.end(), expected.begin(), expected.end());
+    const auto& queries = mine.positions[static_cast<size_t>(tl_rank)];
+    call.needs_mask =
+        !expected.empty() && !queries.empty() &&
+        *std::max_element(expected.begin(), expected.end()) > *std::min_element(queries.begin(), queries.end());
   }
   if (tl_comm)
     call.bytes_sent = tl_comm->counters().bytes_sent, call.bytes_received = tl_comm->counters().bytes_received;
@@ -88,7 +95,7 @@ AttentionOutput<float> block_attention(const Tensor<float>& q, const Tensor<floa
                                 std::to_string(k_pos.size()) + " key positions for " + std::to_string(q.dim(1)) +
                                 " queries and " + std::to_string(k.dim(1)) + " keys");
   }
-  record(q, k, v, q_pos, k_pos);
+  record(q, k, v, q_pos, k_pos, causal);
   const int64_t B = q.dim(0), n = q.dim(1), H = q.dim(2), D = q.dim(3);
   SoftmaxState<float> acc = make_accumulator(B, H, n, D);
   flash_forward_accumulate(q, k, v, q_pos, k_pos, {0, n}, {0, k.dim(1)}, causal ? MaskKind::causal : MaskKind::none,
@@ -131,6 +138,9 @@ void diagnose_calls(const Session& s, bool causal, bool finished, CriterionResul
                "block " + std::to_string(c.origin_k) + " computed a second time (first at step " +
                    std::to_string(first_step[static_cast<size_t>(c.origin_k)]) + ")"},
               "the received block must replace the one just computed before the next step");
+      } else if (causal && !c.masked && c.needs_mask) {
+        found({r, step, c.origin_k, "block " + std::to_string(c.origin_k) + " was computed without the causal mask"},
+              "a block with keys after some of your queries needs causal = true, whatever its offset");
       } else if (causal && (!c.positions_of_origin || !c.queries_positions)) {
         found({r, step, c.origin_k,
                !c.queries_positions
