@@ -28,7 +28,8 @@ const std::vector<CatalogEntry>& exercise_catalog() {
       kImbalanceRatio, kZigzagPositions, kLayoutEfficiency, kOverlapThreshold, kOverlapProfile, kRingVsAllgather,
       kBackwardVolume, kUlyssesDegree, kMemoryTable,
       // one per known mistake of the source material
-      kErratumDkvDirection, kErratumCausalMask, kErratumSoftmaxScale, kErratumSkipSpeedup, kErratumInitialTransfer};
+      kErratumDkvDirection, kErratumCausalMask, kErratumSoftmaxScale, kErratumSkipSpeedup, kErratumInitialTransfer,
+      kErratumMergeWeights, kErratumHeadMemory};
   return entries;
 }
 

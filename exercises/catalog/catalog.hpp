@@ -37,5 +37,7 @@ extern const CatalogEntry kErratumCausalMask;
 extern const CatalogEntry kErratumSoftmaxScale;
 extern const CatalogEntry kErratumSkipSpeedup;
 extern const CatalogEntry kErratumInitialTransfer;
+extern const CatalogEntry kErratumMergeWeights;
+extern const CatalogEntry kErratumHeadMemory;
 
 }  // namespace ringlab::exercises::catalog

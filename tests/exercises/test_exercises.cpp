@@ -95,13 +95,13 @@ TEST_CASE("one file per exercise: its entry names what it makes", "[exercises]")
   CHECK(files == listed);  // a file whose entry the catalog's table does not list is an error
   // The listing's order, which `ringlab exercises` prints: the source's 1-7, the notes', the errata.
   const auto& catalog = exercise_catalog();
-  REQUIRE(catalog.size() == 21);
+  REQUIRE(catalog.size() == 23);
   CHECK(catalog.front().id == "attention-memory");
   CHECK(catalog[6].id == "flash-ring-memory");
   CHECK(catalog[7].id == "imbalance-ratio");
   CHECK(catalog[15].id == "memory-table");
   CHECK(catalog[16].id == "erratum-dkv-direction");
-  CHECK(catalog.back().id == "erratum-initial-transfer");
+  CHECK(catalog.back().id == "erratum-head-memory");
 }
 
 // ---- [closed forms] ----------------------------------------------------------------------------
@@ -120,7 +120,11 @@ const std::map<std::string, Derivation, std::less<>>& derivations() {
        [](const Exercise& e) {
          const double S = e.number("S"), h = e.number("heads"), P = e.number("P"), b = e.number("batch"),
                       el = e.number("element");
-         return Answers{{"full", b * h * S * S * el}, {"ring", b * h * (S / P) * (S / P) * el}, {"reduction", P * P}};
+         const double d = e.number("dim");
+         return Answers{{"full", b * h * S * S * el},
+                        {"ring", b * h * (S / P) * (S / P) * el},
+                        {"reduction", P * P},
+                        {"kv_buffers", 4 * b * (S / P) * h * d * el}};
        }},
       {"comm-volume",
        [](const Exercise& e) {
@@ -260,6 +264,23 @@ const std::map<std::string, Derivation, std::less<>>& derivations() {
                         {"wrong_ranks", P},
                         {"missing_fraction", 1 - (n * (n + 1) / 2 + (P - 1) * n * n) / (S * (S + 1) / 2)}};
        }},
+      {"erratum-merge-weights",
+       [](const Exercise& e) {
+         // From the scores directly: a softmax over all four keys, and each chunk's share of it.
+         const double ea0 = std::exp(e.number("a0")), ea1 = std::exp(e.number("a1")), eb0 = std::exp(e.number("b0")),
+                      eb1 = std::exp(e.number("b1"));
+         const double za = ea0 + ea1, zb = eb0 + eb1;
+         const double out_a = (ea0 * e.number("va0") + ea1 * e.number("va1")) / za;
+         const double out_b = (eb0 * e.number("vb0") + eb1 * e.number("vb1")) / zb;
+         return Answers{{"weight_a", za / (za + zb)},
+                        {"out", (za * out_a + zb * out_b) / (za + zb)},
+                        {"weight_sum", (za + zb) / std::max(za, zb)}};
+       }},
+      {"erratum-head-memory",
+       [](const Exercise& e) {
+         const double head = 4 * e.number("S") * e.number("dim") * e.number("element");
+         return Answers{{"head_bytes", head}, {"layer_bytes", head * e.number("heads")}};
+       }},
       {"erratum-softmax-scale",
        [](const Exercise& e) {
          const double d = e.number("dim"), gap = e.number("s1") - e.number("s2");
@@ -373,6 +394,10 @@ TEST_CASE("the source material's wrong answers are rejected, naming the mistake"
       {"erratum-dkv-direction", "smallest_p", "2"},
       {"erratum-causal-mask", "wrong_ranks", "3"},
       {"erratum-causal-mask", "keys_seen", "6"},
+      {"erratum-merge-weights", "weight_sum", "1"},
+      {"erratum-head-memory", "head_bytes", "64 MB"},
+      {"erratum-head-memory", "layer_bytes", "4 GB"},
+      {"attention-memory", "kv_buffers", "2 GB"},
       {"erratum-softmax-scale", "weight", "0.982"},
       {"erratum-skip-speedup", "slowest_work", "56.25%"},
       {"erratum-initial-transfer", "exposed", "8 ms"},

@@ -156,6 +156,10 @@ TEST_CASE("grader negative controls: 03-ring-forward", "[exercises][grader]") {
   CHECK(mask.criterion("p4-causal")["first_divergence"]["rank"] == 0);
   CHECK(mask.criterion("p4-causal")["first_divergence"]["block"] == 0);
   lab.broken("blocking_ring", "rendezvous", {"p2", "p3", "p8"});
+  // A send buffer one step behind: block r - 1 twice, r + 1 never; P = 2 cannot tell.
+  const Graded stale = lab.broken("stale_send", "p3", {"p1", "p2"});
+  CHECK(stale.criterion("p3")["first_divergence"]["what"].get<std::string>().find("computed a second time") !=
+        std::string::npos);
   const Graded overlap = lab.broken("no_overlap", "perf-overlap", {"perf-traffic"});
   CHECK(overlap.correctness_passed());
   lab.every_patch_graded();

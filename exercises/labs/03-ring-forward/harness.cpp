@@ -137,7 +137,8 @@ void diagnose_calls(const Session& s, bool causal, bool finished, CriterionResul
         found({r, step, c.origin_k,
                "block " + std::to_string(c.origin_k) + " computed a second time (first at step " +
                    std::to_string(first_step[static_cast<size_t>(c.origin_k)]) + ")"},
-              "the received block must replace the one just computed before the next step");
+              "the received block must replace the one just computed before the next step, and each step sends "
+              "the block held now (a send buffer updated one step late re-sends the previous block)");
       } else if (causal && !c.masked && c.needs_mask) {
         found({r, step, c.origin_k, "block " + std::to_string(c.origin_k) + " was computed without the causal mask"},
               "a block with keys after some of your queries needs causal = true, whatever its offset");
