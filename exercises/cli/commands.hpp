@@ -1,4 +1,4 @@
-// The exercises' subcommands of the ringlab command line: exercises, check, grade and handout
+// The exercises' subcommands of the ringlab command line: exercises, check, grade, handout and verify
 // (exercises/cli/exercise_commands.cpp, exercises/cli/grade_command.cpp).
 #pragma once
 
@@ -11,5 +11,6 @@ namespace ringlab::cli {
 void add_exercise_commands(CLI::App& app, Registry& registry);
 void add_grade_command(CLI::App& app, Registry& registry);
 void add_handout_command(CLI::App& app, Registry& registry);
+void add_verify_command(CLI::App& app, Registry& registry);
 
 }  // namespace ringlab::cli

@@ -295,6 +295,7 @@ void add_exercise_commands(CLI::App& app, Registry& registry) {
 
   add_grade_command(app, registry);
   add_handout_command(app, registry);
+  add_verify_command(app, registry);
 }
 
 }  // namespace ringlab::cli
