@@ -55,15 +55,14 @@ MaskKind mask_of(bool causal) { return causal ? MaskKind::causal : MaskKind::non
 
 PlanSpec spec_of(const AttentionDims& dims, int64_t ranks, const std::string& algo, const std::string& layout,
                  bool causal, bool backward, int64_t ulysses) {
-  PlanSpec spec;
-  spec.algo = parse_algorithm(algo);
-  spec.layout = parse_layout(layout);
-  spec.ranks = ranks;
-  spec.ulysses = spec.algo == Algorithm::ulysses ? ranks : ulysses;
-  spec.dims = dims;
-  spec.causal = causal;
-  spec.backward = backward;
-  return spec;
+  const Algorithm algorithm = parse_algorithm(algo);
+  return {.algo = algorithm,
+          .layout = parse_layout(layout),
+          .ranks = ranks,
+          .ulysses = algorithm == Algorithm::ulysses ? ranks : ulysses,
+          .dims = dims,
+          .causal = causal,
+          .backward = backward};
 }
 
 // A plan, for printing and inspecting from Python.

@@ -7,6 +7,7 @@
 #include "reference/inputs.hpp"
 #include "sim/executor/sim_executor.hpp"
 #include "sim/run/tables.hpp"
+#include "tests/plan/plan_cases.hpp"
 
 using namespace ringlab;
 
@@ -42,9 +43,7 @@ std::string failures(const Verification& v) {
 }  // namespace
 
 TEST_CASE("every algorithm, layout, mask and pass verifies against exact attention", "[sim][matrix]") {
-  const Algorithm algo = GENERATE(Algorithm::ring, Algorithm::allgather, Algorithm::ulysses, Algorithm::hybrid);
-  const LayoutKind layout = GENERATE(LayoutKind::contiguous, LayoutKind::zigzag, LayoutKind::striped);
-  const int64_t P = GENERATE(1, 2, 3, 4, 8);
+  const auto [algo, layout, P] = GENERATE(from_range(test::plan_cases()));
   // (causal, skip): full attention; causal skipping masked blocks; causal computing them (--no-skip)
   const auto [causal, skip] = GENERATE(std::tuple{false, true}, std::tuple{true, true}, std::tuple{true, false});
   const bool gqa = GENERATE(false, true);

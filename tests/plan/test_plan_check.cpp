@@ -5,6 +5,7 @@
 
 #include "reference/error.hpp"
 #include "sim/plan/check.hpp"
+#include "tests/plan/plan_cases.hpp"
 
 using namespace ringlab;
 
@@ -32,9 +33,7 @@ PlanSpec spec_of(Algorithm algo, LayoutKind layout, int64_t P, bool causal, bool
 }  // namespace
 
 TEST_CASE("every algorithm's plan passes the checker", "[plans][checker]") {
-  const Algorithm algo = GENERATE(Algorithm::ring, Algorithm::allgather, Algorithm::ulysses, Algorithm::hybrid);
-  const LayoutKind layout = GENERATE(LayoutKind::contiguous, LayoutKind::zigzag, LayoutKind::striped);
-  const int64_t P = GENERATE(1, 2, 3, 4, 8);
+  const auto [algo, layout, P] = GENERATE(from_range(test::plan_cases()));
   const bool causal = GENERATE(false, true);
   const bool skip = GENERATE(true, false);
   const bool backward = GENERATE(false, true);

@@ -10,6 +10,7 @@
 
 #include "sim/plan/queries.hpp"
 #include "sim/plan/walk.hpp"
+#include "tests/plan/plan_cases.hpp"
 
 using namespace ringlab;
 
@@ -178,9 +179,7 @@ const BlockedRank* blocked_rank(const WalkResult& result, int64_t rank) {
 }  // namespace
 
 TEST_CASE("walk order respects every dependency, the same on every call", "[plans][walk]") {
-  const Algorithm algo = GENERATE(Algorithm::ring, Algorithm::allgather, Algorithm::ulysses, Algorithm::hybrid);
-  const LayoutKind layout = GENERATE(LayoutKind::contiguous, LayoutKind::zigzag, LayoutKind::striped);
-  const int64_t P = GENERATE(1, 2, 3, 4, 8);
+  const auto [algo, layout, P] = GENERATE(from_range(test::plan_cases()));
   const bool causal = GENERATE(false, true);
   const bool backward = GENERATE(false, true);
   const Plan plan = build_plan(spec_of(algo, layout, P, causal, backward));
