@@ -17,6 +17,7 @@
 #include "exercises/grader/grader_config.hpp"
 #include "exercises/grader/patch.hpp"
 #include "exercises/grader/process.hpp"
+#include "exercises/grader/split.hpp"
 #include "reference/error.hpp"
 
 namespace ringlab::grader {
@@ -24,15 +25,6 @@ namespace ringlab::grader {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::vector<std::string> split(const std::string& text, char separator) {
-  std::vector<std::string> parts;
-  std::string part;
-  std::istringstream stream(text);
-  while (std::getline(stream, part, separator))
-    if (!part.empty()) parts.push_back(part);
-  return parts;
-}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "exercises/grader/grader_config.hpp"
+#include "exercises/grader/split.hpp"
 #include "reference/error.hpp"
 #include "sim/run/output_files.hpp"
 
@@ -95,14 +96,7 @@ std::string student_readme(const LabInfo& lab, const std::string& readme) {
 
 std::string makefile(const LabInfo& lab) {
   std::string flags;
-  for (const std::string& flag : [] {
-         std::vector<std::string> parts;
-         std::istringstream stream(config::kCompileFlags);
-         for (std::string part; std::getline(stream, part, ';');)
-           if (!part.empty()) parts.push_back(part);
-         return parts;
-       }())
-    flags += (flags.empty() ? "" : " ") + flag;
+  for (const std::string& flag : split(config::kCompileFlags, ';')) flags += (flags.empty() ? "" : " ") + flag;
   return "# " + lab.id +
          ": build and grade your file with ringlab.\n"
          "#   make check               compile FILE alone (syntax and types; no hidden tests)\n"
