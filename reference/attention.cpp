@@ -7,11 +7,6 @@
 
 namespace ringlab {
 
-const char* mask_name(MaskKind mask) {
-  constexpr const char* kNames[] = {"none", "causal"};
-  return name_of(kNames, mask);
-}
-
 void AttentionDims::validate() const {
   auto positive = [](int64_t value, const char* flag, const char* what) {
     if (value <= 0) {

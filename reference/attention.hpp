@@ -13,16 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "reference/mask.hpp"
 #include "reference/tensor.hpp"
 
 namespace ringlab {
-
-enum class MaskKind : uint8_t {
-  none,    // every query sees every key of the block
-  causal,  // query at position i sees keys at positions j <= i
-};
-
-const char* mask_name(MaskKind mask);
 
 struct AttentionDims {
   int64_t batch = 1;     // B

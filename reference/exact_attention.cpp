@@ -37,8 +37,8 @@ Geometry geometry(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v, st
   return g;
 }
 
-bool visible(MaskKind mask, int64_t q_position, int64_t k_position) {
-  return mask == MaskKind::none || k_position <= q_position;
+bool visible(const Mask& mask, int64_t q_position, int64_t k_position) {
+  return mask.none() || mask.visible(q_position, k_position);
 }
 
 // The textbook formula, a tile of queries at a time (so the score rows of a tile fit in cache):
@@ -64,18 +64,19 @@ MutableRows<T> rows_of(Tensor<T>& t, int64_t b, int64_t i0, int64_t n, int64_t h
   return MutableRows<T>(&t(b, i0, h, 0), n, t.dim(3), Eigen::OuterStride<>(t.dim(2) * t.dim(3)));
 }
 
-// How many keys queries [i0, i0 + n) can see at most: all of them, or — under the causal mask
-// with keys in ascending position order — the prefix up to the tile's latest query.
-int64_t visible_keys(const Geometry& g, MaskKind mask, int64_t i0, int64_t n) {
-  if (mask == MaskKind::none || !g.keys_sorted) return g.Sk;
-  const int64_t latest = *std::max_element(g.q_pos.begin() + i0, g.q_pos.begin() + i0 + n);
+// How many keys queries [i0, i0 + n) can see at most: all of them, or — with keys in ascending
+// position order — the prefix up to the latest key any query of the tile may see.
+int64_t visible_keys(const Geometry& g, const Mask& mask, int64_t i0, int64_t n) {
+  if (mask.none() || !g.keys_sorted) return g.Sk;
+  int64_t latest = std::numeric_limits<int64_t>::min();
+  for (int64_t i = i0; i < i0 + n; ++i) latest = std::max(latest, mask.keys_of(g.q_pos[i]).last);
   return std::upper_bound(g.k_pos.begin(), g.k_pos.end(), latest) - g.k_pos.begin();
 }
 
 // P (n x keys) and lse (n) of queries [i0, i0 + n) of (b, h) over the first `keys` keys; a query
 // that sees no key gets a zero row and lse -inf.
 template <class T>
-void softmax_rows(const Geometry& g, const Tensor<T>& q, const Tensor<T>& k, MaskKind mask, T scale, int64_t b,
+void softmax_rows(const Geometry& g, const Tensor<T>& q, const Tensor<T>& k, const Mask& mask, T scale, int64_t b,
                   int64_t h, int64_t i0, int64_t n, int64_t keys, Matrix<T>& p, std::vector<T>& lse) {
   const T neg_inf = -std::numeric_limits<T>::infinity();
   const int64_t hk = h / (g.H / g.HKV);
@@ -85,7 +86,7 @@ void softmax_rows(const Geometry& g, const Tensor<T>& q, const Tensor<T>& k, Mas
     return;
   }
   p.noalias() = scale * rows_of(q, b, i0, n, h) * rows_of(k, b, 0, keys, hk).transpose();
-  if (mask == MaskKind::causal)
+  if (!mask.none())
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < keys; ++j)
         if (!visible(mask, g.q_pos[i0 + i], g.k_pos[j])) p(i, j) = neg_inf;
@@ -107,7 +108,7 @@ void softmax_rows(const Geometry& g, const Tensor<T>& q, const Tensor<T>& k, Mas
 }  // namespace
 
 template <class T>
-AttentionOutput<T> exact_attention(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v, MaskKind mask,
+AttentionOutput<T> exact_attention(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v, const Mask& mask,
                                    std::span<const int64_t> q_pos, std::span<const int64_t> k_pos) {
   const Geometry g = geometry(q, k, v, q_pos, k_pos);
   const T scale = T(1) / std::sqrt(static_cast<T>(g.D));
@@ -137,7 +138,7 @@ AttentionOutput<T> exact_attention(const Tensor<T>& q, const Tensor<T>& k, const
 
 template <class T>
 AttentionGrads<T> exact_attention_backward(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                                           const Tensor<T>& dout, MaskKind mask, std::span<const int64_t> q_pos,
+                                           const Tensor<T>& dout, const Mask& mask, std::span<const int64_t> q_pos,
                                            std::span<const int64_t> k_pos) {
   const Geometry g = geometry(q, k, v, q_pos, k_pos);
   if (dout.shape() != q.shape()) {
@@ -178,8 +179,8 @@ AttentionGrads<T> exact_attention_backward(const Tensor<T>& q, const Tensor<T>& 
 
 AttentionGrads<double> exact_block_backward(const Tensor<double>& q, const Tensor<double>& k, const Tensor<double>& v,
                                             const Tensor<double>& dout, const Tensor<double>& lse,
-                                            const Tensor<double>& delta, MaskKind mask, std::span<const int64_t> q_pos,
-                                            std::span<const int64_t> k_pos) {
+                                            const Tensor<double>& delta, const Mask& mask,
+                                            std::span<const int64_t> q_pos, std::span<const int64_t> k_pos) {
   const Geometry g = geometry(q, k, v, q_pos, k_pos);
   const double scale = 1.0 / std::sqrt(static_cast<double>(g.D));
   AttentionGrads<double> grads{Tensor<double>(q.shape()), Tensor<double>(k.shape()), Tensor<double>(v.shape())};
@@ -215,14 +216,14 @@ AttentionGrads<double> exact_block_backward(const Tensor<double>& q, const Tenso
 }
 
 template AttentionOutput<float> exact_attention(const Tensor<float>&, const Tensor<float>&, const Tensor<float>&,
-                                                MaskKind, std::span<const int64_t>, std::span<const int64_t>);
+                                                const Mask&, std::span<const int64_t>, std::span<const int64_t>);
 template AttentionOutput<double> exact_attention(const Tensor<double>&, const Tensor<double>&, const Tensor<double>&,
-                                                 MaskKind, std::span<const int64_t>, std::span<const int64_t>);
+                                                 const Mask&, std::span<const int64_t>, std::span<const int64_t>);
 template AttentionGrads<float> exact_attention_backward(const Tensor<float>&, const Tensor<float>&,
-                                                        const Tensor<float>&, const Tensor<float>&, MaskKind,
+                                                        const Tensor<float>&, const Tensor<float>&, const Mask&,
                                                         std::span<const int64_t>, std::span<const int64_t>);
 template AttentionGrads<double> exact_attention_backward(const Tensor<double>&, const Tensor<double>&,
-                                                         const Tensor<double>&, const Tensor<double>&, MaskKind,
+                                                         const Tensor<double>&, const Tensor<double>&, const Mask&,
                                                          std::span<const int64_t>, std::span<const int64_t>);
 
 }  // namespace ringlab

@@ -16,7 +16,7 @@ namespace ringlab {
 // q: (B, Sq, H, D), k, v: (B, Sk, HKV, D) -> out (B, Sq, H, D), lse (B, H, Sq).
 // A query that sees no key gets out 0 and lse -inf, never NaN.
 template <class T>
-AttentionOutput<T> exact_attention(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v, MaskKind mask,
+AttentionOutput<T> exact_attention(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v, const Mask& mask,
                                    std::span<const int64_t> q_pos = {}, std::span<const int64_t> k_pos = {});
 
 // Gradients from the definition: P = softmax(scale q k^T), dV = P^T dO, dP = dO V^T,
@@ -25,7 +25,7 @@ AttentionOutput<T> exact_attention(const Tensor<T>& q, const Tensor<T>& k, const
 // dout: (B, Sq, H, D).
 template <class T>
 AttentionGrads<T> exact_attention_backward(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                                           const Tensor<T>& dout, MaskKind mask, std::span<const int64_t> q_pos = {},
+                                           const Tensor<T>& dout, const Mask& mask, std::span<const int64_t> q_pos = {},
                                            std::span<const int64_t> k_pos = {});
 
 // The backward contribution of one block of keys, given the *whole* forward's lse and
@@ -34,7 +34,7 @@ AttentionGrads<T> exact_attention_backward(const Tensor<T>& q, const Tensor<T>& 
 // first block whose computed contribution is wrong. float64.
 AttentionGrads<double> exact_block_backward(const Tensor<double>& q, const Tensor<double>& k, const Tensor<double>& v,
                                             const Tensor<double>& dout, const Tensor<double>& lse,
-                                            const Tensor<double>& delta, MaskKind mask, std::span<const int64_t> q_pos,
-                                            std::span<const int64_t> k_pos);
+                                            const Tensor<double>& delta, const Mask& mask,
+                                            std::span<const int64_t> q_pos, std::span<const int64_t> k_pos);
 
 }  // namespace ringlab

@@ -48,23 +48,33 @@ std::vector<Tile> tiles_of(RowRange range, int64_t tile, std::span<const int64_t
 
 enum class TileMask { skip, full, partial };
 
-TileMask classify(MaskKind mask, const Tile& q, const Tile& k, bool skip_masked) {
-  if (mask == MaskKind::none) return TileMask::full;
-  if (k.min_pos > q.max_pos) return skip_masked ? TileMask::skip : TileMask::partial;  // all in the future
-  if (k.max_pos <= q.min_pos) return TileMask::full;  // every key is in every query's past
+// Causal only: from the tiles' position bounds. A general mask (window, documents) asks the mask
+// about each query row of the tile against the key tile's position range.
+TileMask classify(const Mask& mask, const Tile& q, const Tile& k, std::span<const int64_t> q_pos, bool skip_masked) {
+  if (mask.none()) return TileMask::full;
+  if (!mask.general()) {
+    if (k.min_pos > q.max_pos) return skip_masked ? TileMask::skip : TileMask::partial;  // all in the future
+    if (k.max_pos <= q.min_pos) return TileMask::full;  // every key is in every query's past
+    return TileMask::partial;
+  }
+  switch (mask.cover(q_pos.subspan(q.begin, q.size()), k.min_pos, k.max_pos)) {
+    case Cover::none: return skip_masked ? TileMask::skip : TileMask::partial;
+    case Cover::all: return TileMask::full;
+    case Cover::some: break;
+  }
   return TileMask::partial;
 }
 
-// Masked scores become -inf: key position > query position.
-// Sets the entries of s whose key lies in the query's future to `masked`: -inf for scores, 0 for
+// Sets the entries of s whose key the query may not see to `masked`: -inf for scores, 0 for
 // probabilities.
-void apply_causal_mask(Matrix& s, const Tile& q, const Tile& k, std::span<const int64_t> q_pos,
-                       std::span<const int64_t> k_pos, float masked = kNegInf) {
+void apply_mask(Matrix& s, const Mask& mask, const Tile& q, const Tile& k, std::span<const int64_t> q_pos,
+                std::span<const int64_t> k_pos, float masked = kNegInf) {
   for (int64_t i = 0; i < q.size(); ++i) {
-    const int64_t qp = q_pos[q.begin + i];
+    const KeyRange keys = mask.general() ? mask.keys_of(q_pos[q.begin + i])
+                                         : KeyRange{std::numeric_limits<int64_t>::min(), q_pos[q.begin + i]};
     float* row = s.data() + i * s.cols();
     for (int64_t j = 0; j < k.size(); ++j)
-      if (k_pos[k.begin + j] > qp) row[j] = masked;
+      if (!keys.contains(k_pos[k.begin + j])) row[j] = masked;
   }
 }
 
@@ -96,7 +106,8 @@ SoftmaxState<float> make_accumulator(int64_t batch, int64_t heads, int64_t q_row
 
 void flash_forward_accumulate(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
                               std::span<const int64_t> q_pos, std::span<const int64_t> k_pos, RowRange q_rows,
-                              RowRange kv_rows, MaskKind mask, SoftmaxState<float>& acc, const KernelOptions& options) {
+                              RowRange kv_rows, const Mask& mask, SoftmaxState<float>& acc,
+                              const KernelOptions& options) {
   const Geometry g = check(q, k, v, q_pos, k_pos, q_rows, kv_rows);
   if (acc.rows != g.B * g.H * g.Sq || acc.width != g.D) {
     throw std::invalid_argument("flash_forward_accumulate: accumulator is not (B*H*Sq) x D");
@@ -127,12 +138,12 @@ void flash_forward_accumulate(const Tensor<float>& q, const Tensor<float>& k, co
       alpha.resize(n);
       shift.resize(n);
       for (const Tile& kt : k_tiles) {
-        const TileMask tile_mask = classify(mask, qt, kt, options.skip_masked_tiles);
+        const TileMask tile_mask = classify(mask, qt, kt, q_pos, options.skip_masked_tiles);
         if (tile_mask == TileMask::skip) continue;
         const StridedConst kmat(&k(b, kt.begin, hk, 0), kt.size(), g.D, Eigen::OuterStride<>(g.HKV * g.D));
         const StridedConst vmat(&v(b, kt.begin, hk, 0), kt.size(), g.D, Eigen::OuterStride<>(g.HKV * g.D));
         s.noalias() = qs * kmat.transpose();
-        if (tile_mask == TileMask::partial) apply_causal_mask(s, qt, kt, q_pos, k_pos);
+        if (tile_mask == TileMask::partial) apply_mask(s, mask, qt, kt, q_pos, k_pos);
         row_max = s.rowwise().maxCoeff();
         for (int64_t i = 0; i < n; ++i) {
           const float m_new = std::max(m[i], row_max[i]);
@@ -192,8 +203,8 @@ Tensor<float> softmax_delta(const Tensor<float>& dout, const Tensor<float>& out,
 void flash_backward_accumulate(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
                                const Tensor<float>& dout, const Tensor<float>& lse, const Tensor<float>& delta,
                                std::span<const int64_t> q_pos, std::span<const int64_t> k_pos, RowRange q_rows,
-                               RowRange kv_rows, MaskKind mask, Tensor<float>& dq, Tensor<float>& dk, Tensor<float>& dv,
-                               const KernelOptions& options) {
+                               RowRange kv_rows, const Mask& mask, Tensor<float>& dq, Tensor<float>& dk,
+                               Tensor<float>& dv, const KernelOptions& options) {
   const Geometry g = check(q, k, v, q_pos, k_pos, q_rows, kv_rows);
   const Shape lse_shape{g.B, g.H, g.Sq};
   if (dout.shape() != q.shape() || dq.shape() != q.shape() || dk.shape() != k.shape() || dv.shape() != k.shape() ||
@@ -239,7 +250,7 @@ void flash_backward_accumulate(const Tensor<float>& q, const Tensor<float>& k, c
         dv_acc.setZero(kt.size(), g.D);
         for (int64_t h = hk * g.group; h < (hk + 1) * g.group; ++h) {
           for (const Tile& qt : q_tiles) {
-            const TileMask tile_mask = classify(mask, qt, kt, options.skip_masked_tiles);
+            const TileMask tile_mask = classify(mask, qt, kt, q_pos, options.skip_masked_tiles);
             if (tile_mask == TileMask::skip) continue;
             const int64_t n = qt.size();
             qs = scale * StridedConst(&q(b, qt.begin, h, 0), n, g.D, Eigen::OuterStride<>(g.H * g.D));
@@ -258,7 +269,7 @@ void flash_backward_accumulate(const Tensor<float>& q, const Tensor<float>& k, c
             s.noalias() = qs * kmat.transpose();
             s.array().colwise() -= lse_shift.array();
             s = s.array().exp();
-            if (tile_mask == TileMask::partial) apply_causal_mask(s, qt, kt, q_pos, k_pos, 0.0f);
+            if (tile_mask == TileMask::partial) apply_mask(s, mask, qt, kt, q_pos, k_pos, 0.0f);
             // dS = P o (dO V^T - delta)
             ds.noalias() = dmat * vmat.transpose();
             ds.array().colwise() -= delta_rows.array();
@@ -296,7 +307,7 @@ void flash_backward_accumulate(const Tensor<float>& q, const Tensor<float>& k, c
 // ---- [one-shot] ------------------------------------------------------------------------------
 
 AttentionOutput<float> flash_attention(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
-                                       MaskKind mask, std::span<const int64_t> q_pos, std::span<const int64_t> k_pos,
+                                       const Mask& mask, std::span<const int64_t> q_pos, std::span<const int64_t> k_pos,
                                        const KernelOptions& options) {
   const std::vector<int64_t> q_default = q_pos.empty() ? iota_positions(q.dim(1)) : std::vector<int64_t>{};
   const std::vector<int64_t> k_default = k_pos.empty() ? iota_positions(k.dim(1)) : std::vector<int64_t>{};
@@ -309,7 +320,7 @@ AttentionOutput<float> flash_attention(const Tensor<float>& q, const Tensor<floa
 
 AttentionGrads<float> flash_attention_backward(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
                                                const AttentionOutput<float>& forward, const Tensor<float>& dout,
-                                               MaskKind mask, std::span<const int64_t> q_pos,
+                                               const Mask& mask, std::span<const int64_t> q_pos,
                                                std::span<const int64_t> k_pos, const KernelOptions& options) {
   const std::vector<int64_t> q_default = q_pos.empty() ? iota_positions(q.dim(1)) : std::vector<int64_t>{};
   const std::vector<int64_t> k_default = k_pos.empty() ? iota_positions(k.dim(1)) : std::vector<int64_t>{};

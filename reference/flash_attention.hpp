@@ -40,7 +40,7 @@ SoftmaxState<float> make_accumulator(int64_t batch, int64_t heads, int64_t q_row
 // q: (B, Sq, H, D); k, v: (B, Sk, HKV, D); q_pos: Sq positions; k_pos: Sk positions.
 void flash_forward_accumulate(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
                               std::span<const int64_t> q_pos, std::span<const int64_t> k_pos, RowRange q_rows,
-                              RowRange kv_rows, MaskKind mask, SoftmaxState<float>& acc,
+                              RowRange kv_rows, const Mask& mask, SoftmaxState<float>& acc,
                               const KernelOptions& options = {});
 
 // out (B, Sq, H, D) = o / l and lse (B, H, Sq) = m + log l from an accumulator.
@@ -57,16 +57,16 @@ Tensor<float> softmax_delta(const Tensor<float>& dout, const Tensor<float>& out,
 void flash_backward_accumulate(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
                                const Tensor<float>& dout, const Tensor<float>& lse, const Tensor<float>& delta,
                                std::span<const int64_t> q_pos, std::span<const int64_t> k_pos, RowRange q_rows,
-                               RowRange kv_rows, MaskKind mask, Tensor<float>& dq, Tensor<float>& dk, Tensor<float>& dv,
-                               const KernelOptions& options = {});
+                               RowRange kv_rows, const Mask& mask, Tensor<float>& dq, Tensor<float>& dk,
+                               Tensor<float>& dv, const KernelOptions& options = {});
 
 // One-shot forms over all rows: single-rank flash attention and its backward.
 AttentionOutput<float> flash_attention(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
-                                       MaskKind mask, std::span<const int64_t> q_pos = {},
+                                       const Mask& mask, std::span<const int64_t> q_pos = {},
                                        std::span<const int64_t> k_pos = {}, const KernelOptions& options = {});
 AttentionGrads<float> flash_attention_backward(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
                                                const AttentionOutput<float>& forward, const Tensor<float>& dout,
-                                               MaskKind mask, std::span<const int64_t> q_pos = {},
+                                               const Mask& mask, std::span<const int64_t> q_pos = {},
                                                std::span<const int64_t> k_pos = {}, const KernelOptions& options = {});
 
 }  // namespace ringlab

@@ -174,7 +174,7 @@ void GpuRank::compute(const ComputeOp& op, cudaStream_t stream) {
     a.q_end = static_cast<int>(kb.q_rows.end);
     a.kv_begin = static_cast<int>(kb.kv_rows.begin);
     a.kv_end = static_cast<int>(kb.kv_rows.end);
-    a.causal = kb.mask == MaskKind::causal;
+    a.causal = kb.mask.causal();
     a.skip_masked_tiles = kb.skip_masked_tiles;
     if (op.pass == Pass::forward) {
       ForwardParams p;

@@ -80,7 +80,7 @@ int compare_command(CompareFlags& flags, const CLI::App& command) {
   } else {
     const PlanSpec spec = plan_spec(config);
     std::cout << "ringlab compare | P=" << spec.ranks << " | " << spec.dims.to_string() << " | "
-              << (spec.causal ? (spec.skip ? "causal" : "causal, no skip") : "full") << " | "
+              << (spec.masked() ? spec.mask().describe() + (spec.skip ? "" : ", no skip") : "full") << " | "
               << (spec.backward ? "fwd+bwd" : "fwd") << " | hw " << hardware.name << "\n\n";
   }
   print_compare_table(std::cout, rows);

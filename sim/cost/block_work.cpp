@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <span>
+#include <vector>
 
 namespace ringlab {
 
@@ -9,8 +11,9 @@ BlockClassifier::BlockClassifier(const Plan& plan, int64_t q_tile, int64_t kv_ti
     : kind_(plan.spec().layout), R_(plan.ring()), ulysses_(plan.ulysses()), block_(plan.layout().block()),
       rounds_(plan.layout().rounds()), n_(plan.block_tokens()),
       ring_layout_(plan.spec().layout, plan.spec().dims.seq, plan.ring(), plan.ulysses() * plan.layout().block()),
-      q_tile_(std::max<int64_t>(1, q_tile)), kv_tile_(std::max<int64_t>(1, kv_tile)), causal_(plan.spec().causal),
-      skip_(plan.spec().skip), erratum_(plan.spec().erratum == Erratum::kv_offset_mask) {}
+      q_tile_(std::max<int64_t>(1, q_tile)), kv_tile_(std::max<int64_t>(1, kv_tile)), causal_(plan.spec().masked()),
+      skip_(plan.spec().skip), erratum_(plan.spec().erratum == Erratum::kv_offset_mask),
+      general_(plan.mask().general()), plan_(&plan) {}
 
 int64_t BlockClassifier::unit(int64_t g, int64_t i) const {
   const int64_t f = i / ulysses_;  // unit of the R-position layout, each U of the plan's units
@@ -80,6 +83,31 @@ void BlockClassifier::count_tiles(QueryPosition q_position, int64_t kv_block, co
   }
 }
 
+// Under a window or document mask: every (query tile, key tile) asks the mask, as the kernel's
+// tile classification does (reference/flash_attention.cpp).
+void BlockClassifier::count_tiles_general(int64_t q_block, int64_t kv_block, bool skip_masked, BlockWork& work) const {
+  std::vector<int64_t> q_pos(static_cast<size_t>(n_));
+  for (int64_t i = 0; i < n_; ++i) q_pos[static_cast<size_t>(i)] = position(q_block, i);
+  work.full_area = work.masked_area = 0;
+  for (int64_t qb = 0; qb < n_; qb += q_tile_) {
+    const int64_t rows = std::min(n_, qb + q_tile_) - qb;
+    const std::span<const int64_t> queries(q_pos.data() + qb, static_cast<size_t>(rows));
+    for (int64_t kb = 0; kb < n_; kb += kv_tile_) {
+      const int64_t ke = std::min(n_, kb + kv_tile_);
+      int64_t k_min = INT64_MAX, k_max = INT64_MIN;
+      for (int64_t j = kb; j < ke; ++j) {
+        const int64_t p = position(kv_block, j);
+        k_min = std::min(k_min, p), k_max = std::max(k_max, p);
+      }
+      const Cover cover = plan_->mask().cover(queries, k_min, k_max);
+      if (cover == Cover::all)
+        work.full_area += rows * (ke - kb);
+      else if (cover == Cover::some || !skip_masked)
+        work.masked_area += rows * (ke - kb);
+    }
+  }
+}
+
 BlockWork BlockClassifier::evaluate(int64_t q_block, int64_t kv_block) const {
   const RowRange all{0, n_};
   BlockWork work;
@@ -109,6 +137,27 @@ BlockWork BlockClassifier::evaluate(int64_t q_block, int64_t kv_block) const {
       work.pairs += n_ - key;
     }
     count_tiles([](int64_t row) { return row; }, kv_block, all, all, true, work);
+    return work;
+  }
+  if (general_) {
+    // As resolve_compute: skipped when nothing is visible, unmasked when everything is, else one
+    // masked call whose tiles the kernel classifies.
+    work.pairs = block_mask_pairs(*plan_, q_block, kv_block);
+    if (work.pairs == 0) {
+      work.shape = skip_ ? BlockShape::skipped : BlockShape::masked;
+      if (!skip_) {
+        one_kernel(all, all);
+        work.masked_area = n_ * n_;
+      }
+    } else if (work.pairs == n_ * n_) {
+      work.shape = BlockShape::full;
+      one_kernel(all, all);
+      work.full_area = n_ * n_;
+    } else {
+      work.shape = BlockShape::partial;
+      one_kernel(all, all);
+      count_tiles_general(q_block, kv_block, skip_, work);
+    }
     return work;
   }
   work.pairs = ring_layout_.causal_pairs(q_block, kv_block);

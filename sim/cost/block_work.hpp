@@ -46,7 +46,7 @@ class BlockClassifier {
   // are not classified by class (the erratum mask). Two pairs with the same class have the same
   // BlockWork.
   int memo_class(int64_t q_block, int64_t kv_block) const {
-    if (erratum_) return -1;
+    if (erratum_ || general_) return -1;
     if (!causal_) return 1;
     return kv_block < q_block ? 0 : (kv_block == q_block ? 1 : 2);
   }
@@ -60,6 +60,7 @@ class BlockClassifier {
  private:
   BlockWork evaluate(int64_t q_block, int64_t kv_block) const;
   bool find_rectangle(int64_t q_block, int64_t kv_block, RowRange& q_rows, RowRange& kv_rows) const;
+  void count_tiles_general(int64_t q_block, int64_t kv_block, bool skip_masked, BlockWork& work) const;
   template <class QueryPosition>
   void count_tiles(QueryPosition q_position, int64_t kv_block, const RowRange& q_rows, const RowRange& kv_rows,
                    bool skip_masked, BlockWork& work) const;
@@ -69,6 +70,8 @@ class BlockClassifier {
   Layout ring_layout_;                        // the layout over R positions, units of U block tokens
   int64_t q_tile_, kv_tile_;
   bool causal_, skip_, erratum_;
+  bool general_;                     // a window or document mask: counted by the mask, no memo
+  const Plan* plan_;                 // for the general mask's pairs
   std::array<BlockWork, 3> memo_{};  // by sign(kv - q) + 1
   std::array<bool, 3> memo_valid_{};
 };

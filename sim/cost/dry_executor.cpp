@@ -193,8 +193,8 @@ class DryRun {
       c.flops = double(work.pairs) * per_pair;
       c.pairs = work.pairs;
       c.skipped = work.kernels == 0;
-      c.masked =
-          work.shape == BlockShape::diagonal || work.shape == BlockShape::masked || work.shape == BlockShape::erratum;
+      c.masked = work.shape == BlockShape::diagonal || work.shape == BlockShape::masked ||
+                 work.shape == BlockShape::erratum || work.shape == BlockShape::partial;
       c.shape = work.shape;
       return c;
     };

@@ -400,7 +400,7 @@ class RankRun {
           std::copy_n(&rows(b, i, first, 0), count * rows.dim(3), &sliced(b, i, 0, 0));
       return sliced;
     };
-    const MaskKind mask = plan_.spec().causal ? MaskKind::causal : MaskKind::none;
+    const Mask& mask = plan_.mask();
     const KvSlot& kv = slot(c.kv_slot);
     const Tensor<float> k_block =
         c.kv_slot == Slot::gathered_kv ? take_rows(kv.k, rows_range(c.kv_row_offset, n_)) : kv.k;

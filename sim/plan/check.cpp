@@ -178,13 +178,14 @@ class Checker final : public WalkVisitor {
     ranks[static_cast<size_t>(rank)].stored_origin = from.origin;
   }
 
-  // The query blocks whose backward touches this rank's block.
+  // The query blocks whose queries see keys of this rank's block: their backward must reach it (a
+  // fully masked block computed under --no-skip contributes zeros, and counts on neither side).
   Contributions expected_grads(int64_t rank) {
     Contributions expected;
     const int64_t own = plan.ring_position(rank);
     for (int64_t g = 0; g < plan.ring(); ++g) {
       const ComputeOp c = resolve_compute(plan, plan.rank_at(g, plan.ulysses_index(rank)), own, Pass::backward);
-      if (!c.kernels.empty()) expected.add(g);
+      if (!c.kernels.empty() && c.pairs > 0) expected.add(g);
     }
     return expected;
   }
@@ -202,12 +203,12 @@ class Checker final : public WalkVisitor {
     }
     if (c.pass == Pass::backward) {
       if (c.grad_slot == Slot::gathered_dkv) {
-        if (!c.kernels.empty()) ranks[rank].gathered_grads[c.kv_block].add(plan.ring_position(rank));
+        if (!c.kernels.empty() && c.pairs > 0) ranks[rank].gathered_grads[c.kv_block].add(plan.ring_position(rank));
       } else {
         SlotState& grad = slot(rank, c.grad_slot);
         if (grad.sending) report(rank, op, std::string("writes ") + slot_name(c.grad_slot) + " while it is being sent");
         grad = {Content::dkv, c.kv_block, {}, false};
-        if (!c.kernels.empty()) grad.grads.add(plan.ring_position(rank));
+        if (!c.kernels.empty() && c.pairs > 0) grad.grads.add(plan.ring_position(rank));
       }
     }
     record_coverage(rank, op, c);
@@ -279,14 +280,25 @@ class Checker final : public WalkVisitor {
         for (int64_t j = k.kv_rows.begin / b; j < k.kv_rows.end / b; ++j) {
           const size_t index = static_cast<size_t>((u * units + q_units[i]) * units + k_units[j]);
           if (count[pass][index] < 255) ++count[pass][index];
-          if (k.mask == MaskKind::none) unmasked[pass][index] = 1;
+          if (k.mask.none()) unmasked[pass][index] = 1;
         }
     }
   }
 
+  // How much of (query unit a) x (key unit c) the mask shows.
+  Cover unit_cover(int64_t a, int64_t c) const {
+    const Mask& mask = plan.mask();
+    if (!plan.spec().masked()) return Cover::all;
+    if (!mask.general()) return c < a ? Cover::all : (c == a ? Cover::some : Cover::none);
+    const int64_t b = plan.layout().block();
+    const int64_t pairs = mask.range_pairs(a * b, a * b + b - 1, c * b, c * b + b - 1);
+    return pairs == 0 ? Cover::none : (pairs == b * b ? Cover::all : Cover::some);
+  }
+
   void verify_coverage() {
     if (!coverage) return;
-    const bool causal = plan.spec().causal;
+    const bool general = plan.mask().general();
+    const char* mask_name = general ? "the mask" : "the causal mask";
     for (int pass = 0; pass < (plan.spec().backward ? 2 : 1); ++pass) {
       const char* name = pass == 0 ? "forward" : "backward";
       int reported = 0;
@@ -297,15 +309,18 @@ class Checker final : public WalkVisitor {
             const int n = count[pass][index];
             ++result.pairs_checked;
             std::string problem;
-            if (!causal || c < a) {
+            const Cover cover = unit_cover(a, c);
+            const std::string partly = general ? "(partly visible)" : "(a diagonal unit)";
+            if (cover == Cover::all) {
               if (n != 1) problem = "is computed " + std::to_string(n) + " times, not once";
-            } else if (c == a) {
+            } else if (cover == Cover::some) {
               if (n != 1)
-                problem = "(a diagonal unit) is computed " + std::to_string(n) + " times, not once";
+                problem = partly + " is computed " + std::to_string(n) + " times, not once";
               else if (unmasked[pass][index])
-                problem = "(a diagonal unit) is computed without the causal mask";
+                problem = partly + " is computed without " + mask_name;
             } else if (unmasked[pass][index]) {
-              problem = "is entirely in the future but computed without the causal mask";
+              problem = std::string(general ? "is entirely masked" : "is entirely in the future") +
+                        " but computed without " + mask_name;
             } else if (n > 1) {
               problem = "is entirely masked but computed " + std::to_string(n) + " times";
             }

@@ -22,7 +22,8 @@ constexpr const char* kErratumNames[] = {"none", "reverse-dkv", "kv-offset-mask"
 constexpr const char* kSlotNames[] = {"kv0", "kv1", "dkv0", "dkv1", "dkv_local", "gathered_kv", "gathered_dkv"};
 constexpr const char* kCollectiveNames[] = {"all-to-all q,k,v",    "all-to-all out,lse", "all-to-all dout",
                                             "all-to-all dq,dk,dv", "all-gather K/V",     "reduce-scatter dK/dV"};
-constexpr const char* kBlockShapeNames[] = {"full", "diag", "q-half", "kv-half", "masked", "skip", "erratum"};
+constexpr const char* kBlockShapeNames[] = {"full",   "diag", "q-half",  "kv-half",
+                                            "masked", "skip", "erratum", "partial"};
 
 }  // namespace
 
@@ -50,14 +51,16 @@ std::string PlanSpec::describe() const {
   if (algo == Algorithm::hybrid) text += "(U=" + std::to_string(ulysses) + ", R=" + std::to_string(ring_degree()) + ")";
   text += " | " + Layout(layout, dims.seq, ranks, block).to_string();
   text += " | P=" + std::to_string(ranks) + " | " + dims.to_string();
-  text += causal ? (skip ? " | causal" : " | causal, no skip") : " | full";
+  const Mask m = mask();
+  text += masked() ? " | " + m.describe() + (skip ? "" : ", no skip") : " | full";
   text += backward ? " | fwd+bwd" : " | fwd";
   if (erratum != Erratum::none) text += std::string(" | erratum ") + erratum_name(erratum);
   return text;
 }
 
 Plan::Plan(PlanSpec spec, std::vector<Phase> phases)
-    : spec_(spec), layout_(spec.layout, spec.dims.seq, spec.ranks, spec.block), phases_(std::move(phases)) {}
+    : spec_(spec), layout_(spec.layout, spec.dims.seq, spec.ranks, spec.block), mask_(spec.mask()),
+      phases_(std::move(phases)) {}
 
 int64_t Plan::ring_position_at(int64_t rank, Shift shift, int64_t step) const {
   const int64_t R = ring();
@@ -129,6 +132,18 @@ bool find_rectangle(const Plan& plan, int64_t q_block, int64_t kv_block, RowRang
 
 }  // namespace
 
+int64_t block_mask_pairs(const Plan& plan, int64_t q_block, int64_t kv_block) {
+  constexpr size_t kMaxUnits = 64;
+  const std::vector<int64_t> q_units = plan.block_units(q_block), k_units = plan.block_units(kv_block);
+  if (q_units.size() * k_units.size() > kMaxUnits * kMaxUnits)
+    return plan.mask().pairs(plan.block_positions(q_block), plan.block_positions(kv_block));
+  const int64_t b = plan.layout().block();
+  int64_t pairs = 0;
+  for (int64_t qu : q_units)
+    for (int64_t ku : k_units) pairs += plan.mask().range_pairs(qu * b, qu * b + b - 1, ku * b, ku * b + b - 1);
+  return pairs;
+}
+
 ComputeOp resolve_compute(const Plan& plan, int64_t rank, int64_t kv_block, Pass pass) {
   const PlanSpec& spec = plan.spec();
   const int64_t n = plan.block_tokens();
@@ -143,7 +158,7 @@ ComputeOp resolve_compute(const Plan& plan, int64_t rank, int64_t kv_block, Pass
     return pass == Pass::forward ? forward_flops(pairs, local) : backward_flops(pairs, local);
   };
 
-  if (!spec.causal) {
+  if (!spec.masked()) {
     op.shape = BlockShape::full;
     op.kernels = {{all, all, MaskKind::none, true, false}};
     op.pairs = op.computed_pairs = n * n;
@@ -160,6 +175,21 @@ ComputeOp resolve_compute(const Plan& plan, int64_t rank, int64_t kv_block, Pass
       op.kernels = {{all, all, MaskKind::causal, true, true}};
       op.pairs = causal_pairs_of_positions(iota_positions(n), plan.block_positions(kv_block));
     }
+  } else if (plan.mask().general()) {
+    // Window or documents: skipped when nothing is visible, unmasked when everything is, else the
+    // kernel masks by position (its tile classification skips the empty tiles inside).
+    op.pairs = block_mask_pairs(plan, op.q_block, kv_block);
+    if (op.pairs == 0) {
+      op.shape = spec.skip ? BlockShape::skipped : BlockShape::masked;
+      if (!spec.skip) op.kernels = {{all, all, plan.mask(), false, false}};
+    } else if (op.pairs == n * n) {
+      op.shape = BlockShape::full;
+      op.kernels = {{all, all, MaskKind::none, true, false}};
+    } else {
+      op.shape = BlockShape::partial;
+      op.kernels = {{all, all, plan.mask(), spec.skip, false}};
+    }
+    op.computed_pairs = op.kernels.empty() ? 0 : n * n;
   } else {
     op.pairs = block_causal_pairs(plan, op.q_block, kv_block);
     RowRange q_rows, kv_rows;
@@ -330,7 +360,23 @@ Plan build_plan(const PlanSpec& input) {
   if (spec.erratum == Erratum::kv_offset_mask && !spec.causal) {
     throw UsageError("--erratum kv-offset-mask changes the causal mask; add --causal to see it");
   }
-  if (!spec.causal) spec.skip = true;                                // nothing is masked, nothing to skip
+  if (spec.documents.size() == 1) spec.documents.clear();  // one document: no document mask
+  validate_window(spec.window);
+  if (!spec.documents.empty()) {
+    int64_t sum = 0;
+    for (int64_t length : spec.documents) {
+      if (length < 1) throw UsageError("--docs: a document length must be at least 1, got " + std::to_string(length));
+      sum += length;
+    }
+    if (sum != spec.dims.seq) {
+      throw UsageError("--docs lengths sum to " + std::to_string(sum) + ", not S=" + std::to_string(spec.dims.seq) +
+                       "; make them add up to --seq");
+    }
+  }
+  if (spec.erratum == Erratum::kv_offset_mask && (spec.window > 0 || !spec.documents.empty())) {
+    throw UsageError("--erratum kv-offset-mask reproduces a causal-mask mistake; drop --window and --docs");
+  }
+  if (!spec.masked()) spec.skip = true;                              // nothing is masked, nothing to skip
   (void)Layout(spec.layout, spec.dims.seq, spec.ranks, spec.block);  // validates divisibility
   std::vector<Phase> phases;
   switch (spec.algo) {

@@ -55,12 +55,16 @@ struct PlanSpec {
   int64_t ulysses = 1;  // U
   AttentionDims dims;
   bool causal = false;
-  bool skip = true;  // skip fully masked blocks (causal only)
+  int64_t window = 0;                   // sliding window W (keys a query sees, its own included); 0 = none
+  std::vector<int64_t> documents = {};  // packed document lengths summing to S; empty = one document
+  bool skip = true;                     // skip fully masked blocks (with any mask)
   bool backward = false;
   Erratum erratum = Erratum::none;
   int64_t element_bytes = 4;  // of q, k, v, out on the wire: 4 in the simulator (fp32), 2 for bf16
 
   int64_t ring_degree() const { return ranks / ulysses; }  // R
+  Mask mask() const { return Mask(causal, window, documents); }
+  bool masked() const { return causal || window > 0 || documents.size() > 1; }
   std::string describe() const;
 };
 
@@ -196,6 +200,7 @@ class Plan {
 
   const PlanSpec& spec() const { return spec_; }
   const Layout& layout() const { return layout_; }
+  const Mask& mask() const { return mask_; }
   const std::vector<Phase>& phases() const { return phases_; }
 
   int64_t ranks() const { return spec_.ranks; }
@@ -222,6 +227,7 @@ class Plan {
  private:
   PlanSpec spec_;
   Layout layout_;
+  Mask mask_;
   std::vector<Phase> phases_;
 };
 
@@ -236,13 +242,14 @@ enum class BlockShape : uint8_t {
   masked,    // fully masked but computed anyway (--no-skip)
   skipped,   // fully masked and skipped: no kernel call
   erratum,   // computed with the erratum mask
+  partial,   // a window or document mask cuts through: masked by position
 };
 const char* block_shape_name(BlockShape shape);
 
 // One kernel call: local query rows x rows of the key slot, under a mask.
 struct KernelBlock {
   RowRange q_rows, kv_rows;
-  MaskKind mask = MaskKind::none;
+  Mask mask;                               // none: every pair of the rows is visible
   bool skip_masked_tiles = true;           // false with --no-skip: masked tiles are computed too
   bool erratum_local_query_index = false;  // kv-offset-mask erratum: queries masked by local index
 };
@@ -310,6 +317,11 @@ std::vector<Op> expand(const Plan& plan, int64_t rank);
 // under the spec's mask, skip and erratum. Shared by expand() and the dry executor.
 ComputeOp resolve_compute(const Plan& plan, int64_t rank, int64_t kv_block, Pass pass);
 
+// Visible (query, key) pairs between two ring positions' blocks under the plan's window or
+// document mask (what resolve_compute's pairs are then). Exact; by whole layout units when blocks
+// have few of them.
+int64_t block_mask_pairs(const Plan& plan, int64_t q_block, int64_t kv_block);
+
 // Bytes of one payload of a ring position's block (what an Exchange of it sends).
 int64_t payload_bytes(const Plan& plan, Payload payload);
 // Bytes one rank sends (and as many it receives) in one collective of this plan; the same on every
@@ -327,7 +339,9 @@ std::vector<Phase> ring_phases(const PlanSpec& spec);
 std::vector<Phase> allgather_phases(const PlanSpec& spec);
 std::vector<Phase> ulysses_phases(const PlanSpec& spec);  // also the hybrid: Ulysses x ring
 
-// The ring loops shared by ring and hybrid (sim/plan/algorithms/ring.cpp).
+// The ring loops shared by ring and hybrid (sim/plan/algorithms/ring.cpp). ring_hops: the hops K/V
+// make, R - 1 unless a window or document mask leaves the farthest blocks unneeded by every rank.
+int64_t ring_hops(const PlanSpec& spec);
 Phase ring_forward_phase(const PlanSpec& spec);
 Phase ring_backward_phase(const PlanSpec& spec);
 

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <ostream>
 
+#include "sim/plan/queries.hpp"
+
 namespace ringlab {
 
 namespace {
@@ -55,7 +57,7 @@ void print_plan(std::ostream& os, const Plan& plan, const PlanPrintOptions& opti
      << " tokens";
   if (plan.ulysses() > 1) os << ", Ulysses groups of " << plan.ulysses() << " ranks";
   os << "\n";
-  os << "cells: b<block> <shape> = this step's compute (full, diag, q-half, kv-half, skip, masked);"
+  os << "cells: b<block> <shape> = this step's compute (full, diag, q-half, kv-half, partial, skip, masked);"
         " kv>r / dkv>r = sends to rank r\n";
   if (static_cast<int64_t>(shown.size()) < P) {
     os << "(showing ranks 0.." << options.max_ranks / 2 - 1 << " and " << P - options.max_ranks / 2 << ".." << P - 1
@@ -92,23 +94,40 @@ void print_plan(std::ostream& os, const Plan& plan, const PlanPrintOptions& opti
     }
   }
 
-  // Footer: work per rank.
-  os << "\nper rank" << std::string(2, ' ') << "(blocks computed / skipped, visible pairs per (batch, head), GFLOP)\n";
+  // Footer: work and K/V traffic per rank, and the balance over all ranks.
+  os << "\nper rank  blocks computed (of them masked) / skipped, visible pairs per (batch, head), GFLOP,\n"
+        "          K/V MB received, of it MB of blocks the rank never uses\n";
+  std::vector<RankWork> work;
+  for (int64_t r = 0; r < P; ++r)
+    work.push_back(
+        rank_work(plan, r, r < static_cast<int64_t>(ops.size()) && !ops[r].empty() ? ops[r] : expand(plan, r)));
   for (int64_t r : shown) {
-    int64_t computed = 0, skipped = 0, pairs = 0;
-    double flops = 0;
-    for (const Op& op : ops[r])
-      if (const auto* c = std::get_if<ComputeOp>(&op.body)) {
-        (c->kernels.empty() ? skipped : computed) += 1;
-        pairs += c->pairs;
-        flops += c->flops;
-      }
-    char line[128];
-    std::snprintf(line, sizeof line, "  rank %-4lld %4lld / %-4lld %14lld %12.3f\n", static_cast<long long>(r),
-                  static_cast<long long>(computed), static_cast<long long>(skipped), static_cast<long long>(pairs),
-                  flops / 1e9);
+    const RankWork& w = work[static_cast<size_t>(r)];
+    char line[160];
+    std::snprintf(line, sizeof line, "  rank %-4lld %4lld (%lld) / %-4lld %14lld %12.3f %10.3f %10.3f\n",
+                  static_cast<long long>(r), static_cast<long long>(w.computed), static_cast<long long>(w.partial),
+                  static_cast<long long>(w.skipped), static_cast<long long>(w.pairs), w.flops / 1e9,
+                  static_cast<double>(w.kv_bytes_received) / 1e6, static_cast<double>(w.kv_bytes_unused) / 1e6);
     os << line;
   }
+  double max_flops = 0, sum_flops = 0;
+  int64_t received = 0, unused = 0, busiest = 0;
+  for (int64_t r = 0; r < P; ++r) {
+    const RankWork& w = work[static_cast<size_t>(r)];
+    if (w.flops > max_flops) max_flops = w.flops, busiest = r;
+    sum_flops += w.flops, received += w.kv_bytes_received, unused += w.kv_bytes_unused;
+  }
+  char line[200];
+  std::snprintf(line, sizeof line, "imbalance: max/mean FLOPs %.3f (rank %lld busiest)",
+                sum_flops > 0 ? max_flops * P / sum_flops : 1.0, static_cast<long long>(busiest));
+  os << line;
+  if (received > 0) {
+    std::snprintf(line, sizeof line, "; K/V received %.3f MB, %.1f%% of it never used by its receiver",
+                  static_cast<double>(received) / 1e6,
+                  100.0 * static_cast<double>(unused) / static_cast<double>(received));
+    os << line;
+  }
+  os << "\n";
 }
 
 }  // namespace ringlab

@@ -87,4 +87,30 @@ std::string erratum_mask_problem(const Plan& plan, const ComputeOp& op) {
 
 bool erratum_mask_is_wrong(const Plan& plan, const ComputeOp& op) { return !erratum_mask_problem(plan, op).empty(); }
 
+RankWork rank_work(const Plan& plan, int64_t rank, const std::vector<Op>& ops) {
+  RankWork w;
+  std::vector<int64_t> forward_pairs(static_cast<size_t>(plan.ring()), -1);  // per key block; -1 = not seen
+  for (const Op& op : ops) {
+    if (const auto* c = std::get_if<ComputeOp>(&op.body)) {
+      (c->kernels.empty() ? w.skipped : w.computed) += 1;
+      if (!c->kernels.empty() && c->shape != BlockShape::full && c->shape != BlockShape::q_half &&
+          c->shape != BlockShape::kv_half)
+        ++w.partial;
+      w.pairs += c->pairs;
+      w.flops += c->flops;
+      if (c->pass == Pass::forward) forward_pairs[static_cast<size_t>(c->kv_block)] = c->pairs;
+    } else if (const auto* e = std::get_if<ExchangeOp>(&op.body)) {
+      if (e->payload == Payload::kv && e->recv_from >= 0) w.kv_bytes_received += e->bytes;
+    } else if (const auto* col = std::get_if<CollectiveOp>(&op.body)) {
+      if (col->collective == Collective::all_gather_kv) w.kv_bytes_received += col->recv_bytes;
+    }
+  }
+  if (w.kv_bytes_received > 0) {
+    const int64_t own = plan.ring_position(rank), block = payload_bytes(plan, Payload::kv);
+    for (int64_t g = 0; g < plan.ring(); ++g)
+      if (g != own && forward_pairs[static_cast<size_t>(g)] == 0) w.kv_bytes_unused += block;
+  }
+  return w;
+}
+
 }  // namespace ringlab

@@ -36,6 +36,17 @@ std::vector<int64_t> gathered_positions(const Plan& plan);
 // order of Layout::positions(rank).
 std::vector<int64_t> member_rows(const Plan& plan, int64_t rank);
 
+// One rank's work and K/V traffic under a plan, from its expanded ops.
+struct RankWork {
+  int64_t computed = 0, skipped = 0;  // compute ops with and without a kernel call
+  int64_t partial = 0;                // computed under a mask (diagonal, partial, masked, erratum)
+  int64_t pairs = 0;                  // visible (query, key) pairs per (batch, head), both passes
+  double flops = 0;
+  int64_t kv_bytes_received = 0;  // K/V received by ring exchanges and all-gathers
+  int64_t kv_bytes_unused = 0;    // of those, blocks none of whose keys this rank's queries see
+};
+RankWork rank_work(const Plan& plan, int64_t rank, const std::vector<Op>& ops);
+
 // Ops over all ranks (for a progress bar): the sum over ranks of expand(plan, rank).size(),
 // computed from the templates without expanding.
 int64_t total_ops(const Plan& plan);

@@ -1,5 +1,6 @@
 #include "sim/run/config.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "reference/error.hpp"
@@ -11,7 +12,8 @@ std::string RunConfig::describe() const {
   if (algo == "hybrid") text += "(U=" + std::to_string(ulysses) + ")";
   text += " | " + layout + (block ? "(block=" + std::to_string(block) + ")" : "");
   text += " | P=" + std::to_string(ranks) + " | " + dims.to_string();
-  text += causal ? (no_skip ? " | causal, no skip" : " | causal") : " | full";
+  const Mask m = mask();
+  text += m.none() ? " | full" : " | " + m.describe() + (no_skip ? ", no skip" : "");
   text += backward ? " | fwd+bwd" : " | fwd";
   text += " | seed " + std::to_string(seed);
   if (!erratum.empty()) text += " | erratum " + erratum;
@@ -46,12 +48,23 @@ void add_schedule_flags(CLI::App& command, RunConfig& config) {
                      "tokens per layout unit (default: contiguous S/P, zigzag S/(2P), striped 1)");
   command.add_option("--ranks,-P", config.ranks, "number of ranks P")->capture_default_str();
   command.add_option("--ulysses", config.ulysses, "hybrid: Ulysses degree U (ring degree P/U)");
-  command.add_option("--batch", config.dims.batch, "batch B")->capture_default_str();
-  command.add_option("--seq", config.dims.seq, "sequence length S (tokens)")->capture_default_str();
-  command.add_option("--heads", config.dims.heads, "query heads H")->capture_default_str();
-  command.add_option("--kv-heads", config.dims.kv_heads, "key/value heads HKV (default H; fewer is GQA)");
-  command.add_option("--dim", config.dims.dim, "head dimension D")->capture_default_str();
+  // Size flags remember that they were given, so that --in files that contradict them are an error.
+  auto size = [&](const char* flag, int64_t& value, const char* text) {
+    return command.add_option(flag, value, text)->each([&config, flag](const std::string&) {
+      config.sizes_given.emplace_back(flag);
+    });
+  };
+  size("--batch", config.dims.batch, "batch B")->capture_default_str();
+  size("--seq", config.dims.seq, "sequence length S (tokens)")->capture_default_str();
+  size("--heads", config.dims.heads, "query heads H")->capture_default_str();
+  size("--kv-heads", config.dims.kv_heads, "key/value heads HKV (default H; fewer is GQA)");
+  size("--dim", config.dims.dim, "head dimension D")->capture_default_str();
   command.add_flag("--causal", config.causal, "causal mask by global token position");
+  size("--window", config.window,
+       "sliding window W: a query sees the W keys up to itself (causal), or within W-1 either side");
+  command.add_option("--docs", config.docs,
+                     "packed documents: lengths L1,L2,... summing to S, or random:N (N long-tailed lengths from "
+                     "--seed); attention never crosses a document");
   command.add_flag("--no-skip", config.no_skip, "compute fully masked blocks instead of skipping them");
   command.add_flag("--backward", config.backward, "also run the backward pass (dq, dk, dv)");
   command
@@ -70,6 +83,8 @@ PlanSpec plan_spec(const RunConfig& config) {
   spec.ulysses = config.ulysses;
   spec.dims = config.dims;
   spec.causal = config.causal;
+  spec.window = config.window;
+  spec.documents = config.documents;
   spec.skip = !config.no_skip;
   spec.backward = config.backward;
   spec.erratum = parse_erratum(config.erratum);
@@ -93,6 +108,18 @@ void validate(RunConfig& config) {
   if (!config.in_dir.empty() && config.dry_run) {
     throw UsageError("--in reads tensors but --dry-run computes none; drop one of them");
   }
+  const bool window_given =
+      std::find(config.sizes_given.begin(), config.sizes_given.end(), "--window") != config.sizes_given.end();
+  if (window_given && config.window <= 0) {
+    throw UsageError("--window must be at least 1 (the keys a query sees, its own included), got " +
+                     std::to_string(config.window) + "; e.g. --window 4096, or leave it out for no window");
+  }
+  if (config.in_dir.empty()) resolve_documents(config);  // else once the files have given S
+}
+
+void resolve_documents(RunConfig& config) {
+  config.documents.clear();
+  if (!config.docs.empty()) config.documents = parse_documents(config.docs, config.dims.seq, config.seed);
 }
 
 }  // namespace ringlab

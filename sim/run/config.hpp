@@ -21,7 +21,11 @@ struct RunConfig {
   int64_t ulysses = 0;                    // hybrid: Ulysses degree U (ring degree P/U); 0 = not given
   AttentionDims dims{1, 1024, 4, 0, 64};  // kv_heads 0 until validate(): then H
   bool causal = false;
-  bool no_skip = false;  // compute fully masked blocks instead of skipping them
+  int64_t window = 0;                    // sliding window W; 0 = none
+  std::string docs;                      // --docs L1,L2,... | random:N ("" = one document)
+  std::vector<int64_t> documents;        // the lengths --docs gives, filled by validate()
+  std::vector<std::string> sizes_given;  // size flags (--heads..., --window) given on the command line
+  bool no_skip = false;                  // compute fully masked blocks instead of skipping them
   bool backward = false;
   uint64_t seed = 0;
   std::string erratum;  // "" | reverse-dkv | kv-offset-mask (source-material mistakes)
@@ -35,7 +39,7 @@ struct RunConfig {
   double timeout = 10.0;            // watchdog fallback, seconds without progress
   bool progress = true;             // progress bar on a terminal stderr
 
-  MaskKind mask() const { return causal ? MaskKind::causal : MaskKind::none; }
+  Mask mask() const { return Mask(causal, window, documents); }
   LayoutKind layout_kind() const { return parse_layout(layout); }
   // "ring | zigzag(block=64) | P=4 | B=1 S=1024 H=4 HKV=4 D=64 | causal | fwd+bwd | seed 0"
   std::string describe() const;
@@ -53,5 +57,7 @@ PlanSpec plan_spec(const RunConfig& config);
 // Fills defaults (HKV = H) and checks every constraint that needs no data: sizes, divisibility by
 // the layout, GQA, the Ulysses degree, flag combinations. Throws UsageError (one line with a fix).
 void validate(RunConfig& config);
+// Parses --docs against the final S (after --in replaced the sizes): fills config.documents.
+void resolve_documents(RunConfig& config);
 
 }  // namespace ringlab

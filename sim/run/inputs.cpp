@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <tuple>
 
 #include "reference/error.hpp"
 #include "reference/inputs.hpp"
@@ -42,7 +43,24 @@ AttentionInputs<double> load_inputs(RunConfig& config) {
   if (config.backward) inputs.dout = read("dout.npy");
   const AttentionDims dims =
       dims_of(inputs.q.shape(), inputs.k.shape(), inputs.v.shape(), config.backward ? &inputs.dout.shape() : nullptr);
+  // A size flag the files contradict is an error, not silently overridden.
+  for (const std::string& flag : config.sizes_given) {
+    const auto [flag_value, file_value, file, what] =
+        flag == "--batch"      ? std::tuple{config.dims.batch, dims.batch, "q.npy", "batch rows"}
+        : flag == "--seq"      ? std::tuple{config.dims.seq, dims.seq, "q.npy", "tokens"}
+        : flag == "--heads"    ? std::tuple{config.dims.heads, dims.heads, "q.npy", "heads"}
+        : flag == "--kv-heads" ? std::tuple{config.dims.kv_heads, dims.kv_heads, "k.npy", "kv heads"}
+        : flag == "--dim"      ? std::tuple{config.dims.dim, dims.dim, "q.npy", "head dimension"}
+                               : std::tuple{int64_t{0}, int64_t{0}, "", ""};
+    if (flag_value != file_value) {
+      throw UsageError(flag + " " + std::to_string(flag_value) + " contradicts --in " + config.in_dir + "/" + file +
+                       ", which has " + std::to_string(file_value) + " " + what + " (shape " +
+                       shape_string(flag == "--kv-heads" ? inputs.k.shape() : inputs.q.shape()) + "); drop " + flag +
+                       " or pass " + flag + " " + std::to_string(file_value));
+    }
+  }
   config.dims = dims;
+  resolve_documents(config);
   return inputs;
 }
 

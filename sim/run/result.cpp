@@ -9,7 +9,7 @@ void count_block(RankSummary& summary, const ComputeOp& compute) {
   }
   ++summary.blocks_computed;
   if (compute.shape == BlockShape::diagonal || compute.shape == BlockShape::masked ||
-      compute.shape == BlockShape::erratum) {
+      compute.shape == BlockShape::erratum || compute.shape == BlockShape::partial) {
     ++summary.blocks_masked;
   }
   summary.pairs += compute.pairs;

@@ -8,7 +8,7 @@
 
 namespace ringlab {
 
-ReferenceOutputs compute_reference(const AttentionInputs<double>& inputs, MaskKind mask, bool backward) {
+ReferenceOutputs compute_reference(const AttentionInputs<double>& inputs, const Mask& mask, bool backward) {
   ReferenceOutputs reference;
   reference.forward = exact_attention(inputs.q, inputs.k, inputs.v, mask);
   if (backward) reference.grads = exact_attention_backward(inputs.q, inputs.k, inputs.v, inputs.dout, mask);

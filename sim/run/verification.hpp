@@ -26,7 +26,7 @@ struct ReferenceOutputs {
   AttentionGrads<double> grads;  // empty without a backward pass
 };
 
-ReferenceOutputs compute_reference(const AttentionInputs<double>& inputs, MaskKind mask, bool backward);
+ReferenceOutputs compute_reference(const AttentionInputs<double>& inputs, const Mask& mask, bool backward);
 
 struct TensorCheck {
   std::string name;

@@ -77,6 +77,7 @@ TEST_CASE("bad input across run, check, grade and ringlab-viz: exit 2, one line,
     write_npy(d + "/k.npy", Tensor<double>({1, 64, 2, 16}));
   });
   const std::string missing_dir = inputs_with(root, "missing", [](const std::string& d) { fs::remove(d + "/v.npy"); });
+  const std::string good_dir = inputs_with(root, "good", [](const std::string&) {});
   fs::create_directories(root / "full");
   std::ofstream(root / "full/keep.txt") << "already here\n";
   const std::string bad_trace = (root / "bad.json").string();
@@ -119,6 +120,19 @@ TEST_CASE("bad input across run, check, grade and ringlab-viz: exit 2, one line,
       run({"--inject", "explode@1:2"}, "inject"),
       run({"--inject", "drop@9:1"}, "no rank 9"),
       run({"--timeout", "-1"}, "--timeout"),
+      // documents and windows
+      run({"--seq", "1024", "--docs", "500,500"}, "sum to 1000, not S=1024"),
+      run({"--seq", "1024", "--docs", "1024,0"}, "at least 1, got 0"),
+      run({"--seq", "1024", "--docs", "1030,-6"}, "at least 1, got -6"),
+      run({"--seq", "1024", "--docs", "512,abc"}, "'abc' is not a document length"),
+      run({"--seq", "64", "--docs", "random:65"}, "more documents than S=64"),
+      run({"--seq", "64", "--docs", "random:0"}, "N >= 1"),
+      run({"--window", "0"}, "--window must be at least 1"),
+      run({"--window", "-8", "--causal"}, "--window must be at least 1"),
+      run({"--erratum", "kv-offset-mask", "--causal", "--window", "64"}, "drop --window and --docs"),
+      run({"--in", good_dir, "--heads", "2"}, "--heads 2 contradicts"),
+      run({"--in", good_dir, "--seq", "128"}, "--seq 128 contradicts"),
+      run({"--in", good_dir, "--docs", "60,60"}, "sum to 120, not S=64"),
       {"", ringlab, {"run", "--dry-run", "--hw", "abacus"}, "abacus", ""},
       // ringlab check: exercises, parts, answers and units
       {"", ringlab, {"check", "nosuch", "x=1"}, "unknown exercise 'nosuch'", ""},

@@ -25,7 +25,21 @@ std::pair<int64_t, int64_t> brute_force_tiles(const std::vector<int64_t>& q_pos,
       const int64_t ke = std::min(kb.kv_rows.end, kb0 + kv_tile);
       const auto [k_lo, k_hi] = std::minmax_element(k_pos.begin() + kb0, k_pos.begin() + ke);
       const int64_t area = (qe - qb) * (ke - kb0);
-      if (kb.mask == MaskKind::none || *k_hi <= *q_lo) {
+      if (kb.mask.general()) {
+        // Whether any / every query of the tile sees any / every position in the key tile's range.
+        bool any = false, all = true;
+        for (int64_t i = qb; i < qe; ++i)
+          for (int64_t p = *k_lo; p <= *k_hi; ++p) {
+            const bool v = kb.mask.visible(q_pos[i], p);
+            any |= v, all &= v;
+          }
+        if (all)
+          full += area;
+        else if (any || !kb.skip_masked_tiles)
+          masked += area;
+        continue;
+      }
+      if (kb.mask.none() || *k_hi <= *q_lo) {
         full += area;
       } else if (*k_lo > *q_hi && kb.skip_masked_tiles) {
         // skipped
@@ -94,6 +108,26 @@ TEST_CASE("block classification equals resolve_compute on every block", "[cost][
   }
   check_plan(spec, 4, 8);
   check_plan(spec, 128, 256);
+}
+
+TEST_CASE("block classification equals resolve_compute under windows and documents", "[cost][blocks][mask]") {
+  const LayoutKind layout = GENERATE(LayoutKind::contiguous, LayoutKind::zigzag, LayoutKind::striped);
+  const int64_t P = GENERATE(2, 3, 4);
+  const auto [causal, window, skip] = GENERATE(std::tuple{true, int64_t{0}, true}, std::tuple{false, int64_t{11}, true},
+                                               std::tuple{true, int64_t{30}, false});
+  const Algorithm algo = GENERATE(Algorithm::ring, Algorithm::hybrid);
+  PlanSpec spec;
+  spec.algo = algo;
+  spec.layout = layout;
+  spec.ranks = P;
+  spec.ulysses = algo == Algorithm::hybrid ? (P % 2 == 0 ? 2 : 1) : 1;
+  spec.dims = {1, 72 * P, P * 2, P, 8};
+  spec.causal = causal;
+  spec.window = window;
+  spec.documents = {40, 72 * P - 47, 7};
+  spec.skip = skip;
+  check_plan(spec, 4, 8);
+  check_plan(spec, 16, 32);
 }
 
 TEST_CASE("block classification matches the erratum mask's resolve_compute", "[cost][blocks]") {

@@ -2,6 +2,7 @@
 // are caught, naming the rank and step.
 #include <catch2/catch.hpp>
 #include <set>
+#include <tuple>
 
 #include "reference/error.hpp"
 #include "sim/plan/check.hpp"
@@ -44,6 +45,22 @@ TEST_CASE("every algorithm's plan passes the checker", "[plans][checker]") {
   CHECK(check.ok());
   CHECK(check.coverage_checked);
   CHECK(check.pairs_checked > 0);
+}
+
+TEST_CASE("plans under windows and packed documents pass the checker", "[plans][checker][mask]") {
+  const auto [algo, layout, P] = GENERATE(from_range(test::plan_cases()));
+  const auto [causal, window] =
+      GENERATE(std::tuple{true, int64_t{0}}, std::tuple{false, int64_t{7}}, std::tuple{true, int64_t{30}});
+  const bool skip = GENERATE(true, false);
+  PlanSpec spec = spec_of(algo, layout, P, causal, skip, true);
+  spec.window = window;
+  spec.documents = {3, spec.dims.seq - 20, 17};
+  const Plan plan = build_plan(spec);
+  INFO(plan.spec().describe());
+  const PlanCheck check = check_plan(plan);
+  INFO(findings_text(check));
+  CHECK(check.ok());
+  CHECK(check.coverage_checked);
 }
 
 TEST_CASE("the reverse-dkv erratum is caught at P >= 3 and invisible at P = 2", "[plans][checker][errata]") {

@@ -32,6 +32,7 @@ const char* cell_state(const GridCell& cell) {
     case BlockShape::masked: return "masked";
     case BlockShape::skipped: return "skipped";
     case BlockShape::erratum: return "erratum";
+    case BlockShape::partial: return "partial";
   }
   return "?";
 }

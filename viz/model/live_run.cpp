@@ -128,8 +128,7 @@ RunOutcome run_schedule(const PlanSpec& spec, std::atomic<int64_t>* ops_done) {
       outcome.error = sim.failure->description;
       return outcome;
     }
-    const MaskKind mask = spec.causal ? MaskKind::causal : MaskKind::none;
-    const ReferenceOutputs reference = compute_reference(inputs, mask, spec.backward);
+    const ReferenceOutputs reference = compute_reference(inputs, plan.mask(), spec.backward);
     const Verification verification = verify(sim.outputs, reference, "sim (fp32)");
     std::vector<BlockError> block_errors;
     if (!verification.ok()) {

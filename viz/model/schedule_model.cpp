@@ -55,6 +55,7 @@ const char* shape_meaning(BlockShape shape) {
     case BlockShape::masked: return "masked: fully masked but computed anyway (--no-skip)";
     case BlockShape::skipped: return "skipped: fully masked, no kernel call";
     case BlockShape::erratum: return "erratum: masked by the query's index within its block";
+    case BlockShape::partial: return "partial: a window or document mask cuts through it";
   }
   return "?";
 }
@@ -272,7 +273,8 @@ class PlanModelWalk final : public WalkVisitor {
     RankLoad& load = m_.load.ranks[static_cast<size_t>(rank)];
     if (!c.kernels.empty()) load.computed += 1;
     if (c.shape == BlockShape::skipped) load.skipped += 1;
-    if (c.shape == BlockShape::diagonal || c.shape == BlockShape::masked || c.shape == BlockShape::erratum)
+    if (c.shape == BlockShape::diagonal || c.shape == BlockShape::masked || c.shape == BlockShape::erratum ||
+        c.shape == BlockShape::partial)
       load.masked += 1;
     load.flops += c.flops;
 

@@ -62,7 +62,7 @@ SpanKind kind_of(const TraceEvent& e, TimeSource source = TimeSource::measured) 
 
 BlockShape shape_of(const std::string& mask) {
   for (BlockShape shape : {BlockShape::full, BlockShape::diagonal, BlockShape::q_half, BlockShape::kv_half,
-                           BlockShape::masked, BlockShape::skipped, BlockShape::erratum})
+                           BlockShape::masked, BlockShape::skipped, BlockShape::erratum, BlockShape::partial})
     if (mask == block_shape_name(shape)) return shape;
   return mask == "causal" ? BlockShape::diagonal : BlockShape::full;
 }
@@ -295,7 +295,9 @@ void fill_grid(ScheduleModel& m, std::span<const TraceEvent> events, StepOf step
     const int64_t step = step_of(e);
     if (step < 0 || e.q_block < 0 || e.kv_block < 0) continue;
     const BlockShape shape = shape_of(e.mask);
-    if (shape == BlockShape::diagonal || shape == BlockShape::masked || shape == BlockShape::erratum) load.masked += 1;
+    if (shape == BlockShape::diagonal || shape == BlockShape::masked || shape == BlockShape::erratum ||
+        shape == BlockShape::partial)
+      load.masked += 1;
     RankStep& held = m.rank_steps[static_cast<size_t>(e.rank)][static_cast<size_t>(step)];
     held.kv_block = held.computed = e.kv_block;
     held.shape = shape;

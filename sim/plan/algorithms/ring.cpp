@@ -17,6 +17,14 @@
 //              [t < R-1] wait for K/V
 //              exchange: send dkv[t] to g+1, receive dkv[t+1] from g-1
 //              [t = R-1] wait: dkv[R] is now the full gradient of this rank's own block
+//
+// Window-bounded ring: under a window or document mask no rank may need the block of the farthest
+// ring positions. With H = ring_hops(spec) the largest hop any rank needs (the block of position
+// g - H still has keys some query of g sees), the loops run H + 1 steps instead of R: K/V make H
+// hops, not R - 1, and in the backward each dK/dV accumulator goes home in one message from
+// g + H instead of completing the circle. A contiguous causal window of W tokens over blocks of n
+// needs H = ceil((W - 1) / n).
+//
 // The erratum variant reverse-dkv (the book's erratum 1) sends the accumulator to g-1 and receives
 // from g+1 instead: rank g then adds block g - t's gradient into block g - t + 2's accumulator,
 // which is right only when R <= 2.
@@ -38,11 +46,21 @@ const Shift kBlockOfStep{0, -1};  // ring position g - t
 
 }  // namespace
 
-Phase ring_forward_phase(const PlanSpec& spec) {
+int64_t ring_hops(const PlanSpec& spec) {
   const int64_t R = spec.ring_degree();
-  Phase phase{"ring forward", Pass::forward, Family::ring, R, {}};
+  if (!spec.mask().general() || R == 1) return R - 1;
+  const Plan probe(spec, {});
+  for (int64_t hop = R - 1; hop > 0; --hop)
+    for (int64_t g = 0; g < R; ++g)
+      if (block_mask_pairs(probe, g, ((g - hop) % R + R) % R) > 0) return hop;
+  return 0;
+}
+
+Phase ring_forward_phase(const PlanSpec& spec) {
+  const int64_t steps = ring_hops(spec) + 1;
+  Phase phase{"ring forward", Pass::forward, Family::ring, steps, {}};
   phase.body = {
-      {LoadKvT{kKvNow}, Steps{0, R - 1}},
+      {LoadKvT{kKvNow}, Steps{0, steps - 1}},
       {ExchangeT{kKvExchange, Payload::kv, true, true, kKvNow, kKvNext, Shift{1, 0}, Shift{-1, 0}}, Steps{0, 1}},
       {ComputeT{Pass::forward, kKvNow, kBlockOfStep, false, {}, false}, Steps{}},
       {WaitT{kKvExchange, 0}, Steps{0, 1}},
@@ -51,23 +69,35 @@ Phase ring_forward_phase(const PlanSpec& spec) {
 }
 
 Phase ring_backward_phase(const PlanSpec& spec) {
-  const int64_t R = spec.ring_degree();
+  const int64_t R = spec.ring_degree(), H = ring_hops(spec);
   const bool reverse = spec.erratum == Erratum::reverse_dkv;
   const Shift dkv_to = reverse ? Shift{-1, 0} : Shift{1, 0};
   const Shift dkv_from = reverse ? Shift{1, 0} : Shift{-1, 0};
-  Phase phase{
-      reverse ? "ring backward (erratum: dK/dV against K/V)" : "ring backward", Pass::backward, Family::ring, R, {}};
+  Phase phase{reverse ? "ring backward (erratum: dK/dV against K/V)" : "ring backward",
+              Pass::backward,
+              Family::ring,
+              H + 1,
+              {}};
   phase.body = {
-      {PrepareBackwardT{}, Steps{0, R - 1}},
-      {LoadKvT{kKvNow}, Steps{0, R - 1}},
+      {PrepareBackwardT{}, Steps{0, H}},
+      {LoadKvT{kKvNow}, Steps{0, H}},
       {ExchangeT{kKvExchange, Payload::kv, true, true, kKvNow, kKvNext, Shift{1, 0}, Shift{-1, 0}}, Steps{0, 1}},
       {ComputeT{Pass::backward, kKvNow, kBlockOfStep, false, kDkvLocal, false}, Steps{}},
       {WaitT{kDkvExchange, 1}, Steps{1, 0}},
       {AccumulateT{kDkvLocal, kDkvNow}, Steps{}},
       {WaitT{kKvExchange, 0}, Steps{0, 1}},
   };
-  if (R == 1) {  // no ring: the rank's own accumulator is already home
+  if (H == 0) {  // no ring, or nothing to fetch: the rank's own accumulator is already home
     phase.body.push_back({StoreGradsT{kDkvNow}, Steps{}});
+    return phase;
+  }
+  if (H < R - 1) {  // window-bounded: one hop along the ring per step, then home from g + H
+    phase.body.push_back(
+        {ExchangeT{kDkvExchange, Payload::dkv, true, true, kDkvNow, kDkvNext, Shift{1, 0}, Shift{-1, 0}}, Steps{0, 1}});
+    phase.body.push_back(
+        {ExchangeT{kDkvExchange, Payload::dkv, true, true, kDkvNow, kDkvNext, Shift{-H, 0}, Shift{H, 0}}, Steps{H, 0}});
+    phase.body.push_back({WaitT{kDkvExchange, 0}, Steps{H, 0}});
+    phase.body.push_back({StoreGradsT{kDkvNext}, Steps{H, 0}});
     return phase;
   }
   phase.body.push_back(
