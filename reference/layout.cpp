@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdlib>
+#include <numeric>
+#include <stdexcept>
 
 #include "reference/error.hpp"
 #include "reference/names.hpp"
@@ -10,7 +13,7 @@ namespace ringlab {
 
 namespace {
 
-constexpr const char* kLayoutNames[] = {"contiguous", "zigzag", "striped"};
+constexpr const char* kLayoutNames[] = {"contiguous", "zigzag", "striped", "balanced"};
 
 }  // namespace
 
@@ -44,6 +47,18 @@ Layout::Layout(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block)
         block_ = seq / (2 * ranks);
         break;
       case LayoutKind::striped: block_ = 1; break;
+      case LayoutKind::balanced:
+        if (seq % ranks != 0) {
+          throw UsageError("S=" + S + " is not divisible by P=" + P +
+                           " as the balanced layout needs (S/P tokens per rank); pick S a multiple of " + P);
+        }
+        block_ = seq / ranks;  // the finest of 64, 32, ..., 2, 1 units per rank that divides S
+        for (int64_t per_rank : {64, 32, 16, 8, 4, 2})
+          if (seq % (per_rank * ranks) == 0) {
+            block_ = seq / (per_rank * ranks);
+            break;
+          }
+        break;
     }
   }
   const int64_t round_tokens = (kind == LayoutKind::zigzag ? 2 : 1) * ranks * block_;
@@ -55,7 +70,25 @@ Layout::Layout(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block)
   }
 }
 
+Layout::Layout(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block, const std::vector<int64_t>& rank_of_unit)
+    : Layout(kind == LayoutKind::zigzag ? LayoutKind::striped : kind, seq, ranks, block) {
+  kind_ = kind;
+  auto table = std::make_shared<Table>();
+  table->rank_of_unit = rank_of_unit;
+  table->units_of_rank.resize(static_cast<size_t>(ranks));
+  table->index_in_rank.resize(rank_of_unit.size());
+  for (size_t u = 0; u < rank_of_unit.size(); ++u) {
+    std::vector<int64_t>& units = table->units_of_rank[static_cast<size_t>(rank_of_unit[u])];
+    table->index_in_rank[u] = static_cast<int64_t>(units.size());
+    units.push_back(static_cast<int64_t>(u));
+  }
+  for (const std::vector<int64_t>& units : table->units_of_rank)
+    if (static_cast<int64_t>(units.size()) != rounds()) throw std::logic_error("layout table: unequal ranks");
+  table_ = std::move(table);
+}
+
 int64_t Layout::rank_of_unit(int64_t unit) const {
+  if (table_) return table_->rank_of_unit[static_cast<size_t>(unit)];
   const int64_t per_rank = rounds();
   switch (kind_) {
     case LayoutKind::contiguous: return unit / per_rank;
@@ -64,11 +97,13 @@ int64_t Layout::rank_of_unit(int64_t unit) const {
       const int64_t round = unit / ranks_, offset = unit % ranks_;
       return round % 2 == 0 ? offset : ranks_ - 1 - offset;
     }
+    case LayoutKind::balanced: break;  // always a table
   }
   return -1;
 }
 
 std::vector<int64_t> Layout::units_of(int64_t rank) const {
+  if (table_) return table_->units_of_rank[static_cast<size_t>(rank)];
   const int64_t per_rank = rounds();
   std::vector<int64_t> units(static_cast<size_t>(per_rank));
   for (int64_t f = 0; f < per_rank; ++f) {
@@ -76,6 +111,7 @@ std::vector<int64_t> Layout::units_of(int64_t rank) const {
       case LayoutKind::contiguous: units[f] = rank * per_rank + f; break;
       case LayoutKind::striped: units[f] = f * ranks_ + rank; break;
       case LayoutKind::zigzag: units[f] = f * ranks_ + (f % 2 == 0 ? rank : ranks_ - 1 - rank); break;
+      case LayoutKind::balanced: break;  // always a table
     }
   }
   return units;  // ascending in every case
@@ -92,15 +128,18 @@ std::vector<int64_t> Layout::positions(int64_t rank) const {
 int64_t Layout::local_row(int64_t position) const {
   const int64_t unit = position / block_;
   int64_t index_in_rank = 0;  // how many of the rank's units come before this one
+  if (table_) return table_->index_in_rank[static_cast<size_t>(unit)] * block_ + position % block_;
   switch (kind_) {
     case LayoutKind::contiguous: index_in_rank = unit % rounds(); break;
     case LayoutKind::striped:
     case LayoutKind::zigzag: index_in_rank = unit / ranks_; break;
+    case LayoutKind::balanced: break;  // always a table
   }
   return index_in_rank * block_ + position % block_;
 }
 
 int64_t Layout::causal_pairs(int64_t q_rank, int64_t kv_rank) const {
+  if (table_) return causal_pairs_of_units(units_of(q_rank), units_of(kv_rank), block_);
   // Unit pairs (a from q_rank, b from kv_rank) with b < a, then whole-unit and diagonal terms.
   const int64_t n = rounds();
   int64_t earlier = 0;  // #{(a, b) : b < a}
@@ -116,13 +155,90 @@ int64_t Layout::causal_pairs(int64_t q_rank, int64_t kv_rank) const {
       earlier = n * (n - 1) / 2 + (kv_rank < q_rank ? even : 0) + (kv_rank > q_rank ? odd : 0);
       break;
     }
+    case LayoutKind::balanced: break;  // always a table
   }
   const int64_t diagonal = q_rank == kv_rank ? n * block_ * (block_ + 1) / 2 : 0;
   return earlier * block_ * block_ + diagonal;
 }
 
 std::string Layout::to_string() const {
-  return std::string(layout_name(kind_)) + "(block=" + std::to_string(block_) + ")";
+  const bool per_document = table_ && kind_ != LayoutKind::balanced;
+  return std::string(layout_name(kind_)) + (per_document ? " per document" : "") + "(block=" + std::to_string(block_) +
+         ")";
+}
+
+int64_t document_granule(LayoutKind kind, int64_t ranks, int64_t block) {
+  switch (kind) {
+    case LayoutKind::zigzag: return 2 * ranks * std::max<int64_t>(1, block);
+    case LayoutKind::striped: return ranks * std::max<int64_t>(1, block);
+    default: return 1;
+  }
+}
+
+std::vector<int64_t> layout_documents(const std::string& text, int64_t seq, uint64_t seed, LayoutKind kind,
+                                      int64_t ranks, int64_t block) {
+  int64_t granule = document_granule(kind, ranks, block);
+  if (text.rfind("random:", 0) == 0 && granule > 1) {
+    const int64_t count = std::max<int64_t>(1, std::atoll(text.c_str() + 7));
+    while (seq % (2 * granule) == 0 && seq / (2 * granule) >= 8 * count) granule *= 2;
+  }
+  return parse_documents(text, seq, seed, granule);
+}
+
+Layout make_layout(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block, const Mask& mask) {
+  const bool per_document = mask.has_documents() && (kind == LayoutKind::zigzag || kind == LayoutKind::striped);
+  if (!per_document && kind != LayoutKind::balanced) return Layout(kind, seq, ranks, block);
+  if (kind == LayoutKind::balanced) {
+    const Layout plain(kind, seq, ranks, block);  // validates and picks the block
+    const int64_t b = plain.block(), units = plain.units(), room = plain.rounds();
+    std::vector<std::pair<int64_t, int64_t>> work;  // (pairs, unit)
+    for (int64_t u = 0; u < units; ++u) work.emplace_back(mask.range_pairs(u * b, u * b + b - 1, 0, seq - 1), u);
+    std::stable_sort(work.begin(), work.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    std::vector<int64_t> load(static_cast<size_t>(ranks), 0), count(static_cast<size_t>(ranks), 0);
+    std::vector<int64_t> owner(static_cast<size_t>(units), -1);
+    for (const auto& [pairs, unit] : work) {
+      int64_t best = -1;
+      for (int64_t r = 0; r < ranks; ++r)
+        if (count[r] < room && (best < 0 || load[r] < load[best])) best = r;
+      owner[static_cast<size_t>(unit)] = best;
+      load[best] += pairs, ++count[best];
+    }
+    return Layout(kind, seq, ranks, b, owner);
+  }
+  // Per document: every document's length a multiple of the granule.
+  const std::vector<int64_t> lengths = mask.document_lengths();
+  int64_t b = block;
+  if (b == 0) {  // the largest unit that cuts every document's chunks (zig-zag) or tokens (striped) evenly
+    b = 0;
+    for (int64_t length : lengths) b = std::gcd(b, kind == LayoutKind::zigzag ? length / (2 * ranks) : length / ranks);
+    b = std::max<int64_t>(1, b);
+    if (kind == LayoutKind::striped) b = 1;
+  }
+  const int64_t granule = document_granule(kind, ranks, b);
+  for (size_t d = 0; d < lengths.size(); ++d) {
+    if (lengths[d] % granule != 0) {
+      throw UsageError("document " + std::to_string(d) + " has " + std::to_string(lengths[d]) +
+                       " tokens, not a multiple of " + std::to_string(granule) + " as the per-document " +
+                       layout_name(kind) + " layout needs (" + (kind == LayoutKind::zigzag ? "2P chunks" : "P units") +
+                       " per document); give lengths that are multiples of " + std::to_string(granule) +
+                       ", use --docs random:N (drawn in such multiples), or --layout contiguous or balanced");
+    }
+  }
+  std::vector<int64_t> owner(static_cast<size_t>(seq / b), -1);
+  int64_t start = 0;
+  for (int64_t length : lengths) {
+    const int64_t first = start / b, units = length / b;
+    if (kind == LayoutKind::zigzag) {
+      const int64_t per_chunk = units / (2 * ranks);
+      for (int64_t chunk = 0; chunk < 2 * ranks; ++chunk)
+        for (int64_t k = 0; k < per_chunk; ++k)
+          owner[static_cast<size_t>(first + chunk * per_chunk + k)] = chunk < ranks ? chunk : 2 * ranks - 1 - chunk;
+    } else {
+      for (int64_t k = 0; k < units; ++k) owner[static_cast<size_t>(first + k)] = k % ranks;
+    }
+    start += length;
+  }
+  return Layout(kind, seq, ranks, b, owner);
 }
 
 int64_t causal_pairs_of_units(std::span<const int64_t> q_units, std::span<const int64_t> k_units, int64_t block) {

@@ -13,18 +13,20 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "reference/mask.hpp"
 #include "reference/tensor.hpp"
 
 namespace ringlab {
 
-enum class LayoutKind : uint8_t { contiguous, zigzag, striped };
+enum class LayoutKind : uint8_t { contiguous, zigzag, striped, balanced };
 
 const char* layout_name(LayoutKind kind);
-// Parses "contiguous" | "zigzag" | "striped"; throws UsageError otherwise.
+// Parses "contiguous" | "zigzag" | "striped" | "balanced"; throws UsageError otherwise.
 LayoutKind parse_layout(const std::string& name);
 
 class Layout {
@@ -32,6 +34,10 @@ class Layout {
   // block 0 means the default block of the kind. Throws UsageError naming the divisibility that
   // fails (S by P block, and by 2P block for zigzag) and a fix.
   Layout(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block = 0);
+  // An explicit unit -> rank table (units of `block` tokens, the same number on every rank): the
+  // per-document and balanced layouts of make_layout.
+  Layout(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block, const std::vector<int64_t>& rank_of_unit);
+  bool is_explicit() const { return table_ != nullptr; }
 
   LayoutKind kind() const { return kind_; }
   int64_t seq() const { return seq_; }
@@ -55,9 +61,32 @@ class Layout {
   std::string to_string() const;  // "zigzag(block=128)"
 
  private:
+  struct Table {
+    std::vector<int64_t> rank_of_unit, index_in_rank;
+    std::vector<std::vector<int64_t>> units_of_rank;
+  };
   LayoutKind kind_;
   int64_t seq_, ranks_, block_;
+  std::shared_ptr<const Table> table_;
 };
+
+// The layout a schedule uses under a mask:
+//   * contiguous — as Layout, whatever the mask;
+//   * zigzag, striped with packed documents — applied per document: each document is cut into 2P
+//     chunks, chunks i and 2P-1-i to rank i (zig-zag), or its units dealt round robin (striped),
+//     so every rank holds the same share of every document; each document's length must be a
+//     multiple of 2P (zig-zag) or P block (striped);
+//   * balanced — units (default S/(64P) tokens) assigned by their work under the mask: greedy,
+//     heaviest unit first to the least-loaded rank that still has room (every rank holds S/P
+//     tokens). Work of a unit = visible (query, key) pairs of its queries.
+// Throws UsageError naming a document that does not divide, with the fix.
+Layout make_layout(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block, const Mask& mask);
+// Tokens a packed document's length must be a multiple of for the layout (1 when any will do).
+int64_t document_granule(LayoutKind kind, int64_t ranks, int64_t block);
+// --docs for a layout: parse_documents with random lengths drawn in multiples of the layout's
+// granule, doubled while every document keeps room for 8 of them (coarser units, faster plans).
+std::vector<int64_t> layout_documents(const std::string& text, int64_t seq, uint64_t seed, LayoutKind kind,
+                                      int64_t ranks, int64_t block);
 
 // Visible (query, key) pairs between two sets of whole units of `block` tokens under the causal
 // mask: block^2 per unit pair with key unit < query unit, block(block+1)/2 per shared unit.

@@ -13,7 +13,10 @@ BlockClassifier::BlockClassifier(const Plan& plan, int64_t q_tile, int64_t kv_ti
       ring_layout_(plan.spec().layout, plan.spec().dims.seq, plan.ring(), plan.ulysses() * plan.layout().block()),
       q_tile_(std::max<int64_t>(1, q_tile)), kv_tile_(std::max<int64_t>(1, kv_tile)), causal_(plan.spec().masked()),
       skip_(plan.spec().skip), erratum_(plan.spec().erratum == Erratum::kv_offset_mask),
-      general_(plan.mask().general()), plan_(&plan) {}
+      general_(plan.counted_blocks()), plan_(&plan) {
+  if (plan.layout().is_explicit())
+    for (int64_t g = 0; g < R_; ++g) explicit_positions_.push_back(plan.block_positions(g));
+}
 
 int64_t BlockClassifier::unit(int64_t g, int64_t i) const {
   const int64_t f = i / ulysses_;  // unit of the R-position layout, each U of the plan's units
@@ -22,11 +25,13 @@ int64_t BlockClassifier::unit(int64_t g, int64_t i) const {
     case LayoutKind::contiguous: ring_unit = g * rounds_ + f; break;
     case LayoutKind::striped: ring_unit = f * R_ + g; break;
     case LayoutKind::zigzag: ring_unit = f * R_ + (f % 2 == 0 ? g : R_ - 1 - g); break;
+    case LayoutKind::balanced: break;  // a table: positions come from explicit_positions_
   }
   return ring_unit * ulysses_ + i % ulysses_;
 }
 
 int64_t BlockClassifier::position(int64_t g, int64_t row) const {
+  if (!explicit_positions_.empty()) return explicit_positions_[static_cast<size_t>(g)][static_cast<size_t>(row)];
   return unit(g, row / block_) * block_ + row % block_;
 }
 

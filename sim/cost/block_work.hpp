@@ -20,6 +20,7 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "sim/plan/plan.hpp"
 
@@ -70,9 +71,10 @@ class BlockClassifier {
   Layout ring_layout_;                        // the layout over R positions, units of U block tokens
   int64_t q_tile_, kv_tile_;
   bool causal_, skip_, erratum_;
-  bool general_;                     // a window or document mask: counted by the mask, no memo
-  const Plan* plan_;                 // for the general mask's pairs
-  std::array<BlockWork, 3> memo_{};  // by sign(kv - q) + 1
+  bool general_;                                          // blocks counted by the mask (Plan::counted_blocks), no memo
+  const Plan* plan_;                                      // for the general mask's pairs
+  std::vector<std::vector<int64_t>> explicit_positions_;  // per ring position, for a layout given as a table
+  std::array<BlockWork, 3> memo_{};                       // by sign(kv - q) + 1
   std::array<bool, 3> memo_valid_{};
 };
 

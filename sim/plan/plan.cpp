@@ -49,7 +49,7 @@ const char* block_shape_name(BlockShape shape) { return name_of(kBlockShapeNames
 std::string PlanSpec::describe() const {
   std::string text = algorithm_name(algo);
   if (algo == Algorithm::hybrid) text += "(U=" + std::to_string(ulysses) + ", R=" + std::to_string(ring_degree()) + ")";
-  text += " | " + Layout(layout, dims.seq, ranks, block).to_string();
+  text += " | " + make_layout(layout, dims.seq, ranks, block, mask()).to_string();
   text += " | P=" + std::to_string(ranks) + " | " + dims.to_string();
   const Mask m = mask();
   text += masked() ? " | " + m.describe() + (skip ? "" : ", no skip") : " | full";
@@ -59,7 +59,7 @@ std::string PlanSpec::describe() const {
 }
 
 Plan::Plan(PlanSpec spec, std::vector<Phase> phases)
-    : spec_(spec), layout_(spec.layout, spec.dims.seq, spec.ranks, spec.block), mask_(spec.mask()),
+    : spec_(spec), mask_(spec.mask()), layout_(make_layout(spec.layout, spec.dims.seq, spec.ranks, spec.block, mask_)),
       phases_(std::move(phases)) {}
 
 int64_t Plan::ring_position_at(int64_t rank, Shift shift, int64_t step) const {
@@ -175,7 +175,7 @@ ComputeOp resolve_compute(const Plan& plan, int64_t rank, int64_t kv_block, Pass
       op.kernels = {{all, all, MaskKind::causal, true, true}};
       op.pairs = causal_pairs_of_positions(iota_positions(n), plan.block_positions(kv_block));
     }
-  } else if (plan.mask().general()) {
+  } else if (plan.counted_blocks()) {
     // Window or documents: skipped when nothing is visible, unmasked when everything is, else the
     // kernel masks by position (its tile classification skips the empty tiles inside).
     op.pairs = block_mask_pairs(plan, op.q_block, kv_block);
@@ -376,8 +376,8 @@ Plan build_plan(const PlanSpec& input) {
   if (spec.erratum == Erratum::kv_offset_mask && (spec.window > 0 || !spec.documents.empty())) {
     throw UsageError("--erratum kv-offset-mask reproduces a causal-mask mistake; drop --window and --docs");
   }
-  if (!spec.masked()) spec.skip = true;                              // nothing is masked, nothing to skip
-  (void)Layout(spec.layout, spec.dims.seq, spec.ranks, spec.block);  // validates divisibility
+  if (!spec.masked()) spec.skip = true;  // nothing is masked, nothing to skip
+  (void)make_layout(spec.layout, spec.dims.seq, spec.ranks, spec.block, spec.mask());  // validates divisibility
   std::vector<Phase> phases;
   switch (spec.algo) {
     case Algorithm::ring: phases = ring_phases(spec); break;

@@ -201,6 +201,9 @@ class Plan {
   const PlanSpec& spec() const { return spec_; }
   const Layout& layout() const { return layout_; }
   const Mask& mask() const { return mask_; }
+  // Blocks decided by counting visible pairs under the mask (a window, documents, or a layout
+  // given as a table) rather than by the causal closed forms.
+  bool counted_blocks() const { return mask_.general() || layout_.is_explicit(); }
   const std::vector<Phase>& phases() const { return phases_; }
 
   int64_t ranks() const { return spec_.ranks; }
@@ -226,8 +229,8 @@ class Plan {
 
  private:
   PlanSpec spec_;
-  Layout layout_;
   Mask mask_;
+  Layout layout_;
   std::vector<Phase> phases_;
 };
 

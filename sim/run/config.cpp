@@ -41,8 +41,11 @@ void add_schedule_flags(CLI::App& command, RunConfig& config) {
   command.add_option("--algo", config.algo, "communication pattern: ring | allgather | ulysses | hybrid")
       ->check(CLI::IsMember({"ring", "allgather", "ulysses", "hybrid"}))
       ->capture_default_str();
-  command.add_option("--layout", config.layout, "token-to-rank mapping: contiguous | zigzag | striped")
-      ->check(CLI::IsMember({"contiguous", "zigzag", "striped"}))
+  command
+      .add_option("--layout", config.layout,
+                  "token-to-rank mapping: contiguous | zigzag | striped (per document with --docs) | balanced "
+                  "(units placed by their work under the mask)")
+      ->check(CLI::IsMember({"contiguous", "zigzag", "striped", "balanced"}))
       ->capture_default_str();
   command.add_option("--block", config.block,
                      "tokens per layout unit (default: contiguous S/P, zigzag S/(2P), striped 1)");
@@ -119,7 +122,9 @@ void validate(RunConfig& config) {
 
 void resolve_documents(RunConfig& config) {
   config.documents.clear();
-  if (!config.docs.empty()) config.documents = parse_documents(config.docs, config.dims.seq, config.seed);
+  if (config.docs.empty()) return;
+  config.documents = layout_documents(config.docs, config.dims.seq, config.seed, parse_layout(config.layout),
+                                      config.ranks, config.block);
 }
 
 }  // namespace ringlab

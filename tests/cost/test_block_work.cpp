@@ -9,6 +9,7 @@
 
 #include "reference/error.hpp"
 #include "sim/cost/block_work.hpp"
+#include "tests/plan/plan_cases.hpp"
 
 using namespace ringlab;
 
@@ -111,7 +112,8 @@ TEST_CASE("block classification equals resolve_compute on every block", "[cost][
 }
 
 TEST_CASE("block classification equals resolve_compute under windows and documents", "[cost][blocks][mask]") {
-  const LayoutKind layout = GENERATE(LayoutKind::contiguous, LayoutKind::zigzag, LayoutKind::striped);
+  const LayoutKind layout =
+      GENERATE(LayoutKind::contiguous, LayoutKind::zigzag, LayoutKind::striped, LayoutKind::balanced);
   const int64_t P = GENERATE(2, 3, 4);
   const auto [causal, window, skip] = GENERATE(std::tuple{true, int64_t{0}, true}, std::tuple{false, int64_t{11}, true},
                                                std::tuple{true, int64_t{30}, false});
@@ -124,7 +126,7 @@ TEST_CASE("block classification equals resolve_compute under windows and documen
   spec.dims = {1, 72 * P, P * 2, P, 8};
   spec.causal = causal;
   spec.window = window;
-  spec.documents = {40, 72 * P - 47, 7};
+  spec.documents = test::test_documents(layout, 72 * P, P);
   spec.skip = skip;
   check_plan(spec, 4, 8);
   check_plan(spec, 16, 32);

@@ -78,7 +78,7 @@ TEST_CASE("windows and packed documents verify against exact attention", "[sim][
   spec.dims = {2, 24 * P, 2 * P, P, 16};  // GQA, heads divisible by P for Ulysses
   spec.causal = causal;
   spec.window = window;
-  if (documents) spec.documents = {5, 24 * P - 25, 1, 19};  // a short, a long, a one-token document
+  if (documents) spec.documents = test::test_documents(layout, 24 * P, P);
   spec.skip = skip;
   spec.backward = backward;
   INFO(build_plan(spec).spec().describe());

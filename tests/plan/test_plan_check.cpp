@@ -6,6 +6,7 @@
 
 #include "reference/error.hpp"
 #include "sim/plan/check.hpp"
+#include "sim/plan/queries.hpp"
 #include "tests/plan/plan_cases.hpp"
 
 using namespace ringlab;
@@ -54,13 +55,66 @@ TEST_CASE("plans under windows and packed documents pass the checker", "[plans][
   const bool skip = GENERATE(true, false);
   PlanSpec spec = spec_of(algo, layout, P, causal, skip, true);
   spec.window = window;
-  spec.documents = {3, spec.dims.seq - 20, 17};
+  spec.documents = test::test_documents(layout, spec.dims.seq, P);
   const Plan plan = build_plan(spec);
   INFO(plan.spec().describe());
   const PlanCheck check = check_plan(plan);
   INFO(findings_text(check));
   CHECK(check.ok());
   CHECK(check.coverage_checked);
+}
+
+TEST_CASE("per-document zig-zag and the balanced layout balance packed causal documents", "[plans][balance][mask]") {
+  const int64_t P = 4, S = 4096;
+  auto imbalance = [&](LayoutKind layout, const std::vector<int64_t>& documents, int64_t window) {
+    PlanSpec spec = spec_of(Algorithm::ring, layout, P, true, true, false);
+    spec.dims.seq = S;
+    spec.documents = documents;
+    spec.window = window;
+    const Plan plan = build_plan(spec);
+    REQUIRE(check_plan(plan).ok());
+    double most = 0, sum = 0;
+    for (int64_t r = 0; r < P; ++r) {
+      const double flops = rank_work(plan, r, expand(plan, r)).flops;
+      most = std::max(most, flops), sum += flops;
+    }
+    return most * P / sum;
+  };
+  const std::vector<int64_t> documents = layout_documents("random:8", S, 3, LayoutKind::zigzag, P, 0);
+  const double contiguous = imbalance(LayoutKind::contiguous, documents, 0);
+  INFO("documents " << documents_string(documents) << ": contiguous " << contiguous);
+  CHECK(contiguous > 1.3);
+  CHECK(imbalance(LayoutKind::zigzag, documents, 0) <= 1.05);
+  CHECK(imbalance(LayoutKind::balanced, documents, 0) <= 1.02);
+  CHECK(imbalance(LayoutKind::balanced, {}, 700) <= 1.02);
+  // The per-document zig-zag: chunks i and 2P-1-i of every document on rank i.
+  PlanSpec spec = spec_of(Algorithm::ring, LayoutKind::zigzag, P, true, true, false);
+  spec.dims.seq = S;
+  spec.documents = documents;
+  const Plan plan = build_plan(spec);
+  int64_t start = 0;
+  for (int64_t length : documents) {
+    const int64_t chunk = length / (2 * P);
+    for (int64_t c = 0; c < 2 * P; ++c)
+      for (int64_t t = 0; t < chunk; ++t)
+        REQUIRE(plan.layout().rank_of(start + c * chunk + t) == (c < P ? c : 2 * P - 1 - c));
+    start += length;
+  }
+}
+
+TEST_CASE("a window bounds the ring to the hops it needs", "[plans][mask]") {
+  const int64_t P = GENERATE(3, 4, 8), window = GENERATE(1, 2, 100, 257, 1000);
+  PlanSpec spec = spec_of(Algorithm::ring, LayoutKind::contiguous, P, true, true, true);
+  spec.dims.seq = 256 * P;
+  spec.window = window;
+  const Plan plan = build_plan(spec);
+  // Contiguous blocks of n = 256 tokens: a query sees back W-1 tokens, so ceil((W-1)/n) blocks back.
+  const int64_t hops = std::min<int64_t>(P - 1, (window - 1 + 255) / 256);
+  CHECK(ring_hops(plan.spec()) == hops);
+  CHECK(plan.phases().front().steps == hops + 1);
+  const PlanCheck check = check_plan(plan);
+  INFO(findings_text(check));
+  CHECK(check.ok());
 }
 
 TEST_CASE("the reverse-dkv erratum is caught at P >= 3 and invisible at P = 2", "[plans][checker][errata]") {

@@ -31,10 +31,12 @@ TEST_CASE("a name table reads both ways and lists its choices", "[names]") {
 }
 
 TEST_CASE("every layout and mask has a name that parses back", "[names]") {
-  for (const LayoutKind kind : {LayoutKind::contiguous, LayoutKind::zigzag, LayoutKind::striped}) {
+  for (const LayoutKind kind :
+       {LayoutKind::contiguous, LayoutKind::zigzag, LayoutKind::striped, LayoutKind::balanced}) {
     CHECK(parse_layout(layout_name(kind)) == kind);
   }
-  CHECK_THROWS_WITH(parse_layout("diagonal"), "unknown layout 'diagonal'; use --layout contiguous, zigzag or striped");
+  CHECK_THROWS_WITH(parse_layout("diagonal"),
+                    "unknown layout 'diagonal'; use --layout contiguous, zigzag, striped or balanced");
   CHECK(std::string(mask_name(MaskKind::none)) == "none");
   CHECK(std::string(mask_name(MaskKind::causal)) == "causal");
 }
