@@ -29,7 +29,9 @@ const std::vector<CatalogEntry>& exercise_catalog() {
       kBackwardVolume, kUlyssesDegree, kMemoryTable,
       // one per known mistake of the source material
       kErratumDkvDirection, kErratumCausalMask, kErratumSoftmaxScale, kErratumSkipSpeedup, kErratumInitialTransfer,
-      kErratumMergeWeights, kErratumHeadMemory};
+      kErratumMergeWeights, kErratumHeadMemory,
+      // documents and windows
+      kPackedBalance, kWindowHops, kRedundantBytes};
   return entries;
 }
 

@@ -40,4 +40,9 @@ extern const CatalogEntry kErratumInitialTransfer;
 extern const CatalogEntry kErratumMergeWeights;
 extern const CatalogEntry kErratumHeadMemory;
 
+// documents and windows
+extern const CatalogEntry kPackedBalance;
+extern const CatalogEntry kWindowHops;
+extern const CatalogEntry kRedundantBytes;
+
 }  // namespace ringlab::exercises::catalog

@@ -95,13 +95,14 @@ TEST_CASE("one file per exercise: its entry names what it makes", "[exercises]")
   CHECK(files == listed);  // a file whose entry the catalog's table does not list is an error
   // The listing's order, which `ringlab exercises` prints: the source's 1-7, the notes', the errata.
   const auto& catalog = exercise_catalog();
-  REQUIRE(catalog.size() == 23);
+  REQUIRE(catalog.size() == 26);
   CHECK(catalog.front().id == "attention-memory");
   CHECK(catalog[6].id == "flash-ring-memory");
   CHECK(catalog[7].id == "imbalance-ratio");
   CHECK(catalog[15].id == "memory-table");
   CHECK(catalog[16].id == "erratum-dkv-direction");
-  CHECK(catalog.back().id == "erratum-head-memory");
+  CHECK(catalog[22].id == "erratum-head-memory");
+  CHECK(catalog.back().id == "redundant-bytes");
 }
 
 // ---- [closed forms] ----------------------------------------------------------------------------
@@ -112,6 +113,40 @@ using Answers = std::map<std::string, double>;
 using Derivation = std::function<Answers(const Exercise&)>;
 
 double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+
+// Packed documents from an exercise's numbers: document d is "doc<d>".
+std::vector<int64_t> documents_of(const Exercise& e) {
+  std::vector<int64_t> lengths;
+  for (int64_t d = 0; d < static_cast<int64_t>(e.number("documents")); ++d)
+    lengths.push_back(static_cast<int64_t>(e.number("doc" + std::to_string(d))));
+  return lengths;
+}
+
+// The document of every position.
+std::vector<int64_t> document_ids(const std::vector<int64_t>& lengths) {
+  std::vector<int64_t> ids;
+  for (size_t d = 0; d < lengths.size(); ++d) ids.insert(ids.end(), static_cast<size_t>(lengths[d]), int64_t(d));
+  return ids;
+}
+
+// Causal work of each rank when rank r holds the positions owner(i) == r: the keys j <= i of i's
+// document, summed over its queries.
+template <class Owner>
+std::vector<double> packed_work(const std::vector<int64_t>& lengths, int64_t P, Owner owner) {
+  std::vector<double> work(static_cast<size_t>(P), 0);
+  int64_t start = 0, i = 0;
+  for (int64_t length : lengths) {
+    for (int64_t t = 0; t < length; ++t, ++i) work[static_cast<size_t>(owner(i, start, length))] += double(t + 1);
+    start += length;
+  }
+  return work;
+}
+
+double max_over_mean(const std::vector<double>& work) {
+  double most = 0, sum = 0;
+  for (double w : work) most = std::max(most, w), sum += w;
+  return most * double(work.size()) / sum;
+}
 
 // By exercise id; std::less<> looks ids up as the catalog's string_views.
 const std::map<std::string, Derivation, std::less<>>& derivations() {
@@ -294,6 +329,42 @@ const std::map<std::string, Derivation, std::less<>>& derivations() {
                         {"slowest_work", ((P - 1) * n * n + n * (n + 1) / 2) / (P * n * n)},
                         {"zigzag", P * n * n / (2 * P * c * c + c)},
                         {"striped", P * n * n / (P * n * (n - 1) / 2 + n * P)}};
+       }},
+      {"packed-balance",
+       [](const Exercise& e) {
+         const auto P = static_cast<int64_t>(e.number("P")), S = static_cast<int64_t>(e.number("S"));
+         const std::vector<int64_t> lengths = documents_of(e);
+         const std::vector<double> contiguous =
+             packed_work(lengths, P, [&](int64_t i, int64_t, int64_t) { return i / (S / P); });
+         const std::vector<double> zigzag = packed_work(lengths, P, [&](int64_t i, int64_t start, int64_t length) {
+           const int64_t chunk = (i - start) / (length / (2 * P));
+           return chunk < P ? chunk : 2 * P - 1 - chunk;
+         });
+         const auto busiest = std::max_element(contiguous.begin(), contiguous.end()) - contiguous.begin();
+         return Answers{{"contiguous", max_over_mean(contiguous)},
+                        {"busiest", double(busiest)},
+                        {"zigzag", max_over_mean(zigzag)}};
+       }},
+      {"window-hops",
+       [](const Exercise& e) {
+         const double P = e.number("P"), n = e.number("n"), W = e.number("W");
+         const double hops = std::min(P - 1, std::ceil((W - 1) / n));
+         return Answers{{"hops", hops}, {"share", hops / (P - 1)}};
+       }},
+      {"redundant-bytes",
+       [](const Exercise& e) {
+         const auto P = static_cast<int64_t>(e.number("P")), S = static_cast<int64_t>(e.number("S"));
+         const int64_t n = S / P;
+         const std::vector<int64_t> doc = document_ids(documents_of(e));
+         const double block = 2 * double(n) * e.number("kv_heads") * e.number("dim") * e.number("element");
+         // Rank r uses block g when some key of g precedes (or is) some query of r in the same document:
+         // with contiguous blocks, g < r and the document of g's last token reaches r's first token.
+         double unused = 0;
+         for (int64_t r = 0; r < P; ++r)
+           for (int64_t g = 0; g < P; ++g)
+             if (g != r && !(g < r && doc[static_cast<size_t>(g * n + n - 1)] == doc[static_cast<size_t>(r * n)]))
+               unused += block;
+         return Answers{{"unused", unused}, {"share", unused / (double(P) * double(P - 1) * block)}};
        }},
       {"erratum-initial-transfer",
        [](const Exercise& e) {
