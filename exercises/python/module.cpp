@@ -51,10 +51,14 @@ py::array_t<T> to_array(const Tensor<T>& tensor) {
   return array;
 }
 
-MaskKind mask_of(bool causal) { return causal ? MaskKind::causal : MaskKind::none; }
+// The mask of the keyword arguments causal, window (0 = none) and docs (packed document lengths).
+Mask mask_of(bool causal, int64_t window, const std::vector<int64_t>& docs) {
+  if (window < 0) validate_window(window);
+  return Mask(causal, window, docs);
+}
 
 PlanSpec spec_of(const AttentionDims& dims, int64_t ranks, const std::string& algo, const std::string& layout,
-                 bool causal, bool backward, int64_t ulysses) {
+                 bool causal, bool backward, int64_t ulysses, int64_t window, const std::vector<int64_t>& docs) {
   const Algorithm algorithm = parse_algorithm(algo);
   return {.algo = algorithm,
           .layout = parse_layout(layout),
@@ -62,6 +66,8 @@ PlanSpec spec_of(const AttentionDims& dims, int64_t ranks, const std::string& al
           .ulysses = algorithm == Algorithm::ulysses ? ranks : ulysses,
           .dims = dims,
           .causal = causal,
+          .window = window,
+          .documents = docs,
           .backward = backward};
 }
 
@@ -126,29 +132,36 @@ PYBIND11_MODULE(ringlab, m) {
 
   m.def(
       "attention",
-      [](const py::object& q, const py::object& k, const py::object& v, bool causal) {
+      [](const py::object& q, const py::object& k, const py::object& v, bool causal, int64_t window,
+         const std::vector<int64_t>& docs) {
         return guarded([&] {
           const Tensor<double> tq = to_tensor(q, "q"), tk = to_tensor(k, "k"), tv = to_tensor(v, "v");
-          (void)dims_of(tq.shape(), tk.shape(), tv.shape());
-          const AttentionOutput<double> r = exact_attention(tq, tk, tv, mask_of(causal));
+          const AttentionDims dims = dims_of(tq.shape(), tk.shape(), tv.shape());
+          if (!docs.empty()) (void)parse_documents(documents_string(docs, docs.size()), dims.seq, 0);
+          const AttentionOutput<double> r = exact_attention(tq, tk, tv, mask_of(causal, window, docs));
           return py::make_tuple(to_array(r.out), to_array(r.lse));
         });
       },
-      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("causal") = false,
-      "Exact attention in float64: (out (B, S, H, D), lse (B, H, S)). Causal compares global positions.");
+      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("causal") = false, py::arg("window") = 0,
+      py::arg("docs") = std::vector<int64_t>{},
+      "Exact attention in float64: (out (B, S, H, D), lse (B, H, S)). Causal compares global positions; window W: "
+      "the W keys up to the query (causal) or within W-1 either side; docs: packed document lengths summing to S.");
 
   m.def(
       "attention_backward",
-      [](const py::object& q, const py::object& k, const py::object& v, const py::object& dout, bool causal) {
+      [](const py::object& q, const py::object& k, const py::object& v, const py::object& dout, bool causal,
+         int64_t window, const std::vector<int64_t>& docs) {
         return guarded([&] {
           const Tensor<double> tq = to_tensor(q, "q"), tk = to_tensor(k, "k"), tv = to_tensor(v, "v"),
                                td = to_tensor(dout, "dout");
-          (void)dims_of(tq.shape(), tk.shape(), tv.shape(), &td.shape());
-          const AttentionGrads<double> g = exact_attention_backward(tq, tk, tv, td, mask_of(causal));
+          const AttentionDims dims = dims_of(tq.shape(), tk.shape(), tv.shape(), &td.shape());
+          if (!docs.empty()) (void)parse_documents(documents_string(docs, docs.size()), dims.seq, 0);
+          const AttentionGrads<double> g = exact_attention_backward(tq, tk, tv, td, mask_of(causal, window, docs));
           return py::make_tuple(to_array(g.dq), to_array(g.dk), to_array(g.dv));
         });
       },
-      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("dout"), py::arg("causal") = false,
+      py::arg("q"), py::arg("k"), py::arg("v"), py::arg("dout"), py::arg("causal") = false, py::arg("window") = 0,
+      py::arg("docs") = std::vector<int64_t>{},
       "Exact gradients in float64: (dq, dk, dv) for the upstream gradient dout (B, S, H, D).");
 
   py::class_<PyPlan>(m, "Plan", "A schedule compiled into data: each rank's ordered operations.")
@@ -164,28 +177,32 @@ PYBIND11_MODULE(ringlab, m) {
   m.def(
       "plan",
       [](int64_t seq, int64_t ranks, int64_t heads, int64_t kv_heads, int64_t dim, int64_t batch,
-         const std::string& algo, const std::string& layout, bool causal, bool backward, int64_t ulysses) {
+         const std::string& algo, const std::string& layout, bool causal, bool backward, int64_t ulysses,
+         int64_t window, const std::vector<int64_t>& docs) {
         return guarded([&] {
           const AttentionDims dims{batch, seq, heads, kv_heads > 0 ? kv_heads : heads, dim};
           dims.validate();
-          return PyPlan{build_plan(spec_of(dims, ranks, algo, layout, causal, backward, ulysses))};
+          return PyPlan{build_plan(spec_of(dims, ranks, algo, layout, causal, backward, ulysses, window, docs))};
         });
       },
       py::arg("seq"), py::arg("ranks"), py::arg("heads") = 4, py::arg("kv_heads") = 0, py::arg("dim") = 64,
       py::arg("batch") = 1, py::arg("algo") = "ring", py::arg("layout") = "contiguous", py::arg("causal") = false,
-      py::arg("backward") = false, py::arg("ulysses") = 1,
-      "Build a plan (algo: ring, allgather, ulysses, hybrid; layout: contiguous, zigzag, striped).");
+      py::arg("backward") = false, py::arg("ulysses") = 1, py::arg("window") = 0,
+      py::arg("docs") = std::vector<int64_t>{},
+      "Build a plan (algo: ring, allgather, ulysses, hybrid; layout: contiguous, zigzag, striped, balanced; "
+      "window and docs as for attention).");
 
   m.def(
       "run",
       [](const py::object& q, const py::object& k, const py::object& v, const py::object& dout, int64_t ranks,
-         const std::string& algo, const std::string& layout, bool causal, int64_t ulysses) {
+         const std::string& algo, const std::string& layout, bool causal, int64_t ulysses, int64_t window,
+         const std::vector<int64_t>& docs) {
         return guarded([&] {
           AttentionInputs<double> in{to_tensor(q, "q"), to_tensor(k, "k"), to_tensor(v, "v"), to_tensor(dout, "dout")};
           const bool backward = !in.dout.empty();
           const AttentionDims dims =
               dims_of(in.q.shape(), in.k.shape(), in.v.shape(), backward ? &in.dout.shape() : nullptr);
-          const Plan plan = build_plan(spec_of(dims, ranks, algo, layout, causal, backward, ulysses));
+          const Plan plan = build_plan(spec_of(dims, ranks, algo, layout, causal, backward, ulysses, window, docs));
           SimExecutor executor;
           executor.check_sizes(dims);
           ExecutionResult result;
@@ -207,6 +224,7 @@ PYBIND11_MODULE(ringlab, m) {
       },
       py::arg("q"), py::arg("k"), py::arg("v"), py::arg("dout") = py::none(), py::arg("ranks") = 4,
       py::arg("algo") = "ring", py::arg("layout") = "contiguous", py::arg("causal") = false, py::arg("ulysses") = 1,
+      py::arg("window") = 0, py::arg("docs") = std::vector<int64_t>{},
       "Run the plan on the simulator (P ranks as threads, float32): a dict of out, lse (and dq, dk, dv "
       "when dout is given), in global token order.");
 

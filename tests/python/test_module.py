@@ -50,6 +50,44 @@ for causal in (False, True):
     check(np.allclose(out, want_out, atol=1e-12), f"attention(causal={causal}) out differs from NumPy")
     check(np.allclose(lse, want_lse, atol=1e-12), f"attention(causal={causal}) lse differs from NumPy")
 
+# Windows and packed documents: the oracle against a NumPy mask written from the definition, and
+# the simulator against the oracle at P = 3 and 4.
+def numpy_masked(q, k, v, causal, window, docs):
+    B, S, H, D = q.shape
+    group = H // k.shape[2]
+    kk, vv = np.repeat(k, group, axis=2), np.repeat(v, group, axis=2)
+    doc = np.repeat(np.arange(len(docs)), docs) if docs else np.zeros(S, dtype=int)
+    i, j = np.arange(S)[:, None], np.arange(S)[None, :]
+    visible = doc[:, None] == doc[None, :]
+    if causal:
+        visible &= j <= i
+    if window:
+        visible &= (i - window < j) if causal else (np.abs(i - j) < window)
+    scores = np.where(visible, np.einsum("bqhd,bkhd->bhqk", q, kk) / np.sqrt(D), -np.inf)
+    m = scores.max(-1, keepdims=True)
+    p = np.exp(scores - m)
+    return np.einsum("bhqk,bkhd->bqhd", p / p.sum(-1, keepdims=True), vv), (m + np.log(p.sum(-1, keepdims=True)))[..., 0]
+
+
+for causal, window, docs in ((True, 0, [12, 30, 6]), (False, 7, []), (True, 9, [24, 24])):
+    out, lse = ringlab.attention(q, k, v, causal=causal, window=window, docs=docs)
+    want_out, want_lse = numpy_masked(q, k, v, causal, window, docs)
+    what = f"causal={causal} window={window} docs={docs}"
+    check(np.allclose(out, want_out, atol=1e-12) and np.allclose(lse, want_lse, atol=1e-12), f"attention({what})")
+    for ranks, layout in ((3, "contiguous"), (4, "balanced")):
+        result = ringlab.run(q, k, v, dout=dout, ranks=ranks, layout=layout, causal=causal, window=window, docs=docs)
+        grads = ringlab.attention_backward(q, k, v, dout, causal=causal, window=window, docs=docs)
+        check(np.allclose(result["out"], out, atol=1e-5, rtol=1e-4), f"run P={ranks} {layout} {what}: out")
+        check(all(np.allclose(result[n], g, atol=1e-4, rtol=1e-3) for n, g in zip(("dq", "dk", "dv"), grads)),
+              f"run P={ranks} {layout} {what}: gradients")
+for call, what in ((lambda: ringlab.attention(q, k, v, docs=[10, 10]), "docs not summing to S"),
+                   (lambda: ringlab.attention(q, k, v, window=-2), "a negative window")):
+    try:
+        call()
+        check(False, f"{what}: no error")
+    except ValueError as e:
+        check(len(str(e).splitlines()) == 1 and str(e), f"{what}: one line, got {e!r}")
+
 # Gradients: a finite difference of sum(out * dout) in one coordinate of q, k and v.
 dq, dk, dv = ringlab.attention_backward(q, k, v, dout, causal=True)
 for name, tensor, grad in (("q", q, dq), ("k", k, dk), ("v", v, dv)):
