@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
+#include <vector>
 
 #include "reference/names.hpp"
 
@@ -75,7 +77,18 @@ std::string DeadlockReport::describe() const {
   for (const RankWaitReport& rank : ranks) {
     if (rank.queued.empty()) continue;
     text += "\n  rank " + std::to_string(rank.rank) + " has messages it never received: ";
-    for (size_t i = 0; i < rank.queued.size(); ++i) text += (i ? "; " : "") + rank.queued[i];
+    // Identical messages once, with their count, in the order they first appear.
+    std::vector<std::pair<std::string, int>> distinct;
+    for (const std::string& message : rank.queued) {
+      auto it = std::find_if(distinct.begin(), distinct.end(), [&](const auto& d) { return d.first == message; });
+      if (it == distinct.end())
+        distinct.emplace_back(message, 1);
+      else
+        ++it->second;
+    }
+    for (size_t i = 0; i < distinct.size(); ++i)
+      text += (i ? "; " : "") + distinct[i].first +
+              (distinct[i].second > 1 ? " x" + std::to_string(distinct[i].second) : "");
     if (rank.state == RankState::blocked && !rank.sending && rank.collective_index < 0) {
       const bool dropped =
           std::any_of(faults.begin(), faults.end(), [](const std::string& f) { return f.rfind("drop", 0) == 0; });

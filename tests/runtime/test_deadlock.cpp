@@ -298,3 +298,18 @@ TEST_CASE("find_wait_cycle finds the first cycle, rotated to its smallest rank",
   CHECK(find_wait_cycle({{0}}) == std::vector<int>{0, 0});
   CHECK(find_wait_cycle({{3}, {0}, {1}, {2}}) == std::vector<int>{0, 3, 2, 1, 0});
 }
+
+TEST_CASE("a deadlock report lists identical unreceived messages once, with their count", "[runtime][deadlock]") {
+  DeadlockReport report;
+  RankWaitReport rank;
+  rank.rank = 0;
+  rank.state = RankState::finished;
+  for (int i = 0; i < 6; ++i) rank.queued.push_back("from rank 7 tag 0 (256 floats)");
+  rank.queued.push_back("from rank 7 tag 1 (256 floats)");
+  rank.queued.push_back("from rank 7 tag 1 (256 floats)");
+  report.ranks.push_back(rank);
+  const std::string text = report.describe();
+  INFO(text);
+  CHECK(text.find("from rank 7 tag 0 (256 floats) x6; from rank 7 tag 1 (256 floats) x2") != std::string::npos);
+  CHECK(text.find("tag 0 (256 floats); from rank 7 tag 0") == std::string::npos);
+}
