@@ -66,7 +66,8 @@ Layout::Layout(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block)
     const std::string what = kind == LayoutKind::zigzag ? "2 P block" : "P block";
     throw UsageError("S=" + S + " is not divisible by " + what + "=" + std::to_string(round_tokens) + " as the " +
                      layout_name(kind) + " layout with --block " + std::to_string(block_) +
-                     " needs; pick S a multiple of " + std::to_string(round_tokens) + " or another --block");
+                     " needs; pick S a multiple of " + std::to_string(round_tokens) +
+                     ", another --block, or no --block (ringlab run then pads S to fit)");
   }
 }
 
@@ -165,6 +166,12 @@ std::string Layout::to_string() const {
   const bool per_document = table_ && kind_ != LayoutKind::balanced;
   return std::string(layout_name(kind_)) + (per_document ? " per document" : "") + "(block=" + std::to_string(block_) +
          ")";
+}
+
+int64_t layout_padding(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block) {
+  if (block != 0 || ranks <= 0 || seq <= 0) return 0;
+  const int64_t granule = kind == LayoutKind::zigzag ? 2 * ranks : ranks;
+  return (granule - seq % granule) % granule;
 }
 
 int64_t document_granule(LayoutKind kind, int64_t ranks, int64_t block) {

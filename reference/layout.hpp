@@ -81,6 +81,9 @@ class Layout {
 //     tokens). Work of a unit = visible (query, key) pairs of its queries.
 // Throws UsageError naming a document that does not divide, with the fix.
 Layout make_layout(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block, const Mask& mask);
+// Uneven shapes: the padding tokens that make S fit the layout's default units (S a multiple of P,
+// 2P for zig-zag); 0 when S fits, or when an explicit block was asked for (then S must fit it).
+int64_t layout_padding(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block);
 // Tokens a packed document's length must be a multiple of for the layout (1 when any will do).
 int64_t document_granule(LayoutKind kind, int64_t ranks, int64_t block);
 // --docs for a layout: parse_documents with random lengths drawn in multiples of the layout's

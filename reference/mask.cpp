@@ -51,8 +51,8 @@ const char* mask_name(MaskKind mask) {
   return name_of(kNames, mask);
 }
 
-Mask::Mask(bool causal, int64_t window, const std::vector<int64_t>& document_lengths)
-    : causal_(causal), window_(window) {
+Mask::Mask(bool causal, int64_t window, const std::vector<int64_t>& document_lengths, int64_t valid_tokens)
+    : causal_(causal), window_(window), valid_(valid_tokens > 0 ? valid_tokens : kNoPadding) {
   validate_window(window);
   if (document_lengths.size() > 1) {
     auto starts = std::make_shared<std::vector<int64_t>>(1, 0);
@@ -82,7 +82,8 @@ std::vector<int64_t> Mask::document_lengths() const {
 }
 
 KeyRange Mask::keys_of(int64_t query) const {
-  KeyRange r{-kFar, kFar};
+  if (query >= valid_) return {0, -1};  // padding sees nothing
+  KeyRange r{-kFar, valid_ - 1};
   if (starts_) {
     const int64_t d = document_of(query);
     r.first = (*starts_)[static_cast<size_t>(d)];
@@ -113,6 +114,7 @@ int64_t Mask::pairs(std::span<const int64_t> queries, std::span<const int64_t> s
 // count is linear in i between the points where a clamp switches: split there, sum each piece
 // as an arithmetic series. O(documents touched), so dry runs at P = 1024 stay fast.
 int64_t Mask::range_pairs(int64_t q_first, int64_t q_last, int64_t k_first, int64_t k_last) const {
+  q_last = std::min(q_last, valid_ - 1), k_last = std::min(k_last, valid_ - 1);  // padding: no pairs
   if (q_last < q_first || k_last < k_first) return 0;
   const int64_t d_first = document_of(q_first), d_last = document_of(q_last);
   int64_t total = 0;
@@ -170,7 +172,9 @@ std::string Mask::describe() const {
 }
 
 bool operator==(const Mask& a, const Mask& b) {
-  if (a.causal_ != b.causal_ || a.window_ != b.window_ || a.has_documents() != b.has_documents()) return false;
+  if (a.causal_ != b.causal_ || a.window_ != b.window_ || a.valid_ != b.valid_ ||
+      a.has_documents() != b.has_documents())
+    return false;
   return !a.starts_ || *a.starts_ == *b.starts_;
 }
 

@@ -44,13 +44,17 @@ class Mask {
   Mask() = default;
   Mask(MaskKind kind) : causal_(kind == MaskKind::causal) {}  // NOLINT(google-explicit-constructor)
   // lengths: documents packed in order (empty = one document). Throws UsageError on a length < 1.
-  Mask(bool causal, int64_t window, const std::vector<int64_t>& document_lengths = {});
+  // valid_tokens > 0: positions from valid_tokens on are padding — they see no key and no query
+  // sees them (how an uneven S runs on a layout that needs S to divide).
+  Mask(bool causal, int64_t window, const std::vector<int64_t>& document_lengths = {}, int64_t valid_tokens = 0);
 
   bool causal() const { return causal_; }
   int64_t window() const { return window_; }
   bool has_documents() const { return starts_ != nullptr; }
   // Something beyond none/causal: a window or documents (the general path of every consumer).
-  bool general() const { return window_ > 0 || has_documents(); }
+  bool general() const { return window_ > 0 || has_documents() || padded(); }
+  bool padded() const { return valid_ < kNoPadding; }
+  int64_t valid_tokens() const { return valid_; }  // positions before the padding
   bool none() const { return !causal_ && !general(); }
   // The simple kind this mask is, for consumers that only know none/causal (GPU kernels).
   MaskKind kind() const { return causal_ ? MaskKind::causal : MaskKind::none; }
@@ -77,8 +81,10 @@ class Mask {
   friend bool operator==(const Mask& a, const Mask& b);
 
  private:
+  static constexpr int64_t kNoPadding = std::numeric_limits<int64_t>::max() / 4;
   bool causal_ = false;
   int64_t window_ = 0;
+  int64_t valid_ = kNoPadding;
   std::shared_ptr<const std::vector<int64_t>> starts_;  // cu_seqlens: 0 = s0 < s1 < ... < sN = S
 };
 

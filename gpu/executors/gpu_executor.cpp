@@ -18,6 +18,12 @@ void GpuExecutor::configure(const RunConfig& config) {
         "--inject is the simulator's fault injection; use ringlab run --inject (the GPU executors "
         "run real transfers)");
   }
+  if (const PlanSpec spec = plan_spec(config); spec.padding > 0) {
+    const int64_t granule = spec.layout == LayoutKind::zigzag ? 2 * spec.ranks : spec.ranks;
+    throw UsageError("S=" + std::to_string(spec.tokens()) + " does not divide into the layout's units and the GPU " +
+                     "executors do not pad yet; pick S a multiple of " + std::to_string(granule) +
+                     ", or use ringlab run (the CPU simulator pads)");
+  }
   if (config.window > 0 || !config.docs.empty()) {
     throw UsageError(
         "--window and --docs are not in the GPU kernels yet (they mask by causal position only); run them with "

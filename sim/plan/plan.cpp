@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <stdexcept>
 
 #include "reference/error.hpp"
 #include "reference/formulas.hpp"
@@ -50,9 +51,16 @@ std::string PlanSpec::describe() const {
   std::string text = algorithm_name(algo);
   if (algo == Algorithm::hybrid) text += "(U=" + std::to_string(ulysses) + ", R=" + std::to_string(ring_degree()) + ")";
   text += " | " + make_layout(layout, dims.seq, ranks, block, mask()).to_string();
-  text += " | P=" + std::to_string(ranks) + " | " + dims.to_string();
+  AttentionDims real = dims;
+  real.seq = tokens();
+  text += " | P=" + std::to_string(ranks) + " | " + real.to_string();
+  if (padding > 0) {
+    text += " | +" + std::to_string(padding) + " padding token" + (padding > 1 ? "s" : "") + " (S=" +
+            std::to_string(dims.seq) + " on the ranks)";
+  }
   const Mask m = mask();
-  text += masked() ? " | " + m.describe() + (skip ? "" : ", no skip") : " | full";
+  const bool shown = causal || window > 0 || documents.size() > 1;  // padding is said above
+  text += shown ? " | " + m.describe() + (skip ? "" : ", no skip") : " | full";
   text += backward ? " | fwd+bwd" : " | fwd";
   if (erratum != Erratum::none) text += std::string(" | erratum ") + erratum_name(erratum);
   return text;
@@ -368,14 +376,20 @@ Plan build_plan(const PlanSpec& input) {
       if (length < 1) throw UsageError("--docs: a document length must be at least 1, got " + std::to_string(length));
       sum += length;
     }
-    if (sum != spec.dims.seq) {
-      throw UsageError("--docs lengths sum to " + std::to_string(sum) + ", not S=" + std::to_string(spec.dims.seq) +
+    if (sum != spec.tokens()) {
+      throw UsageError("--docs lengths sum to " + std::to_string(sum) + ", not S=" + std::to_string(spec.tokens()) +
                        "; make them add up to --seq");
     }
   }
   if (spec.erratum == Erratum::kv_offset_mask && (spec.window > 0 || !spec.documents.empty())) {
     throw UsageError("--erratum kv-offset-mask reproduces a causal-mask mistake; drop --window and --docs");
   }
+  if (spec.erratum == Erratum::kv_offset_mask && spec.padding > 0) {
+    throw UsageError("--erratum kv-offset-mask reproduces the source's code, which needs S=" +
+                     std::to_string(spec.tokens()) + " to divide evenly; pick S a multiple of " +
+                     std::to_string(spec.layout == LayoutKind::zigzag ? 2 * spec.ranks : spec.ranks));
+  }
+  if (spec.padding < 0 || spec.padding >= spec.dims.seq) throw std::logic_error("plan: padding out of range");
   if (!spec.masked()) spec.skip = true;  // nothing is masked, nothing to skip
   (void)make_layout(spec.layout, spec.dims.seq, spec.ranks, spec.block, spec.mask());  // validates divisibility
   std::vector<Phase> phases;

@@ -56,15 +56,17 @@ struct PlanSpec {
   AttentionDims dims;
   bool causal = false;
   int64_t window = 0;                   // sliding window W (keys a query sees, its own included); 0 = none
-  std::vector<int64_t> documents = {};  // packed document lengths summing to S; empty = one document
-  bool skip = true;                     // skip fully masked blocks (with any mask)
+  std::vector<int64_t> documents = {};  // packed document lengths summing to S - padding; empty = one document
+  int64_t padding = 0;  // the last `padding` of dims.seq tokens are padding: hidden by the mask, never returned
+  bool skip = true;     // skip fully masked blocks (with any mask)
   bool backward = false;
   Erratum erratum = Erratum::none;
   int64_t element_bytes = 4;  // of q, k, v, out on the wire: 4 in the simulator (fp32), 2 for bf16
 
   int64_t ring_degree() const { return ranks / ulysses; }  // R
-  Mask mask() const { return Mask(causal, window, documents); }
-  bool masked() const { return causal || window > 0 || documents.size() > 1; }
+  Mask mask() const { return Mask(causal, window, documents, padding > 0 ? dims.seq - padding : 0); }
+  bool masked() const { return causal || window > 0 || documents.size() > 1 || padding > 0; }
+  int64_t tokens() const { return dims.seq - padding; }  // the real tokens
   std::string describe() const;
 };
 

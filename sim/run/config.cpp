@@ -88,6 +88,9 @@ PlanSpec plan_spec(const RunConfig& config) {
   spec.causal = config.causal;
   spec.window = config.window;
   spec.documents = config.documents;
+  // Uneven shapes: pad S to what the layout needs; the mask hides the padding, the pipeline crops it.
+  spec.padding = layout_padding(spec.layout, spec.dims.seq, spec.ranks, spec.block);
+  spec.dims.seq += spec.padding;
   spec.skip = !config.no_skip;
   spec.backward = config.backward;
   spec.erratum = parse_erratum(config.erratum);

@@ -2,10 +2,12 @@
 #include "sim/run/pipeline.hpp"
 
 #include <cstdio>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
 #include "reference/error.hpp"
+#include "reference/layout.hpp"
 #include "sim/plan/check.hpp"
 #include "sim/plan/queries.hpp"
 #include "sim/run/inputs.hpp"
@@ -45,6 +47,42 @@ PlanCheck check_or_refuse(const Plan& plan) {
                      "; this is a bug in ringlab's plan for these flags, please report it");
   }
   return check;
+}
+
+// ---- [uneven shapes] -------------------------------------------------------------------------
+
+// When S does not fit the layout, the plan covers S + padding tokens (PlanSpec::padding) whose
+// rows the mask hides: the inputs gain zero rows at the end, the outputs lose them again. A padded
+// row sees no key and no query sees it, so its out is 0 and its lse -inf, as the padded reference says.
+template <class T>
+Tensor<T> padded(const Tensor<T>& t, int axis, int64_t rows, T fill = T(0)) {
+  if (t.empty()) return t;
+  Shape shape = t.shape();
+  shape[static_cast<size_t>(axis)] = rows;
+  Tensor<T> result(shape, fill);
+  scatter_rows(t, iota_positions(t.dim(axis)), axis, result);
+  return result;
+}
+
+template <class T>
+Tensor<T> cropped(const Tensor<T>& t, int axis, int64_t rows) {
+  if (t.empty() || t.dim(axis) == rows) return t;
+  return gather_rows(t, iota_positions(rows), axis);
+}
+
+AttentionInputs<double> padded_inputs(const AttentionInputs<double>& x, int64_t seq) {
+  return {padded(x.q, 1, seq), padded(x.k, 1, seq), padded(x.v, 1, seq), padded(x.dout, 1, seq)};
+}
+
+ReferenceOutputs padded_reference(const ReferenceOutputs& r, int64_t seq) {
+  const double none = -std::numeric_limits<double>::infinity();
+  return {{padded(r.forward.out, 1, seq), padded(r.forward.lse, 2, seq, none)},
+          {padded(r.grads.dq, 1, seq), padded(r.grads.dk, 1, seq), padded(r.grads.dv, 1, seq)}};
+}
+
+void crop_outputs(RunOutputs& o, int64_t seq) {
+  o.out = cropped(o.out, 1, seq), o.lse = cropped(o.lse, 2, seq);
+  o.dq = cropped(o.dq, 1, seq), o.dk = cropped(o.dk, 1, seq), o.dv = cropped(o.dv, 1, seq);
 }
 
 // ---- [execution] -----------------------------------------------------------------------------
@@ -203,7 +241,9 @@ int run_pipeline(RunConfig& config, Executor& executor, std::ostream& out, std::
   if (needs.computes_outputs) inputs = read_inputs(config, executor);
   const Plan plan = make_plan(config, needs);
   const PlanCheck check = needs.computes_outputs ? check_or_refuse(plan) : PlanCheck{};
-  const AttentionInputs<float> x = inputs.cast<float>();
+  const int64_t seq = plan.spec().dims.seq, tokens = plan.spec().tokens();
+  const AttentionInputs<double> run_inputs = tokens < seq ? padded_inputs(inputs, seq) : inputs;
+  const AttentionInputs<float> x = run_inputs.cast<float>();
 
   ExecutionResult result = execute_with_progress(executor, plan, x, config, needs);
   const int ranks = static_cast<int>(plan.ranks());
@@ -220,8 +260,12 @@ int run_pipeline(RunConfig& config, Executor& executor, std::ostream& out, std::
   }
 
   const ReferenceOutputs reference = compute_reference(inputs, config.mask(), config.backward);
+  if (tokens < seq) crop_outputs(result.outputs, tokens);  // outputs are exactly (B, S, H, D)
   const Verification verification = verify(result.outputs, reference, result.executor, needs.tolerance);
-  if (!verification.ok() && needs.diagnoses) result.block_errors = diagnose(executor, plan, x, inputs, reference);
+  if (!verification.ok() && needs.diagnoses) {
+    result.block_errors = tokens < seq ? diagnose(executor, plan, x, run_inputs, padded_reference(reference, seq))
+                                       : diagnose(executor, plan, x, inputs, reference);
+  }
   if (!config.save_dir.empty()) save_outputs(config.save_dir, result.outputs);
   if (!config.trace_file.empty()) write_chrome_trace(config.trace_file, result.trace, ranks);
 

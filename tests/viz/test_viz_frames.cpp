@@ -214,10 +214,15 @@ TEST_CASE("controls re-plan live, and a schedule that does not divide shows a me
   CHECK(viewer.model().ranks == 3);
   CHECK(viewer.model().grids.size() == 2);
   viewer.controls().layout = 1;  // zig-zag
-  viewer.controls().seq = 100;   // not divisible by 2P = 6
+  viewer.controls().seq = 100;   // not divisible by 2P = 6: padded to 102, as ringlab run does
+  imgui.frames(viewer, 3);
+  CHECK(viewer.message().empty());
+  CHECK(viewer.model().title.find("+2 padding tokens") != std::string::npos);
+  viewer.controls().block = 7;  // an explicit block that does not fit: refused, with the numbers
   imgui.frames(viewer, 3);
   CHECK(viewer.message().find("100") != std::string::npos);
   CHECK(viewer.model().ranks == 3);  // the last good model stays on screen
+  viewer.controls().block = 0;
   viewer.controls().seq = 96;
   imgui.frame(viewer);
   CHECK(viewer.message().empty());

@@ -54,7 +54,7 @@ void Playback::reset() {
 PlanSpec ScheduleControls::spec() const {
   PlanSpec s;
   s.algo = parse_algorithm(kAlgorithmNames[static_cast<size_t>(std::clamp(algo, 0, 3))]);
-  s.layout = parse_layout(kLayoutNames[static_cast<size_t>(std::clamp(layout, 0, 2))]);
+  s.layout = parse_layout(kLayoutNames[static_cast<size_t>(std::clamp(layout, 0, 3))]);
   s.block = block;
   s.ranks = ranks;
   s.ulysses = s.algo == Algorithm::hybrid ? ulysses : 1;
@@ -64,9 +64,14 @@ PlanSpec ScheduleControls::spec() const {
   s.dims.kv_heads = kv_heads > 0 ? kv_heads : heads;
   s.dims.dim = dim;
   s.causal = causal;
+  s.window = window;
+  s.documents = documents;
   s.skip = skip;
   s.backward = backward;
   s.erratum = parse_erratum(kErratumNames[static_cast<size_t>(std::clamp(erratum, 0, 2))]);
+  // An S that does not fit the layout is padded, as ringlab run does.
+  s.padding = layout_padding(s.layout, s.dims.seq, s.ranks, s.block);
+  s.dims.seq += s.padding;
   return s;
 }
 
@@ -78,11 +83,13 @@ ScheduleControls ScheduleControls::from_spec(const PlanSpec& s) {
   c.ranks = static_cast<int>(s.ranks);
   c.ulysses = s.algo == Algorithm::hybrid ? static_cast<int>(s.ulysses) : 2;
   c.batch = static_cast<int>(s.dims.batch);
-  c.seq = static_cast<int>(s.dims.seq);
+  c.seq = static_cast<int>(s.tokens());
   c.heads = static_cast<int>(s.dims.heads);
   c.kv_heads = s.dims.kv_heads == s.dims.heads ? 0 : static_cast<int>(s.dims.kv_heads);
   c.dim = static_cast<int>(s.dims.dim);
   c.causal = s.causal;
+  c.window = static_cast<int>(s.window);
+  c.documents = s.documents;
   c.skip = s.skip;
   c.backward = s.backward;
   c.erratum = static_cast<int>(s.erratum);

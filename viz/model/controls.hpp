@@ -40,7 +40,7 @@ struct Playback {
 // ---- schedule controls -----------------------------------------------------------------------
 
 inline constexpr std::array<const char*, 4> kAlgorithmNames{"ring", "allgather", "ulysses", "hybrid"};
-inline constexpr std::array<const char*, 3> kLayoutNames{"contiguous", "zigzag", "striped"};
+inline constexpr std::array<const char*, 4> kLayoutNames{"contiguous", "zigzag", "striped", "balanced"};
 inline constexpr std::array<const char*, 3> kErratumNames{"none", "reverse-dkv", "kv-offset-mask"};
 
 // What the Controls panel edits (ints, as the widgets want them, and the machine's name); any
@@ -57,6 +57,8 @@ struct ScheduleControls {
   int kv_heads = 0;  // HKV, 0 = H
   int dim = 64;      // D
   bool causal = false;
+  int window = 0;                  // sliding window W, 0 = none
+  std::vector<int64_t> documents;  // packed document lengths (from --docs; not edited in the viewer)
   bool skip = true;
   bool backward = false;
   int erratum = 0;                          // index into kErratumNames

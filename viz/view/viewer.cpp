@@ -179,6 +179,9 @@ void Viewer::draw_controls() {
   ImGui::SameLine();
   ImGui::Checkbox("backward", &controls_.backward);
   ImGui::PushItemWidth(-110);
+  ImGui::InputInt("window (0 = none)", &controls_.window, 16, 256);
+  controls_.window = std::max(0, controls_.window);
+  if (!controls_.documents.empty()) ImGui::Text("%zu packed documents (--docs)", controls_.documents.size());
   ImGui::Combo("erratum", &controls_.erratum, kErratumNames.data(), static_cast<int>(kErratumNames.size()));
   draw_hardware_choice();
   ImGui::PopItemWidth();
