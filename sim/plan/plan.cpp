@@ -53,10 +53,18 @@ std::string PlanSpec::describe() const {
   text += " | " + make_layout(layout, dims.seq, ranks, block, mask()).to_string();
   AttentionDims real = dims;
   real.seq = tokens();
+  if (padding_heads > 0) {
+    const int64_t group = dims.heads / dims.kv_heads;
+    real.heads -= padding_heads, real.kv_heads -= padding_heads / group;
+  }
   text += " | P=" + std::to_string(ranks) + " | " + real.to_string();
   if (padding > 0) {
-    text += " | +" + std::to_string(padding) + " padding token" + (padding > 1 ? "s" : "") + " (S=" +
-            std::to_string(dims.seq) + " on the ranks)";
+    text += " | +" + std::to_string(padding) + " padding token" + (padding > 1 ? "s" : "") +
+            " (S=" + std::to_string(dims.seq) + " on the ranks)";
+  }
+  if (padding_heads > 0) {
+    text += " | +" + std::to_string(padding_heads) + " padding head" + (padding_heads > 1 ? "s" : "") +
+            " (H=" + std::to_string(dims.heads) + ", HKV=" + std::to_string(dims.kv_heads) + " on the ranks)";
   }
   const Mask m = mask();
   const bool shown = causal || window > 0 || documents.size() > 1;  // padding is said above

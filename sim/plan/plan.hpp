@@ -57,8 +57,9 @@ struct PlanSpec {
   bool causal = false;
   int64_t window = 0;                   // sliding window W (keys a query sees, its own included); 0 = none
   std::vector<int64_t> documents = {};  // packed document lengths summing to S - padding; empty = one document
-  int64_t padding = 0;  // the last `padding` of dims.seq tokens are padding: hidden by the mask, never returned
-  bool skip = true;     // skip fully masked blocks (with any mask)
+  int64_t padding = 0;        // the last `padding` of dims.seq tokens are padding: hidden by the mask, never returned
+  int64_t padding_heads = 0;  // the last of dims.heads (and their kv heads) are padding, never returned
+  bool skip = true;           // skip fully masked blocks (with any mask)
   bool backward = false;
   Erratum erratum = Erratum::none;
   int64_t element_bytes = 4;  // of q, k, v, out on the wire: 4 in the simulator (fp32), 2 for bf16

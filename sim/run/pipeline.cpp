@@ -70,19 +70,25 @@ Tensor<T> cropped(const Tensor<T>& t, int axis, int64_t rows) {
   return gather_rows(t, iota_positions(rows), axis);
 }
 
-AttentionInputs<double> padded_inputs(const AttentionInputs<double>& x, int64_t seq) {
-  return {padded(x.q, 1, seq), padded(x.k, 1, seq), padded(x.v, 1, seq), padded(x.dout, 1, seq)};
+// The plan's problem from the user's: tokens (axis 1) and heads (axis 2) padded with zeros.
+AttentionInputs<double> padded_inputs(const AttentionInputs<double>& x, const AttentionDims& d) {
+  return {padded(padded(x.q, 1, d.seq), 2, d.heads), padded(padded(x.k, 1, d.seq), 2, d.kv_heads),
+          padded(padded(x.v, 1, d.seq), 2, d.kv_heads), padded(padded(x.dout, 1, d.seq), 2, d.heads)};
 }
 
+// Padding tokens see nothing: out 0, lse -inf, no gradient. (Padding heads are only diagnosed
+// for their real rows: the diagnosis runs without head padding, see run_pipeline.)
 ReferenceOutputs padded_reference(const ReferenceOutputs& r, int64_t seq) {
   const double none = -std::numeric_limits<double>::infinity();
   return {{padded(r.forward.out, 1, seq), padded(r.forward.lse, 2, seq, none)},
           {padded(r.grads.dq, 1, seq), padded(r.grads.dk, 1, seq), padded(r.grads.dv, 1, seq)}};
 }
 
-void crop_outputs(RunOutputs& o, int64_t seq) {
-  o.out = cropped(o.out, 1, seq), o.lse = cropped(o.lse, 2, seq);
-  o.dq = cropped(o.dq, 1, seq), o.dk = cropped(o.dk, 1, seq), o.dv = cropped(o.dv, 1, seq);
+// The user's problem from the plan's outputs: tokens and heads cut back to d.
+void crop_outputs(RunOutputs& o, const AttentionDims& d) {
+  o.out = cropped(cropped(o.out, 1, d.seq), 2, d.heads), o.lse = cropped(cropped(o.lse, 2, d.seq), 1, d.heads);
+  o.dq = cropped(cropped(o.dq, 1, d.seq), 2, d.heads);
+  o.dk = cropped(cropped(o.dk, 1, d.seq), 2, d.kv_heads), o.dv = cropped(cropped(o.dv, 1, d.seq), 2, d.kv_heads);
 }
 
 // ---- [execution] -----------------------------------------------------------------------------
@@ -242,7 +248,8 @@ int run_pipeline(RunConfig& config, Executor& executor, std::ostream& out, std::
   const Plan plan = make_plan(config, needs);
   const PlanCheck check = needs.computes_outputs ? check_or_refuse(plan) : PlanCheck{};
   const int64_t seq = plan.spec().dims.seq, tokens = plan.spec().tokens();
-  const AttentionInputs<double> run_inputs = tokens < seq ? padded_inputs(inputs, seq) : inputs;
+  const bool pads = tokens < seq || plan.spec().padding_heads > 0;
+  const AttentionInputs<double> run_inputs = pads ? padded_inputs(inputs, plan.spec().dims) : inputs;
   const AttentionInputs<float> x = run_inputs.cast<float>();
 
   ExecutionResult result = execute_with_progress(executor, plan, x, config, needs);
@@ -260,9 +267,11 @@ int run_pipeline(RunConfig& config, Executor& executor, std::ostream& out, std::
   }
 
   const ReferenceOutputs reference = compute_reference(inputs, config.mask(), config.backward);
-  if (tokens < seq) crop_outputs(result.outputs, tokens);  // outputs are exactly (B, S, H, D)
+  if (pads) crop_outputs(result.outputs, config.dims);  // outputs are exactly (B, S, H, D)
   const Verification verification = verify(result.outputs, reference, result.executor, needs.tolerance);
-  if (!verification.ok() && needs.diagnoses) {
+  // The per-block diagnosis compares against the oracle for the plan's problem: padded tokens have a
+  // closed form (nothing); padded heads have none, so a head-padded run is not diagnosed block by block.
+  if (!verification.ok() && needs.diagnoses && plan.spec().padding_heads == 0) {
     result.block_errors = tokens < seq ? diagnose(executor, plan, x, run_inputs, padded_reference(reference, seq))
                                        : diagnose(executor, plan, x, inputs, reference);
   }

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "reference/compare.hpp"
 #include "reference/exact_attention.hpp"
@@ -224,4 +225,23 @@ TEST_CASE("uneven shapes run on every algorithm and layout: padded, verified, ou
   const AttentionInputs<double> x = make_inputs({2, S, 2 * P, P, 8}, 0, true).cast<double>();
   const AttentionOutput<double> exact = exact_attention(x.q, x.k, x.v, MaskKind::causal);
   CHECK(compare(out.values, exact.out, fp32_tolerance("out")).ok);
+}
+
+TEST_CASE("heads that do not divide over the Ulysses degree are padded and cut from the outputs", "[cli][uneven]") {
+  // (algo, P, U, H, HKV): plain heads, GQA whose HKV does not divide, a hybrid
+  const auto [algo, P, U, H, HKV] =
+      GENERATE(std::tuple{"ulysses", 4, 4, 6, 6}, std::tuple{"ulysses", 4, 4, 10, 5}, std::tuple{"hybrid", 6, 3, 8, 4});
+  TempDir dir;
+  std::vector<std::string> args{
+      "run",      "--no-progress", "--algo",          algo,         "--ranks",           std::to_string(P), "--seq",
+      "97",       "--heads",       std::to_string(H), "--kv-heads", std::to_string(HKV), "--dim",           "8",
+      "--causal", "--backward",    "--save",          dir / "out"};
+  if (std::string(algo) == "hybrid") args.insert(args.end(), {"--ulysses", std::to_string(U)});
+  const auto run = run_binary(kRinglab, args);
+  INFO(run.out << run.err);
+  REQUIRE(run.status == 0);
+  CHECK(run.out.find("padding head") != std::string::npos);
+  CHECK(read_npy(dir / "out/out.npy").values.shape() == Shape{1, 97, H, 8});
+  CHECK(read_npy(dir / "out/lse.npy").values.shape() == Shape{1, H, 97});
+  CHECK(read_npy(dir / "out/dv.npy").values.shape() == Shape{1, 97, HKV, 8});
 }
