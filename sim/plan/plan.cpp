@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 #include <stdexcept>
+#include <utility>
 
 #include "reference/error.hpp"
 #include "reference/formulas.hpp"
@@ -75,8 +76,8 @@ std::string PlanSpec::describe() const {
 }
 
 Plan::Plan(PlanSpec spec, std::vector<Phase> phases)
-    : spec_(spec), mask_(spec.mask()), layout_(make_layout(spec.layout, spec.dims.seq, spec.ranks, spec.block, mask_)),
-      phases_(std::move(phases)) {}
+    : spec_(std::move(spec)), mask_(spec_.mask()),
+      layout_(make_layout(spec_.layout, spec_.dims.seq, spec_.ranks, spec_.block, mask_)), phases_(std::move(phases)) {}
 
 int64_t Plan::ring_position_at(int64_t rank, Shift shift, int64_t step) const {
   const int64_t R = ring();
