@@ -138,7 +138,9 @@ int main(int argc, char** argv) {
   {
     const Plan plan = build_plan(spec_of(LayoutKind::contiguous, P, S, docs, 0));
     const Traffic t = traffic(plan);
-    report_row("masks", "K/V bytes received and never used, documents, contiguous ring (window-bounded)",
+    report_row("masks",
+               "K/V bytes received and never used, documents, contiguous ring (trimmed: a block stops at the last rank "
+               "that needs it)",
                format("%.1f%% (plain ring %.1f%%)", 100.0 * static_cast<double>(t.unused) / t.received,
                       100.0 * static_cast<double>(t.plain_unused) / t.plain_received),
                "0", judged(t.unused == 0));

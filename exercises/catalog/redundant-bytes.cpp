@@ -51,10 +51,11 @@ static void write(VariantDraw& draw, Exercise& e) {
       "Rank r needs block g (g != r) only if a document spans both: for a causal mask also g < r.",
       cat("Unused: ", bytes_text(unused), " = ", percent_text(unused / total),
           " of the traffic. The per-document zig-zag layout brings it to zero (every rank then holds a piece of every",
-          " document); the window-bounded ring stops at the last hop anyone needs."),
+          " document); ringlab's ring (without --full-ring) forwards a block only as far as the last rank that needs",
+          " it."),
   });
   e.command = "ringlab plan --ranks " + std::to_string(P) + " --seq " + std::to_string(seq) + " --heads " +
-              std::to_string(kv_heads) + " --dim " + std::to_string(dim) + " --causal --docs " +
+              std::to_string(kv_heads) + " --dim " + std::to_string(dim) + " --causal --full-ring --docs " +
               documents_string(documents, 64) +
               "    # the never-used K/V column (the simulator plans in fp32: twice the bf16 bytes)";
 }

@@ -45,7 +45,7 @@ static void write(VariantDraw& draw, Exercise& e) {
                   {"W", cat(w.window, " keys"), "sliding window: a query sees itself and the W-1 keys before it"}};
   e.statement =
       "Causal attention with a sliding window of W keys (the query's own included), contiguous layout, a ring of P\n"
-      "ranks that passes K/V blocks one hop per step and stops once no rank needs an older block.\n"
+      "ranks that passes K/V blocks one hop per step and forwards a block only to ranks that still need it.\n"
       "hops: how many hops do K/V blocks make?   share: what fraction of the full causal ring's K/V traffic\n"
       "(P-1 hops) does the window's ring move?";
   e.parts = {count_part("hops", "hops K/V make", hops)
@@ -54,12 +54,17 @@ static void write(VariantDraw& draw, Exercise& e) {
                           "needs ceil((W-1)/n) hops")
                  .mistake(double(w.ranks - 1), "the full ring",
                           "blocks further back than the window are masked for every rank: nobody needs them"),
-             fraction_part("share", "K/V traffic of the window's ring / the full causal ring's", share, 0.0005)};
+             fraction_part("share", "K/V traffic of the window's ring / the full causal ring's", share, 0.0005)
+                 .mistake(double(hops) / double(w.ranks - 1), "every block makes every hop",
+                          "block b is needed by ranks b+1 .. b+hops only up to rank P-1: a block passed on from "
+                          "rank P-1 to rank 0 reaches queries that all come before its keys")};
   e.solution = lines({
       cat("The query at the start of rank g's block reaches W-1 = ", w.window - 1,
           " tokens back: ceil((W-1)/n) = ", hops, " blocks (at most P-1)."),
-      cat("Every rank receives one block per hop: ", hops, " hops of the full ring's P-1 = ", w.ranks - 1, " -> ",
-          percent_text(share), " of its K/V traffic."),
+      cat("Block b travels to ranks b+1 .. min(b+", hops,
+          ", P-1): the last blocks stop at rank P-1, whose successor (rank 0) holds only earlier queries."),
+      cat("Sum over b of min(", hops, ", P-1-b) messages, of the full ring's P(P-1) = ", w.ranks * (w.ranks - 1),
+          " -> ", percent_text(share), " of its K/V traffic."),
   });
   e.command = demo_command("plan", w.ranks, seq, cat("--causal --window ", w.window), "the ring's step count");
 }

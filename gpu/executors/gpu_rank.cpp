@@ -99,7 +99,8 @@ GpuRank::GpuRank(const Plan& plan, int64_t rank, Dtype dtype, const AttentionInp
   for (size_t s = 0; s < slots_.size(); ++s) {
     const Slot slot = static_cast<Slot>(s);
     const bool needed = slot == Slot::kv0 || slot == Slot::kv1 ||
-                        (backward_ && (slot == Slot::dkv0 || slot == Slot::dkv1 || slot == Slot::dkv_local)) ||
+                        (backward_ && (slot == Slot::dkv0 || slot == Slot::dkv1 || slot == Slot::dkv_local ||
+                                       slot == Slot::dkv_home)) ||
                         (gathers && slot == Slot::gathered_kv) || (gathers && backward_ && slot == Slot::gathered_dkv);
     if (needed) slots_[s] = zeroed(static_cast<size_t>(g.slot_blocks(slot) * g.slot_block_bytes(slot)));
   }

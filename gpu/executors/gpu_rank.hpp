@@ -51,7 +51,8 @@ struct RankGeometry {
   int64_t kv_block_elements() const { return 2 * B * n * kv_heads * D; }  // K and V of one block
   int64_t slot_blocks(Slot slot) const { return slot == Slot::gathered_kv || slot == Slot::gathered_dkv ? R : 1; }
   static bool is_grad_slot(Slot slot) {
-    return slot == Slot::dkv0 || slot == Slot::dkv1 || slot == Slot::dkv_local || slot == Slot::gathered_dkv;
+    return slot == Slot::dkv0 || slot == Slot::dkv1 || slot == Slot::dkv_local || slot == Slot::dkv_home ||
+           slot == Slot::gathered_dkv;
   }
   // Bytes of one block of a slot: K/V in the dtype, dK/dV in fp32.
   int64_t slot_block_bytes(Slot slot) const { return kv_block_elements() * (is_grad_slot(slot) ? 4 : element_bytes()); }

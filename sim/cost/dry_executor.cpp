@@ -32,10 +32,12 @@ int64_t wrap(int64_t value, int64_t modulus) { return ((value % modulus) + modul
 struct PendingExchange {
   int64_t step = -1;  // the step that posted it; -1 = free
   bool sends = true, receives = true;
+  std::vector<char> sent, received;  // per rank: took part (a trimmed ring's ranks may not)
   std::vector<double> send_done, send_ready, recv_done, recv_ready, recv_extra, recv_duration;
   void size(int64_t ranks) {
     for (auto* v : {&send_done, &send_ready, &recv_done, &recv_ready, &recv_extra, &recv_duration})
       v->assign(ranks, 0.0);
+    sent.assign(ranks, 0), received.assign(ranks, 0);
   }
 };
 
@@ -48,7 +50,9 @@ class DryRun {
     for (auto* v : {&clock_, &compute_, &other_, &exposed_, &idle_, &comm_, &hidden_, &flops_, &send_free_, &recv_free_,
                     &step_compute_})
       v->assign(P, 0.0);
-    for (auto* v : {&pairs_, &computed_, &skipped_, &masked_}) v->assign(P, 0);
+    for (auto* v :
+         {&pairs_, &computed_, &skipped_, &masked_, &bytes_sent_, &bytes_received_, &messages_, &messages_received_})
+      v->assign(P, 0);
     node_.resize(P);
     const int64_t G = std::max<int64_t>(1, hw.ranks_per_node);
     for (int64_t r = 0; r < P_; ++r) node_[r] = r / G;
@@ -79,9 +83,9 @@ class DryRun {
     }
     pending.step = step;
     pending.sends = t.sends, pending.receives = t.receives;
+    std::fill(pending.sent.begin(), pending.sent.end(), 0);
+    std::fill(pending.received.begin(), pending.received.end(), 0);
     const int64_t bytes = payload_bytes(plan_, t.payload);
-    // Every rank runs this entry: each sends one message of `bytes` and receives one.
-    bytes_sent_ += bytes, bytes_received_ += bytes, ++messages_;
     const bool host = host_copy_;
     const double intra = hw_.intra_node.seconds(double(bytes)) / (host ? copy_share_ : 1.0);
     const double inter = hw_.inter_node.seconds(double(bytes)) / (host ? copy_share_ : 1.0);
@@ -91,8 +95,18 @@ class DryRun {
     for (int64_t g = 0; g < R_; ++g) {
       int64_t to_g = g + send_delta;
       if (to_g >= R_) to_g -= R_;
+      // Every rank sends one message of `bytes` and receives one, but in a trimmed ring (Route).
+      const bool sends = phase_->route_sends(t.route, g, step);
+      if (sends != phase_->route_receives(t.route, to_g, step)) {
+        throw std::logic_error("dry executor: phase '" + label_ + "' step " + std::to_string(step) +
+                               ": ring position " + std::to_string(g) + "'s send and " + std::to_string(to_g) +
+                               "'s receive disagree");
+      }
+      if (!sends) continue;
       for (int64_t u = 0; u < U_; ++u) {
         const int64_t r = g * U_ + u, to = to_g * U_ + u;
+        pending.sent[r] = pending.received[to] = 1;
+        bytes_sent_[r] += bytes, bytes_received_[to] += bytes, ++messages_[r], ++messages_received_[to];
         const bool same_node = node_[r] == node_[to];
         const double duration = same_node ? intra : inter;
         double start = 0, end = 0;
@@ -137,11 +151,11 @@ class DryRun {
     pending.step = -1;
     for (int64_t r = 0; r < P_; ++r) {
       double target = kNever, ready = kNever;
-      if (pending.sends) target = pending.send_done[r], ready = pending.send_ready[r];
-      if (pending.receives && pending.recv_done[r] > target)
-        target = pending.recv_done[r], ready = pending.recv_ready[r];
+      const bool sent = pending.sends && pending.sent[r], received = pending.receives && pending.received[r];
+      if (sent) target = pending.send_done[r], ready = pending.send_ready[r];
+      if (received && pending.recv_done[r] > target) target = pending.recv_done[r], ready = pending.recv_ready[r];
       const double now = clock_[r];
-      if (pending.receives && !host_copy_) {
+      if (received && !host_copy_) {
         // Of the incoming transfer's own duration, what did not stall this rank was hidden.
         const double exposed = std::max(0.0, pending.recv_done[r] - std::max(now, pending.recv_ready[r]));
         hidden_[r] += pending.recv_duration[r] - std::min(pending.recv_duration[r], exposed);
@@ -158,7 +172,7 @@ class DryRun {
           if (stall > late_peer) trace_.push_back(event_at(r, TraceLane::comm, "wait", now + late_peer, target, step));
         }
       }
-      if (host_copy_ && pending.receives && pending.recv_extra[r] > 0) {  // host copies: the receiver's checksum
+      if (host_copy_ && received && pending.recv_extra[r] > 0) {  // host copies: the receiver's checksum
         const double start = clock_[r];
         clock_[r] += pending.recv_extra[r];
         exposed_[r] += pending.recv_extra[r];
@@ -169,7 +183,7 @@ class DryRun {
 
   // ---- [compute] -----------------------------------------------------------------------------
 
-  void compute(const ComputeT& t, int64_t step) {
+  void compute(const ComputeT& t, Needs needs, int64_t step) {
     const bool backward = t.pass == Pass::backward;
     const AttentionDims& d = plan_.spec().dims;
     // FLOPs per (query, key) pair over the rank's heads and batch.
@@ -201,6 +215,7 @@ class DryRun {
     std::array<Cost, 3> class_cost{};
     std::array<bool, 3> known{};
     for (int64_t g = 0; g < R_; ++g) {
+      if (!phase_->runs(needs, g, step)) continue;  // a trimmed ring: the block never reached g
       int64_t kv = g + delta;
       if (kv >= R_) kv -= R_;
       const int memo = classifier_.memo_class(g, kv);
@@ -272,8 +287,10 @@ class DryRun {
     const bool ulysses_family = is_ulysses_collective(t.collective);
     const char* name = collective_trace_name(t.collective);
     const int64_t count = ulysses_family ? U_ : R_;
-    if (count <= 1) return;                                                  // a group of one: nothing moves
-    bytes_sent_ += bytes, bytes_received_ += bytes, messages_ += count - 1;  // every rank, the same
+    if (count <= 1) return;           // a group of one: nothing moves
+    for (int64_t r = 0; r < P_; ++r)  // every rank, the same
+      bytes_sent_[r] += bytes, bytes_received_[r] += bytes, messages_[r] += count - 1,
+          messages_received_[r] += count - 1;
     const int64_t groups = ulysses_family ? R_ : U_;
     const double chunk = double(bytes) / double(count - 1);
     // Reduce-scatter also adds what it receives: read two, write one, at memory bandwidth.
@@ -315,6 +332,12 @@ class DryRun {
   // ---- [elementwise] -------------------------------------------------------------------------
 
   void elementwise(double bytes) { elementwise_seconds(hw_.device.memory_seconds(bytes, P_)); }
+  // Only on the ranks that run the entry (a trimmed ring's Needs).
+  void elementwise(double bytes, Needs needs, int64_t step) {
+    const double seconds = hw_.device.memory_seconds(bytes, P_);
+    for (int64_t r = 0; r < P_; ++r)
+      if (phase_->runs(needs, r / U_, step)) clock_[r] += seconds, other_[r] += seconds;
+  }
   void elementwise_seconds(double seconds) {
     if (seconds <= 0) return;
     for (int64_t r = 0; r < P_; ++r) clock_[r] += seconds, other_[r] += seconds;
@@ -356,7 +379,8 @@ class DryRun {
       step_compute_;
   std::vector<int64_t> pairs_, computed_, skipped_, masked_, node_;
   // Every rank runs every template entry, so each sends and receives the same: one count for all.
-  int64_t bytes_sent_ = 0, bytes_received_ = 0, messages_ = 0;
+  std::vector<int64_t> bytes_sent_, bytes_received_, messages_, messages_received_;  // per rank
+  const Phase* phase_ = nullptr;                                                     // the phase being run
   bool host_copy_ = false;
   std::string label_;
   bool tracing_ = false;
@@ -398,6 +422,7 @@ DryResult DryRun::run() {
   for (size_t p = 0; p < plan_.phases().size(); ++p) {
     const Phase& phase = plan_.phases()[p];
     label_ = phase.name;
+    phase_ = &phase;
     DryPhase phase_result{phase.name, phase.steps, *std::min_element(clock_.begin(), clock_.end()), 0};
     // One pending record per (exchange id, step parity window): a Wait lags at most max_lag steps.
     int max_id = -1;
@@ -431,13 +456,13 @@ DryResult DryRun::run() {
               } else if constexpr (std::is_same_v<T, WaitT>) {
                 wait(t, step, record_of(t.exchange_id, step - t.lag));
               } else if constexpr (std::is_same_v<T, ComputeT>) {
-                compute(t, step);
+                compute(t, entry.needs, step);
               } else if constexpr (std::is_same_v<T, CollectiveT>) {
                 collective(t, step);
               } else if constexpr (std::is_same_v<T, LoadKvT>) {
                 elementwise(2.0 * double(payload_bytes(plan_, Payload::kv)));  // own K/V into the slot
               } else if constexpr (std::is_same_v<T, AccumulateT>) {
-                elementwise(3.0 * double(payload_bytes(plan_, Payload::dkv)));
+                elementwise(3.0 * double(payload_bytes(plan_, Payload::dkv)), entry.needs, step);
               } else if constexpr (std::is_same_v<T, FinalizeT>) {
                 elementwise(finalize_bytes());
               } else if constexpr (std::is_same_v<T, PrepareBackwardT>) {
@@ -480,9 +505,10 @@ DryResult DryRun::run() {
     out.comm_s = comm_[r];
     out.hidden_comm_s = hidden_[r];
     out.finish_s = clock_[r];
-    out.bytes_sent = bytes_sent_;
-    out.bytes_received = bytes_received_;
-    out.messages_sent = messages_;
+    out.bytes_sent = bytes_sent_[r];
+    out.bytes_received = bytes_received_[r];
+    out.messages_sent = messages_[r];
+    out.messages_received = messages_received_[r];
     out.blocks_computed = computed_[r];
     out.blocks_skipped = skipped_[r];
     out.blocks_masked = masked_[r];
@@ -537,7 +563,7 @@ RankSummary rank_summary(const DryRank& rank) {
   s.flops = rank.flops;
   s.counters.messages_sent = rank.messages_sent;
   s.counters.bytes_sent = rank.bytes_sent;
-  s.counters.messages_received = rank.messages_sent;  // every rank receives what one sends
+  s.counters.messages_received = rank.messages_received;
   s.counters.bytes_received = rank.bytes_received;
   s.counters.blocked_seconds = rank.exposed_comm_s + rank.idle_s;
   s.counters.compute_seconds = rank.compute_s;

@@ -59,7 +59,7 @@ struct DryRank {
   double comm_s = 0;          // transfer time of the rank's incoming data, hidden or not
   double hidden_comm_s = 0;   // the part of it that ran while the rank had other work (overlap)
   double finish_s = 0;        // its last op's end: compute + other + exposed + idle
-  int64_t bytes_sent = 0, bytes_received = 0, messages_sent = 0;
+  int64_t bytes_sent = 0, bytes_received = 0, messages_sent = 0, messages_received = 0;
   int64_t blocks_computed = 0, blocks_skipped = 0, blocks_masked = 0;  // as RankSummary counts them
   int64_t pairs = 0;                                                   // visible pairs per (batch, head)
   double flops = 0;                                                    // of the visible pairs

@@ -43,7 +43,8 @@ int64_t slot_bytes(const Plan& plan, Slot slot) {
     case Slot::kv1: return kv;
     case Slot::dkv0:
     case Slot::dkv1:
-    case Slot::dkv_local: return dkv;
+    case Slot::dkv_local:
+    case Slot::dkv_home: return dkv;
     case Slot::gathered_kv: return plan.ring() * kv;
     case Slot::gathered_dkv: return plan.ring() * dkv;
     case Slot::count: break;

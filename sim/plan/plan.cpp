@@ -21,7 +21,8 @@ namespace {
 constexpr const char* kAlgorithmNames[] = {"ring", "allgather", "ulysses", "hybrid"};
 // The mistakes of the source material a plan can reproduce, after none (not one of them).
 constexpr const char* kErratumNames[] = {"none", "reverse-dkv", "kv-offset-mask"};
-constexpr const char* kSlotNames[] = {"kv0", "kv1", "dkv0", "dkv1", "dkv_local", "gathered_kv", "gathered_dkv"};
+constexpr const char* kSlotNames[] = {"kv0",       "kv1",         "dkv0",         "dkv1",
+                                      "dkv_local", "gathered_kv", "gathered_dkv", "dkv_home"};
 constexpr const char* kCollectiveNames[] = {"all-to-all q,k,v",    "all-to-all out,lse", "all-to-all dout",
                                             "all-to-all dq,dk,dv", "all-gather K/V",     "reduce-scatter dK/dV"};
 constexpr const char* kBlockShapeNames[] = {"full",   "diag", "q-half",  "kv-half",
@@ -69,7 +70,9 @@ std::string PlanSpec::describe() const {
   }
   const Mask m = mask();
   const bool shown = causal || window > 0 || documents.size() > 1;  // padding is said above
-  text += shown ? " | " + m.describe() + (skip ? "" : ", no skip") : " | full";
+  text += shown ? " | " + m.describe() + (skip ? "" : ", no skip") +
+                      (full_ring && algo != Algorithm::allgather && algo != Algorithm::ulysses ? ", full ring" : "")
+                : " | full";
   text += backward ? " | fwd+bwd" : " | fwd";
   if (erratum != Erratum::none) text += std::string(" | erratum ") + erratum_name(erratum);
   return text;
@@ -277,15 +280,72 @@ CollectiveOp collective_op(const Plan& plan, int64_t rank, Collective collective
 
 }  // namespace
 
+// ---- [trimmed ring] --------------------------------------------------------------------------
+
+namespace {
+
+int64_t travel_of(const std::vector<int64_t>& travel, int64_t position) {
+  const auto R = static_cast<int64_t>(travel.size());
+  return travel[static_cast<size_t>(((position % R) + R) % R)];
+}
+
+}  // namespace
+
+bool Phase::runs(Needs needs, int64_t g, int64_t step) const {
+  if (needs == Needs::always || travel.empty()) return needs != Needs::home_first && needs != Needs::home_now;
+  switch (needs) {
+    case Needs::held: return step <= travel_of(travel, g - step);
+    case Needs::home_first: return step == 0 && travel_of(travel, g) == 0;
+    case Needs::home_now: return step > 0 && step == travel_of(travel, g);
+    case Needs::always: break;
+  }
+  return true;
+}
+
+bool Phase::route_sends(Route route, int64_t g, int64_t step) const {
+  switch (route) {
+    case Route::fixed: return true;
+    case Route::along: return step + 1 <= travel_of(travel, g - step);
+    case Route::home: return step > 0 && step == travel_of(travel, g - step);
+  }
+  return true;
+}
+
+bool Phase::route_receives(Route route, int64_t g, int64_t step) const {
+  switch (route) {
+    case Route::fixed: return true;
+    case Route::along: return step + 1 <= travel_of(travel, g - 1 - step);
+    case Route::home: return step > 0 && step == travel_of(travel, g);
+  }
+  return true;
+}
+
 // ---- [expansion] -----------------------------------------------------------------------------
 
 std::vector<Op> expand(const Plan& plan, int64_t rank) {
   std::vector<Op> ops;
   for (size_t p = 0; p < plan.phases().size(); ++p) {
     const Phase& phase = plan.phases()[p];
+    const int64_t g = plan.ring_position(rank);
+    // In a trimmed ring, the exchanges this rank posted in the last steps, by (id, step): a Wait
+    // for one it did not post is left out.
+    const bool trimmed = !phase.travel.empty();
+    std::vector<std::pair<int, int64_t>> posted;
     for (int64_t step = 0; step < phase.steps; ++step) {
+      std::erase_if(posted, [&](const auto& x) { return x.second < step - 1; });  // waits lag at most 1 step
       for (const TemplateEntry& entry : phase.body) {
-        if (!entry.when.contains(step, phase.steps)) continue;
+        if (!entry.when.contains(step, phase.steps) || !phase.runs(entry.needs, g, step)) continue;
+        if (const auto* x = std::get_if<ExchangeT>(&entry.op); x && trimmed) {
+          if (!(x->sends && phase.route_sends(x->route, g, step)) &&
+              !(x->receives && phase.route_receives(x->route, g, step)))
+            continue;
+          posted.emplace_back(x->id, step);
+        } else if (const auto* w = std::get_if<WaitT>(&entry.op); w && trimmed) {
+          if (w->lag > 1) throw std::logic_error("expand: a trimmed ring's wait lags more than one step");
+          if (std::find(posted.begin(), posted.end(), std::pair<int, int64_t>{w->exchange_id, step - w->lag}) ==
+              posted.end())
+            continue;
+        }
         Op op{static_cast<int>(p), step, {}};
         std::visit(
             [&](const auto& t) {
@@ -294,8 +354,10 @@ std::vector<Op> expand(const Plan& plan, int64_t rank) {
                 ExchangeOp e;
                 e.id = t.id;
                 e.payload = t.payload;
-                e.send_to = t.sends ? plan.ring_peer(rank, t.send_to, step) : -1;
-                e.recv_from = t.receives ? plan.ring_peer(rank, t.recv_from, step) : -1;
+                const bool sends = t.sends && phase.route_sends(t.route, g, step);
+                const bool receives = t.receives && phase.route_receives(t.route, g, step);
+                e.send_to = sends ? plan.ring_peer(rank, t.send_to, step) : -1;
+                e.recv_from = receives ? plan.ring_peer(rank, t.recv_from, step) : -1;
                 e.send_slot = t.send_slot.at(step);
                 e.recv_slot = t.recv_slot.at(step);
                 e.bytes = payload_bytes(plan, t.payload);

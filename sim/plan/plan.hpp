@@ -60,6 +60,7 @@ struct PlanSpec {
   int64_t padding = 0;        // the last `padding` of dims.seq tokens are padding: hidden by the mask, never returned
   int64_t padding_heads = 0;  // the last of dims.heads (and their kv heads) are padding, never returned
   bool skip = true;           // skip fully masked blocks (with any mask)
+  bool full_ring = false;     // ring: every K/V block makes all R-1 hops, whatever the mask (a plain ring)
   bool backward = false;
   Erratum erratum = Erratum::none;
   int64_t element_bytes = 4;  // of q, k, v, out on the wire: 4 in the simulator (fp32), 2 for bf16
@@ -88,6 +89,7 @@ enum class Slot : uint8_t {
   dkv_local,     // this step's dK/dV contribution, before it joins the travelling accumulator
   gathered_kv,   // all ring positions' K/V, after an all-gather (ring position order)
   gathered_dkv,  // dK/dV for all ring positions, before the reduce-scatter
+  dkv_home,      // the rank's own block's dK/dV, sent home by the last rank its block reached (trimmed ring)
   count
 };
 const char* slot_name(Slot slot);
@@ -112,6 +114,17 @@ enum class Payload : uint8_t {
   dkv,  // dK and dV accumulators of a block (fp32)
 };
 
+// Which ranks take part in an exchange. `fixed`: every rank sends and receives. The other two
+// follow a trimmed ring (Phase::travel, block b makes travel[b] hops, b -> b+1 -> ... ):
+//   along: at step t a rank sends the block it holds (position g - t) on iff hop t + 1 of it is
+//          needed, t + 1 <= travel[g - t], and receives block g - 1 - t iff t + 1 <= travel[g - 1 - t];
+//   home:  a rank sends the block it holds home (to g - t) iff its travel ends here,
+//          t == travel[g - t] > 0, and receives its own block's home-coming from g + t iff
+//          t == travel[g] > 0.
+// A side that does not take part is absent from the ExchangeOp; with neither, there is no op, and
+// no Wait for it.
+enum class Route : uint8_t { fixed, along, home };
+
 // Posts a non-blocking send of a slot to one ring neighbour and a receive into a slot from
 // another; the matching Wait completes both. Either side may be absent.
 struct ExchangeT {
@@ -120,6 +133,7 @@ struct ExchangeT {
   bool sends = true, receives = true;
   SlotPair send_slot, recv_slot;
   Shift send_to{1, 0}, recv_from{-1, 0};
+  Route route = Route::fixed;
 };
 
 // Waits for the exchange `exchange_id` posted `lag` steps ago (0 = this step).
@@ -179,9 +193,17 @@ struct StoreGradsT {
 using OpTemplate = std::variant<ExchangeT, WaitT, LoadKvT, ComputeT, AccumulateT, CollectiveT, FinalizeT,
                                 PrepareBackwardT, StoreGradsT>;
 
+// Which ranks run an entry at a step it is present on, in a trimmed ring (Phase::travel):
+//   always:     every rank;
+//   held:       ranks that hold the block of the step, t <= travel[g - t] (it reached them);
+//   home_first: t == 0 and travel[g] == 0 (the rank's own block never left: its accumulator is home);
+//   home_now:   t == travel[g] > 0 (the rank's own block's accumulator comes home this step).
+enum class Needs : uint8_t { always, held, home_first, home_now };
+
 struct TemplateEntry {
   OpTemplate op;
   Steps when;
+  Needs needs = Needs::always;
 };
 
 // Which group a phase's ring positions and collectives refer to.
@@ -193,6 +215,14 @@ struct Phase {
   Family family = Family::ring;
   int64_t steps = 1;
   std::vector<TemplateEntry> body;
+  // A trimmed ring: the hops each ring position's block makes (empty = every block every step).
+  // Routes and Needs other than fixed/always read it.
+  std::vector<int64_t> travel = {};
+  // Whether a rank at ring position g runs an entry at `step` (Needs), and which sides of an
+  // exchange it posts (Route): what expand() and the dry executor both evaluate.
+  bool runs(Needs needs, int64_t g, int64_t step) const;
+  bool route_sends(Route route, int64_t g, int64_t step) const;
+  bool route_receives(Route route, int64_t g, int64_t step) const;
 };
 
 // ---- [plan] ----------------------------------------------------------------------------------
@@ -345,8 +375,11 @@ std::vector<Phase> ring_phases(const PlanSpec& spec);
 std::vector<Phase> allgather_phases(const PlanSpec& spec);
 std::vector<Phase> ulysses_phases(const PlanSpec& spec);  // also the hybrid: Ulysses x ring
 
-// The ring loops shared by ring and hybrid (sim/plan/algorithms/ring.cpp). ring_hops: the hops K/V
-// make, R - 1 unless a window or document mask leaves the farthest blocks unneeded by every rank.
+// The ring loops shared by ring and hybrid (sim/plan/algorithms/ring.cpp). ring_travel: per ring
+// position, the hops its block makes: the farthest hop h <= R - 1 at which the rank g + h still sees
+// some of its keys (with a window or documents and skipping on; R - 1 for every block otherwise).
+// ring_hops: the most of them, R - 1 unless the mask leaves the farthest blocks unneeded by every rank.
+std::vector<int64_t> ring_travel(const PlanSpec& spec);
 int64_t ring_hops(const PlanSpec& spec);
 Phase ring_forward_phase(const PlanSpec& spec);
 Phase ring_backward_phase(const PlanSpec& spec);

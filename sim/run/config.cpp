@@ -13,7 +13,7 @@ std::string RunConfig::describe() const {
   text += " | " + layout + (block ? "(block=" + std::to_string(block) + ")" : "");
   text += " | P=" + std::to_string(ranks) + " | " + dims.to_string();
   const Mask m = mask();
-  text += m.none() ? " | full" : " | " + m.describe() + (no_skip ? ", no skip" : "");
+  text += m.none() ? " | full" : " | " + m.describe() + (no_skip ? ", no skip" : "") + (full_ring ? ", full ring" : "");
   text += backward ? " | fwd+bwd" : " | fwd";
   text += " | seed " + std::to_string(seed);
   if (!erratum.empty()) text += " | erratum " + erratum;
@@ -69,6 +69,9 @@ void add_schedule_flags(CLI::App& command, RunConfig& config) {
                      "packed documents: lengths L1,L2,... summing to S, or random:N (N long-tailed lengths from "
                      "--seed); attention never crosses a document");
   command.add_flag("--no-skip", config.no_skip, "compute fully masked blocks instead of skipping them");
+  command.add_flag("--full-ring", config.full_ring,
+                   "a plain ring: every K/V block makes all P-1 hops, even where a window or documents leave no rank "
+                   "that needs it (ringlab's ring stops each block where the last rank that needs it is)");
   command.add_flag("--backward", config.backward, "also run the backward pass (dq, dk, dv)");
   command
       .add_option("--erratum", config.erratum,
@@ -105,6 +108,7 @@ PlanSpec plan_spec(const RunConfig& config) {
     spec.dims.heads = kv_heads * group;
   }
   spec.skip = !config.no_skip;
+  spec.full_ring = config.full_ring;
   spec.backward = config.backward;
   spec.erratum = parse_erratum(config.erratum);
   return spec;

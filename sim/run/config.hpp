@@ -26,6 +26,7 @@ struct RunConfig {
   std::vector<int64_t> documents;        // the lengths --docs gives, filled by validate()
   std::vector<std::string> sizes_given;  // size flags (--heads..., --window) given on the command line
   bool no_skip = false;                  // compute fully masked blocks instead of skipping them
+  bool full_ring = false;                // every K/V block makes all P-1 ring hops, whatever the mask
   bool backward = false;
   uint64_t seed = 0;
   std::string erratum;  // "" | reverse-dkv | kv-offset-mask (source-material mistakes)

@@ -349,7 +349,11 @@ const std::map<std::string, Derivation, std::less<>>& derivations() {
        [](const Exercise& e) {
          const double P = e.number("P"), n = e.number("n"), W = e.number("W");
          const double hops = std::min(P - 1, std::ceil((W - 1) / n));
-         return Answers{{"hops", hops}, {"share", hops / (P - 1)}};
+         // Block b goes on to ranks b+1 .. b+hops, but never past rank P-1 (no wrap: those queries
+         // all come before it).
+         double messages = 0;
+         for (double b = 0; b < P; ++b) messages += std::min(hops, P - 1 - b);
+         return Answers{{"hops", hops}, {"share", messages / (P * (P - 1))}};
        }},
       {"redundant-bytes",
        [](const Exercise& e) {

@@ -1,6 +1,7 @@
 // Plans of every algorithm pass the checker; deliberately broken plans and the erratum variants
 // are caught, naming the rank and step.
 #include <catch2/catch.hpp>
+#include <numeric>
 #include <set>
 #include <tuple>
 
@@ -115,6 +116,70 @@ TEST_CASE("a window bounds the ring to the hops it needs", "[plans][mask]") {
   const PlanCheck check = check_plan(plan);
   INFO(findings_text(check));
   CHECK(check.ok());
+}
+
+TEST_CASE("the trimmed ring forwards a block only as far as the last rank that needs it", "[plans][mask]") {
+  const int64_t P = GENERATE(3, 4, 5, 8);
+  const auto [causal, window, documents] = GENERATE(
+      std::tuple{true, int64_t{0}, std::vector<int64_t>{100, 7, 300, 50, 0}},  // the last length fills S
+      std::tuple{true, int64_t{90}, std::vector<int64_t>{}}, std::tuple{false, int64_t{150}, std::vector<int64_t>{}},
+      std::tuple{false, int64_t{40}, std::vector<int64_t>{250, 0}},
+      std::tuple{true, int64_t{70}, std::vector<int64_t>{33, 0}});
+  const bool backward = GENERATE(false, true);
+  const int64_t n = 64, S = n * P;
+  PlanSpec spec = spec_of(Algorithm::ring, LayoutKind::contiguous, P, causal, true, backward);
+  spec.dims.seq = S;
+  spec.window = window;
+  std::vector<int64_t> docs;
+  for (int64_t length : documents) {
+    const int64_t used = std::accumulate(docs.begin(), docs.end(), int64_t{0});
+    if (used >= S) break;
+    docs.push_back(length == 0 || used + length > S ? S - used : length);
+  }
+  spec.documents = docs;
+  const Plan plan = build_plan(spec);
+  INFO(plan.spec().describe());
+  const PlanCheck check = check_plan(plan);
+  INFO(findings_text(check));
+  REQUIRE(check.ok());
+  // From the mask alone: block b (tokens [b n, b n + n)) must reach rank b + h iff some query of
+  // that rank sees some key of b; it travels to the farthest such h (never wrapping past it).
+  const Mask mask = spec.mask();
+  auto sees = [&](int64_t q_block, int64_t k_block) {
+    return mask.range_pairs(q_block * n, q_block * n + n - 1, k_block * n, k_block * n + n - 1) > 0;
+  };
+  const int64_t block = payload_bytes(plan, Payload::kv);
+  int64_t expected_received = 0, expected_unused = 0, plain_unused = 0;
+  for (int64_t b = 0; b < P; ++b) {
+    int64_t travel = 0;
+    for (int64_t h = 1; h < P; ++h)
+      if (sees((b + h) % P, b)) travel = h;
+    expected_received += travel * block;
+    for (int64_t h = 1; h <= travel; ++h) expected_unused += sees((b + h) % P, b) ? 0 : block;  // relays
+    for (int64_t r = 0; r < P; ++r) plain_unused += r != b && !sees(r, b) ? block : 0;
+  }
+  int64_t received = 0, unused = 0;
+  for (int64_t r = 0; r < P; ++r) {
+    const RankWork w = rank_work(plan, r, expand(plan, r));
+    received += w.kv_bytes_received, unused += w.kv_bytes_unused;
+  }
+  const int64_t passes = backward ? 2 : 1;  // the backward fetches K/V again, along the same route
+  CHECK(received == passes * expected_received);
+  CHECK(unused == expected_unused);
+  // Causal and contiguous: the ranks that need a block are consecutive after it, so none relays.
+  // (Without causality a block is needed on both sides, and a one-way ring passes it through the rest.)
+  if (causal) CHECK(unused == 0);
+  // --full-ring: the plain ring, every block to every rank, with the unused bytes that brings.
+  spec.full_ring = true;
+  const Plan full = build_plan(spec);
+  REQUIRE(check_plan(full).ok());
+  int64_t full_received = 0, full_unused = 0;
+  for (int64_t r = 0; r < P; ++r) {
+    const RankWork w = rank_work(full, r, expand(full, r));
+    full_received += w.kv_bytes_received, full_unused += w.kv_bytes_unused;
+  }
+  CHECK(full_received == passes * P * (P - 1) * block);
+  CHECK(full_unused == plain_unused);
 }
 
 TEST_CASE("the reverse-dkv erratum is caught at P >= 3 and invisible at P = 2", "[plans][checker][errata]") {

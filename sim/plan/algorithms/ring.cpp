@@ -18,16 +18,21 @@
 //              exchange: send dkv[t] to g+1, receive dkv[t+1] from g-1
 //              [t = R-1] wait: dkv[R] is now the full gradient of this rank's own block
 //
-// Window-bounded ring: under a window or document mask no rank may need the block of the farthest
-// ring positions. With H = ring_hops(spec) the largest hop any rank needs (the block of position
-// g - H still has keys some query of g sees), the loops run H + 1 steps instead of R: K/V make H
-// hops, not R - 1, and in the backward each dK/dV accumulator goes home in one message from
-// g + H instead of completing the circle. A contiguous causal window of W tokens over blocks of n
-// needs H = ceil((W - 1) / n).
+// Trimmed ring, under a window or documents (with skipping): no rank forwards K/V that no later
+// rank needs. Block b's travel T(b) is the farthest hop at which the rank b + h still sees some of
+// its keys; the block goes b -> b+1 -> ... -> b + T(b) and no farther (the ranks on the way that
+// see none of it pass it on). The loops run H + 1 steps, H = max T(b) = ring_hops(spec): a
+// contiguous causal window of W tokens over blocks of n needs H = ceil((W - 1) / n), and no block
+// wraps past rank R - 1 to ranks whose queries all precede it. In the backward each dK/dV
+// accumulator follows its block one step behind and goes home in one message from b + T(b)
+// (Phase::travel, Route::along / home). With --no-skip the loops still stop after H hops, but every
+// block makes all of them.
 //
 // The erratum variant reverse-dkv (the book's erratum 1) sends the accumulator to g-1 and receives
 // from g+1 instead: rank g then adds block g - t's gradient into block g - t + 2's accumulator,
 // which is right only when R <= 2.
+#include <algorithm>
+
 #include "sim/plan/plan.hpp"
 
 namespace ringlab {
@@ -36,6 +41,7 @@ namespace {
 
 constexpr int kKvExchange = 0;
 constexpr int kDkvExchange = 1;
+constexpr int kDkvHome = 2;
 
 const SlotPair kKvNow{Slot::kv0, Slot::kv1, 0};
 const SlotPair kKvNext{Slot::kv0, Slot::kv1, 1};
@@ -46,29 +52,83 @@ const Shift kBlockOfStep{0, -1};  // ring position g - t
 
 }  // namespace
 
-int64_t ring_hops(const PlanSpec& spec) {
+namespace {
+
+// Whether the ring follows each block's own travel (a window or documents, skipping on, no erratum).
+bool trimmed(const PlanSpec& spec) {
+  return spec.ring_degree() > 1 && spec.skip && !spec.full_ring && spec.erratum == Erratum::none &&
+         (spec.window > 0 || spec.documents.size() > 1);
+}
+
+}  // namespace
+
+std::vector<int64_t> ring_travel(const PlanSpec& spec) {
   const int64_t R = spec.ring_degree();
-  if (!spec.mask().general() || R == 1) return R - 1;
+  std::vector<int64_t> travel(static_cast<size_t>(R), R - 1);
+  if (!spec.mask().general() || R == 1 || spec.full_ring) return travel;
   const Plan probe(spec, {});
-  for (int64_t hop = R - 1; hop > 0; --hop)
-    for (int64_t g = 0; g < R; ++g)
-      if (block_mask_pairs(probe, g, ((g - hop) % R + R) % R) > 0) return hop;
-  return 0;
+  for (int64_t b = 0; b < R; ++b) {
+    int64_t& hops = travel[static_cast<size_t>(b)];
+    while (hops > 0 && block_mask_pairs(probe, (b + hops) % R, b) == 0) --hops;
+  }
+  return travel;
+}
+
+int64_t ring_hops(const PlanSpec& spec) {
+  const std::vector<int64_t> travel = ring_travel(spec);
+  return *std::max_element(travel.begin(), travel.end());
 }
 
 Phase ring_forward_phase(const PlanSpec& spec) {
-  const int64_t steps = ring_hops(spec) + 1;
+  const std::vector<int64_t> travel = ring_travel(spec);
+  const int64_t steps = *std::max_element(travel.begin(), travel.end()) + 1;
+  const Route route = trimmed(spec) ? Route::along : Route::fixed;
   Phase phase{"ring forward", Pass::forward, Family::ring, steps, {}};
   phase.body = {
       {LoadKvT{kKvNow}, Steps{0, steps - 1}},
-      {ExchangeT{kKvExchange, Payload::kv, true, true, kKvNow, kKvNext, Shift{1, 0}, Shift{-1, 0}}, Steps{0, 1}},
-      {ComputeT{Pass::forward, kKvNow, kBlockOfStep, false, {}, false}, Steps{}},
+      {ExchangeT{kKvExchange, Payload::kv, true, true, kKvNow, kKvNext, Shift{1, 0}, Shift{-1, 0}, route}, Steps{0, 1}},
+      {ComputeT{Pass::forward, kKvNow, kBlockOfStep, false, {}, false}, Steps{},
+       route == Route::along ? Needs::held : Needs::always},
       {WaitT{kKvExchange, 0}, Steps{0, 1}},
   };
+  if (route == Route::along) phase.travel = travel;
   return phase;
 }
 
+namespace {
+
+// The backward of a trimmed ring: K/V go exactly where they went in the forward; a block's dK/dV
+// accumulator follows it one step behind and, where the block's travel ends (t = travel[b] at rank
+// b + t), goes home to b in one message, into dkv_home. A block that never left is home at once.
+Phase trimmed_backward_phase(const std::vector<int64_t>& travel) {
+  const int64_t H = *std::max_element(travel.begin(), travel.end());
+  Phase phase{"ring backward", Pass::backward, Family::ring, H + 1, {}};
+  const SlotPair home{Slot::dkv_home, Slot::dkv_home, 0};
+  phase.body = {
+      {PrepareBackwardT{}, Steps{0, H}},
+      {LoadKvT{kKvNow}, Steps{0, H}},
+      {ExchangeT{kKvExchange, Payload::kv, true, true, kKvNow, kKvNext, Shift{1, 0}, Shift{-1, 0}, Route::along},
+       Steps{0, 1}},
+      {ComputeT{Pass::backward, kKvNow, kBlockOfStep, false, kDkvLocal, false}, Steps{}, Needs::held},
+      {WaitT{kDkvExchange, 1}, Steps{1, 0}},
+      {AccumulateT{kDkvLocal, kDkvNow}, Steps{}, Needs::held},
+      {StoreGradsT{kDkvNow}, Steps{0, H}, Needs::home_first},
+      {WaitT{kKvExchange, 0}, Steps{0, 1}},
+      {ExchangeT{kDkvExchange, Payload::dkv, true, true, kDkvNow, kDkvNext, Shift{1, 0}, Shift{-1, 0}, Route::along},
+       Steps{0, 1}},
+      {ExchangeT{kDkvHome, Payload::dkv, true, true, kDkvNow, home, Shift{0, -1}, Shift{0, 1}, Route::home},
+       Steps{1, 0}},
+      {WaitT{kDkvHome, 0}, Steps{1, 0}},
+      {StoreGradsT{home}, Steps{1, 0}, Needs::home_now},
+  };
+  phase.travel = travel;
+  return phase;
+}
+
+}  // namespace
+
 Phase ring_backward_phase(const PlanSpec& spec) {
+  if (trimmed(spec)) return trimmed_backward_phase(ring_travel(spec));
   const int64_t R = spec.ring_degree(), H = ring_hops(spec);
   const bool reverse = spec.erratum == Erratum::reverse_dkv;
   const Shift dkv_to = reverse ? Shift{-1, 0} : Shift{1, 0};
