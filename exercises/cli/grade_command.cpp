@@ -2,10 +2,13 @@
 // compile a student's file against a code lab's hidden tests and report per criterion. Exit 0
 // every criterion passed, 1 some did not (or it did not compile), 2 an unknown lab, file or
 // criterion, or an output file that cannot be written.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "exercises/cli/commands.hpp"
 #include "exercises/grader/grader.hpp"
@@ -42,10 +45,14 @@ void add_grade_command(CLI::App& app, Registry& registry) {
                       "for Gradescope: --output /autograder/results/results.json");
   registry.add(command, [args] {
     if (args->list) {
-      std::cout << "code labs (ringlab grade LAB [FILE]):\n";
-      for (const grader::LabInfo& lab : grader::labs()) std::cout << "  " << lab.id << "  " << lab.title << "\n";
+      // In lab order, those this build left out in their place.
+      std::vector<std::pair<std::string, std::string>> lines;
+      for (const grader::LabInfo& lab : grader::labs()) lines.emplace_back(lab.id, lab.title);
       for (const grader::AbsentLab& lab : grader::absent_labs())
-        std::cout << "  " << lab.id << "  not in this build: " << lab.reason << "\n";
+        lines.emplace_back(lab.id, "not in this build: " + lab.reason);
+      std::sort(lines.begin(), lines.end());
+      std::cout << "code labs (ringlab grade LAB [FILE]):\n";
+      for (const auto& [id, text] : lines) std::cout << "  " << id << "  " << text << "\n";
       return kExitVerified;
     }
     if (args->options.lab.empty()) {

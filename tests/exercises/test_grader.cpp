@@ -76,6 +76,23 @@ std::string read(const std::filesystem::path& path) {
   return text.str();
 }
 
+// The lab README's "| `id` | points | what |" rows: what each criterion is worth.
+std::map<std::string, double> readme_points(const std::string& lab) {
+  const std::string text =
+      read(std::filesystem::path(RINGLAB_TEST_SOURCE_DIR) / "exercises" / "labs" / lab / "README.md");
+  std::map<std::string, double> points;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("| `", 0) != 0) continue;
+    const size_t id_end = line.find('`', 3);
+    const size_t cell = line.find('|', id_end);
+    const size_t cell_end = line.find('|', cell + 1);
+    if (id_end == std::string::npos || cell_end == std::string::npos) continue;
+    points[line.substr(3, id_end - 3)] = std::stod(line.substr(cell + 1, cell_end - cell - 1));
+  }
+  return points;
+}
+
 // The negative controls of one lab: its broken versions graded one by one, then the check that
 // every patch in its broken/ folder had one (a new patch needs its control).
 class NegativeControls {
@@ -198,6 +215,46 @@ TEST_CASE("grader negative controls: 06-causal-skip", "[exercises][grader]") {
   lab.every_patch_graded();
 }
 
+TEST_CASE("grader negative controls: 08-window-ring", "[exercises][grader]") {
+  starter_and_solution("08-window-ring");
+  NegativeControls lab("08-window-ring");
+  const Graded short_ring = lab.broken("one_hop_short", "p3-window", {"hops", "mask"});
+  CHECK(short_ring.criterion("p3-window")["first_divergence"]["what"].get<std::string>().find("never computed") !=
+        std::string::npos);
+  const Graded floor = lab.broken("floor_hops", "hops", {"mask"});
+  CHECK(floor.status_of("p3-window") == "failed");
+  const Graded documents = lab.broken("ignores_documents", "p4-docs", {"hops", "p3-window"});
+  CHECK(documents.status_of("mask") == "failed");
+  CHECK(documents.criterion("p4-docs")["first_divergence"]["what"].get<std::string>().find("different documents") !=
+        std::string::npos);
+  const Graded full = lab.broken("full_ring", "perf-traffic");
+  CHECK(full.correctness_passed());
+  lab.every_patch_graded();
+  // Scored by the README's points: the solution gets them all, every broken version less.
+  const std::map<std::string, double> points = readme_points("08-window-ring");
+  auto score = [&](const Graded& g) {
+    double total = 0;
+    for (const auto& c : g.report["criteria"]) {
+      INFO(c["id"]);
+      REQUIRE(points.count(c["id"]) == 1);  // every criterion is in the README's table
+      if (c["status"] == "passed") total += points.at(c["id"]);
+    }
+    return total;
+  };
+  double most = 0;
+  for (const auto& [id, value] : points) most += value;
+  CHECK(score(grade("08-window-ring", "solution")) == most);
+  for (const Graded* g : {&short_ring, &floor, &documents, &full}) CHECK(score(*g) < most);
+  // The harness declares the same points: Gradescope's score of the solution is the README's total.
+  const std::filesystem::path results =
+      std::filesystem::path(RINGLAB_TEST_BROKEN_DIR) / "08-window-ring" / "results.json";
+  std::filesystem::remove(results);
+  const auto gradescope = run_binary(
+      kBinary, {"grade", "08-window-ring", "solution", "--format", "gradescope", "--output", results.string()}, 600);
+  CHECK(gradescope.status == 0);
+  CHECK(nlohmann::json::parse(read(results))["score"].get<double>() == most);
+}
+
 #ifdef RINGLAB_WITH_LAB07
 TEST_CASE("grader negative controls: 07-block-kernel (kernels under the warp emulator)", "[exercises][grader]") {
   starter_and_solution("07-block-kernel");
@@ -277,7 +334,7 @@ TEST_CASE("grader text report: error vs tolerance, first divergence, reproduce l
   CHECK(list.status == 0);
   // 07-block-kernel is listed either way: as a lab, or as "not in this build" without CUDA.
   for (const char* lab : {"01-softmax-merge", "02-layouts", "03-ring-forward", "04-ring-backward", "05-ulysses",
-                          "06-causal-skip", "07-block-kernel"})
+                          "06-causal-skip", "07-block-kernel", "08-window-ring"})
     CHECK(list.out.find(lab) != std::string::npos);
   CHECK(run_binary(kBinary, {"grade"}).status == 2);
   const auto unknown = run_binary(kBinary, {"grade", "99-nothing"});
@@ -295,23 +352,6 @@ TEST_CASE("grader text report: error vs tolerance, first divergence, reproduce l
 // ---- [course infrastructure] -------------------------------------------------------------------
 
 namespace {
-
-// The lab README's "| `id` | points | what |" rows: what each criterion is worth.
-std::map<std::string, double> readme_points(const std::string& lab) {
-  const std::string text =
-      read(std::filesystem::path(RINGLAB_TEST_SOURCE_DIR) / "exercises" / "labs" / lab / "README.md");
-  std::map<std::string, double> points;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("| `", 0) != 0) continue;
-    const size_t id_end = line.find('`', 3);
-    const size_t cell = line.find('|', id_end);
-    const size_t cell_end = line.find('|', cell + 1);
-    if (id_end == std::string::npos || cell_end == std::string::npos) continue;
-    points[line.substr(3, id_end - 3)] = std::stod(line.substr(cell + 1, cell_end - cell - 1));
-  }
-  return points;
-}
 
 std::filesystem::path scratch_dir(const std::string& name) {
   const std::filesystem::path dir = std::filesystem::path(RINGLAB_TEST_BROKEN_DIR) / name;
