@@ -67,13 +67,16 @@ struct PairError {
   std::string what, hint;
 };
 
+// "1 token", "3 tokens".
+std::string count(int64_t n, const std::string& word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
+
 PairError pair_error(const Mask& truth, int64_t query, int64_t key, bool shown) {
   const std::string pair = "query " + std::to_string(query) + " and key " + std::to_string(key);
+  const std::string window = "a window of " + count(truth.window(), "key");
   if (!shown) {
     return {"the mask hides " + pair + ", which see each other (same document, key <= query, " +
-                (truth.window() > 0
-                     ? std::to_string(query - key) + " back of a window of " + std::to_string(truth.window()) + " keys)"
-                     : std::string("no window)")),
+                (truth.window() > 0 ? count(query - key, "token") + " back, within " + window + ")"
+                                    : std::string("no window)")),
             "a window of W keys counts the query's own: it shows query - W < key <= query"};
   }
   if (truth.document_of(query) != truth.document_of(key)) {
@@ -83,8 +86,7 @@ PairError pair_error(const Mask& truth, int64_t query, int64_t key, bool shown) 
             "before the query (mask.document_starts)"};
   }
   if (key > query) return {"the mask shows " + pair + ": a key after its query", "the mask is causal: key <= query"};
-  return {"the mask shows " + pair + ", " + std::to_string(query - key) + " tokens apart: outside the window of " +
-              std::to_string(truth.window()) + " keys",
+  return {"the mask shows " + pair + ", " + count(query - key, "token") + " apart: outside " + window,
           "a window of W keys reaches W - 1 tokens back: hide the key when query - key >= W"};
 }
 
@@ -356,6 +358,8 @@ CriterionResult hops_criterion() {
                     " hop" + (expected == 1 ? "" : "s"));
         if (window == 0)
           result.hint = "no window: a causal ring needs every block, P - 1 hops";
+        else if (got < 0)
+          result.hint = "a hop count is never negative: a window of 1 key sees only the query's own, 0 hops";
         else if (got > ranks - 1)
           result.hint = "a ring of P ranks never needs more than P - 1 hops";
         else if (window > 1 && got == std::min(ranks - 1, (window + n - 1) / n))
@@ -381,8 +385,9 @@ CriterionResult mask_criterion() {
         const bool got = visible(mask, query, key);
         if (got == truth.visible(query, key)) continue;
         const PairError e = pair_error(truth, query, key, got);
-        result.fail("S = " + std::to_string(seq) + ", W = " + std::to_string(window) + ", documents " +
-                    (lengths.empty() ? std::string("one") : documents_string(lengths)) + ": " + e.what);
+        result.fail("S = " + std::to_string(seq) + ", W = " + std::to_string(window) + ", " +
+                    (lengths.empty() ? std::string("one document") : "documents " + documents_string(lengths)) + ": " +
+                    e.what);
         result.hint = e.hint;
         return false;
       }
