@@ -38,6 +38,8 @@ int compare_command(CompareFlags& flags, const CLI::App& command) {
     return kExitVerified;
   }
   RunConfig& config = flags.config;
+  // Random documents are drawn in multiples of 2P, so that every layout compared can take them.
+  if (command.count("--layout") == 0) config.layout = "zigzag";
   validate(config);
   std::vector<CompareCase> cases;
   std::string hw_name = config.hw;

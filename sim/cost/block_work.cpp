@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <span>
+#include <tuple>
 #include <vector>
 
 namespace ringlab {
@@ -91,25 +92,55 @@ void BlockClassifier::count_tiles(QueryPosition q_position, int64_t kv_block, co
 // Under a window or document mask: every (query tile, key tile) asks the mask, as the kernel's
 // tile classification does (reference/flash_attention.cpp).
 void BlockClassifier::count_tiles_general(int64_t q_block, int64_t kv_block, bool skip_masked, BlockWork& work) const {
-  std::vector<int64_t> q_pos(static_cast<size_t>(n_));
-  for (int64_t i = 0; i < n_; ++i) q_pos[static_cast<size_t>(i)] = position(q_block, i);
-  work.full_area = work.masked_area = 0;
-  for (int64_t qb = 0; qb < n_; qb += q_tile_) {
-    const int64_t rows = std::min(n_, qb + q_tile_) - qb;
-    const std::span<const int64_t> queries(q_pos.data() + qb, static_cast<size_t>(rows));
-    for (int64_t kb = 0; kb < n_; kb += kv_tile_) {
-      const int64_t ke = std::min(n_, kb + kv_tile_);
-      int64_t k_min = INT64_MAX, k_max = INT64_MIN;
-      for (int64_t j = kb; j < ke; ++j) {
-        const int64_t p = position(kv_block, j);
-        k_min = std::min(k_min, p), k_max = std::max(k_max, p);
-      }
-      const Cover cover = plan_->mask().cover(queries, k_min, k_max);
-      if (cover == Cover::all)
-        work.full_area += rows * (ke - kb);
-      else if (cover == Cover::some || !skip_masked)
-        work.masked_area += rows * (ke - kb);
+  PairRows rows;
+  for (auto [block, pos, ends] :
+       {std::tuple{q_block, &rows.q_pos, &rows.q_run_end}, std::tuple{kv_block, &rows.k_pos, &rows.k_run_end}}) {
+    pos->resize(static_cast<size_t>(n_)), ends->resize(static_cast<size_t>(n_));
+    for (int64_t i = 0; i < n_; ++i) (*pos)[static_cast<size_t>(i)] = position(block, i);
+    for (int64_t i = n_ - 1; i >= 0; --i) {
+      const auto k = static_cast<size_t>(i);
+      (*ends)[k] = i + 1 < n_ && (*pos)[k + 1] == (*pos)[k] + 1 ? (*ends)[k + 1] : i;
     }
+  }
+  work.full_area = work.masked_area = 0;
+  count_region(rows, {0, (n_ + q_tile_ - 1) / q_tile_, 0, (n_ + kv_tile_ - 1) / kv_tile_}, skip_masked, work);
+}
+
+// The same sums as classifying every tile, but a region whose queries and keys are runs of
+// consecutive positions is settled at once by its visible-pair count (all of it visible, or none);
+// only regions the mask cuts are split, down to single tiles. Cost: the length of the mask's
+// boundaries through the block, not its area.
+void BlockClassifier::count_region(const PairRows& rows, TileRegion t, bool skip_masked, BlockWork& work) const {
+  const std::vector<int64_t>&q_pos = rows.q_pos, &k_pos = rows.k_pos;
+  const int64_t r0 = t.ti0 * q_tile_, r1 = std::min(n_, t.ti1 * q_tile_);
+  const int64_t c0 = t.tj0 * kv_tile_, c1 = std::min(n_, t.tj1 * kv_tile_);
+  const int64_t area = (r1 - r0) * (c1 - c0);
+  const auto at = [](const std::vector<int64_t>& v, int64_t i) { return v[static_cast<size_t>(i)]; };
+  const bool runs = at(rows.q_run_end, r0) >= r1 - 1 && at(rows.k_run_end, c0) >= c1 - 1;
+  const bool one_tile = t.ti1 - t.ti0 == 1 && t.tj1 - t.tj0 == 1;
+  Cover cover = Cover::some;
+  if (runs) {
+    const int64_t pairs = plan_->mask().range_pairs(at(q_pos, r0), at(q_pos, r1 - 1), at(k_pos, c0), at(k_pos, c1 - 1));
+    cover = pairs == 0 ? Cover::none : (pairs == area ? Cover::all : Cover::some);
+  } else if (one_tile) {  // scattered positions (a layout unit smaller than a tile): query by query
+    cover = plan_->mask().cover(std::span<const int64_t>(q_pos.data() + r0, static_cast<size_t>(r1 - r0)),
+                                *std::min_element(k_pos.begin() + c0, k_pos.begin() + c1),
+                                *std::max_element(k_pos.begin() + c0, k_pos.begin() + c1));
+  }
+  if (cover == Cover::all) {
+    work.full_area += area;
+  } else if (cover == Cover::none) {
+    if (!skip_masked) work.masked_area += area;
+  } else if (one_tile) {
+    work.masked_area += area;
+  } else if (t.ti1 - t.ti0 >= t.tj1 - t.tj0) {  // split the longer side
+    const int64_t mid = (t.ti0 + t.ti1) / 2;
+    count_region(rows, {t.ti0, mid, t.tj0, t.tj1}, skip_masked, work);
+    count_region(rows, {mid, t.ti1, t.tj0, t.tj1}, skip_masked, work);
+  } else {
+    const int64_t mid = (t.tj0 + t.tj1) / 2;
+    count_region(rows, {t.ti0, t.ti1, t.tj0, mid}, skip_masked, work);
+    count_region(rows, {t.ti0, t.ti1, mid, t.tj1}, skip_masked, work);
   }
 }
 

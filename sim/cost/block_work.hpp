@@ -62,6 +62,15 @@ class BlockClassifier {
   BlockWork evaluate(int64_t q_block, int64_t kv_block) const;
   bool find_rectangle(int64_t q_block, int64_t kv_block, RowRange& q_rows, RowRange& kv_rows) const;
   void count_tiles_general(int64_t q_block, int64_t kv_block, bool skip_masked, BlockWork& work) const;
+  // Tiles [ti0, ti1) x [tj0, tj1) of one block pair; its rows' positions (ascending) and, per row,
+  // the last row of its run of consecutive positions.
+  struct TileRegion {
+    int64_t ti0, ti1, tj0, tj1;
+  };
+  struct PairRows {
+    std::vector<int64_t> q_pos, k_pos, q_run_end, k_run_end;
+  };
+  void count_region(const PairRows& rows, TileRegion region, bool skip_masked, BlockWork& work) const;
   template <class QueryPosition>
   void count_tiles(QueryPosition q_position, int64_t kv_block, const RowRange& q_rows, const RowRange& kv_rows,
                    bool skip_masked, BlockWork& work) const;

@@ -130,7 +130,8 @@ Scenario make_scenario(const std::string& name) {
 // ---- [cases] ---------------------------------------------------------------------------------
 
 std::vector<CompareCase> compare_cases(const PlanSpec& base, int64_t ulysses, const Hardware& hardware) {
-  const std::vector<LayoutKind> layouts{LayoutKind::contiguous, LayoutKind::zigzag, LayoutKind::striped};
+  std::vector<LayoutKind> layouts{LayoutKind::contiguous, LayoutKind::zigzag, LayoutKind::striped};
+  if (base.window > 0 || base.documents.size() > 1) layouts.push_back(LayoutKind::balanced);  // work by the mask
   std::vector<CompareCase> cases;
   auto with = [&](Algorithm algo, LayoutKind layout, int64_t u) {
     PlanSpec spec = base;
