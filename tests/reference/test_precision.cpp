@@ -1,0 +1,120 @@
+// The bf16 / fp16 rounding of reference/precision.hpp against the IEEE 754 definitions: known bit
+// patterns, every one of the 65536 values of each format round-tripping, and every midpoint
+// between neighbouring values rounding to the even one (and a float ulp either side to the nearer).
+#include <bit>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+
+#include "reference/error.hpp"
+#include "reference/precision.hpp"
+
+using namespace ringlab;
+
+namespace {
+
+bool is_nan16(uint16_t bits, int exponent_mask, int fraction_mask) {
+  return (bits & exponent_mask) == exponent_mask && (bits & fraction_mask) != 0;
+}
+
+// For every pair of neighbouring finite positive values a < b of a 16-bit format (from_bits), the
+// midpoint rounds to the one with an even last bit, and one float ulp either side of it to the
+// nearer. Midpoints of 16-bit formats have at most 12 significant bits: exact in float.
+template <class To, class From>
+void check_midpoints(To to_bits, From from_bits, uint16_t largest_finite) {
+  for (uint16_t bits = 0; bits < largest_finite; ++bits) {
+    const float a = from_bits(bits), b = from_bits(static_cast<uint16_t>(bits + 1));
+    const float mid = static_cast<float>((static_cast<double>(a) + static_cast<double>(b)) / 2);
+    REQUIRE(static_cast<double>(mid) == (static_cast<double>(a) + static_cast<double>(b)) / 2);
+    const uint16_t even = (bits & 1U) ? static_cast<uint16_t>(bits + 1) : bits;
+    REQUIRE(to_bits(mid) == even);
+    REQUIRE(to_bits(std::nextafter(mid, 0.0f)) == bits);
+    REQUIRE(to_bits(std::nextafter(mid, INFINITY)) == static_cast<uint16_t>(bits + 1));
+    REQUIRE(to_bits(-mid) == static_cast<uint16_t>(even | 0x8000U));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("bf16 and fp16 bit patterns from the IEEE definitions", "[precision]") {
+  CHECK(bf16_bits(1.0f) == 0x3F80);
+  CHECK(bf16_bits(-2.0f) == 0xC000);
+  CHECK(bf16_bits(0.0f) == 0x0000);
+  CHECK(bf16_bits(-0.0f) == 0x8000);
+  CHECK(bf16_bits(1.0f + std::ldexp(1.0f, -8)) == 0x3F80);        // the tie 1 + 2^-8: down to even
+  CHECK(bf16_bits(1.0f + 3 * std::ldexp(1.0f, -8)) == 0x3F82);    // the tie 1 + 3 2^-8: up to even
+  CHECK(bf16_bits(std::numeric_limits<float>::max()) == 0x7F80);  // beyond the largest bf16: infinity
+  CHECK(bf16_bits(INFINITY) == 0x7F80);
+  CHECK(bf16_bits(std::numeric_limits<float>::denorm_min()) == 0x0000);
+  CHECK(bf16_bits(std::bit_cast<float>(0x00018000U)) == 0x0002);  // a float subnormal tie, up to even
+  CHECK(is_nan16(bf16_bits(NAN), 0x7F80, 0x7F));
+  CHECK(is_nan16(bf16_bits(std::bit_cast<float>(0x7F800001U)), 0x7F80, 0x7F));  // a signalling NaN stays NaN
+
+  CHECK(fp16_bits(1.0f) == 0x3C00);
+  CHECK(fp16_bits(-2.0f) == 0xC000);
+  CHECK(fp16_bits(65504.0f) == 0x7BFF);
+  CHECK(fp16_bits(65519.0f) == 0x7BFF);
+  CHECK(fp16_bits(65520.0f) == 0x7C00);  // the tie above the largest half rounds to infinity
+  CHECK(fp16_bits(-1e6f) == 0xFC00);
+  CHECK(fp16_bits(std::ldexp(1.0f, -14)) == 0x0400);  // the smallest normal
+  CHECK(fp16_bits(std::ldexp(1.0f, -24)) == 0x0001);  // the smallest subnormal
+  CHECK(fp16_bits(std::ldexp(1.0f, -25)) == 0x0000);  // the tie to it: down to zero (even)
+  CHECK(fp16_bits(std::ldexp(1.5f, -25)) == 0x0001);
+  CHECK(fp16_bits(std::ldexp(3.0f, -25)) == 0x0002);     // 1.5 units: the tie goes to 2 (even)
+  CHECK(fp16_bits(std::ldexp(1023.5f, -24)) == 0x0400);  // the largest subnormal's tie carries into normal
+  CHECK(fp16_bits(std::numeric_limits<float>::denorm_min()) == 0x0000);
+  CHECK(is_nan16(fp16_bits(NAN), 0x7C00, 0x3FF));
+  CHECK(is_nan16(fp16_bits(std::bit_cast<float>(0x7F800001U)), 0x7C00, 0x3FF));
+
+  CHECK(unit_roundoff(Precision::bf16) == std::ldexp(1.0, -8));
+  CHECK(unit_roundoff(Precision::fp16) == std::ldexp(1.0, -11));
+  CHECK(round_to(Precision::fp32, 0.1f) == 0.1f);
+}
+
+TEST_CASE("every bf16 and fp16 value round-trips through float", "[precision]") {
+  for (uint32_t i = 0; i < 65536; ++i) {
+    const auto bits = static_cast<uint16_t>(i);
+    const float b = from_bf16_bits(bits);
+    if (std::isnan(b)) {
+      REQUIRE(is_nan16(bits, 0x7F80, 0x7F));
+      REQUIRE(std::isnan(from_bf16_bits(bf16_bits(b))));
+    } else {
+      REQUIRE(bf16_bits(b) == bits);
+    }
+    const float h = from_fp16_bits(bits);
+    if (is_nan16(bits, 0x7C00, 0x3FF)) {
+      REQUIRE(std::isnan(h));
+      REQUIRE(is_nan16(fp16_bits(h), 0x7C00, 0x3FF));
+    } else {
+      REQUIRE(fp16_bits(h) == bits);
+      // fp16's value from its definition: (-1)^s 2^(e-15) (1 + f/1024), subnormals 2^-14 f/1024.
+      const int e = (bits >> 10) & 0x1F, f = bits & 0x3FF;
+      const double magnitude = e == 31 ? INFINITY : e == 0 ? std::ldexp(f, -24) : std::ldexp(1024 + f, e - 25);
+      REQUIRE(static_cast<double>(h) == ((bits & 0x8000U) ? -magnitude : magnitude));
+    }
+  }
+}
+
+TEST_CASE("midpoints between neighbouring bf16 and fp16 values round to even", "[precision]") {
+  check_midpoints(bf16_bits, from_bf16_bits, 0x7F7F);
+  check_midpoints(fp16_bits, from_fp16_bits, 0x7BFF);
+}
+
+TEST_CASE("round_tensor reports an fp16 overflow with the tensor and the element", "[precision]") {
+  Tensor<float> t({2, 3}, 1.0f);
+  t[5] = 70000.0f;  // element (1, 2)
+  try {
+    round_tensor(t, Precision::fp16, "k");
+    FAIL("no overflow reported");
+  } catch (const PrecisionOverflow& overflow) {
+    CHECK(overflow.tensor == "k");
+    CHECK(overflow.index == Shape{1, 2});
+    CHECK_THAT(overflow.what(), Catch::Contains("k(1, 2) = 70000") && Catch::Contains("65504"));
+  }
+  Tensor<float> fine({2}, 0.1f);
+  round_tensor(fine, Precision::bf16, "q");
+  CHECK(fine[0] == from_bf16_bits(bf16_bits(0.1f)));
+  CHECK(fine[0] != 0.1f);
+  CHECK_THROWS_AS(parse_precision("fp8"), UsageError);
+  CHECK(parse_precision("fp16") == Precision::fp16);
+}
