@@ -25,6 +25,8 @@ CompareResult compare_impl(std::span<const A> actual, std::span<const R> expecte
   }
   CompareResult result;
   result.count = static_cast<int64_t>(actual.size());
+  double squares = 0;
+  int64_t finite = 0;
   for (size_t i = 0; i < actual.size(); ++i) {
     const double a = static_cast<double>(actual[i]);
     const double r = static_cast<double>(expected[i]);
@@ -36,6 +38,8 @@ CompareResult compare_impl(std::span<const A> actual, std::span<const R> expecte
     } else {
       const double error = std::fabs(a - r);
       result.max_abs_error = std::max(result.max_abs_error, error);
+      squares += error * error;
+      ++finite;
       // Relative error only where it means something: where |r| is large enough for the relative
       // term of the tolerance to dominate (near-zero references make any relative error huge).
       const double floor = tolerance.rel > 0 ? tolerance.abs / tolerance.rel : 0;
@@ -56,6 +60,7 @@ CompareResult compare_impl(std::span<const A> actual, std::span<const R> expecte
     }
   }
   result.ok = result.bad == 0;
+  result.rms_error = finite > 0 ? std::sqrt(squares / static_cast<double>(finite)) : 0;
   if (!result.ok) result.first_bad_index = unflatten(result.first_bad, shape);
   return result;
 }

@@ -24,6 +24,7 @@ struct CompareResult {
   int64_t count = 0;          // elements compared
   int64_t bad = 0;            // elements outside the tolerance
   double max_abs_error = 0;   // over all finite pairs
+  double rms_error = 0;       // sqrt(mean (a - r)^2) over all finite pairs
   double max_rel_error = 0;   // |a - r| / |r| where the relative term dominates: |r| >= abs / rel
   double tolerance_used = 0;  // max |a - r| / (abs + rel |r|): <= 1 passes (inf for NaN / inf mismatch)
   int64_t first_bad = -1;     // flat index, -1 when ok

@@ -12,6 +12,7 @@ namespace ringlab {
 namespace {
 
 constexpr const char* kPrecisionNames[] = {"fp32", "bf16", "fp16"};
+constexpr const char* kMergeNames[] = {"exp", "logsigmoid"};
 
 // The multi-index of flat element `flat` of a row-major shape.
 Shape unravel(int64_t flat, const Shape& shape) {
@@ -49,6 +50,12 @@ const char* precision_name(Precision precision) { return name_of(kPrecisionNames
 
 Precision parse_precision(const std::string& name, const char* flag) {
   return parse_named<Precision>(kPrecisionNames, name, "precision", flag);
+}
+
+const char* merge_form_name(MergeForm form) { return name_of(kMergeNames, form); }
+
+MergeForm parse_merge_form(const std::string& name) {
+  return parse_named<MergeForm>(kMergeNames, name, "merge form", "--merge");
 }
 
 int64_t precision_bytes(Precision precision) { return precision == Precision::fp32 ? 4 : 2; }

@@ -24,6 +24,11 @@ void GpuExecutor::configure(const RunConfig& config) {
                      "executors do not pad yet; pick S a multiple of " + std::to_string(granule) +
                      ", or use ringlab run (the CPU simulator pads)");
   }
+  if (config.precision != "fp32" || config.accumulate != "fp32" || config.merge != "exp") {
+    throw UsageError(
+        "--precision, --accumulate and --merge are the CPU simulator's low-precision emulation; ringlab-gpu runs "
+        "real bf16/fp16 kernels: pick them with --dtype, or use ringlab run --precision");
+  }
   if (config.window > 0 || !config.docs.empty()) {
     throw UsageError(
         "--window and --docs are not in the GPU kernels yet (they mask by causal position only); run them with "

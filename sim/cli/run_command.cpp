@@ -12,7 +12,11 @@
 namespace ringlab::cli {
 namespace {
 
-int run(RunConfig& config) {
+int run(RunConfig& config, bool accumulate_given) {
+  if (accumulate_given && config.precision == "fp32") {
+    std::cerr << "ringlab: note: --accumulate " << config.accumulate
+              << " changes nothing with --precision fp32 (the storage precision is fp32 already)\n";
+  }
   if (config.dry_run) return run_dry(config);
   SimExecutor sim;
   return run_pipeline(config, sim, std::cout, std::cerr);
@@ -24,7 +28,7 @@ void add_sim_commands(CLI::App& app, Registry& registry) {
   auto config = std::make_shared<RunConfig>();
   CLI::App* command = app.add_subcommand("run", "run one schedule and verify it against exact attention");
   add_run_flags(*command, *config);
-  registry.add(command, [config] { return run(*config); });
+  registry.add(command, [config, command] { return run(*config, command->count("--accumulate") > 0); });
   add_plan_command(app, registry);
   add_cost_commands(app, registry);
 }

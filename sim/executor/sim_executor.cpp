@@ -16,6 +16,7 @@
 #include "reference/error.hpp"
 #include "reference/exact_attention.hpp"
 #include "reference/flash_attention.hpp"
+#include "reference/precision.hpp"
 #include "sim/plan/queries.hpp"
 #include "sim/run/config.hpp"
 #include "sim/run/op_interpreter.hpp"
@@ -30,6 +31,7 @@ namespace {
 // rank (0 = max(1, cores / P)), the progress counter and the diagnosis (ExecuteOptions').
 struct SimOptions {
   WorldOptions world;
+  SimPrecision precision;
   int threads_per_rank = 0;
   std::atomic<int64_t>* ops_done = nullptr;
   const AttentionInputs<double>* diagnose_inputs = nullptr;
@@ -128,6 +130,7 @@ class RankRun {
     B_ = d.batch, D_ = d.dim, n_ = plan_.block_tokens();
     heads_ = plan_.heads_per_rank(), kv_heads_ = plan_.kv_heads_per_rank();
     acc_ = make_accumulator(B_, heads_, n_, D_);
+    if (emulates()) running_ = {Tensor<float>({B_, n_, heads_, D_}), Tensor<float>({B_, heads_, n_}, -INFINITY)};
     // This rank's layout tokens, all heads (sequence-sharded).
     local_positions_ = plan_.layout().positions(rank_);
     local_q_ = gather_rows(inputs_.q, local_positions_, 1);
@@ -229,7 +232,9 @@ class RankRun {
         c.kv_slot == Slot::gathered_kv ? shared_.gathered_positions : shared_.block_positions[c.kv_block];
     const std::vector<int64_t> local_index = iota_positions(n_);
     const BlockLabels labels{event.q_block, event.kv_block, event.mask};
-    if (c.pass == Pass::forward) {
+    if (c.pass == Pass::forward && emulates()) {
+      world_.compute(event.name, event.flops, labels, [&] { forward_step(c, kv, k_pos, local_index); });
+    } else if (c.pass == Pass::forward) {
       world_.compute(event.name, event.flops, labels, [&] {
         for (const KernelBlock& kb : c.kernels) {
           const std::span<const int64_t> q_pos = kb.erratum_local_query_index ? local_index : working_positions();
@@ -240,6 +245,11 @@ class RankRun {
     } else {
       KvSlot& grad = slot(c.grad_slot);
       if (grad.k.empty()) grad = {Tensor<float>(kv.k.shape()), Tensor<float>(kv.v.shape())};
+      if (emulates()) {
+        world_.compute(event.name, event.flops, labels, [&] { backward_step(c, kv, grad, k_pos, local_index); });
+        if (options_.diagnose_inputs) diagnose(op, c);
+        return;
+      }
       world_.compute(event.name, event.flops, labels, [&] {
         for (const KernelBlock& kb : c.kernels) {
           const std::span<const int64_t> q_pos = kb.erratum_local_query_index ? local_index : working_positions();
@@ -257,9 +267,17 @@ class RankRun {
     const KvSlot& from = slot(op.from);
     for (int64_t i = 0; i < to.k.size(); ++i) to.k[i] += from.k[i];
     for (int64_t i = 0; i < to.v.size(); ++i) to.v[i] += from.v[i];
+    round_accumulator(to.k, "dk (the travelling accumulator)");
+    round_accumulator(to.v, "dv (the travelling accumulator)");
   }
 
   void execute(const Op&, const FinalizeOp&, const TraceEvent&) {
+    if (emulates()) {  // the running (out, lse); the output is stored in the storage precision
+      out_ = std::move(running_.out);
+      lse_ = std::move(running_.lse);
+      round_tensor(out_, options_.precision.storage, "out");
+      return;
+    }
     AttentionOutput<float> result = finalize_accumulator(acc_, B_, heads_, n_, D_, threads_);
     out_ = std::move(result.out);
     lse_ = std::move(result.lse);
@@ -297,6 +315,56 @@ class RankRun {
         local_dv_ = to_local(dv_, plan_.spec().dims.kv_heads);
         break;
     }
+  }
+
+  // ---- [precision] ---------------------------------------------------------------------------
+  // Low-precision emulation (SimPrecision): a compute step's partial results are computed in fp32
+  // as a kernel does, rounded to the storage precision as the kernel stores them, and merged into
+  // the running output (forward; the LSE form, fp32 arithmetic) or added into dq and the dK/dV
+  // accumulators (backward), which are rounded after every merge with --accumulate storage.
+
+  bool emulates() const { return options_.precision.emulates(); }
+
+  void round_accumulator(Tensor<float>& t, const char* name) const {
+    if (options_.precision.round_accumulators) round_tensor(t, options_.precision.storage, name);
+  }
+
+  void forward_step(const ComputeOp& c, const KvSlot& kv, const std::vector<int64_t>& k_pos,
+                    const std::vector<int64_t>& local_index) {
+    SoftmaxState<float> step = make_accumulator(B_, heads_, n_, D_);
+    for (const KernelBlock& kb : c.kernels) {
+      const std::span<const int64_t> q_pos = kb.erratum_local_query_index ? local_index : working_positions();
+      flash_forward_accumulate(q_, kv.k, kv.v, q_pos, k_pos, kb.q_rows, shifted(kb.kv_rows, c.kv_row_offset), kb.mask,
+                               step, kernel_options(kb));
+    }
+    AttentionOutput<float> part = finalize_accumulator(step, B_, heads_, n_, D_, threads_);
+    round_tensor(part.out, options_.precision.storage, "out (a step's partial output)");
+    for (int64_t b = 0; b < B_; ++b)
+      for (int64_t h = 0; h < heads_; ++h)
+        for (int64_t i = 0; i < n_; ++i)
+          merge_lse_row(&running_.out(b, i, h, 0), running_.lse(b, h, i), &part.out(b, i, h, 0), part.lse(b, h, i), D_,
+                        options_.precision.merge);
+    round_accumulator(running_.out, "out (the running output)");
+  }
+
+  void backward_step(const ComputeOp& c, const KvSlot& kv, KvSlot& grad, const std::vector<int64_t>& k_pos,
+                     const std::vector<int64_t>& local_index) {
+    Tensor<float> dq(q_.shape()), dk(kv.k.shape()), dv(kv.v.shape());
+    for (const KernelBlock& kb : c.kernels) {
+      const std::span<const int64_t> q_pos = kb.erratum_local_query_index ? local_index : working_positions();
+      flash_backward_accumulate(q_, kv.k, kv.v, dout_, lse_, delta_, q_pos, k_pos, kb.q_rows,
+                                shifted(kb.kv_rows, c.kv_row_offset), kb.mask, dq, dk, dv, kernel_options(kb));
+    }
+    const Precision storage = options_.precision.storage;
+    round_tensor(dq, storage, "dq (a step's partial)");
+    round_tensor(dk, storage, "dk (a step's partial)");
+    round_tensor(dv, storage, "dv (a step's partial)");
+    for (int64_t i = 0; i < dq.size(); ++i) dq_[i] += dq[i];
+    for (int64_t i = 0; i < dk.size(); ++i) grad.k[i] += dk[i];
+    for (int64_t i = 0; i < dv.size(); ++i) grad.v[i] += dv[i];
+    round_accumulator(dq_, "dq (the accumulator)");
+    round_accumulator(grad.k, "dk (the travelling accumulator)");
+    round_accumulator(grad.v, "dv (the travelling accumulator)");
   }
 
   // ---- [collectives] -------------------------------------------------------------------------
@@ -344,6 +412,8 @@ class RankRun {
     const KvSlot& gathered = slot(Slot::gathered_dkv);
     slot(Slot::dkv0) = {Tensor<float>(kv_shape(), ring_->reduce_scatter(rows_to_blocks(gathered.k))),
                         Tensor<float>(kv_shape(), ring_->reduce_scatter(rows_to_blocks(gathered.v)))};
+    round_accumulator(slot(Slot::dkv0).k, "dk (the reduce-scattered sum)");
+    round_accumulator(slot(Slot::dkv0).v, "dv (the reduce-scattered sum)");
   }
 
   // (R blocks of (B, n, X, D)) <-> (B, R n, X, D).
@@ -376,6 +446,11 @@ class RankRun {
       local.dq = std::move(working ? dq_ : local_dq_);
       local.dk = std::move(working ? dk_ : local_dk_);
       local.dv = std::move(working ? dv_ : local_dv_);
+      if (emulates()) {  // gradients are stored in the storage precision
+        round_tensor(local.dq, options_.precision.storage, "dq");
+        round_tensor(local.dk, options_.precision.storage, "dk");
+        round_tensor(local.dv, options_.precision.storage, "dv");
+      }
     }
     std::lock_guard lock(outputs_mutex_);
     scatter_local_outputs(local, local_positions_, outputs_);
@@ -514,7 +589,8 @@ class RankRun {
   Tensor<float> local_q_, local_k_, local_v_, local_dout_;  // sequence-sharded inputs
   Tensor<float> q_, k_, v_, dout_;                          // working set
   SoftmaxState<float> acc_;
-  Tensor<float> out_, lse_, delta_, dq_, dk_, dv_;                        // working outputs
+  AttentionOutput<float> running_;                  // low-precision emulation: the running (out, lse) of the LSE merge
+  Tensor<float> out_, lse_, delta_, dq_, dk_, dv_;  // working outputs
   Tensor<float> local_out_, local_lse_, local_dq_, local_dk_, local_dv_;  // sequence-sharded outputs
   std::array<KvSlot, static_cast<size_t>(Slot::count)> slots_;
   std::map<std::tuple<int, int, int64_t>, PendingExchange> pending_;  // (phase, exchange id, step)
@@ -536,14 +612,15 @@ std::optional<RunFailure> failure_of(const RunReport& report) {
   return RunFailure{kind, report.describe(), report.exit_status()};
 }
 
-std::string sim_label(const Plan& plan) {
-  return "sim executor, " + std::to_string(plan.ranks()) + (plan.ranks() == 1 ? " rank" : " ranks") + " (fp32)";
+std::string sim_label(const Plan& plan, const SimPrecision& precision) {
+  return "sim executor, " + std::to_string(plan.ranks()) + (plan.ranks() == 1 ? " rank" : " ranks") + " (" +
+         precision.describe() + ")";
 }
 
 ExecutionResult simulate(const Plan& plan, const AttentionInputs<float>& inputs, const SimOptions& options) {
   const Shared shared(plan);
   ExecutionResult result;
-  result.executor = sim_label(plan);
+  result.executor = sim_label(plan, options.precision);
   result.outputs = allocate_outputs(plan);
   result.ranks.resize(static_cast<size_t>(plan.ranks()));
   std::vector<std::vector<BlockError>> errors(static_cast<size_t>(plan.ranks()));
@@ -551,9 +628,16 @@ ExecutionResult simulate(const Plan& plan, const AttentionInputs<float>& inputs,
   WorldOptions world_options = options.world;
   world_options.ranks = static_cast<int>(plan.ranks());
   World world(world_options);
+  std::optional<std::string> overflow;  // the first rank's low-precision overflow
   RunReport report = world.run([&](Communicator& comm) {
     RankRun rank(plan, shared, inputs, options, comm, result.outputs, outputs_mutex);
-    result.ranks[comm.world_rank()] = rank.run();
+    try {
+      result.ranks[comm.world_rank()] = rank.run();
+    } catch (const PrecisionOverflow& error) {
+      std::lock_guard lock(outputs_mutex);
+      if (!overflow) overflow = "rank " + std::to_string(comm.world_rank()) + ": " + error.what();
+      throw;
+    }
     errors[comm.world_rank()] = std::move(rank.block_errors);
   });
   for (int64_t r = 0; r < plan.ranks(); ++r) {
@@ -566,6 +650,8 @@ ExecutionResult simulate(const Plan& plan, const AttentionInputs<float>& inputs,
                    });
   result.time = {TimeKind::wall_clock, report.wall_seconds};
   result.failure = failure_of(report);
+  // A value the storage precision cannot hold is the run's numerical failure (exit 1), not a bug.
+  if (overflow && result.failure) result.failure = RunFailure{FailureKind::error, *overflow, kExitMismatch};
   if (result.failure) result.outputs = {};
   result.trace = std::move(report.trace);
   return result;
@@ -593,27 +679,87 @@ void check_memory(const AttentionDims& d) {
 
 // ---- [contract] ------------------------------------------------------------------------------
 
+std::string SimPrecision::describe() const {
+  std::string text = precision_name(storage);
+  if (storage != Precision::fp32) text += std::string(", accumulate ") + (round_accumulators ? text : "fp32");
+  if (merge != MergeForm::exp) text += std::string(", ") + merge_form_name(merge) + " merge";
+  return text;
+}
+
+// An element's error after the emulated run, in units of u (the unit roundoff), has three parts:
+// the final rounding of the output (at most u of it), the rounding of each step's partial result
+// (a convex combination of errors of at most u each: at most u again), and the kernels' own P
+// and dS, which stay fp32 here. fp32 accumulation thus bounds out by about 2u |out|; 8u leaves
+// room for the gradients, whose sums cancel (dq's dS = P (dP - delta)) so that an element's
+// error is relative to the magnitudes summed rather than to itself: the abs term, 8u, covers
+// elements of order 1 (the generated inputs are N(0, 1)). Rounding the accumulators after every
+// merge adds up to u per merge: that is what --accumulate storage shows growing with P, and past
+// about 8 merges' worth it exceeds these tolerances, as it should.
+Tolerance precision_tolerance(Precision storage, const std::string& tensor) {
+  if (storage == Precision::fp32 || tensor == "lse") return fp32_tolerance(tensor);  // lse stays fp32
+  const double u = unit_roundoff(storage);
+  return {8 * u, 8 * u};
+}
+
+namespace {
+Tolerance bf16_tolerance(const std::string& tensor) { return precision_tolerance(Precision::bf16, tensor); }
+Tolerance fp16_tolerance(const std::string& tensor) { return precision_tolerance(Precision::fp16, tensor); }
+}  // namespace
+
+ToleranceFunction precision_tolerance_function(Precision storage) {
+  switch (storage) {
+    case Precision::fp32: return fp32_tolerance;
+    case Precision::bf16: return bf16_tolerance;
+    case Precision::fp16: return fp16_tolerance;
+  }
+  return fp32_tolerance;
+}
+
 SimExecutor::SimExecutor(WorldOptions world, int threads_per_rank)
     : world_(std::move(world)), threads_per_rank_(threads_per_rank) {}
 
 void SimExecutor::configure(const RunConfig& config) {
   world_ = make_world_options(static_cast<int>(config.ranks), config.timeout, config.inject, false);
+  precision_.storage = parse_precision(config.precision);
+  precision_.round_accumulators = config.accumulate == "storage" && precision_.storage != Precision::fp32;
+  precision_.merge = parse_merge_form(config.merge);
+  inputs_from_files_ = !config.in_dir.empty();
+}
+
+void SimExecutor::prepare_inputs(AttentionInputs<double>& inputs) const {
+  const Precision storage = precision_.storage;
+  try {
+    round_tensor(inputs.q, storage, "q");
+    round_tensor(inputs.k, storage, "k");
+    round_tensor(inputs.v, storage, "v");
+    round_tensor(inputs.dout, storage, "dout");
+  } catch (const PrecisionOverflow& error) {
+    if (inputs_from_files_) throw UsageError(std::string("the --in files: ") + error.what());
+    throw;
+  }
 }
 
 void SimExecutor::check_sizes(const AttentionDims& dims) const { check_memory(dims); }
 
 PipelineNeeds SimExecutor::needs() const {
   PipelineNeeds needs;
+  needs.element_bytes = precision_bytes(precision_.storage);
+  needs.tolerance = precision_tolerance_function(precision_.storage);
+  if (precision_.storage != Precision::fp32) {
+    needs.dtype = precision_name(precision_.storage);
+    needs.single_rank_baseline = true;
+  }
   needs.diagnoses = true;
   needs.counts_progress = true;
   return needs;
 }
 
-std::string SimExecutor::label(const Plan& plan) const { return sim_label(plan); }
+std::string SimExecutor::label(const Plan& plan) const { return sim_label(plan, precision_); }
 
 ExecutionResult SimExecutor::execute(const Plan& plan, const AttentionInputs<float>& inputs,
                                      const ExecuteOptions& options) {
-  SimOptions sim{world_, threads_per_rank_, options.ops_done, options.diagnose_inputs, options.diagnose_reference};
+  SimOptions sim{
+      world_, precision_, threads_per_rank_, options.ops_done, options.diagnose_inputs, options.diagnose_reference};
   sim.world.trace = options.trace;
   if (options.diagnose_inputs) sim.world.faults = {};  // a diagnosis checks the blocks of a fault-free run
   return simulate(plan, inputs, sim);

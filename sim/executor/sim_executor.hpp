@@ -10,11 +10,33 @@
 
 #include <cstdint>
 
+#include "reference/precision.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/run/executor.hpp"
 #include "sim/runtime/world_options.hpp"
 
 namespace ringlab {
+
+// Low-precision emulation (ringlab run --precision, --accumulate, --merge). fp32 storage with the
+// exp merge is the plain fp32 path (each step merges into the (m, l, o) accumulator in place).
+// Otherwise every compute step's partial result is rounded to `storage`, the forward merges
+// (out, lse) states in the LSE form, and the running output, dq and the dK/dV accumulators are
+// rounded to `storage` after every merge when `round_accumulators` (else they stay fp32, and
+// dK/dV travel in fp32). Inputs are stored in `storage`, outputs and gradients are rounded to it
+// at the end; the LSE stays fp32 throughout, as the kernels keep it.
+struct SimPrecision {
+  Precision storage = Precision::fp32;
+  bool round_accumulators = false;  // --accumulate storage
+  MergeForm merge = MergeForm::exp;
+  bool emulates() const { return storage != Precision::fp32 || merge != MergeForm::exp; }
+  // "fp32" | "bf16, accumulate fp32" | "fp16, accumulate fp16, logsigmoid merge"
+  std::string describe() const;
+};
+
+// Tolerances of an emulated run against the float64 oracle (on the rounded inputs): multiples of
+// the storage precision's unit roundoff (fp32: reference/compare's fp32_tolerance).
+Tolerance precision_tolerance(Precision storage, const std::string& tensor);
+ToleranceFunction precision_tolerance_function(Precision storage);
 
 class SimExecutor final : public Executor {
  public:
@@ -22,10 +44,11 @@ class SimExecutor final : public Executor {
   // its tracing from ExecuteOptions); `threads_per_rank`: kernel threads, 0 = max(1, cores / P).
   explicit SimExecutor(WorldOptions world = {}, int threads_per_rank = 0);
 
-  void configure(const RunConfig& config) override;            // --timeout and --inject
-  void check_sizes(const AttentionDims& dims) const override;  // tensors that would not fit in memory
-  PipelineNeeds needs() const override;                        // fp32, progress, diagnosis
-  std::string label(const Plan& plan) const override;          // "sim executor, 4 ranks (fp32)"
+  void configure(const RunConfig& config) override;                     // --timeout, --inject, --precision...
+  void prepare_inputs(AttentionInputs<double>& inputs) const override;  // rounded to the storage precision
+  void check_sizes(const AttentionDims& dims) const override;           // tensors that would not fit in memory
+  PipelineNeeds needs() const override;                                 // fp32, progress, diagnosis
+  std::string label(const Plan& plan) const override;                   // "sim executor, 4 ranks (fp32)"
   // A diagnosis run (ExecuteOptions::diagnose_*) injects no faults.
   ExecutionResult execute(const Plan& plan, const AttentionInputs<float>& inputs,
                           const ExecuteOptions& options) override;
@@ -33,6 +56,12 @@ class SimExecutor final : public Executor {
  private:
   WorldOptions world_;
   int threads_per_rank_ = 0;
+  SimPrecision precision_;
+  bool inputs_from_files_ = false;
+
+ public:
+  const SimPrecision& precision() const { return precision_; }
+  void set_precision(const SimPrecision& precision) { precision_ = precision; }
 };
 
 }  // namespace ringlab

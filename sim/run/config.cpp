@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "reference/error.hpp"
+#include "reference/precision.hpp"
 
 namespace ringlab {
 
@@ -17,6 +18,8 @@ std::string RunConfig::describe() const {
   text += backward ? " | fwd+bwd" : " | fwd";
   text += " | seed " + std::to_string(seed);
   if (!erratum.empty()) text += " | erratum " + erratum;
+  if (precision != "fp32") text += " | " + precision + ", accumulate " + (accumulate == "fp32" ? "fp32" : precision);
+  if (merge != "exp") text += " | merge " + merge;
   return text;
 }
 
@@ -35,6 +38,27 @@ void add_run_flags(CLI::App& command, RunConfig& config) {
   command.add_option("--inject", config.inject, "fault injection KIND@RANK:STEP, KIND = drop|duplicate|corrupt|delay");
   command.add_option("--timeout", config.timeout, "deadlock watchdog: seconds without progress")->capture_default_str();
   command.add_flag("!--no-progress", config.progress, "no progress bar on stderr");
+  add_precision_flags(command, config);
+}
+
+void add_precision_flags(CLI::App& command, RunConfig& config) {
+  command
+      .add_option("--precision", config.precision,
+                  "storage precision of the inputs, K/V on the wire and each step's partial results: fp32 | bf16 | "
+                  "fp16 (rounded to nearest even, emulated on the CPU)")
+      ->capture_default_str();
+  command
+      .add_option("--accumulate", config.accumulate,
+                  "precision of the running output and the dq, dK/dV accumulators: fp32 | storage (rounded after "
+                  "every merge)")
+      ->check(CLI::IsMember({"fp32", "storage"}))
+      ->capture_default_str();
+  command
+      .add_option("--merge", config.merge,
+                  "the LSE merge: exp (max-shifted exponentials) | logsigmoid (sigmoid form, no exponential of a "
+                  "difference that can overflow)")
+      ->check(CLI::IsMember({"exp", "logsigmoid"}))
+      ->capture_default_str();
 }
 
 void add_schedule_flags(CLI::App& command, RunConfig& config) {
@@ -137,6 +161,7 @@ void validate(RunConfig& config) {
     throw UsageError("--window must be at least 1 (the keys a query sees, its own included), got " +
                      std::to_string(config.window) + "; e.g. --window 4096, or leave it out for no window");
   }
+  parse_precision(config.precision);                     // an unknown one: one line with the choices
   if (config.in_dir.empty()) resolve_documents(config);  // else once the files have given S
 }
 

@@ -39,6 +39,12 @@ struct RunConfig {
   std::vector<std::string> inject;  // KIND@RANK:STEP
   double timeout = 10.0;            // watchdog fallback, seconds without progress
   bool progress = true;             // progress bar on a terminal stderr
+  // Low-precision emulation (the sim executor): the storage precision of the inputs, of K/V on the
+  // wire and of each step's partial results; the precision of the running output and the
+  // travelling dK/dV and dq accumulators (fp32 | storage); the form of the LSE merge.
+  std::string precision = "fp32";   // fp32 | bf16 | fp16
+  std::string accumulate = "fp32";  // fp32 | storage
+  std::string merge = "exp";        // exp | logsigmoid
 
   Mask mask() const { return Mask(causal, window, documents); }
   LayoutKind layout_kind() const { return parse_layout(layout); }
@@ -51,6 +57,8 @@ void add_run_flags(CLI::App& command, RunConfig& config);
 // Only the flags that shape a schedule (algo, layout, block, ranks, ulysses, sizes, causal,
 // no-skip, backward, erratum): for `ringlab plan` and `ringlab compare`.
 void add_schedule_flags(CLI::App& command, RunConfig& config);
+// --precision, --accumulate and --merge (ringlab run, ringlab study precision).
+void add_precision_flags(CLI::App& command, RunConfig& config);
 
 // The plan spec of a (validated) configuration.
 PlanSpec plan_spec(const RunConfig& config);

@@ -96,6 +96,9 @@ struct PipelineNeeds {
   bool diagnoses = false;                        // after a mismatch, executes again with every block checked on its own
   bool counts_progress = false;                  // increments ExecuteOptions::ops_done once per op (a progress bar)
   bool reports = true;                           // false on the processes of an mpirun run other than rank 0's
+  // Low precision: the verification table also shows the same problem's errors on one rank (the
+  // executor configured the same, run with --ranks 1), so that P's error is read against P=1's.
+  bool single_rank_baseline = false;
 };
 
 // What the pipeline asks of one execution.

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 
 #include "reference/error.hpp"
@@ -111,6 +112,18 @@ std::vector<BlockError> diagnose(Executor& executor, const Plan& plan, const Att
   options.diagnose_inputs = &inputs;
   options.diagnose_reference = &reference;
   return executor.execute(plan, x, options).block_errors;
+}
+
+// The same problem on one rank, the executor configured the same (low precision: the error the
+// distributed run is read against). Nothing when it does not complete.
+std::optional<Verification> single_rank(Executor& executor, const RunConfig& config, const PipelineNeeds& needs,
+                                        const AttentionInputs<double>& inputs, const ReferenceOutputs& reference) {
+  RunConfig one = config;
+  one.ranks = 1, one.algo = "ring", one.layout = "contiguous", one.block = 0, one.ulysses = 0;
+  const Plan plan = make_plan(one, needs);
+  const ExecutionResult result = executor.execute(plan, inputs.cast<float>(), {});
+  if (result.failure) return std::nullopt;
+  return verify(result.outputs, reference, result.executor, needs.tolerance);
 }
 
 // ---- [failure] -------------------------------------------------------------------------------
@@ -268,7 +281,10 @@ int run_pipeline(RunConfig& config, Executor& executor, std::ostream& out, std::
 
   const ReferenceOutputs reference = compute_reference(inputs, config.mask(), config.backward);
   if (pads) crop_outputs(result.outputs, config.dims);  // outputs are exactly (B, S, H, D)
-  const Verification verification = verify(result.outputs, reference, result.executor, needs.tolerance);
+  Verification verification = verify(result.outputs, reference, result.executor, needs.tolerance);
+  if (needs.single_rank_baseline && plan.ranks() > 1 && config.inject.empty()) {
+    if (const auto one = single_rank(executor, config, needs, inputs, reference)) verification.add_single_rank(*one);
+  }
   // The per-block diagnosis compares against the oracle for the plan's problem: padded tokens have a
   // closed form (nothing); padded heads have none, so a head-padded run is not diagnosed block by block.
   if (!verification.ok() && needs.diagnoses && plan.spec().padding_heads == 0) {

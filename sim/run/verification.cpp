@@ -21,9 +21,16 @@ bool Verification::ok() const {
   return !checks.empty();
 }
 
+void Verification::add_single_rank(const Verification& single_rank) {
+  single_rank_executor = single_rank.executor;
+  for (size_t i = 0; i < checks.size() && i < single_rank.checks.size(); ++i)
+    checks[i].single_rank_max_error = single_rank.checks[i].result.max_abs_error,
+    checks[i].single_rank_rms_error = single_rank.checks[i].result.rms_error;
+}
+
 Verification verify(const RunOutputs& outputs, const ReferenceOutputs& reference, const std::string& executor,
                     ToleranceFunction tolerance_of) {
-  Verification verification{executor, {}};
+  Verification verification{executor, {}, ""};
   auto check = [&](const char* name, const Tensor<float>& actual, const Tensor<double>& expected) {
     const Tolerance tolerance = tolerance_of(name);
     CompareResult result;
@@ -34,7 +41,7 @@ Verification verify(const RunOutputs& outputs, const ReferenceOutputs& reference
     } else {
       result = compare(actual, expected, tolerance);
     }
-    verification.checks.push_back({name, expected.shape(), tolerance, result});
+    verification.checks.push_back({name, expected.shape(), tolerance, result, -1, -1});
   };
   check("out", outputs.out, reference.forward.out);
   check("lse", outputs.lse, reference.forward.lse);
@@ -49,9 +56,11 @@ Verification verify(const RunOutputs& outputs, const ReferenceOutputs& reference
 void print_verification(std::ostream& os, const Verification& verification) {
   char line[256];
   os << "verification: " << verification.executor << " vs exact attention (float64)\n";
-  std::snprintf(line, sizeof line, "%-6s %-20s %11s %11s %9s %9s %8s  %s\n", "tensor", "shape", "max_abs_err",
+  const bool single = !verification.single_rank_executor.empty();
+  if (single) os << "P=1 columns: the same problem on " << verification.single_rank_executor << "\n";
+  std::snprintf(line, sizeof line, "%-6s %-20s %11s %11s %9s %9s %8s  %s", "tensor", "shape", "max_abs_err",
                 "max_rel_err", "tol_abs", "tol_rel", "tol_used", "result");
-  os << line;
+  os << line << (single ? "   rms_err  P=1_max  P=1_rms  max/P=1  rms/P=1\n" : "\n");
   int passed = 0;
   for (const TensorCheck& check : verification.checks) {
     const CompareResult& r = check.result;
@@ -63,10 +72,21 @@ void print_verification(std::ostream& os, const Verification& verification) {
     } else {
       std::snprintf(used, sizeof used, "inf");
     }
-    std::snprintf(line, sizeof line, "%-6s %-20s %11.3e %11.3e %9.0e %9.0e %8s  %s\n", check.name.c_str(),
+    std::snprintf(line, sizeof line, "%-6s %-20s %11.3e %11.3e %9.0e %9.0e %8s  %-4s", check.name.c_str(),
                   shape_string(check.shape).c_str(), r.max_abs_error, r.max_rel_error, check.tolerance.abs,
                   check.tolerance.rel, used, r.ok ? "ok" : "FAIL");
-    os << line;
+    std::string row = line;
+    if (!single) row.erase(row.find_last_not_of(' ') + 1);  // no trailing blanks after "ok"
+    os << row;
+    if (single && check.single_rank_max_error >= 0) {
+      auto ratio = [](double a, double b) { return b > 0 ? a / b : 1.0; };
+      char extra[96];
+      std::snprintf(extra, sizeof extra, " %9.2e %8.2e %8.2e %7.2fx %7.2fx", r.rms_error, check.single_rank_max_error,
+                    check.single_rank_rms_error, ratio(r.max_abs_error, check.single_rank_max_error),
+                    ratio(r.rms_error, check.single_rank_rms_error));
+      os << extra;
+    }
+    os << "\n";
     if (!r.ok) os << "       " << r.describe() << "\n";
     passed += r.ok ? 1 : 0;
   }
@@ -90,6 +110,11 @@ nlohmann::json to_json(const Verification& verification) {
                             {"count", r.count}};
     entry["tolerance_used"] =
         std::isfinite(r.tolerance_used) ? nlohmann::json(r.tolerance_used) : nlohmann::json("inf");
+    if (check.single_rank_max_error >= 0) {
+      entry["rms_error"] = r.rms_error;
+      entry["single_rank_max_abs_error"] = check.single_rank_max_error;
+      entry["single_rank_rms_error"] = check.single_rank_rms_error;
+    }
     if (!r.ok) {
       entry["first_bad_index"] = r.first_bad_index;
       entry["first_bad_actual"] = r.first_bad_actual;
@@ -97,7 +122,9 @@ nlohmann::json to_json(const Verification& verification) {
     }
     checks.push_back(entry);
   }
-  return {{"executor", verification.executor}, {"ok", verification.ok()}, {"checks", checks}};
+  nlohmann::json result = {{"executor", verification.executor}, {"ok", verification.ok()}, {"checks", checks}};
+  if (!verification.single_rank_executor.empty()) result["single_rank_executor"] = verification.single_rank_executor;
+  return result;
 }
 
 }  // namespace ringlab

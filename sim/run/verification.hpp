@@ -33,12 +33,17 @@ struct TensorCheck {
   Shape shape;
   Tolerance tolerance;
   CompareResult result;
+  double single_rank_max_error = -1;  // the same tensor's max_abs_error on one rank; < 0: not measured
+  double single_rank_rms_error = -1;  // and its rms_error
 };
 
 struct Verification {
   std::string executor;  // e.g. "sim (fp32)"
   std::vector<TensorCheck> checks;
+  std::string single_rank_executor;  // "" unless the checks carry single_rank_max_error
   bool ok() const;
+  // Copies each tensor's max_abs_error of `single_rank` (the same problem on one rank) into checks.
+  void add_single_rank(const Verification& single_rank);
 };
 
 // The tolerance of each output tensor ("out", "lse", "dq", "dk", "dv") for one executor.

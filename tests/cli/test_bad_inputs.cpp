@@ -78,6 +78,11 @@ TEST_CASE("bad input across run, check, grade and ringlab-viz: exit 2, one line,
   });
   const std::string missing_dir = inputs_with(root, "missing", [](const std::string& d) { fs::remove(d + "/v.npy"); });
   const std::string good_dir = inputs_with(root, "good", [](const std::string&) {});
+  const std::string fp16_dir = inputs_with(root, "fp16", [](const std::string& d) {
+    Tensor<double> v = read_npy(d + "/v.npy").values;
+    v[9] = 70000;  // beyond fp16's 65504
+    write_npy(d + "/v.npy", v);
+  });
   fs::create_directories(root / "full");
   std::ofstream(root / "full/keep.txt") << "already here\n";
   const std::string bad_trace = (root / "bad.json").string();
@@ -133,6 +138,11 @@ TEST_CASE("bad input across run, check, grade and ringlab-viz: exit 2, one line,
       run({"--in", good_dir, "--heads", "2"}, "--heads 2 contradicts"),
       run({"--in", good_dir, "--seq", "128"}, "--seq 128 contradicts"),
       run({"--in", good_dir, "--docs", "60,60"}, "sum to 120, not S=64"),
+      // low precision
+      run({"--precision", "fp8"}, "unknown precision 'fp8'; use --precision fp32, bf16 or fp16"),
+      run({"--accumulate", "bf16"}, "--accumulate"),
+      run({"--merge", "sigmoid"}, "--merge"),
+      run({"--in", fp16_dir, "--precision", "fp16"}, "fp16 overflow: v(0, 0, 1, 1) = 70000"),
       {"", ringlab, {"run", "--dry-run", "--hw", "abacus"}, "abacus", ""},
       // ringlab check: exercises, parts, answers and units
       {"", ringlab, {"check", "nosuch", "x=1"}, "unknown exercise 'nosuch'", ""},

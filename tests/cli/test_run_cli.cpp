@@ -168,6 +168,73 @@ TEST_CASE("fault injection: drop deadlocks (exit 3), corrupt is detected (exit 3
   CHECK(delay.status == 0);
 }
 
+TEST_CASE("low precision: bf16 passes against its P=1 errors; rounding the accumulators grows the error",
+          "[cli][precision]") {
+  auto run = [](const std::string& accumulate) {
+    const auto result = run_binary(kRinglab, {"run", "--json", "--ranks", "4", "--seq", "256", "--causal", "--backward",
+                                              "--precision", "bf16", "--accumulate", accumulate});
+    INFO(result.err);
+    REQUIRE(result.status == 0);
+    return nlohmann::json::parse(result.out);
+  };
+  const nlohmann::json fp32 = run("fp32"), storage = run("storage");
+  CHECK(fp32["dtype"] == "bf16");
+  CHECK(fp32["verification"]["single_rank_executor"] == "sim executor, 1 rank (bf16, accumulate fp32)");
+  for (size_t i = 0; i < 5; ++i) {
+    const nlohmann::json &a = fp32["verification"]["checks"][i], &b = storage["verification"]["checks"][i];
+    INFO(a["tensor"]);
+    // One rank has one step: nothing to accumulate, the same error either way.
+    CHECK(a["single_rank_rms_error"] == b["single_rank_rms_error"]);
+    CHECK(a["rms_error"].get<double>() > 0);
+    CHECK(a["rms_error"].get<double>() < 1.5 * a["single_rank_rms_error"].get<double>());
+  }
+  // dK/dV travel P steps: rounded after every hop they lose more than kept in fp32.
+  const nlohmann::json &dk32 = fp32["verification"]["checks"][3], &dk16 = storage["verification"]["checks"][3];
+  REQUIRE(dk32["tensor"] == "dk");
+  CHECK(dk16["rms_error"].get<double>() > 1.3 * dk32["rms_error"].get<double>());
+
+  const auto text = run_binary(kRinglab, {"run", "--no-progress", "--ranks", "2", "--seq", "128", "--precision", "fp16",
+                                          "--merge", "logsigmoid"});
+  CHECK(text.status == 0);
+  CHECK_THAT(text.out, Catch::Contains("P=1 columns: the same problem on sim executor, 1 rank (fp16, accumulate fp32, "
+                                       "logsigmoid merge)") &&
+                           Catch::Contains("max/P=1"));
+  const auto note =
+      run_binary(kRinglab, {"run", "--no-progress", "--ranks", "2", "--seq", "64", "--accumulate", "storage"});
+  CHECK(note.status == 0);
+  CHECK(note.err ==
+        "ringlab: note: --accumulate storage changes nothing with --precision fp32 (the storage "
+        "precision is fp32 already)\n");
+}
+
+TEST_CASE("low precision: an fp16 overflow inside the run exits 1 naming the tensor and the element",
+          "[cli][precision]") {
+  // Causal attention with a large dout: key 0's dV sums dout over every query that sees it,
+  // 30000 x (1 + 1/2 + ... + 1/16) on rank 0 alone, beyond fp16's 65504.
+  TempDir dir;
+  AttentionInputs<double> x = make_inputs({1, 64, 2, 2, 8}, 3, true).cast<double>();
+  for (int64_t i = 0; i < x.q.size(); ++i) x.q[i] = 0;  // uniform attention over the keys seen
+  for (int64_t i = 0; i < x.dout.size(); ++i) x.dout[i] = 30000;
+  for (const char* name : {"q", "k", "v", "dout"}) {
+    const Tensor<double>& t = name[0] == 'q' ? x.q : name[0] == 'k' ? x.k : name[0] == 'v' ? x.v : x.dout;
+    write_npy(dir / (std::string(name) + ".npy"), t);
+  }
+  const auto run = run_binary(kRinglab, {"run", "--no-progress", "--in", dir.path.string(), "--ranks", "4", "--causal",
+                                         "--backward", "--precision", "fp16"});
+  INFO(run.err);
+  CHECK(run.status == 1);
+  REQUIRE(run.err_lines().size() == 1);
+  CHECK_THAT(run.err, Catch::Contains("fp16 overflow: dv (a step's partial)(0, 0, ") && Catch::Contains("65504"));
+  CHECK(run.out.empty());
+  // bf16 has float32's range: the same inputs run to the verification (whose tolerances are for
+  // values of order 1, so it may well fail it: exit 0 or 1, but no overflow).
+  const auto bf16 = run_binary(kRinglab, {"run", "--no-progress", "--in", dir.path.string(), "--ranks", "4", "--causal",
+                                          "--backward", "--precision", "bf16"});
+  CHECK((bf16.status == 0 || bf16.status == 1));
+  CHECK(bf16.err.find("overflow") == std::string::npos);
+  CHECK_THAT(bf16.out, Catch::Contains("verification: sim executor, 4 ranks (bf16, accumulate fp32)"));
+}
+
 TEST_CASE("the errata: exit 1 with a diagnosis at P >= 3, and reverse-dkv passes at P = 2", "[cli][errata]") {
   const auto reverse4 = run_binary(kRinglab, {"run", "--ranks", "4", "--seq", "256", "--causal", "--backward",
                                               "--erratum", "reverse-dkv", "--no-progress"});

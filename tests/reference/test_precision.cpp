@@ -118,3 +118,53 @@ TEST_CASE("round_tensor reports an fp16 overflow with the tensor and the element
   CHECK_THROWS_AS(parse_precision("fp8"), UsageError);
   CHECK(parse_precision("fp16") == Precision::fp16);
 }
+
+TEST_CASE("the exp and logsigmoid LSE merges agree in float64 and are exact", "[precision]") {
+  // Two states over disjoint key sets, built from their definition; merged both ways, against the
+  // state of the union computed directly.
+  const int64_t width = 3;
+  const std::vector<double> scores_a{0.3, -1.2, 2.5}, scores_b{-0.7, 1.9};
+  const std::vector<double> v_a{0.1, -0.4, 0.9, 1.3, 0.2, -0.8, -0.6, 0.7, 0.05}, v_b{0.4, -1.1, 0.3, -0.2, 0.6, 0.8};
+  auto state = [&](const std::vector<double>& scores, const std::vector<double>& values) {
+    double lse = -INFINITY;
+    for (double s : scores) lse = std::max(lse, s);
+    double sum = 0;
+    std::vector<double> out(width, 0.0);
+    for (size_t j = 0; j < scores.size(); ++j) {
+      const double p = std::exp(scores[j] - lse);
+      sum += p;
+      for (int64_t d = 0; d < width; ++d) out[d] += p * values[j * width + d];
+    }
+    for (double& o : out) o /= sum;
+    return std::pair{out, lse + std::log(sum)};
+  };
+  std::vector<double> all_scores = scores_a, all_values = v_a;
+  all_scores.insert(all_scores.end(), scores_b.begin(), scores_b.end());
+  all_values.insert(all_values.end(), v_b.begin(), v_b.end());
+  const auto [out_all, lse_all] = state(all_scores, all_values);
+  for (const double shift : {0.0, 500.0, -700.0}) {  // LSEs far beyond e^x's double range: no overflow
+    auto [out_a, lse_a] = state(scores_a, v_a);
+    const auto [out_b, lse_b] = state(scores_b, v_b);
+    auto out_s = out_a;
+    double lse_e = lse_a + shift, lse_s = lse_a + shift;
+    merge_lse_row(out_a.data(), lse_e, out_b.data(), lse_b + shift, width, MergeForm::exp);
+    merge_lse_row(out_s.data(), lse_s, out_b.data(), lse_b + shift, width, MergeForm::logsigmoid);
+    CHECK(lse_e - shift == Approx(lse_all).epsilon(1e-14));
+    CHECK(lse_s - shift == Approx(lse_all).epsilon(1e-14));
+    for (int64_t d = 0; d < width; ++d) {
+      CHECK(out_a[d] == Approx(out_all[d]).epsilon(1e-13));
+      CHECK(out_s[d] == Approx(out_all[d]).epsilon(1e-13));
+      CHECK(std::abs(out_a[d] - out_s[d]) <= 1e-14);  // a few ulps of values of order 1
+    }
+  }
+  // The identity: a -inf LSE on either side.
+  std::vector<double> out{1, 2, 3}, other{4, 5, 6};
+  double lse = -INFINITY;
+  merge_lse_row(out.data(), lse, other.data(), 0.5, width, MergeForm::logsigmoid);
+  CHECK(out == other);
+  CHECK(lse == 0.5);
+  merge_lse_row(out.data(), lse, other.data(), -std::numeric_limits<double>::infinity(), width, MergeForm::logsigmoid);
+  CHECK(lse == 0.5);
+  CHECK(parse_merge_form("logsigmoid") == MergeForm::logsigmoid);
+  CHECK_THROWS_AS(parse_merge_form("log"), UsageError);
+}
