@@ -18,6 +18,8 @@ void add_sim_commands(CLI::App& app, Registry& registry);
 void add_plan_command(CLI::App& app, Registry& registry);
 // `ringlab compare` and `ringlab figure` (sim/cli/cost_commands.cpp).
 void add_cost_commands(CLI::App& app, Registry& registry);
+// `ringlab study precision` (sim/cli/study_command.cpp).
+void add_study_commands(CLI::App& app, Registry& registry);
 // `ringlab run --dry-run`: the plan walked by the cost model, no tensors (sim/cli/dry_run_command.cpp).
 int run_dry(RunConfig& config);
 

@@ -30,6 +30,7 @@ void add_sim_commands(CLI::App& app, Registry& registry) {
   add_run_flags(*command, *config);
   registry.add(command, [config, command] { return run(*config, command->count("--accumulate") > 0); });
   add_plan_command(app, registry);
+  add_study_commands(app, registry);
   add_cost_commands(app, registry);
 }
 

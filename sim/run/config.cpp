@@ -61,7 +61,7 @@ void add_precision_flags(CLI::App& command, RunConfig& config) {
       ->capture_default_str();
 }
 
-void add_schedule_flags(CLI::App& command, RunConfig& config) {
+void add_schedule_flags(CLI::App& command, RunConfig& config, bool ranks) {
   command.add_option("--algo", config.algo, "communication pattern: ring | allgather | ulysses | hybrid")
       ->check(CLI::IsMember({"ring", "allgather", "ulysses", "hybrid"}))
       ->capture_default_str();
@@ -73,7 +73,7 @@ void add_schedule_flags(CLI::App& command, RunConfig& config) {
       ->capture_default_str();
   command.add_option("--block", config.block,
                      "tokens per layout unit (default: contiguous S/P, zigzag S/(2P), striped 1)");
-  command.add_option("--ranks,-P", config.ranks, "number of ranks P")->capture_default_str();
+  if (ranks) command.add_option("--ranks,-P", config.ranks, "number of ranks P")->capture_default_str();
   command.add_option("--ulysses", config.ulysses, "hybrid: Ulysses degree U (ring degree P/U)");
   // Size flags remember that they were given, so that --in files that contradict them are an error.
   auto size = [&](const char* flag, int64_t& value, const char* text) {

@@ -56,7 +56,8 @@ struct RunConfig {
 void add_run_flags(CLI::App& command, RunConfig& config);
 // Only the flags that shape a schedule (algo, layout, block, ranks, ulysses, sizes, causal,
 // no-skip, backward, erratum): for `ringlab plan` and `ringlab compare`.
-void add_schedule_flags(CLI::App& command, RunConfig& config);
+// Without --ranks when `ranks` is false (ringlab study takes a list of them).
+void add_schedule_flags(CLI::App& command, RunConfig& config, bool ranks = true);
 // --precision, --accumulate and --merge (ringlab run, ringlab study precision).
 void add_precision_flags(CLI::App& command, RunConfig& config);
 
