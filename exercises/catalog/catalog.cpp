@@ -31,7 +31,9 @@ const std::vector<CatalogEntry>& exercise_catalog() {
       kErratumDkvDirection, kErratumCausalMask, kErratumSoftmaxScale, kErratumSkipSpeedup, kErratumInitialTransfer,
       kErratumMergeWeights, kErratumHeadMemory,
       // documents and windows
-      kPackedBalance, kWindowHops, kRedundantBytes};
+      kPackedBalance, kWindowHops, kRedundantBytes,
+      // low precision
+      kPrecisionGrowth};
   return entries;
 }
 

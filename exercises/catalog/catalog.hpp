@@ -8,6 +8,7 @@
 #pragma once
 
 #include "exercises/exercise.hpp"
+#include "sim/run/config.hpp"
 
 namespace ringlab::exercises::catalog {
 
@@ -44,5 +45,10 @@ extern const CatalogEntry kErratumHeadMemory;
 extern const CatalogEntry kPackedBalance;
 extern const CatalogEntry kWindowHops;
 extern const CatalogEntry kRedundantBytes;
+
+// low precision
+extern const CatalogEntry kPrecisionGrowth;
+// The precision-growth exercise's problem at P ranks (tests re-derive its answers on it).
+RunConfig precision_growth_problem(int64_t ranks, bool fp16, int64_t seed);
 
 }  // namespace ringlab::exercises::catalog

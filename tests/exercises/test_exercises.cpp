@@ -15,13 +15,36 @@
 #include <numeric>
 #include <set>
 
+#include "exercises/catalog/catalog.hpp"
 #include "exercises/exercise.hpp"
 #include "reference/error.hpp"
+#include "reference/inputs.hpp"
+#include "sim/executor/sim_executor.hpp"
 
 using namespace ringlab;
 using namespace ringlab::exercises;
 
 namespace {
+
+// dV's RMS error against float64 of the precision-growth problem at P ranks, run on the sim
+// executor directly (not through the study the exercise uses).
+double dv_rms_error(int64_t ranks, bool fp16, int64_t seed, const char* accumulate) {
+  RunConfig config = exercises::catalog::precision_growth_problem(ranks, fp16, seed);
+  config.accumulate = accumulate;
+  validate(config);
+  SimExecutor sim;
+  sim.configure(config);
+  AttentionInputs<double> x = make_inputs(config.dims, config.seed, true).cast<double>();
+  sim.prepare_inputs(x);
+  const ExecutionResult result = sim.execute(build_plan(plan_spec(config)), x.cast<float>(), {});
+  const ReferenceOutputs reference = compute_reference(x, config.mask(), true);
+  double squares = 0;
+  for (int64_t i = 0; i < reference.grads.dv.size(); ++i) {
+    const double error = double(result.outputs.dv[i]) - reference.grads.dv[i];
+    squares += error * error;
+  }
+  return std::sqrt(squares / double(reference.grads.dv.size()));
+}
 
 // ---- [catalog] ---------------------------------------------------------------------------------
 
@@ -95,14 +118,15 @@ TEST_CASE("one file per exercise: its entry names what it makes", "[exercises]")
   CHECK(files == listed);  // a file whose entry the catalog's table does not list is an error
   // The listing's order, which `ringlab exercises` prints: the source's 1-7, the notes', the errata.
   const auto& catalog = exercise_catalog();
-  REQUIRE(catalog.size() == 26);
+  REQUIRE(catalog.size() == 27);
   CHECK(catalog.front().id == "attention-memory");
   CHECK(catalog[6].id == "flash-ring-memory");
   CHECK(catalog[7].id == "imbalance-ratio");
   CHECK(catalog[15].id == "memory-table");
   CHECK(catalog[16].id == "erratum-dkv-direction");
   CHECK(catalog[22].id == "erratum-head-memory");
-  CHECK(catalog.back().id == "redundant-bytes");
+  CHECK(catalog[25].id == "redundant-bytes");
+  CHECK(catalog.back().id == "precision-growth");
 }
 
 // ---- [closed forms] ----------------------------------------------------------------------------
@@ -354,6 +378,15 @@ const std::map<std::string, Derivation, std::less<>>& derivations() {
          double messages = 0;
          for (double b = 0; b < P; ++b) messages += std::min(hops, P - 1 - b);
          return Answers{{"hops", hops}, {"share", messages / (P * (P - 1))}};
+       }},
+      {"precision-growth",
+       [](const Exercise& e) {
+         const auto P = static_cast<int64_t>(e.number("P")), seed = static_cast<int64_t>(e.number("seed"));
+         const bool fp16 = e.number("fp16") != 0;
+         const double one = dv_rms_error(1, fp16, seed, "fp32");
+         return Answers{{"storage", dv_rms_error(P, fp16, seed, "storage") / one},
+                        {"fp32", dv_rms_error(P, fp16, seed, "fp32") / one},
+                        {"independent", 32}};
        }},
       {"redundant-bytes",
        [](const Exercise& e) {
