@@ -13,6 +13,7 @@
 #include "reference/error.hpp"
 #include "sim/cli/commands.hpp"
 #include "sim/cost/compare.hpp"
+#include "sim/executor/precision_study.hpp"
 #include "sim/run/config.hpp"
 #include "sim/run/output_files.hpp"
 #include "viz/figures/book_figures.hpp"
@@ -104,7 +105,54 @@ struct FigureFlags {
   std::string pass = "forward";
 };
 
+// `ringlab figure precision`: the precision study at P = 1, 2, 4, ... up to --ranks, drawn as each
+// tensor's RMS error ratio to P = 1, solid with fp32 accumulation, dashed with storage accumulation.
+int precision_figure_command(FigureFlags& flags) {
+  RunConfig& config = flags.config;
+  if (config.precision == "fp32") config.precision = "bf16";
+  validate(config);
+  check_output_file(flags.out);
+  if (!flags.png.empty()) {
+    if (!viz::png_supported()) {
+      std::string error;
+      (void)viz::write_png({}, flags.png, error);
+      throw UsageError(error);
+    }
+    check_output_file(flags.png);
+  }
+  std::vector<int64_t> ranks;
+  for (int64_t p = 1; p <= config.ranks; p *= 2) ranks.push_back(p);
+  const PrecisionStudy study = run_precision_study(config, ranks);
+  const std::pair<const char*, viz::Rgba> tensors[] = {{"out", viz::palette::compute_span},
+                                                       {"dq", viz::palette::collective_span},
+                                                       {"dk", viz::palette::send_span},
+                                                       {"dv", viz::palette::wait_span}};
+  std::vector<viz::ErrorSeries> series;
+  for (const char* accumulate : {"fp32", "storage"}) {
+    for (const auto& [tensor, colour] : tensors) {
+      viz::ErrorSeries s{
+          std::string(tensor) + ", accumulate " + accumulate, colour, std::string(accumulate) == "storage", {}};
+      for (const int64_t p : study.ranks) s.points.emplace_back(p, study.row(accumulate, p, tensor).rms_ratio);
+      series.push_back(std::move(s));
+    }
+  }
+  const viz::Figure figure = viz::precision_figure("error against P: " + study.config, series);
+  write_file_atomically(flags.out, viz::to_svg(figure));
+  std::cout << "wrote " << flags.out << " (precision, " << study.ranks.size() << " rank counts, " << figure.lines.size()
+            << " line segments)\n";
+  if (!flags.png.empty()) {
+    std::string error;
+    if (!viz::write_png(figure, flags.png, error)) throw UsageError(error);
+    std::cout << "wrote " << flags.png << "\n";
+  }
+  return kExitVerified;
+}
+
 int figure_command(FigureFlags& flags) {
+  if (flags.kind == "precision") {
+    if (flags.out.empty()) throw UsageError("ringlab figure needs --out FILE.svg; e.g. --out precision.svg");
+    return precision_figure_command(flags);
+  }
   const viz::FigureKind kind = viz::parse_figure_kind(flags.kind);
   RunConfig& config = flags.config;
   validate(config);
@@ -165,11 +213,17 @@ void add_cost_commands(CLI::App& app, Registry& registry) {
   {
     auto flags = std::make_shared<FigureFlags>();
     CLI::App* command =
-        app.add_subcommand("figure", "draw a schedule for the book: grid-step, grid-rank, load, timeline (SVG, PNG)");
-    command->add_option("kind", flags->kind, "grid-step | grid-rank | load | timeline")->required();
+        app.add_subcommand("figure",
+                           "draw a schedule for the book: grid-step, grid-rank, load, timeline (SVG, PNG), or the "
+                           "low-precision study's error against P: precision (SVG)");
+    command->add_option("kind", flags->kind, "grid-step | grid-rank | load | timeline | precision")->required();
     add_schedule_flags(*command, flags->config);
     command->add_option("--hw", flags->config.hw, "hardware preset or JSON file (load, timeline)")
         ->capture_default_str();
+    command
+        ->add_option("--precision", flags->config.precision,
+                     "precision: the storage precision studied, bf16 | fp16 (P = 1, 2, 4, ... up to --ranks)")
+        ->default_str("bf16");
     command->add_option("--pass", flags->pass, "grids: forward | backward")->capture_default_str();
     command->add_option("--out", flags->out, "the SVG file to write")->required();
     command->add_option("--png", flags->png, "also write a PNG (needs stb_image_write)");

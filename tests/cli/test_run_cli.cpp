@@ -207,6 +207,35 @@ TEST_CASE("low precision: bf16 passes against its P=1 errors; rounding the accum
         "precision is fp32 already)\n");
 }
 
+TEST_CASE("ringlab figure precision draws the study's ratios", "[cli][precision]") {
+  TempDir dir;
+  const std::vector<std::string> problem = {"--causal", "--layout", "zigzag", "--seq", "256",
+                                            "--heads",  "2",        "--dim",  "32"};
+  std::vector<std::string> figure = {"figure", "precision", "--ranks", "4", "--out", dir / "p.svg"};
+  figure.insert(figure.end(), problem.begin(), problem.end());
+  const auto run = run_binary(kRinglab, figure);
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  std::ifstream in(dir / "p.svg");
+  const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> study = {"study", "precision", "--json", "--ranks", "1,2,4"};
+  study.insert(study.end(), problem.begin(), problem.end());
+  const nlohmann::json rows = nlohmann::json::parse(run_binary(kRinglab, study).out)["rows"];
+  int points = 0;
+  for (const auto& row : rows) {
+    if (row["tensor"] == "lse") continue;  // fp32 in both: not drawn
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%.4g", row["rms_ratio"].get<double>());
+    const std::string point = "data-series=\"" + row["tensor"].get<std::string>() + ", accumulate " +
+                              row["accumulate"].get<std::string>() + "\" data-ranks=\"" +
+                              std::to_string(row["ranks"].get<int>()) + "\" data-ratio=\"" + ratio + "\"";
+    INFO(point);
+    CHECK(svg.find(point) != std::string::npos);
+    ++points;
+  }
+  CHECK(points == 3 * 2 * 4);
+}
+
 TEST_CASE("low precision: an fp16 overflow inside the run exits 1 naming the tensor and the element",
           "[cli][precision]") {
   // Causal attention with a large dout: key 0's dV sums dout over every query that sees it,

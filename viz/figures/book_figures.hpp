@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/cost/hardware.hpp"
@@ -52,6 +53,16 @@ Figure grid_figure(const ScheduleModel& model, GridColouring colouring, Pass pas
 Figure load_figure(const ScheduleModel& model);
 // The timeline. Throws UsageError beyond 64 ranks, std::logic_error when the model has no spans.
 Figure timeline_figure(const ScheduleModel& model);
+// One line of the precision figure: (P, error / P = 1's error) points, P ascending.
+struct ErrorSeries {
+  std::string label;  // "dv, accumulate storage"
+  Rgba colour;
+  bool dashed = false;
+  std::vector<std::pair<int64_t, double>> points;
+};
+// Error ratio against P (log2 axis) for each series (`ringlab figure precision`).
+Figure precision_figure(const std::string& title, const std::vector<ErrorSeries>& series);
+
 // The figure of `kind` (grids: of `pass`).
 Figure draw_figure(FigureKind kind, const ScheduleModel& model, Pass pass);
 
