@@ -214,8 +214,8 @@ void add_cost_commands(CLI::App& app, Registry& registry) {
     auto flags = std::make_shared<FigureFlags>();
     CLI::App* command =
         app.add_subcommand("figure",
-                           "draw a schedule for the book: grid-step, grid-rank, load, timeline (SVG, PNG), or the "
-                           "low-precision study's error against P: precision (SVG)");
+                           "draw a figure for the book: grid-step, grid-rank, load, timeline (SVG, PNG); precision "
+                           "(the low-precision study's error against P)");
     command->add_option("kind", flags->kind, "grid-step | grid-rank | load | timeline | precision")->required();
     add_schedule_flags(*command, flags->config);
     command->add_option("--hw", flags->config.hw, "hardware preset or JSON file (load, timeline)")
