@@ -22,7 +22,7 @@ RunConfig precision_growth_problem(int64_t ranks, bool fp16, int64_t seed) {
   RunConfig config;
   config.layout = "zigzag";
   config.ranks = ranks;
-  config.dims = {1, 512, 2, 0, 32};
+  config.dims = {1, 256, 2, 0, 32};
   config.causal = true;
   config.backward = true;
   config.precision = fp16 ? "fp16" : "bf16";
@@ -40,7 +40,7 @@ static void write(VariantDraw& draw, Exercise& e) {
 
   e.numbers = {{"P", g.ranks}, {"fp16", g.fp16}, {"seed", g.seed}};
   e.parameters = {ranks_parameter(g.ranks, "ranks of the ring (zig-zag layout, causal)"),
-                  {"problem", "B=1 S=512 H=2 D=32", cat("inputs from --seed ", g.seed, ", stored in ", precision)},
+                  {"problem", "B=1 S=256 H=2 D=32", cat("inputs from --seed ", g.seed, ", stored in ", precision)},
                   {"precision", precision, "storage: inputs, K/V on the wire, each step's partial results"}};
   e.statement = cat(
       "A ring attention forward and backward stores its inputs and each step's partial results in ", precision,
@@ -63,7 +63,7 @@ static void write(VariantDraw& draw, Exercise& e) {
       "With fp32 accumulators only the extra rounding of each step's partial result remains (about sqrt(2) in RMS),",
       "whatever P: the 32-bit accumulator keeps the error independent of P.",
   });
-  e.command = cat("ringlab study precision --layout zigzag --causal --seq 512 --heads 2 --dim 32 --precision ",
+  e.command = cat("ringlab study precision --layout zigzag --causal --seq 256 --heads 2 --dim 32 --precision ",
                   precision, " --seed ", g.seed, " --ranks 1,", g.ranks, "    # the dv rows, rms/P=1");
 }
 
