@@ -161,7 +161,12 @@ void validate(RunConfig& config) {
     throw UsageError("--window must be at least 1 (the keys a query sees, its own included), got " +
                      std::to_string(config.window) + "; e.g. --window 4096, or leave it out for no window");
   }
-  parse_precision(config.precision);                     // an unknown one: one line with the choices
+  parse_precision(config.precision);  // an unknown one: one line with the choices
+  if (config.dry_run && (config.precision != "fp32" || config.accumulate != "fp32" || config.merge != "exp")) {
+    throw UsageError(
+        "--precision, --accumulate and --merge round the simulator's tensors but --dry-run computes none; drop "
+        "them (the cost model's element size comes from --hw) or drop --dry-run");
+  }
   if (config.in_dir.empty()) resolve_documents(config);  // else once the files have given S
 }
 

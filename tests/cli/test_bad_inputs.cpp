@@ -142,6 +142,7 @@ TEST_CASE("bad input across run, check, grade and ringlab-viz: exit 2, one line,
       run({"--precision", "fp8"}, "unknown precision 'fp8'; use --precision fp32, bf16 or fp16"),
       run({"--accumulate", "bf16"}, "--accumulate"),
       run({"--merge", "sigmoid"}, "--merge"),
+      {"", ringlab, {"run", "--dry-run", "--precision", "bf16"}, "--dry-run computes none", ""},
       run({"--in", fp16_dir, "--precision", "fp16"}, "fp16 overflow: v(0, 0, 1, 1) = 70000"),
       {"", ringlab, {"run", "--dry-run", "--hw", "abacus"}, "abacus", ""},
       // ringlab study precision
