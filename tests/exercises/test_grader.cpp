@@ -141,9 +141,16 @@ TEST_CASE("grader negative controls: 01-softmax-merge", "[exercises][grader]") {
   starter_and_solution("01-softmax-merge");
   NegativeControls lab("01-softmax-merge");
   lab.broken("missing_scale", "chunk-scale", {"finalize", "merge-two", "identity"});
-  lab.broken("missing_rescale", "merge-two", {"finalize", "chunk-scale", "identity"});
+  // large-scores' hint names the function that fails on its own: the merge here, chunk_state below.
+  const Graded rescale = lab.broken("missing_rescale", "merge-two", {"finalize", "chunk-scale", "identity"});
+  CHECK(rescale.status_of("large-scores") == "failed");
+  const std::string rescale_hint = rescale.criterion("large-scores")["hint"];
+  CHECK(rescale_hint.find("your merge") != std::string::npos);
+  CHECK(rescale_hint.find("subtract the row's max") == std::string::npos);
   lab.broken("nan_on_empty", "identity", {"finalize", "chunk-scale", "merge-two"});
-  lab.broken("no_max", "large-scores", {"chunk-scale", "merge-two", "identity"});
+  const Graded no_max = lab.broken("no_max", "large-scores", {"chunk-scale", "merge-two", "identity"});
+  const std::string no_max_hint = no_max.criterion("large-scores")["hint"];
+  CHECK(no_max_hint.find("subtract the row's max") != std::string::npos);
   lab.every_patch_graded();
 }
 

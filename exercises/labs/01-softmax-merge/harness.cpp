@@ -274,14 +274,36 @@ CriterionResult identity_criterion() {
   return result;
 }
 
+// Scores in the hundreds through all three of the student's functions; on a failure, each
+// function is probed alone (the other two from the library) and the hint names the first one that
+// fails on its own: chunk_state (no max subtracted), merge (no rescale, or NaN), finalize.
 CriterionResult large_scores_criterion() {
   CriterionResult result;
   const Chunks c = make_chunks(4, 5, true, 106, 60.0);  // scores in the hundreds
-  std::vector<State> states;
-  for (size_t g = 0; g < 4; ++g) states.push_back(student_state(c, g));
+  std::vector<State> states, library;
+  for (size_t g = 0; g < 4; ++g) {
+    states.push_back(student_state(c, g));
+    library.push_back(library_state(c, g));
+  }
   const State merged = fold(states, {0, 1, 2, 3});
-  check_state(merged, c, "chunks with scores in the hundreds", result, true);
-  if (!result.passed) result.hint = "exp(score) overflows float above about 88: subtract the row's max first";
+  if (check_state(merged, c, "chunks with scores in the hundreds", result, true)) return result;
+  CriterionResult probe;
+  State chunks_alone = states[0];
+  for (size_t g = 1; g < 4; ++g) chunks_alone.merge(states[g]);
+  if (!check_state(chunks_alone, c, "probe", probe)) {
+    result.hint = std::isinf(probe.observed_error)
+                      ? "your chunk_state overflows: exp(score) is inf in float above about 88 - subtract the row's "
+                        "max before exp"
+                      : "your chunk_state is wrong here without overflowing: see criteria chunk-scale and chunk-mask";
+    return result;
+  }
+  if (!check_state(fold(library, {0, 1, 2, 3}), c, "probe", probe)) {
+    result.hint =
+        "your merge fails on these scores: each state's l and o are relative to its own max - multiply "
+        "them by exp(m_i - m), with m the larger max, before adding";
+    return result;
+  }
+  result.hint = "your finalize fails on these scores: out = o / l and lse = m + log l, with m the row's max";
   return result;
 }
 
