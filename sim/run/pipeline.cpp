@@ -1,11 +1,13 @@
 // The run pipeline. Sections: [inputs and plan] [execution] [failure] [report] [pipeline]
 #include "sim/run/pipeline.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
+#include <thread>
 
 #include "reference/error.hpp"
 #include "reference/layout.hpp"
@@ -19,6 +21,8 @@
 namespace ringlab {
 
 namespace {
+
+int64_t host_cores() { return std::max<int64_t>(1, std::thread::hardware_concurrency()); }
 
 // ---- [inputs and plan] -----------------------------------------------------------------------
 
@@ -209,7 +213,8 @@ void print_report(std::ostream& out, const Verdict& v, const PipelineOptions& op
   out << "\n";
   print_erratum_findings(out, v.check);
   print_rank_table(out, v.result.ranks);
-  print_load_imbalance(out, load_imbalance(v.result.ranks));
+  print_load_imbalance(out, load_imbalance(v.result.ranks), static_cast<int64_t>(v.result.ranks.size()),
+                       v.result.time.kind, host_cores());
   print_time(out, v.result.time);
   out << "\n";
   print_verification(out, v.verification);
@@ -240,7 +245,8 @@ void print_work(std::ostream& out, const Plan& plan, const ExecutionResult& resu
   out << options.tool << " run | " << plan.spec().describe() << "\n";
   out << "executor: " << result.executor << "\n\n";
   print_rank_table(out, result.ranks);
-  print_load_imbalance(out, load_imbalance(result.ranks));
+  print_load_imbalance(out, load_imbalance(result.ranks), static_cast<int64_t>(result.ranks.size()), result.time.kind,
+                       host_cores());
   print_time(out, result.time);
 }
 

@@ -36,10 +36,23 @@ void print_rank_table(std::ostream& os, std::span<const RankSummary> ranks) {
   }
 }
 
-void print_load_imbalance(std::ostream& os, const LoadImbalance& imbalance) {
-  char line[160];
-  std::snprintf(line, sizeof line, "load balance: max/mean FLOPs %.3f, max/mean busy time %.3f\n",
-                imbalance.flops_max_over_mean, imbalance.busy_max_over_mean);
+void print_load_imbalance(std::ostream& os, const LoadImbalance& imbalance, int64_t ranks, TimeKind clock,
+                          int64_t cores) {
+  char line[320];
+  std::snprintf(line, sizeof line, "load balance: max/mean FLOPs %.3f (the plan's work per rank)\n",
+                imbalance.flops_max_over_mean);
+  os << line;
+  const char* source = clock == TimeKind::predicted ? "cost model"
+                       : clock == TimeKind::device  ? "CUDA events"
+                                                    : "measured";
+  if (clock == TimeKind::wall_clock && ranks > cores) {
+    std::snprintf(line, sizeof line,
+                  "busy time: max/mean %.3f (measured; %lld ranks share %lld cores, so busy s also counts time a rank "
+                  "waited for a core: compare ranks by GFLOP)\n",
+                  imbalance.busy_max_over_mean, static_cast<long long>(ranks), static_cast<long long>(cores));
+  } else {
+    std::snprintf(line, sizeof line, "busy time: max/mean %.3f (%s)\n", imbalance.busy_max_over_mean, source);
+  }
   os << line;
 }
 

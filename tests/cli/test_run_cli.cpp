@@ -65,7 +65,8 @@ TEST_CASE("ringlab run prints the per-rank, verification and footer tables and p
         std::string::npos);
   CHECK(run.out.find("out    (1, 1024, 4, 64)") != std::string::npos);
   CHECK(run.out.find("PASS: 2 of 2 tensors within tolerance\n") != std::string::npos);
-  CHECK(run.out.find("load balance: max/mean FLOPs 1.000") != std::string::npos);
+  CHECK(run.out.find("load balance: max/mean FLOPs 1.000 (the plan's work per rank)\n") != std::string::npos);
+  CHECK(run.out.find("busy time: max/mean ") != std::string::npos);
   CHECK(run.err.empty());
 }
 

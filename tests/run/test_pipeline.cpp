@@ -18,6 +18,7 @@
 #include "reference/npy.hpp"
 #include "sim/cost/dry_executor.hpp"
 #include "sim/run/pipeline.hpp"
+#include "sim/run/tables.hpp"
 
 using namespace ringlab;
 namespace fs = std::filesystem;
@@ -353,4 +354,26 @@ TEST_CASE("pipeline: the dry executor goes through it and prints its own report"
   config.trace_file = (dir.path / "u.json").string();
   CHECK_THROWS_AS(run(config, dry), UsageError);
   CHECK_FALSE(fs::exists(dir.path / "u.json"));
+}
+
+TEST_CASE("the load-balance lines: FLOPs from the plan as the headline, busy time explained when ranks share cores",
+          "[run]") {
+  std::vector<RankSummary> ranks(8);
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    ranks[r].flops = 1e9;                                         // a balanced plan
+    ranks[r].counters.compute_seconds = r == 0 ? 0.0016 : 0.001;  // but one thread waited for a core
+  }
+  const LoadImbalance imbalance = load_imbalance(ranks);
+  CHECK(imbalance.flops_max_over_mean == Approx(1.0));
+  CHECK(imbalance.busy_max_over_mean > 1.4);
+  std::ostringstream shared, own, predicted;
+  print_load_imbalance(shared, imbalance, 8, TimeKind::wall_clock, 2);
+  CHECK(shared.str().rfind("load balance: max/mean FLOPs 1.000 (the plan's work per rank)\n", 0) == 0);
+  CHECK(shared.str().find("8 ranks share 2 cores") != std::string::npos);
+  print_load_imbalance(own, imbalance, 8, TimeKind::wall_clock, 8);
+  CHECK(own.str().find("share") == std::string::npos);
+  CHECK(own.str().find("(measured)") != std::string::npos);
+  print_load_imbalance(predicted, imbalance, 8, TimeKind::predicted, 2);
+  CHECK(predicted.str().find("(cost model)") != std::string::npos);
+  CHECK(predicted.str().find("share") == std::string::npos);
 }
