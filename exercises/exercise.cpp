@@ -117,6 +117,16 @@ Verdict judge(const Part& part, const std::string& answer) {
   }
   if (parsed.unit_written.empty() && (part.quantity == Quantity::bytes || part.quantity == Quantity::seconds)) {
     verdict.note = "a bare number is read in " + part.unit.name;
+    // A bare byte count ("4398046511104" for 4.398 TB) is no amount of TB anyone means: accepted
+    // as bytes when it is right as bytes, with the unit to write next time.
+    const double as_bytes = parsed.value / part.unit.factor;
+    if (!verdict.right && part.quantity == Quantity::bytes && part.unit.factor > 1 && within(part, as_bytes)) {
+      verdict.right = true;
+      verdict.read_as = format_quantity(as_bytes, part.quantity, part.unit, 4);
+      verdict.note = "accepted as a byte count (" + group_thousands(std::llround(as_bytes)) +
+                     " B = " + verdict.read_as + "); a bare number is read in " + part.unit.name +
+                     ", so write the unit";
+    }
   }
   if (!verdict.right && part.quantity == Quantity::fraction && parsed.unit_written.empty() && parsed.value > 1 &&
       within(part, parsed.value / 100)) {

@@ -5,6 +5,7 @@
 
 #include <array>
 
+#include "reference/bytes_text.hpp"
 #include "sim/plan/queries.hpp"
 #include "sim/plan/walk.hpp"
 
@@ -108,8 +109,8 @@ class Checker final : public WalkVisitor {
       ++result.messages;
       if (message.bytes != exchange.bytes) {
         report(rank, op,
-               "receives " + std::to_string(exchange.bytes) + " bytes from rank " + std::to_string(exchange.recv_from) +
-                   ", which sends " + std::to_string(message.bytes));
+               "receives " + bytes_text_exact(exchange.bytes) + " from rank " + std::to_string(exchange.recv_from) +
+                   ", which sends " + bytes_text_exact(message.bytes));
       }
       if (message.payload != exchange.payload)
         report(rank, op, "receives dK/dV where K/V was expected, or the reverse");

@@ -95,6 +95,13 @@ TEST_CASE("judging: tolerance, GB read as GiB, fractions written bare", "[units]
   CHECK(as_gib.note.find("GiB") != std::string::npos);
   CHECK_FALSE(judge(part, "70 GB").right);
   CHECK(judge(part, "68.7 GB").tolerance == "\xC2\xB1 1%");
+  // A bare byte count is no number of GB anyone means: right as bytes, accepted with the unit to write.
+  const Verdict count = judge(part, std::to_string(static_cast<int64_t>(part.expected)));
+  CHECK(count.right);
+  CHECK(count.read_as == format_quantity(part.expected, Quantity::bytes, part.unit, 4));
+  CHECK(count.note.find("byte count") != std::string::npos);
+  CHECK_FALSE(judge(part, "70000000000").right);  // a wrong byte count stays wrong
+  CHECK(judge(part, "70000000000").note == "a bare number is read in GB");
 
   Part fraction;
   fraction.name = "work";

@@ -15,6 +15,7 @@
 #include <set>
 #include <tuple>
 
+#include "reference/bytes_text.hpp"
 #include "reference/error.hpp"
 #include "sim/cost/dry_executor.hpp"
 #include "sim/plan/queries.hpp"
@@ -76,7 +77,7 @@ std::string span_label(const TraceEvent& e, SpanKind kind) {
   if (e.q_block >= 0) text += " b" + std::to_string(e.q_block) + "xb" + std::to_string(e.kv_block);
   if (!e.mask.empty()) text += " (" + e.mask + ")";
   if (e.peer >= 0) text += (kind == SpanKind::send ? " -> " : " <- ") + std::string("rank ") + std::to_string(e.peer);
-  if (e.bytes > 0) text += ", " + std::to_string(e.bytes) + " B";
+  if (e.bytes > 0) text += ", " + bytes_text(e.bytes);
   return text;
 }
 

@@ -16,6 +16,7 @@
 
 #include "exercises/labs/03-ring-forward/lab.hpp"
 #include "exercises/labs/common/harness.hpp"
+#include "reference/bytes_text.hpp"
 #include "reference/flash_attention.hpp"
 #include "sim/runtime/world.hpp"
 
@@ -257,8 +258,8 @@ CriterionResult performance(bool overlap) {
     if (!overlap) {
       const int64_t sent = run.report.counters[static_cast<size_t>(r)].bytes_sent;
       if (sent != (P - 1) * block_bytes) {
-        result.fail("rank " + std::to_string(r) + " sent " + std::to_string(sent) + " bytes; a ring sends P - 1 = " +
-                    std::to_string(P - 1) + " K/V blocks of " + std::to_string(block_bytes) + " bytes");
+        result.fail("rank " + std::to_string(r) + " sent " + bytes_text_exact(sent) + "; a ring sends P - 1 = " +
+                    std::to_string(P - 1) + " K/V blocks of " + bytes_text_exact(block_bytes));
         result.hint = "send each block once per hop, and nothing at the last step";
         return result;
       }
