@@ -53,9 +53,14 @@ struct Part {
   std::vector<int64_t> expected_list;
   PartTolerance tolerance;
   std::vector<KnownMistake> mistakes;
+  // Known mistakes that land within the tolerance without being the right value (more than 1e-6
+  // relative from it): wrong answers the checker would accept. The catalog's tests require none,
+  // so a part whose tolerance is too loose for its mistakes is caught (tighten it).
+  std::vector<KnownMistake> accepted_mistakes;
 
   // Adds a known mistake, unless the value lands within the tolerance (it can, for some variants'
-  // numbers: then it is no mistake). Returns *this, so that a part's mistakes chain on it:
+  // numbers: then it is no mistake, or one too loose a tolerance accepts, recorded in
+  // accepted_mistakes). Returns *this, so that a part's mistakes chain on it:
   //   bytes_part("ring", "...", ring).mistake(full / P, "a common slip", "dividing by P counts ...")
   Part& mistake(double value, std::string origin, std::string why);
   // A wrong list, for list parts.

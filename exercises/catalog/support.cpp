@@ -80,6 +80,17 @@ Part tokens_part(std::string name, std::string question, double tokens, double r
 Part number_part(std::string name, std::string question, double value, double rel, double abs) {
   return make_part(std::move(name), std::move(question), Quantity::number, {"", 1}, value, {rel, abs});
 }
+double tolerance_rejecting(double expected, std::initializer_list<double> wrong, double rel) {
+  double gap = 1e300;
+  for (const double value : wrong) {
+    const double relative = std::fabs(value - expected) / std::max(std::fabs(expected), 1e-300);
+    if (relative > 1e-6) gap = std::min(gap, relative);
+  }
+  static constexpr double kSteps[] = {2, 2.5, 2};  // rel, rel/2, rel/5, rel/10, rel/20, ...
+  for (size_t i = 0; rel >= gap / 2 && rel > 1e-9; ++i) rel /= kSteps[i % 3];
+  return rel;
+}
+
 Part count_part(std::string name, std::string question, int64_t count) {
   return number_part(std::move(name), std::move(question), double(count), 0, 0);
 }

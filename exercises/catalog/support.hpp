@@ -66,6 +66,11 @@ Part ratio_part(std::string name, std::string question, double ratio, double rel
 Part fraction_part(std::string name, std::string question, double fraction, double abs = 0.005);
 Part tokens_part(std::string name, std::string question, double tokens, double rel = 0.01);
 Part number_part(std::string name, std::string question, double value, double rel = 0.005, double abs = 0);
+// A relative tolerance no looser than `rel` that still rejects every value of `wrong` (known
+// mistakes close to the answer, e.g. the source's 1.17x beside the right 1.175x): `rel`, or the
+// largest of rel/2, rel/5, rel/10, rel/20, ... below half the smallest relative gap. Values within
+// 1e-6 of the answer are the answer (a variant where the mistake coincides) and do not count.
+double tolerance_rejecting(double expected, std::initializer_list<double> wrong, double rel);
 // A whole number that must be exact (a count, a GPU, a block): a number part with no tolerance.
 Part count_part(std::string name, std::string question, int64_t count);
 Part list_part(std::string name, std::string question, std::vector<int64_t> list);

@@ -531,6 +531,24 @@ TEST_CASE("the source material's wrong answers are rejected, naming the mistake"
 
 // ---- [variants] --------------------------------------------------------------------------------
 
+TEST_CASE("no known mistake lands within its part's tolerance (the checker would accept it)", "[exercises]") {
+  for (const CatalogEntry& entry : exercise_catalog())
+    for (int64_t variant = 0; variant <= 8; ++variant) {
+      const Exercise e = make_exercise(entry.id, variant);
+      for (const Part& part : e.parts)
+        for (const KnownMistake& accepted : part.accepted_mistakes) {
+          INFO(entry.id << " variant " << variant << " part " << part.name << ": " << accepted.origin << " gives "
+                        << accepted.value << " against " << part.expected);
+          CHECK(accepted.value == part.expected);  // fails: tighten the part's tolerance
+        }
+    }
+  // The source's speedup of exercise 3 (96 / 82 = 1.17x) is 0.4% from the right 1.175x: rejected.
+  const Verdict source = check("overlap-time", "speedup", "1.17x");
+  CHECK_FALSE(source.right);
+  CHECK(source.mistake != nullptr);
+  CHECK(check("overlap-time", "speedup", "1.175x").right);
+}
+
 TEST_CASE("variants are deterministic, differ from the source's, and judge their own answers", "[exercises]") {
   for (const CatalogEntry& entry : exercise_catalog()) {
     INFO(entry.id);
