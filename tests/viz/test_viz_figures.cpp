@@ -13,6 +13,7 @@
 
 #include "reference/error.hpp"
 #include "sim/cost/dry_executor.hpp"
+#include "viz/figures/bitmap_font.hpp"
 #include "viz/figures/book_figures.hpp"
 
 #ifdef RINGLAB_HAVE_STB
@@ -296,6 +297,111 @@ TEST_CASE("PNG: the rasterised grid has the cell colours of the SVG", "[viz][fig
   REQUIRE(diagonal != nullptr);
   CHECK(pixel(diagonal->x + diagonal->width * 0.25, diagonal->y + diagonal->height * 0.75) == step_colour(0, 4));
   CHECK(pixel(diagonal->x + diagonal->width * 0.75, diagonal->y + diagonal->height * 0.25) == palette::masked_out);
+  stbi_image_free(pixels);
+#endif
+  std::remove(path.c_str());
+}
+
+TEST_CASE("no text of any figure kind runs past its canvas (conservative glyph widths)", "[viz][figures]") {
+  // Plans with long titles and legends: hybrid, packed documents with a window, a backward pass.
+  std::vector<Plan> plans;
+  plans.push_back(causal_ring(LayoutKind::contiguous, 4));
+  plans.push_back(causal_ring(LayoutKind::zigzag, 8));
+  PlanSpec hybrid;
+  hybrid.algo = Algorithm::hybrid;
+  hybrid.layout = LayoutKind::zigzag;
+  hybrid.ranks = 4, hybrid.ulysses = 2;
+  hybrid.dims = {1, 256, 4, 2, 8};
+  hybrid.causal = true;
+  plans.push_back(build_plan(hybrid));
+  PlanSpec documents;
+  documents.ranks = 4;
+  documents.dims = {1, 256, 2, 2, 8};
+  documents.causal = true;
+  documents.window = 40;
+  documents.documents = {100, 60, 96};
+  documents.backward = true;
+  plans.push_back(build_plan(documents));
+  for (const Plan& plan : plans) {
+    const ScheduleModel model = model_from_plan(plan, nvlink());
+    for (const FigureKind kind : {FigureKind::grid_step, FigureKind::grid_rank, FigureKind::load, FigureKind::timeline})
+      for (const Pass pass : {Pass::forward, Pass::backward}) {
+        if (pass == Pass::backward &&
+            (!plan.spec().backward || kind == FigureKind::load || kind == FigureKind::timeline))
+          continue;
+        const Figure figure = draw_figure(kind, model, pass);
+        REQUIRE_FALSE(figure.texts.empty());
+        for (const FigureText& text : figure.texts) {
+          const TextBox box = text_box(text);
+          INFO(figure_kind_name(kind) << " of " << plan.spec().describe() << ": '" << text.text << "' spans x "
+                                      << box.x0 << " .. " << box.x1 << ", y " << box.y0 << " .. " << box.y1
+                                      << " on a canvas of " << figure.width << " x " << figure.height);
+          CHECK(box.x0 >= 0);
+          CHECK(box.y0 >= 0);
+          CHECK(box.x1 <= figure.width);
+          CHECK(box.y1 <= figure.height);
+        }
+      }
+  }
+  // The estimate is conservative: at least the PNG's bitmap font (0.6 of the size a character),
+  // more for capitals and wide letters; a middle anchor centres it; a rotated text turns its box.
+  const FigureText title{0, 20, "diagonal: cut by the causal mask", 10};
+  CHECK(text_box(title).x1 >= BitmapFont::kAdvance * static_cast<double>(title.text.size()));
+  const FigureText capitals{0, 20, "MWMW", 10};
+  CHECK(text_box(capitals).x1 == Approx(40));
+  const FigureText centred{100, 20, "ABCD", 10, "middle"};
+  CHECK(text_box(centred).x0 == Approx(100 - 2 * 8));
+  const FigureText rotated{20, 100, "busy", 10, "middle", palette::paper::text, -90};
+  const TextBox up = text_box(rotated);
+  CHECK(up.x1 - up.x0 == Approx(10.5));  // 0.8 above and 0.25 below the baseline, turned sideways
+  CHECK(up.y1 - up.y0 == Approx(text_box({0, 0, "busy", 10}).x1));
+}
+
+TEST_CASE("PNG: text is drawn, glyph by glyph, where the SVG puts it", "[viz][figures][png]") {
+  if (!png_supported()) return;
+  Figure figure;
+  figure.width = 60, figure.height = 40;
+  figure.texts.push_back({10, 30, "E", 20});  // a font pixel is 2 units = 4 PNG pixels
+  const std::string path = "/tmp/ringlab_viz_figure_test_text.png";
+  std::string error;
+  REQUIRE(write_png(figure, path, error));
+#ifdef RINGLAB_HAVE_STB
+  int width = 0, height = 0, channels = 0;
+  unsigned char* pixels = stbi_load(path.c_str(), &width, &height, &channels, 3);
+  REQUIRE(pixels != nullptr);
+  auto pixel = [&](double x, double y) {  // in SVG units
+    const unsigned char* p =
+        pixels + (static_cast<size_t>(y * 2) * static_cast<size_t>(width) + static_cast<size_t>(x * 2)) * 3;
+    return Rgba{p[0], p[1], p[2], 255};
+  };
+  // Font pixel (row, column) of the glyph is the square at x = 10 + 2 column, y = 30 - 14 + 2 row.
+  auto lit = [&](int row, int column) { return pixel(10 + 2 * column + 1, 16 + 2 * row + 1) == palette::paper::text; };
+  const BitmapFont::Glyph& e = bitmap_glyph('E');
+  int lit_pixels = 0;
+  for (int row = 0; row < BitmapFont::kRows; ++row)
+    for (int column = 0; column < BitmapFont::kColumns; ++column) {
+      INFO("row " << row << " column " << column);
+      CHECK(lit(row, column) == static_cast<bool>(e[static_cast<size_t>(row)] & (0x10 >> column)));
+      lit_pixels += lit(row, column);
+    }
+  CHECK(lit_pixels > 10);
+  CHECK(pixel(40, 10) == palette::paper::background);
+  stbi_image_free(pixels);
+#endif
+  std::remove(path.c_str());
+
+  // A book figure's title is drawn: its box holds text-coloured pixels.
+  const Figure grid =
+      grid_figure(model_from_plan(causal_ring(LayoutKind::contiguous, 4)), GridColouring::step, Pass::forward);
+  REQUIRE(write_png(grid, path, error));
+#ifdef RINGLAB_HAVE_STB
+  pixels = stbi_load(path.c_str(), &width, &height, &channels, 3);
+  REQUIRE(pixels != nullptr);
+  const TextBox title = text_box(grid.texts.front());
+  int inked = 0;
+  for (double y = title.y0; y < title.y1; y += 0.5)
+    for (double x = title.x0; x < title.x1; x += 0.5) inked += pixel(x, y) == grid.texts.front().colour;
+  CHECK(inked > 100);
   stbi_image_free(pixels);
 #endif
   std::remove(path.c_str());

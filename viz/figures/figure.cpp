@@ -33,10 +33,47 @@ void add_rule(Figure& figure, double x0, double y0, double x1, double y1) {
   figure.rects.push_back({x0, y0, w, h, palette::paper::grid_line, false, "rule", {}, ""});
 }
 
-void fit_width_to_text(Figure& figure) {
+namespace {
+
+// In font sizes. Never below 0.6, the PNG's bitmap font's advance; DejaVu Sans, the widest
+// common default sans-serif, stays under these (its digits and lower case 0.28-0.64, m 0.97).
+double glyph_width(char32_t c) {
+  if (c > 126) return 1.0;
+  if (c == 'm' || c == 'w' || c == 'M' || c == 'W' || c == '%' || c == '@') return 1.0;
+  if (c >= 'A' && c <= 'Z') return 0.8;
+  return 0.65;
+}
+
+}  // namespace
+
+TextBox text_box(const FigureText& t) {
+  double width = 0;
+  for (size_t i = 0; i < t.text.size();) {  // per UTF-8 code point
+    const auto byte = static_cast<unsigned char>(t.text[i]);
+    const size_t length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xE ? 3 : 4;
+    width += glyph_width(length == 1 ? byte : 0x100);
+    i += length;
+  }
+  width *= t.size;
+  const double start = t.anchor == "middle" ? -width / 2 : t.anchor == "end" ? -width : 0;
+  // The box in the text's own frame (u along the text, v down), then rotated about (x, y).
+  const double u[2] = {start, start + width}, v[2] = {-0.8 * t.size, 0.25 * t.size};
+  const double angle = t.angle * 3.14159265358979323846 / 180, cos_a = std::cos(angle), sin_a = std::sin(angle);
+  TextBox box{1e300, 1e300, -1e300, -1e300};
+  for (const double a : u)
+    for (const double b : v) {
+      const double x = t.x + a * cos_a - b * sin_a, y = t.y + a * sin_a + b * cos_a;
+      box.x0 = std::min(box.x0, x), box.x1 = std::max(box.x1, x);
+      box.y0 = std::min(box.y0, y), box.y1 = std::max(box.y1, y);
+    }
+  return box;
+}
+
+void fit_canvas_to_text(Figure& figure) {
   for (const FigureText& t : figure.texts) {
-    if (t.angle != 0 || t.anchor != "start") continue;
-    figure.width = std::max(figure.width, t.x + 0.6 * t.size * static_cast<double>(t.text.size()) + 10);
+    const TextBox box = text_box(t);
+    figure.width = std::max(figure.width, std::ceil(box.x1 + 6));
+    figure.height = std::max(figure.height, std::ceil(box.y1 + 6));
   }
 }
 

@@ -1,7 +1,7 @@
 // A figure of the book: rectangles, triangles, lines and text on a white page, in SVG units
 // (one unit is one pixel of the viewer's canvas; the PNG doubles them). Written as SVG by hand (no
-// dependency) and, when built with stb_image_write (RINGLAB_HAVE_STB), rasterised to PNG —
-// rectangles, triangles and lines only; text is left to the SVG.
+// dependency) and, when built with stb_image_write (RINGLAB_HAVE_STB), rasterised to PNG, text
+// included (in a built-in bitmap font: viz/figures/bitmap_font.hpp).
 //
 // Paint order: the page, then rects, triangles, lines and text, each in the order added. Rects and
 // triangles may carry a class and data-* attributes, so tests and scripts read a figure back.
@@ -76,8 +76,17 @@ double add_legend_item(Figure& figure, double x, double y, Rgba colour, const st
 // A thin horizontal or vertical rule (an axis' grid line) as a rect, so what is added after it
 // (bars, spans) paints over it.
 void add_rule(Figure& figure, double x0, double y0, double x1, double y1);
-// Widens the figure so its unrotated, start-anchored texts fit (a sans-serif glyph is taken as
-// 0.6 of the font size wide).
-void fit_width_to_text(Figure& figure);
+// Where a text may paint, in figure units, estimated conservatively for whatever sans-serif font
+// a browser picks (the widest common one, DejaVu Sans, rounded up): per character 1.0 of the font
+// size for m, w, M, W, %, @ and anything beyond ASCII, 0.8 for other capitals and 0.65 for the
+// rest; 0.8 of the size above the baseline and 0.25 below. Rotated texts are boxed around their
+// rotated corners. The PNG's bitmap font (0.6 of the size a character) fits inside.
+struct TextBox {
+  double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+};
+TextBox text_box(const FigureText& text);
+// Grows the canvas (width and height) so every text's box fits with a margin of 6 units; a text
+// that would start left of 0 or above 0 is a figure's own mistake (tests check that none does).
+void fit_canvas_to_text(Figure& figure);
 
 }  // namespace ringlab::viz

@@ -1,12 +1,15 @@
-// PNG output of figures: rectangles, triangles and lines rasterised by hand onto an RGB canvas
-// (twice the SVG's size), written with stb_image_write when this build has it (RINGLAB_HAVE_STB).
-// Text is not drawn: the SVG carries it.
+// PNG output of figures: rectangles, triangles, lines and text rasterised by hand onto an RGB
+// canvas (twice the SVG's size), written with stb_image_write when this build has it
+// (RINGLAB_HAVE_STB). Text is drawn in the built-in bitmap font (viz/figures/bitmap_font.hpp): a
+// font pixel is a tenth of the font size, so a character is 0.6 of the size wide, as text_box
+// allows for, and capitals 0.7 of it tall.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include "sim/run/output_files.hpp"
+#include "viz/figures/bitmap_font.hpp"
 #include "viz/figures/figure.hpp"
 
 #ifdef RINGLAB_HAVE_STB
@@ -76,6 +79,28 @@ struct Canvas {
         for (int dx = -half; dx <= half; ++dx) put(px + dx, py + dy, c);
     }
   }
+  // A text in the bitmap font: each lit font pixel a square of size / 10 units, placed along the
+  // text's direction from its anchor and baseline.
+  void text(const FigureText& t) {
+    const std::vector<char32_t> characters = bitmap_characters(t.text);
+    if (characters.empty()) return;
+    const double dot = t.size / 10;
+    const double extent = dot * (BitmapFont::kAdvance * static_cast<double>(characters.size()) - 1);
+    const double start = t.anchor == "middle" ? -extent / 2 : t.anchor == "end" ? -extent : 0;
+    const double angle = t.angle * 3.14159265358979323846 / 180, cos_a = std::cos(angle), sin_a = std::sin(angle);
+    for (size_t i = 0; i < characters.size(); ++i) {
+      const BitmapFont::Glyph& glyph = bitmap_glyph(characters[i]);
+      for (int row = 0; row < BitmapFont::kRows; ++row)
+        for (int column = 0; column < BitmapFont::kColumns; ++column) {
+          if (!(glyph[static_cast<size_t>(row)] & (0x10 >> column))) continue;
+          // The pixel's centre in the text's frame (u along it, v down from the baseline).
+          const double u = start + dot * (BitmapFont::kAdvance * static_cast<double>(i) + column + 0.5);
+          const double v = dot * (row - BitmapFont::kAscent + 0.5);
+          const double x = t.x + u * cos_a - v * sin_a, y = t.y + u * sin_a + v * cos_a;
+          fill(x - dot / 2, y - dot / 2, dot, dot, t.colour);
+        }
+    }
+  }
 };
 
 }  // namespace
@@ -104,6 +129,7 @@ bool write_png(const Figure& figure, const std::string& path, std::string& error
   }
   for (const FigureTriangle& t : figure.triangles) canvas.triangle(t.points, t.fill);
   for (const FigureLine& l : figure.lines) canvas.line(l.x1, l.y1, l.x2, l.y2, l.width, l.colour);
+  for (const FigureText& t : figure.texts) canvas.text(t);
   std::string png;
   const auto append = [](void* context, void* data, int size) {
     static_cast<std::string*>(context)->append(static_cast<const char*>(data), static_cast<size_t>(size));

@@ -182,7 +182,7 @@ Figure grid_figure(const ScheduleModel& model, GridColouring colouring, Pass pas
   legend_y = draw_state_legend(figure, *grid, legend_x, legend_y);
   figure.width = legend_x + 160;
   figure.height = std::max(kTop + side + 30, legend_y + 20);
-  fit_width_to_text(figure);
+  fit_canvas_to_text(figure);
   return figure;
 }
 

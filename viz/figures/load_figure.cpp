@@ -106,7 +106,7 @@ Figure load_figure(const ScheduleModel& model) {
   y = add_legend_item(figure, legend_x, y, palette::blocked_bar, "blocked: waiting for messages, collectives");
   figure.width = legend_x + 160;
   figure.height = std::max(static_cast<double>(g.plot.y1) + 50, y + 20);
-  fit_width_to_text(figure);
+  fit_canvas_to_text(figure);
   return figure;
 }
 

@@ -131,7 +131,7 @@ Figure timeline_figure(const ScheduleModel& model) {
   draw_legend(figure, model, rows_bottom + 44);
   figure.width = kLeft + kPlotWidth + 40;
   figure.height = rows_bottom + 44 + 50;
-  fit_width_to_text(figure);
+  fit_canvas_to_text(figure);
   return figure;
 }
 
