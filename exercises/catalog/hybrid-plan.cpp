@@ -4,6 +4,7 @@
 #include "exercises/catalog/support.hpp"
 #include "exercises/step_timing.hpp"
 #include "reference/formulas.hpp"
+#include "sim/cost/memory_model.hpp"
 
 namespace ringlab::exercises::catalog {
 
@@ -34,6 +35,16 @@ static void write(VariantDraw& draw, Exercise& e) {
   const LinkClass infiniband{"InfiniBand", 0, ib_bandwidth, false, 0};
   const RingTimes ring = ring_times(R, 0, infiniband.seconds(step));  // the R - 1 transfers, nothing to hide them
   const int64_t hidden = p.heads * dim;
+  // The memory model's peak per GPU (the dry run's "memory per rank by phase"), by category.
+  const MemoryReport memory = memory_per_rank(plan);
+  const PhaseMemory& peak = memory.phases[static_cast<size_t>(memory.peak_phase)];
+  const auto at_peak = [&](MemoryCategory c) { return double(peak.bytes[static_cast<size_t>(c)]); };
+  const double total = double(memory.peak_bytes);
+  std::string breakdown;
+  for (size_t c = 0; c < kMemoryCategories; ++c)
+    if (peak.bytes[c] > 0)
+      breakdown += cat(breakdown.empty() ? "" : " + ", memory_category_name(static_cast<MemoryCategory>(c)), " ",
+                       bytes_text(double(peak.bytes[c])));
 
   e.numbers = {{"S", p.seq}, {"heads", p.heads}, {"kv_heads", p.kv_heads}, {"dim", dim},        {"P", ranks},
                {"U", U},     {"R", R},           {"element", e_bytes},     {"ib", ib_bandwidth}};
@@ -55,6 +66,10 @@ static void write(VariantDraw& draw, Exercise& e) {
       "ring_step_bytes: bytes of K/V a GPU sends per ring step.",
       "ring_comm_time: time of a GPU's R - 1 ring transfers over InfiniBand (none hidden).",
       "scores_bytes: the score block a GPU would materialise per ring step without a flash kernel.",
+      "memory_total: with a flash kernel (no score block), the most memory a GPU holds at once during this",
+      "attention forward, counted as ringlab's memory model counts it (chapter 8): its own q, k, v; their",
+      "copy after the all-to-all; the all-to-all's send and receive staging (twice the shard); two K/V blocks",
+      "(the double buffer); the online softmax's fp32 accumulators (o, m, l); the outputs.",
   });
   const int64_t tokens_per_position = p.seq / R;  // R divides S
   e.parts = {
@@ -77,7 +92,16 @@ static void write(VariantDraw& draw, Exercise& e) {
               attention_matrix_bytes(1, p.heads, tokens, tokens, e_bytes), "the source material's answer (exercise 5)",
               "n_h (S/P)^2 e scores all heads against S/P tokens; after the all-to-all a GPU scores n_h/U heads of "
               "its node's S/R tokens against S/R keys per step - even more, "
-              "which is why a flash kernel is a must")};
+              "which is why a flash kernel is a must"),
+      bytes_part("memory_total", "a GPU's peak memory during the forward, flash kernel", total)
+          .mistake(total - at_peak(MemoryCategory::working), "leaving out the all-to-all's copy",
+                   "after the all-to-all a GPU holds its node's tokens for its heads, next to its own q, k, v: "
+                   "both are held until the outputs go back")
+          .mistake(total - at_peak(MemoryCategory::kv_slots) / 2, "counting one K/V buffer",
+                   "the ring overlaps each hop with compute: the block computed on and the next one arriving "
+                   "are held together")
+          .mistake(qkv + scores, "the scores instead of the flash kernel's state",
+                   "with a flash kernel no score block is held; the fp32 accumulators (o, m, l) are")};
   e.solution = lines({
       cat("tokens_per_gpu = S/P = ", group_thousands(tokens),
           ".  qkv_bytes = (S/P)(n_h + 2 HKV) d e = ", bytes_text(qkv), "."),
@@ -90,6 +114,9 @@ static void write(VariantDraw& draw, Exercise& e) {
           "; the ring overlaps it with compute, so it costs only what compute does not cover."),
       cat("scores_bytes = (n_h/U)(S/R)^2 e = ", bytes_text(scores),
           ": the materialised block is hopeless; a flash kernel keeps only O(S/R) per head."),
+      cat("memory_total = the memory model's peak, in phase \"", peak.phase, "\": ", breakdown, " = ",
+          bytes_text(total), " (see it with the dry run's memory table)."),
+      "The source material's exercise 5 lists what a GPU holds but never asks for this total.",
   });
   e.command =
       "ringlab plan --algo hybrid --ranks 8 --ulysses 4 --seq 4096 --heads 8 --dim 64    # the same phases, small";

@@ -7,6 +7,7 @@
 //   * variants deterministic, different from the source's, every printed answer accepted and
 //     every known mistake rejected.
 // Sections: [catalog] [closed forms] [the source's answers] [variants]
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -222,7 +223,14 @@ const std::map<std::string, Derivation, std::less<>>& derivations() {
                         {"alltoall_bytes", qkv * (U - 1) / U},
                         {"ring_step_bytes", step},
                         {"ring_comm_time", (R - 1) * step / ib},
-                        {"scores_bytes", (H / U) * (S / R) * (S / R) * el}};
+                        {"scores_bytes", (H / U) * (S / R) * (S / R) * el},
+                        // Own q, k, v and their copy after the all-to-all, plus the largest of: the
+                        // all-to-all's staging (2 qkv); two K/V blocks and the fp32 o, m, l; those
+                        // accumulators and the outputs O (out and lse); the outputs' all-to-all (4 O).
+                        {"memory_total", [&] {
+                           const double acc = (S / R) * (H / U) * (d + 2) * 4, out = (S / R) * (H / U) * (d * el + 4);
+                           return 2 * qkv + std::max({2 * qkv, 2 * step + acc, acc + out, 4 * out});
+                         }()}};
        }},
       {"online-softmax",
        [](const Exercise& e) {
@@ -475,6 +483,7 @@ TEST_CASE("the source material's right answers are accepted", "[exercises]") {
   CHECK(check("hybrid-plan", "tokens_per_gpu", "32K").right);
   CHECK(check("hybrid-plan", "qkv_bytes", "1.6 GB").right);
   CHECK(check("hybrid-plan", "alltoall_bytes", "1.4 GB").right);
+  CHECK(check("hybrid-plan", "memory_total", "6.46 GB").right);
   CHECK(check("flash-ring-memory", "total", "200 MB").right);
   const Verdict gib = check("flash-ring-memory", "score_block", "32 GB");  // the source's 32 GB is 32 GiB
   CHECK(gib.right);
@@ -492,6 +501,7 @@ TEST_CASE("the source material's wrong answers are rejected, naming the mistake"
       {"hybrid-plan", "ring_step_bytes", "4.3 GB"},   // the full hidden size
       {"hybrid-plan", "ring_comm_time", "600 ms"},
       {"hybrid-plan", "scores_bytes", "137 GB"},
+      {"hybrid-plan", "memory_total", "5.385 GB"},  // one K/V buffer: 6.459 GB - 1.074 GB
       {"flash-ring-memory", "reduction", "1024x"},
       {"imbalance-ratio", "ratio", "16x"},            // 2P; exactly 2P - 1
       {"zigzag-positions", "positions", "1,8,9,16"},  // counted from 1
