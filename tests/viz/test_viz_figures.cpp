@@ -240,6 +240,15 @@ TEST_CASE("the timeline draws every simulated event, in the viewer's span colour
     if (kind == "wait") CHECK(a.at("fill") == hex(palette::wait_span));
   }
   CHECK(events == static_cast<int>(dry.trace.size()));
+  // The exposed lane: one rect per exposed span of the model, and its lane labelled.
+  size_t exposed = 0;
+  for (int64_t r = 0; r < model.ranks; ++r) exposed += model.timeline.row(r, kExposedLane).spans.size();
+  int exposed_rects = 0;
+  for (const Attributes& a : elements(svg, "rect"))
+    exposed_rects += a.count("class") && a.at("class").rfind("exposed ", 0) == 0;
+  CHECK(exposed_rects == static_cast<int>(exposed));
+  CHECK(svg.find(">exposed</text>") != std::string::npos);
+  CHECK(svg.find("exposed: waiting on communication instead of computing") != std::string::npos);
   CHECK(computes == 2 * 4 * 4);  // zigzag: every block computed, both passes
   CHECK(sends > 0);
   ScheduleModel empty = model;

@@ -213,10 +213,12 @@ TEST_CASE("load: FLOPs per rank add up to the grid's, cumulative by step, and ca
   CHECK(m.load.flops_max == Approx(m.load.ranks.back().flops));
 }
 
-TEST_CASE("plan timeline: two rows per rank, spans in time order, steps in order", "[viz][model]") {
+TEST_CASE("plan timeline: three lanes per rank, spans in time order, steps in order", "[viz][model]") {
   const int64_t P = GENERATE(1, 3, 4);
   const ScheduleModel m = model_of(spec_of(Algorithm::ring, LayoutKind::zigzag, P, true, true));
-  REQUIRE(m.timeline.rows.size() == static_cast<size_t>(2 * P));
+  REQUIRE(m.timeline.rows.size() == static_cast<size_t>(kTimelineLanes * P));
+  for (int64_t r = 0; r < P; ++r)
+    for (int lane = 0; lane < kTimelineLanes; ++lane) CHECK(m.timeline.row(r, lane).lane == lane);
   CHECK_FALSE(m.timeline.measured);
   CHECK(m.timeline.hardware == kDefaultHardware);
   CHECK(m.timeline.note.empty());

@@ -160,5 +160,49 @@ TEST_CASE("a plan that deadlocks: the model names each blocked rank and is still
   }
   CHECK(deadlocked == 4);  // every rank waits for its left neighbour
   CHECK(m.step_count() > 0);
-  CHECK(m.timeline.rows.size() == 8);
+  CHECK(m.timeline.rows.size() == static_cast<size_t>(4 * kTimelineLanes));
+}
+
+TEST_CASE("the exposed lane is the cost model's exposed communication, rank by rank", "[viz][model][cost]") {
+  const Algorithm algo = GENERATE(Algorithm::ring, Algorithm::allgather, Algorithm::hybrid);
+  const std::string preset = GENERATE("h100-nvlink", "h100-ib", "h100-pcie");
+  const PlanSpec spec =
+      spec_of(algo, LayoutKind::zigzag, 4, true, true, Erratum::none, algo == Algorithm::hybrid ? 2 : 1);
+  INFO(spec.describe() << " on " << preset);
+  const Hardware hardware = hardware_preset(preset, spec.dims.dim);
+  const ScheduleModel m = model_from_plan(build_plan(spec), preset);
+  const DryResult dry = dry_run_of(spec, hardware);
+  for (int64_t r = 0; r < 4; ++r) {
+    double exposed = 0;
+    const TimelineRow& row = m.timeline.row(r, kExposedLane);
+    for (const Span& span : row.spans) {
+      exposed += span.end - span.start;
+      CHECK((span.kind == SpanKind::wait || span.kind == SpanKind::collective));
+      for (const Span& busy : m.timeline.row(r, kComputeLane).spans)  // never while computing
+        CHECK((span.end <= busy.start + 1e-15 || span.start >= busy.end - 1e-15));
+    }
+    CHECK(exposed == Approx(dry.ranks[static_cast<size_t>(r)].exposed_comm_s).epsilon(1e-9).margin(1e-15));
+  }
+  const std::vector<LegendEntry> legend = timeline_legend(m);
+  REQUIRE_FALSE(legend.empty());
+  CHECK(legend.front().kind == SpanKind::compute);
+  CHECK(legend.back().label.rfind("exposed", 0) == 0);
+}
+
+TEST_CASE("exposed spans: waits and collectives less compute time, no wait for a late peer", "[viz][model]") {
+  TimelineRow compute{0, kComputeLane, {}};
+  compute.spans.push_back({0, 1, SpanKind::compute, 0, 0, -1, "attention"});
+  compute.spans.push_back({2, 3, SpanKind::compute, 1, 1, -1, "attention"});
+  TimelineRow comm{0, kCommLane, {}};
+  comm.spans.push_back({0.5, 2.5, SpanKind::wait, 1, kNoBlock, 1, "wait"});
+  comm.spans.push_back({3, 3.5, SpanKind::wait, 2, kNoBlock, 1, "wait (peer late)"});
+  comm.spans.push_back({3, 4, SpanKind::send, 2, 0, 1, "send kv -> rank 1"});
+  comm.spans.push_back({4, 5, SpanKind::collective, 3, kNoBlock, -1, "all_to_all"});
+  const std::vector<Span> exposed = exposed_spans(compute, comm);
+  REQUIRE(exposed.size() == 2);
+  CHECK(exposed[0].start == 1);
+  CHECK(exposed[0].end == 2);
+  CHECK(exposed[0].kind == SpanKind::wait);
+  CHECK(exposed[1].start == 4);
+  CHECK(exposed[1].kind == SpanKind::collective);
 }

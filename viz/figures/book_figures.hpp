@@ -15,9 +15,10 @@
 //              and, when drawn per unit, data-q-unit / data-k-unit (layout units, global order).
 //   load       per rank, stacked bars of busy (computing) and blocked (waiting) time, as the
 //              viewer's load panel shows them, with the mean and the maximum.
-//   timeline   the viewer's timeline: per rank a compute row (spans in their K/V block's colour)
-//              and a communication row (transfers in its upper half, waits in its lower half,
-//              collectives across it).
+//   timeline   the viewer's timeline: per rank a compute row (spans in their K/V block's colour),
+//              a communication row (transfers in its upper half, waits in its lower half,
+//              collectives across it) and an exposed row (the waits and collectives the rank spent
+//              not computing: timeline_lane, exposed_spans), labelled, with the model's legend.
 // Load and timeline show the cost model's time for a hardware preset: every figure draws the
 // model the viewer shows for the plan, model_from_plan(plan, hardware).
 #pragma once

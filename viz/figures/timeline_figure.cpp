@@ -1,6 +1,6 @@
 // The timeline figure: the viewer's timeline panel (viz/view/panel_timeline.cpp) on a white page,
-// fitted to the whole run — per rank a compute row and a communication row, laid out by
-// timeline_geometry, spans in span_colour.
+// fitted to the whole run — per rank a compute row, a communication row and an exposed-communication
+// row (labelled), laid out by timeline_geometry, spans in span_colour, with the model's legend.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -40,7 +40,7 @@ void draw_span(Figure& figure, const TimelineRow& row, const Span& span, const R
                           r.height(),
                           span_colour(span.kind, span.block),
                           false,
-                          std::string("event ") + span_kind_name(span.kind),
+                          std::string(row.lane == kExposedLane ? "exposed " : "event ") + span_kind_name(span.kind),
                           {{"rank", std::to_string(row.rank)},
                            {"step", std::to_string(span.step)},
                            {"block", std::to_string(span.block)},
@@ -59,8 +59,8 @@ void draw_time_axis(Figure& figure, const Rect& area, const TimeWindow& window, 
     std::snprintf(label, sizeof label, "%g", t);
     figure.texts.push_back({x, rows_bottom + 14, label, 9, "middle", palette::paper::text_dim});
   }
-  figure.texts.push_back(
-      {(area.x0 + area.x1) / 2, rows_bottom + 32, "ms (per rank: compute row, then communication row)", 11, "middle"});
+  figure.texts.push_back({(area.x0 + area.x1) / 2, rows_bottom + 32,
+                          "ms (per rank: compute, communication and exposed communication)", 11, "middle"});
 }
 
 // Under the axis: the K/V blocks' colours of the compute spans, then the communication kinds.
@@ -74,7 +74,7 @@ void draw_legend(Figure& figure, const ScheduleModel& model, double y) {
     }
   double x = kLeft;
   figure.texts.push_back({x, y + 11, "compute, by K/V block:", 10});
-  x += 130;
+  x = text_box(figure.texts.back()).x1 + 8;
   int64_t shown = 0;
   for (int64_t block : blocks) {
     if (shown++ == kLegendBlocks) {
@@ -86,16 +86,25 @@ void draw_legend(Figure& figure, const ScheduleModel& model, double y) {
     figure.texts.push_back({x + 16, y + 10, std::to_string(block), 10});
     x += 36;
   }
-  x = kLeft;
-  y += 20;
-  for (const auto& [kind, name] :
-       {std::pair{SpanKind::send, "transfer (upper half)"}, std::pair{SpanKind::wait, "wait (lower half)"},
-        std::pair{SpanKind::collective, "collective"}, std::pair{SpanKind::other, "other"}}) {
-    if (kinds.count(kind) == 0) continue;
-    figure.rects.push_back({x, y, 12, 12, span_colour(kind, -1), true, "legend", {}, ""});
-    figure.texts.push_back({x + 16, y + 10, name, 10});
-    x += 170;
+  // The communication and exposed lanes' entries, one per line.
+  for (const LegendEntry& entry : timeline_legend(model)) {
+    if (entry.kind == SpanKind::compute) continue;
+    y += 18;
+    figure.rects.push_back({kLeft, y, 12, 12, span_colour(entry.kind, entry.block), true, "legend", {}, ""});
+    figure.texts.push_back({kLeft + 16, y + 10, entry.label, 10});
   }
+  if (kinds.count(SpanKind::other)) {
+    y += 18;
+    figure.rects.push_back({kLeft, y, 12, 12, span_colour(SpanKind::other, -1), true, "legend", {}, ""});
+    figure.texts.push_back({kLeft + 16, y + 10, "other", 10});
+  }
+}
+
+// How far below `y` the legend reaches.
+double legend_height(const ScheduleModel& model) {
+  double height = 20;
+  for (const LegendEntry& entry : timeline_legend(model)) height += entry.kind == SpanKind::compute ? 0 : 18;
+  return height + 18;
 }
 
 }  // namespace
@@ -105,7 +114,7 @@ Figure timeline_figure(const ScheduleModel& model) {
   bool any_span = false;
   for (const TimelineRow& row : model.timeline.rows) any_span |= !row.spans.empty();
   if (!any_span) throw std::logic_error("timeline_figure needs a model whose timeline has spans");
-  const double rows_height = kRowHeight * 2 * static_cast<double>(model.ranks);
+  const double rows_height = kRowHeight * kTimelineLanes * static_cast<double>(model.ranks);
   // The canvas timeline_geometry lays the rows into, placed so the rows start at (kLeft, kTop).
   const Rect canvas{static_cast<float>(kLeft - TimelineGeometry::kLabelWidth),
                     static_cast<float>(kTop - TimelineGeometry::kAxisHeight),
@@ -117,20 +126,23 @@ Figure timeline_figure(const ScheduleModel& model) {
   Figure figure;
   figure.title = "simulated timeline: " + model.title;
   figure.texts.push_back({kLeft, 22, figure.title, 13});
-  const double rows_bottom = g.row(model.ranks - 1, 1).y1;
+  const double rows_bottom = g.row(model.ranks - 1, kTimelineLanes - 1).y1;
   for (int64_t r = 0; r < model.ranks; ++r) {
-    const Rect compute = g.row(r, 0);
-    figure.texts.push_back({kLeft - 8, compute.y1 + 3, "rank " + std::to_string(r), 9, "end"});
+    const Rect compute = g.row(r, kComputeLane);
+    figure.texts.push_back({kLeft - 8, compute.y1 - 3, "rank " + std::to_string(r), 9, "end"});
+    for (const int lane : {kCommLane, kExposedLane})
+      figure.texts.push_back(
+          {kLeft - 8, g.row(r, lane).y1 - 4, timeline_lane_name(lane), 7, "end", palette::paper::text_dim});
     if (r > 0) add_rule(figure, kLeft, compute.y0 - 0.25, kLeft + kPlotWidth, compute.y0 + 0.25);
   }
   draw_time_axis(figure, g.area, window, rows_bottom);
   for (const TimelineRow& row : model.timeline.rows) {
     const Rect band = g.row(row.rank, row.lane);
-    for (const Span& span : row.spans) draw_span(figure, row, span, span_rect(span, band, window, g.area));
+    for (const Span& span : row.spans) draw_span(figure, row, span, span_rect(span, band, window, g.area, row.lane));
   }
   draw_legend(figure, model, rows_bottom + 44);
   figure.width = kLeft + kPlotWidth + 40;
-  figure.height = rows_bottom + 44 + 50;
+  figure.height = rows_bottom + 44 + legend_height(model);
   fit_canvas_to_text(figure);
   return figure;
 }

@@ -143,17 +143,17 @@ TimelineGeometry timeline_geometry(const Rect& canvas, int64_t ranks) {
   TimelineGeometry g;
   g.area = {floor_px(canvas.x0 + TimelineGeometry::kLabelWidth), floor_px(canvas.y0 + TimelineGeometry::kAxisHeight),
             floor_px(canvas.x1 - 6), floor_px(canvas.y1 - 4)};
-  const float rows = static_cast<float>(2 * std::max<int64_t>(1, ranks));
+  const float rows = static_cast<float>(kTimelineLanes * std::max<int64_t>(1, ranks));
   g.row_height = std::clamp(floor_px(g.area.height() / rows), 3.0f, 22.0f);
   return g;
 }
 
-Rect span_rect(const Span& span, const Rect& row, const TimeWindow& window, const Rect& area) {
+Rect span_rect(const Span& span, const Rect& row, const TimeWindow& window, const Rect& area, int lane) {
   const float x0 = window.to_x(span.start, area), right = window.to_x(span.end, area);
   const float x1 = right - x0 >= 4 ? right - 1 : std::max(x0 + 1, right);
   const float mid = std::floor((row.y0 + row.y1) / 2);
-  if (span.kind == SpanKind::send) return {x0, row.y0 + 1, x1, mid};
-  if (span.kind == SpanKind::wait) return {x0, mid, x1, row.y1 - 1};
+  if (lane == kCommLane && span.kind == SpanKind::send) return {x0, row.y0 + 1, x1, mid};
+  if (lane == kCommLane && span.kind == SpanKind::wait) return {x0, mid, x1, row.y1 - 1};
   return {x0, row.y0 + 1, x1, row.y1 - 1};
 }
 

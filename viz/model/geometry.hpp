@@ -98,8 +98,8 @@ struct TimelineGeometry {
   float row_height = 0;
   static constexpr float kLabelWidth = 64;
   static constexpr float kAxisHeight = 18;
-  Rect row(int64_t rank, int lane) const {  // lane 0 compute, 1 communication
-    const float y = area.y0 + row_height * static_cast<float>(2 * rank + lane);
+  Rect row(int64_t rank, int lane) const {  // a TimelineLane
+    const float y = area.y0 + row_height * static_cast<float>(kTimelineLanes * rank + lane);
     return {area.x0, y, area.x1, y + row_height};
   }
 };
@@ -107,8 +107,9 @@ TimelineGeometry timeline_geometry(const Rect& canvas, int64_t ranks);
 // Where a span is drawn in its row: from its start to its end on the time axis `area` of
 // `window` (a unit of gap after spans wide enough to keep it, so back-to-back spans stay apart),
 // in its band — sends in the upper half of the communication row, waits in the lower half,
-// everything else across the row (one unit in from its edges).
-Rect span_rect(const Span& span, const Rect& row, const TimeWindow& window, const Rect& area);
+// everything else (and everything in the compute and exposed rows) across the row (one unit in
+// from its edges).
+Rect span_rect(const Span& span, const Rect& row, const TimeWindow& window, const Rect& area, int lane = kCommLane);
 
 // ---- what a grid cell shows ------------------------------------------------------------------
 

@@ -428,7 +428,7 @@ ScheduleModel plan_skeleton(const Plan& plan) {
   }
   m.load.ranks.assign(static_cast<size_t>(m.ranks), {});
   for (int64_t r = 0; r < m.ranks; ++r)
-    for (int lane = 0; lane < 2; ++lane) m.timeline.rows.push_back({r, lane, {}});
+    for (int lane = 0; lane < kTimelineLanes; ++lane) m.timeline.rows.push_back({r, lane, {}});
   return m;
 }
 

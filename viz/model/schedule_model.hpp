@@ -25,6 +25,8 @@
 
 namespace ringlab::viz {
 
+struct ScheduleModel;
+
 inline constexpr int64_t kNoBlock = -1;
 inline constexpr int64_t kAllBlocks = -2;  // after an all-gather: every block's K/V
 
@@ -157,19 +159,41 @@ struct Span {
   std::string label;  // "attention fwd b2 (diag)", "send kv -> 3", "all-to-all q,k,v"...
 };
 
+// A rank's lanes on the timeline: what it computes; every communication event (transfers in flight,
+// waits, collectives); and of those, the exposed communication: the time the rank waited for a
+// transfer or a collective instead of computing (a wait for a peer that is late to post is idle
+// time, not exposed communication, and is left out).
+inline constexpr int kTimelineLanes = 3;
+enum TimelineLane : int { kComputeLane = 0, kCommLane = 1, kExposedLane = 2 };
+const char* timeline_lane_name(int lane);  // "compute", "comm", "exposed"
+
 struct TimelineRow {
   int64_t rank = 0;
-  int lane = 0;             // 0 compute, 1 communication
+  int lane = 0;             // a TimelineLane
   std::vector<Span> spans;  // by start time
 };
 
+// The exposed spans of a rank: its communication row's waits and collectives (not a wait for a
+// late peer), less any time its compute row covers, in time order.
+std::vector<Span> exposed_spans(const TimelineRow& compute, const TimelineRow& communication);
+
+// What the timeline's legend shows: a colour per kind of span, and what it means.
+struct LegendEntry {
+  std::string label;
+  SpanKind kind = SpanKind::other;
+  int64_t block = kNoBlock;  // compute entries: the K/V block whose colour it is
+};
+std::vector<LegendEntry> timeline_legend(const ScheduleModel& model);
+
 struct Timeline {
-  std::vector<TimelineRow> rows;  // rank-major: compute row then communication row per rank
+  std::vector<TimelineRow> rows;  // rank-major: kTimelineLanes rows per rank, in TimelineLane order
   double end = 0;                 // the last span's end; a plan: the cost model's makespan
   bool measured = false;          // measured time (trace, run) or the cost model's prediction (plan)
   std::string hardware;           // a plan: the machine the prediction is for ("h100-nvlink")
   std::string note;               // why the rows are empty when they are (a plan too large to draw)
-  const TimelineRow& row(int64_t rank, int lane) const { return rows[static_cast<size_t>(2 * rank + lane)]; }
+  const TimelineRow& row(int64_t rank, int lane) const {
+    return rows[static_cast<size_t>(kTimelineLanes * rank + lane)];
+  }
 };
 
 // What the timeline's times are, for legends: "measured", or "the cost model's prediction for

@@ -92,15 +92,16 @@ void timeline_rows(ScheduleModel& m, std::span<const TraceEvent> events, StepOf 
   m.timeline = {};
   m.timeline.measured = source == TimeSource::measured;
   for (int64_t r = 0; r < m.ranks; ++r)
-    for (int lane = 0; lane < 2; ++lane) m.timeline.rows.push_back({r, lane, {}});
+    for (int lane = 0; lane < kTimelineLanes; ++lane) m.timeline.rows.push_back({r, lane, {}});
   for (RankLoad& load : m.load.ranks) load.busy = load.blocked = 0;
   for (const TraceEvent& e : events) {
     if (e.rank >= m.ranks) continue;
     const SpanKind kind = kind_of(e, source);
     const double start = (e.start_us - t0) * 1e-6, end = start + e.duration_us * 1e-6;
     const int64_t block = e.kv_block >= 0 ? e.kv_block : kNoBlock;
-    m.timeline.rows[2 * static_cast<size_t>(e.rank) + (e.lane == TraceLane::compute ? 0 : 1)].spans.push_back(
-        {start, end, kind, step_of(e), block, e.peer, span_label(e, kind)});
+    m.timeline
+        .rows[kTimelineLanes * static_cast<size_t>(e.rank) + (e.lane == TraceLane::compute ? kComputeLane : kCommLane)]
+        .spans.push_back({start, end, kind, step_of(e), block, e.peer, span_label(e, kind)});
     RankLoad& load = m.load.ranks[static_cast<size_t>(e.rank)];
     if (kind == SpanKind::compute) load.busy += end - start;
     if (kind == SpanKind::wait || kind == SpanKind::collective) load.blocked += end - start;
@@ -115,6 +116,11 @@ void timeline_rows(ScheduleModel& m, std::span<const TraceEvent> events, StepOf 
       const double overlap = row.spans[i - 1].end - span.start;
       if (overlap > 0 && overlap < 1e-12) span.start = std::min(span.end, row.spans[i - 1].end);
     }
+  }
+  for (int64_t r = 0; r < m.ranks; ++r) {
+    const size_t first = kTimelineLanes * static_cast<size_t>(r);
+    m.timeline.rows[first + kExposedLane].spans =
+        exposed_spans(m.timeline.rows[first + kComputeLane], m.timeline.rows[first + kCommLane]);
   }
 }
 
@@ -157,6 +163,46 @@ void time_messages(ScheduleModel& m, std::span<const TraceEvent> events) {
 }
 
 }  // namespace
+
+const char* timeline_lane_name(int lane) {
+  constexpr const char* kNames[] = {"compute", "comm", "exposed"};
+  return lane >= 0 && lane < kTimelineLanes ? kNames[lane] : "?";
+}
+
+std::vector<Span> exposed_spans(const TimelineRow& compute, const TimelineRow& communication) {
+  std::vector<Span> exposed;
+  for (const Span& span : communication.spans) {
+    if (span.kind != SpanKind::wait && span.kind != SpanKind::collective) continue;
+    if (starts_with(span.label, "wait (peer late)")) continue;  // idle: the peer had not posted yet
+    // The span less the compute spans that overlap it (a rank that computes is not waiting).
+    double from = span.start;
+    for (const Span& busy : compute.spans) {
+      if (busy.end <= from || busy.start >= span.end) continue;
+      if (busy.start > from)
+        exposed.push_back({from, busy.start, span.kind, span.step, span.block, span.peer, span.label});
+      from = std::max(from, busy.end);
+    }
+    if (span.end > from) exposed.push_back({from, span.end, span.kind, span.step, span.block, span.peer, span.label});
+  }
+  std::stable_sort(exposed.begin(), exposed.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+  return exposed;
+}
+
+std::vector<LegendEntry> timeline_legend(const ScheduleModel& model) {
+  std::vector<LegendEntry> legend{{"compute (coloured by its K/V block)", SpanKind::compute, 0}};
+  bool sends = false, waits = false, collectives = false;
+  for (const TimelineRow& row : model.timeline.rows)
+    for (const Span& span : row.spans) {
+      sends |= span.kind == SpanKind::send;
+      waits |= span.kind == SpanKind::wait && row.lane == kCommLane;
+      collectives |= span.kind == SpanKind::collective;
+    }
+  if (sends) legend.push_back({"comm: transfer in flight (upper half)", SpanKind::send, kNoBlock});
+  if (waits) legend.push_back({"comm: wait (lower half)", SpanKind::wait, kNoBlock});
+  if (collectives) legend.push_back({"comm: collective", SpanKind::collective, kNoBlock});
+  legend.push_back({"exposed: waiting on communication instead of computing", SpanKind::wait, kNoBlock});
+  return legend;
+}
 
 void attach_measured_time(ScheduleModel& m, std::span<const TraceEvent> events) {
   timeline_rows(m, events, step_by_phase_name(m), TimeSource::measured);

@@ -33,6 +33,23 @@ void handle_zoom_and_pan(ViewState& view, const TimelineGeometry& g, double tota
   if (hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) w.fit(total);
 }
 
+// One line of swatches and labels: what each colour and lane means (timeline_legend).
+void draw_legend(const ScheduleModel& model) {
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  bool first = true;
+  for (const LegendEntry& entry : timeline_legend(model)) {
+    if (!first) ImGui::SameLine(0, 14);
+    first = false;
+    const ImVec2 at = ImGui::GetCursorScreenPos();
+    const float side = ImGui::GetTextLineHeight() - 2;
+    list->AddRectFilled({at.x, at.y + 1}, {at.x + side, at.y + 1 + side},
+                        to_imgui(span_colour(entry.kind, entry.block)));
+    ImGui::Dummy({side, side});
+    ImGui::SameLine(0, 4);
+    ImGui::TextUnformatted(entry.label.c_str());
+  }
+}
+
 }  // namespace
 
 void draw_timeline_panel(const ScheduleModel& model, const Playback& playback, ViewState& view) {
@@ -49,6 +66,7 @@ void draw_timeline_panel(const ScheduleModel& model, const Playback& playback, V
               time_text(view.time_window.begin).c_str(), time_text(view.time_window.end).c_str(),
               time_text(total).c_str());
   if (!model.timeline.note.empty()) ImGui::TextDisabled("%s", model.timeline.note.c_str());
+  draw_legend(model);
 
   const Rect canvas = begin_canvas(view, Panel::timeline, "##timeline");
   const bool hovered = ImGui::IsItemHovered(), active = ImGui::IsItemActive();
@@ -66,9 +84,11 @@ void draw_timeline_panel(const ScheduleModel& model, const Playback& playback, V
     text_at(list, {std::min(x + 2, g.area.x1 - 60), canvas.y0 + 2}, palette::text_dim, time_text(t));
   }
   for (int64_t r = 0; r < model.ranks && g.row_height >= 9; ++r) {
-    const Rect compute = g.row(r, 0);
+    const Rect compute = g.row(r, kComputeLane);
     text_at(list, {canvas.x0 + 4, compute.y0 + (g.row_height - 13) / 2}, palette::text, "r" + std::to_string(r));
-    text_at(list, {canvas.x0 + 26, g.row(r, 1).y0 + (g.row_height - 13) / 2}, palette::text_dim, "comm");
+    for (const int lane : {kCommLane, kExposedLane})
+      text_at(list, {canvas.x0 + 14, g.row(r, lane).y0 + (g.row_height - 13) / 2}, palette::text_dim,
+              timeline_lane_name(lane));
   }
   list->PopClipRect();
 
@@ -79,7 +99,7 @@ void draw_timeline_panel(const ScheduleModel& model, const Playback& playback, V
     if (band.y0 > g.area.y1) break;
     for (const Span& span : row.spans) {
       if (span.end < w.begin || span.start > w.end) continue;
-      fill(list, span_rect(span, band, w, g.area), span_colour(span.kind, span.block));
+      fill(list, span_rect(span, band, w, g.area, row.lane), span_colour(span.kind, span.block));
     }
   }
   // The current step's time.
@@ -101,7 +121,7 @@ void draw_timeline_panel(const ScheduleModel& model, const Playback& playback, V
       for (const TimelineRow& row : model.timeline.rows)
         for (const Span& span : row.spans)
           if (span.start <= h.time && h.time < std::max(span.end, span.start + 1e-12)) {
-            h.lines.push_back("rank " + std::to_string(row.rank) + (row.lane == 0 ? " compute: " : " comm: ") +
+            h.lines.push_back("rank " + std::to_string(row.rank) + " " + timeline_lane_name(row.lane) + ": " +
                               span.label + (span.step >= 0 ? " [step " + std::to_string(span.step) + "]" : ""));
           }
       ImGui::BeginTooltip();
