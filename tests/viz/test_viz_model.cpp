@@ -255,3 +255,75 @@ TEST_CASE("the model of a plan that does not divide is never built: build_plan r
   spec.dims.seq = 100;
   CHECK_THROWS_AS(build_plan(spec), UsageError);
 }
+
+namespace {
+
+// The direction each payload's neighbour sends take in the plan's own exchange ops (rank 0's
+// first send of that payload): +1 to ring position 1, -1 to R - 1.
+int plan_direction(const Plan& plan, Payload payload) {
+  for (const Op& op : expand(plan, 0))
+    if (const auto* exchange = std::get_if<ExchangeOp>(&op.body))
+      if (exchange->payload == payload && exchange->send_to >= 0) {
+        const int64_t R = plan.ring(), to = plan.ring_position(exchange->send_to);
+        return to == 1 ? +1 : to == R - 1 ? -1 : 0;
+      }
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("ring panel model: K/V and dK/dV send directions, from the plan's exchanges", "[viz][model]") {
+  const Erratum erratum = GENERATE(Erratum::none, Erratum::reverse_dkv);
+  const int64_t P = GENERATE(3, 4);
+  const Plan plan = build_plan(spec_of(Algorithm::ring, LayoutKind::zigzag, P, true, true, erratum));
+  const ScheduleModel m = model_from_plan(plan);
+  const int kv = plan_direction(plan, Payload::kv), dkv = plan_direction(plan, Payload::dkv);
+  REQUIRE(kv != 0);
+  REQUIRE(dkv != 0);
+  CHECK((erratum == Erratum::reverse_dkv) == (dkv != kv));  // erratum 1: dK/dV against the K/V direction
+  bool saw_backward = false;
+  for (int64_t step = 0; step < m.step_count(); ++step) {
+    const PhaseView& phase = m.phases[static_cast<size_t>(m.steps[static_cast<size_t>(step)].phase)];
+    if (phase.family != Family::ring || !phase.has_compute) continue;
+    INFO(m.step_label(step));
+    CHECK(ring_direction(m, step, Payload::kv) == kv);
+    if (phase.pass == Pass::backward) {
+      saw_backward = true;
+      CHECK(ring_direction(m, step, Payload::dkv) == dkv);
+      const std::string text = ring_direction_text(m, step);
+      CHECK(text.find(std::string("dK/dV travel ") + (dkv > 0 ? "clockwise" : "counter-clockwise")) !=
+            std::string::npos);
+    } else {
+      CHECK(ring_direction(m, step, Payload::dkv) == 0);
+    }
+  }
+  CHECK(saw_backward);
+}
+
+TEST_CASE("ring panel model: the hops a window lets the ring skip", "[viz][model]") {
+  const int64_t P = 4, S = 256, W = GENERATE(40, 100);
+  PlanSpec spec = spec_of(Algorithm::ring, LayoutKind::contiguous, P, true);
+  spec.dims.seq = S;
+  spec.window = W;
+  const ScheduleModel m = model_from_plan(build_plan(spec));
+  // Under the contiguous layout a rank needs ceil((W - 1) / n) + 1 blocks: that many - 1 hops.
+  const int64_t n = S / P, hops = (W - 1 + n - 1) / n;
+  INFO("W = " << W << ": " << hops << " hops of " << P - 1);
+  const int64_t first = m.phases.front().first_step;
+  const HopCount count = kv_hop_count(m, first);
+  CHECK(count.full == P - 1);
+  CHECK(count.made == hops);
+  for (int64_t s = 0; s < m.phases.front().steps; ++s) {
+    const std::vector<Hop> skipped = skipped_hops(m, first + s);
+    if (s < hops) {
+      CHECK(skipped.empty());
+    } else {  // every rank's hop to its K/V neighbour is one a full ring would make
+      REQUIRE(skipped.size() == static_cast<size_t>(P));
+      for (const Hop& hop : skipped) CHECK(hop.to == (hop.from + 1) % P);
+    }
+  }
+  // A full causal ring skips none.
+  const ScheduleModel full = model_from_plan(build_plan(spec_of(Algorithm::ring, LayoutKind::contiguous, P, true)));
+  for (int64_t step = 0; step < full.step_count(); ++step) CHECK(skipped_hops(full, step).empty());
+  CHECK(kv_hop_count(full, 0).made == P - 1);
+}

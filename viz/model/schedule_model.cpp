@@ -503,4 +503,78 @@ void locate_first_error(ScheduleModel& m) {
   }
 }
 
+// ---- [ring directions and hops] --------------------------------------------------------------
+
+namespace {
+
+// The phase's ring-neighbour direction of a payload from its transfers: +1, -1 or 0.
+int phase_direction(const ScheduleModel& model, int phase, Payload payload) {
+  const int64_t R = model.ring, U = std::max<int64_t>(1, model.ulysses);
+  if (R < 2) return 0;
+  for (const Transfer& t : model.transfers) {
+    if (t.payload != payload || t.step < 0 || t.step >= model.step_count()) continue;
+    if (model.steps[static_cast<size_t>(t.step)].phase != phase) continue;
+    const int64_t hop = ((t.to / U - t.from / U) % R + R) % R;
+    if (hop == 1) return +1;
+    if (hop == R - 1) return -1;
+  }
+  return 0;
+}
+
+bool valid_step(const ScheduleModel& model, int64_t step) { return step >= 0 && step < model.step_count(); }
+
+}  // namespace
+
+int ring_direction(const ScheduleModel& model, int64_t step, Payload payload) {
+  if (!valid_step(model, step)) return 0;
+  return phase_direction(model, model.steps[static_cast<size_t>(step)].phase, payload);
+}
+
+std::string ring_direction_text(const ScheduleModel& model, int64_t step) {
+  auto way = [](int direction) {
+    return direction > 0 ? "clockwise (g to g+1)" : direction < 0 ? "counter-clockwise (g to g-1)" : "";
+  };
+  std::string text;
+  for (const auto& [payload, name] : {std::pair{Payload::kv, "K/V"}, std::pair{Payload::dkv, "dK/dV"}}) {
+    const int direction = ring_direction(model, step, payload);
+    if (direction == 0) continue;
+    text += (text.empty() ? "" : "; ") + std::string(name) + " travel " + way(direction);
+  }
+  return text;
+}
+
+std::vector<Hop> skipped_hops(const ScheduleModel& model, int64_t step) {
+  std::vector<Hop> skipped;
+  if (!valid_step(model, step) || model.ring < 2) return skipped;
+  const StepView& view = model.steps[static_cast<size_t>(step)];
+  const PhaseView& phase = model.phases[static_cast<size_t>(view.phase)];
+  const int direction = phase_direction(model, view.phase, Payload::kv);
+  if (phase.family != Family::ring || direction == 0 || view.phase_step > model.ring - 2) return skipped;
+  const int64_t R = model.ring, U = std::max<int64_t>(1, model.ulysses);
+  std::vector<bool> sends(static_cast<size_t>(model.ranks), false);
+  for (const Transfer* t : model.transfers_at(step))
+    if (t->payload == Payload::kv) sends[static_cast<size_t>(t->from)] = true;
+  for (int64_t r = 0; r < model.ranks; ++r) {
+    if (sends[static_cast<size_t>(r)]) continue;
+    const int64_t to = ((r / U + direction) % R + R) % R * U + r % U;
+    skipped.push_back({r, to});
+  }
+  return skipped;
+}
+
+HopCount kv_hop_count(const ScheduleModel& model, int64_t step) {
+  HopCount count;
+  if (!valid_step(model, step) || model.ring < 2) return count;
+  const int phase = model.steps[static_cast<size_t>(step)].phase;
+  if (model.phases[static_cast<size_t>(phase)].family != Family::ring) return count;
+  count.full = model.ring - 1;
+  std::vector<int64_t> made(static_cast<size_t>(model.ranks), 0);
+  for (const Transfer& t : model.transfers)
+    if (t.payload == Payload::kv && valid_step(model, t.step) &&
+        model.steps[static_cast<size_t>(t.step)].phase == phase)
+      ++made[static_cast<size_t>(t.from)];
+  count.made = *std::max_element(made.begin(), made.end());
+  return count;
+}
+
 }  // namespace ringlab::viz

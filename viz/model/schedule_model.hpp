@@ -274,6 +274,30 @@ struct ScheduleModel {
   std::vector<const CollectiveView*> collectives_at(int64_t step) const;
 };
 
+// ---- [ring directions and hops] --------------------------------------------------------------
+
+// Which way a payload moves around the ring during the phase of `step`: +1 from ring position g to
+// g + 1 (clockwise on the ring panel), -1 from g to g - 1, 0 when none of it moves between
+// neighbours in that phase (no transfer, or dK/dV sent home in one message). With R = 2 both
+// ways are one neighbour: +1.
+int ring_direction(const ScheduleModel& model, int64_t step, Payload payload);
+// "K/V -> clockwise (g to g+1); dK/dV -> clockwise": the ring panel's legend line for the step.
+std::string ring_direction_text(const ScheduleModel& model, int64_t step);
+
+// A neighbour hop a full ring would make at `step` but this plan does not: at the steps 0 .. R-2
+// of a ring phase that moves K/V, every rank sends its block to its neighbour in the K/V direction;
+// a window or documents let the plan skip the hops whose block no later rank needs (and stop the
+// ring early: its last step's hops are skipped ones).
+struct Hop {
+  int64_t from = 0, to = 0;  // world ranks
+};
+std::vector<Hop> skipped_hops(const ScheduleModel& model, int64_t step);
+// K/V hops per rank in the phase of `step`: made (the most any rank makes) of R - 1.
+struct HopCount {
+  int64_t made = 0, full = 0;
+};
+HopCount kv_hop_count(const ScheduleModel& model, int64_t step);
+
 // ---- [builders] ------------------------------------------------------------------------------
 
 // Walks the plan (sim/plan/walk.hpp: every rank's ops in dependency order), tracking which block

@@ -44,6 +44,44 @@ void draw_node(ImDrawList* list, const ScheduleModel& model, const RingGeometry&
   text_at(list, at, palette::text, label);
 }
 
+// An arrowhead halfway along the arc from one node to the next, pointing the way it travels.
+void draw_direction_arrow(ImDrawList* list, const ScheduleModel& model, const RingGeometry& ring, int64_t from,
+                          int64_t to, float lift, Rgba colour) {
+  const Vec2 a = ring.to_canvas(ring_arc_point(from, to, 0.42f, model.ring, model.ulysses, lift));
+  const Vec2 b = ring.to_canvas(ring_arc_point(from, to, 0.58f, model.ring, model.ulysses, lift));
+  const float dx = b.x - a.x, dy = b.y - a.y, length = std::max(1e-3f, std::hypot(dx, dy));
+  const float ux = dx / length, uy = dy / length, s = 6;
+  const Vec2 tip{(a.x + b.x) / 2 + ux * s, (a.y + b.y) / 2 + uy * s};
+  list->AddTriangleFilled({tip.x, tip.y}, {tip.x - ux * 2 * s - uy * s, tip.y - uy * 2 * s + ux * s},
+                          {tip.x - ux * 2 * s + uy * s, tip.y - uy * 2 * s - ux * s}, to_imgui(colour, 170));
+}
+
+// Where K/V and dK/dV go this step, and the hops a full ring would make that this plan skips.
+void draw_directions_and_skips(ImDrawList* list, const ScheduleModel& model, const RingGeometry& ring, int64_t step) {
+  const int64_t R = model.ring, U = std::max<int64_t>(1, model.ulysses);
+  if (R < 2) return;
+  // K/V arrows on the circle, dK/dV arrows inside it (the blocks in flight travel outside).
+  for (const auto& [payload, lift] : {std::pair{Payload::kv, 0.0f}, std::pair{Payload::dkv, -0.16f}}) {
+    const int direction = ring_direction(model, step, payload);
+    if (direction == 0) continue;
+    for (int64_t g = 0; g < R; ++g) {
+      const int64_t to = ((g + direction) % R + R) % R;
+      draw_direction_arrow(list, model, ring, g * U, to * U, lift,
+                           payload == Payload::kv ? palette::send_span : palette::wait_span);
+    }
+  }
+  for (const Hop& hop : skipped_hops(model, step)) {  // dotted, with a cross halfway
+    for (int i = 0; i <= 10; ++i) {
+      const Vec2 p = ring.to_canvas(
+          ring_arc_point(hop.from, hop.to, static_cast<float>(i) / 10, model.ring, model.ulysses, 0.16f));
+      list->AddCircleFilled({p.x, p.y}, 1.5f, to_imgui(palette::text_dim));
+    }
+    const Vec2 m = ring.to_canvas(ring_arc_point(hop.from, hop.to, 0.5f, model.ring, model.ulysses, 0.16f));
+    list->AddLine({m.x - 4, m.y - 4}, {m.x + 4, m.y + 4}, to_imgui(palette::error_unknown), 2);
+    list->AddLine({m.x - 4, m.y + 4}, {m.x + 4, m.y - 4}, to_imgui(palette::error_unknown), 2);
+  }
+}
+
 }  // namespace
 
 void draw_ring_panel(const ScheduleModel& model, const Playback& playback, ViewState& view) {
@@ -51,6 +89,15 @@ void draw_ring_panel(const ScheduleModel& model, const Playback& playback, ViewS
   help_marker(Panel::ring);
   ImGui::SameLine();
   ImGui::TextUnformatted(model.step_label(step).c_str());
+  const std::string directions = ring_direction_text(model, step);
+  const HopCount hops = kv_hop_count(model, step);
+  if (!directions.empty() || (hops.full > 0 && hops.made < hops.full)) {
+    std::string line = directions;
+    if (hops.full > 0 && hops.made < hops.full)
+      line += (line.empty() ? "" : "; ") + std::string("K/V hops: ") + std::to_string(hops.made) + " of " +
+              std::to_string(hops.full) + " (skipped: dotted, crossed)";
+    ImGui::TextDisabled("%s", line.c_str());
+  }
   const Rect canvas = begin_canvas(view, Panel::ring, "##ring");
   const bool hovered = ImGui::IsItemHovered();
   ImDrawList* list = ImGui::GetWindowDrawList();
@@ -74,6 +121,8 @@ void draw_ring_panel(const ScheduleModel& model, const Playback& playback, ViewS
     for (int64_t r = 0; r < model.ranks; ++r)
       draw_node(list, model, ring, r, model.rank_steps[static_cast<size_t>(r)][static_cast<size_t>(step)]);
   }
+
+  draw_directions_and_skips(list, model, ring, step);
 
   // Blocks in flight: K/V as filled squares just outside the ring, dK/dV accumulators as
   // outlined diamonds further out, each in its origin block's colour.
