@@ -3,6 +3,7 @@
 // model's prediction for a hardware preset, as ringlab run --dry-run --hw gives it),
 // and where the reverse-dkv and kv-offset-mask errata put their errors — checked against the
 // algorithms' definitions and the plan checker, over P in {1, 2, 3, 4, 8}.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <numeric>
 
@@ -326,4 +327,62 @@ TEST_CASE("ring panel model: the hops a window lets the ring skip", "[viz][model
   const ScheduleModel full = model_from_plan(build_plan(spec_of(Algorithm::ring, LayoutKind::contiguous, P, true)));
   for (int64_t step = 0; step < full.step_count(); ++step) CHECK(skipped_hops(full, step).empty());
   CHECK(kv_hop_count(full, 0).made == P - 1);
+}
+
+TEST_CASE("grid model: each block's true mask shape under documents and a window, tokens by document", "[viz][model]") {
+  PlanSpec spec = spec_of(Algorithm::ring, LayoutKind::contiguous, 4, true);
+  spec.dims.seq = 256;
+  spec.window = 100;
+  spec.documents = {100, 60, 96};
+  const ScheduleModel m = model_from_plan(build_plan(spec));
+  const BlockGrid& grid = m.grids.front();
+  const int64_t n = 256 / 4, tile = n / 8;  // 8 x 8 sub-tiles of 8 x 8 tokens
+  int64_t shaded = 0;
+  for (const GridCell& cell : grid.cells) {
+    if (!cell.computed()) continue;
+    INFO("cell " << cell.q_block << ", " << cell.kv_block);
+    const std::vector<ScheduleModel::SubTile> tiles = m.mask_tiles(cell.q_block, cell.kv_block);
+    REQUIRE(tiles.size() == 64);
+    double seen = 0;
+    for (const ScheduleModel::SubTile& t : tiles) seen += t.visible * static_cast<double>(tile * tile);
+    CHECK(seen == Approx(static_cast<double>(cell.pairs)));  // the tiles hold exactly the cell's visible pairs
+    for (const CellPart& part : cell_parts(m, cell)) {
+      shaded += part.kind == CellPartKind::shaded;
+      if (part.kind == CellPartKind::hidden) CHECK(part_colour(part, palette::highlight) == palette::masked_out);
+      if (part.kind == CellPartKind::visible) CHECK(part_colour(part, palette::highlight) == palette::highlight);
+    }
+  }
+  CHECK(shaded > 0);  // document boundaries and the window's edge cut sub-tiles
+  // Tokens by document: block b's runs follow the document boundaries 100 and 160.
+  const std::vector<int64_t> starts{0, 100, 160, 256};
+  for (int64_t b = 0; b < 4; ++b) {
+    std::vector<ScheduleModel::DocumentRun> expected;
+    for (int64_t d = 0; d < 3; ++d) {
+      const int64_t tokens = std::max<int64_t>(0, std::min(starts[d + 1], (b + 1) * n) - std::max(starts[d], b * n));
+      if (tokens > 0) expected.push_back({d, tokens});
+    }
+    const std::vector<ScheduleModel::DocumentRun> runs = m.block_documents(b);
+    REQUIRE(runs.size() == expected.size());
+    for (size_t i = 0; i < runs.size(); ++i) {
+      CHECK(runs[i].document == expected[i].document);
+      CHECK(runs[i].tokens == expected[i].tokens);
+    }
+  }
+  const GridGeometry g = grid_geometry({0, 0, 400, 400}, 4);
+  const std::vector<DocumentStrip> strips = document_strips(m, g);
+  size_t pieces = 0;
+  for (int64_t b = 0; b < 4; ++b) pieces += 2 * m.block_documents(b).size();
+  REQUIRE(strips.size() == pieces);
+  for (const DocumentStrip& s : strips) CHECK(s.colour == category_colour(s.document));
+  // Block 1's row strip: 36 tokens of document 0, then 28 of document 1.
+  const Rect row = g.row_strip(1);
+  const auto first = std::find_if(strips.begin(), strips.end(),
+                                  [&](const DocumentStrip& s) { return s.rect.x0 == row.x0 && s.rect.y0 == row.y0; });
+  REQUIRE(first != strips.end());
+  CHECK(first->document == 0);
+  CHECK(first->rect.height() == Approx(row.height() * 36 / 64));
+  // Without documents there are no strips; a causal-only plan keeps its per-unit parts.
+  const ScheduleModel causal = model_from_plan(build_plan(spec_of(Algorithm::ring, LayoutKind::zigzag, 4, true)));
+  CHECK(document_strips(causal, g).empty());
+  CHECK(causal.block_documents(0).size() == 1);
 }

@@ -58,6 +58,10 @@ void draw_part(Figure& figure, const CellPart& part, const Rect& r, Rgba colour)
     case CellPartKind::diagonal:
       figure.triangles.push_back({{x0, y0, x0, y1, x1, y1}, colour, "part diagonal", data});
       break;
+    case CellPartKind::shaded:
+      data.emplace_back("visible", std::to_string(part.visible));
+      figure.rects.push_back({x0, y0, x1 - x0, y1 - y0, part_colour(part, colour), false, "part shaded", data, ""});
+      break;
   }
 }
 
@@ -134,16 +138,18 @@ double draw_colour_legend(Figure& figure, const ScheduleModel& model, const Bloc
 }
 
 // The legend entries for cells that are not simply computed, for those the grid has.
-double draw_state_legend(Figure& figure, const BlockGrid& grid, double x, double y) {
+double draw_state_legend(Figure& figure, const ScheduleModel& model, const BlockGrid& grid, double x, double y) {
   bool cut = false, skipped = false, masked = false;
   for (const GridCell& cell : grid.cells) {
     cut |= cell.computed() && (cell.shape == BlockShape::diagonal || cell.shape == BlockShape::q_half ||
-                               cell.shape == BlockShape::kv_half);
+                               cell.shape == BlockShape::kv_half || cell.shape == BlockShape::partial);
     skipped |= !cell.computed();
     masked |= cell.planned && cell.shape == BlockShape::masked;
   }
   y += 10;
-  if (cut) y = add_legend_item(figure, x, y, palette::masked_out, "hidden by the causal mask");
+  if (cut)
+    y = add_legend_item(figure, x, y, palette::masked_out,
+                        model.mask.general() ? "hidden by the mask (shaded: partly)" : "hidden by the causal mask");
   if (skipped) y = add_legend_item(figure, x, y, palette::skipped, "skipped: no kernel call");
   if (masked) y = add_legend_item(figure, x, y, palette::masked_computed, "computed, all masked (--no-skip)");
   return y;
@@ -174,12 +180,22 @@ Figure grid_figure(const ScheduleModel& model, GridColouring colouring, Pass pas
                  (pass == Pass::forward ? "forward" : "backward") + "): " + model.title;
   figure.texts.push_back({kLeft, 22, figure.title, 13});
   draw_axes(figure, g);
+  for (const DocumentStrip& strip : document_strips(model, g))  // tokens coloured by document
+    figure.rects.push_back({strip.rect.x0,
+                            strip.rect.y0,
+                            strip.rect.width(),
+                            strip.rect.height(),
+                            strip.colour,
+                            false,
+                            "document",
+                            {{"document", std::to_string(strip.document)}},
+                            ""});
   for (const GridCell& c : grid->cells)
     draw_cell(figure, model, *grid, c, g.cell_rect(c.q_block, c.kv_block), colouring);
 
   const double legend_x = kLeft + side + 24;
   double legend_y = draw_colour_legend(figure, model, *grid, colouring, legend_x, kTop);
-  legend_y = draw_state_legend(figure, *grid, legend_x, legend_y);
+  legend_y = draw_state_legend(figure, model, *grid, legend_x, legend_y);
   figure.width = legend_x + 160;
   figure.height = std::max(kTop + side + 30, legend_y + 20);
   fit_canvas_to_text(figure);

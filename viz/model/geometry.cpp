@@ -160,6 +160,25 @@ Rect span_rect(const Span& span, const Rect& row, const TimeWindow& window, cons
 // ---- what a grid cell shows ------------------------------------------------------------------
 
 std::vector<CellPart> cell_parts(const ScheduleModel& model, const GridCell& cell) {
+  if (model.mask.general() && cell.computed() && cell.shape != BlockShape::full && cell.shape != BlockShape::masked &&
+      cell.shape != BlockShape::erratum) {
+    std::vector<CellPart> tiles;
+    const std::vector<ScheduleModel::SubTile> shape = model.mask_tiles(cell.q_block, cell.kv_block);
+    int64_t rows = 0, cols = 0;
+    for (const ScheduleModel::SubTile& t : shape) rows = std::max(rows, t.row + 1), cols = std::max(cols, t.col + 1);
+    for (const ScheduleModel::SubTile& t : shape) {
+      const CellPartKind kind = t.visible >= 1   ? CellPartKind::visible
+                                : t.visible <= 0 ? CellPartKind::hidden
+                                                 : CellPartKind::shaded;
+      CellPart part{kind, static_cast<float>(t.col) / static_cast<float>(cols),
+                    static_cast<float>(t.row) / static_cast<float>(rows),
+                    static_cast<float>(t.col + 1) / static_cast<float>(cols),
+                    static_cast<float>(t.row + 1) / static_cast<float>(rows)};
+      part.visible = t.visible;
+      tiles.push_back(part);
+    }
+    if (!tiles.empty()) return tiles;
+  }
   const bool partial = cell.computed() && (cell.shape == BlockShape::diagonal || cell.shape == BlockShape::q_half ||
                                            cell.shape == BlockShape::kv_half);
   if (!partial) return {};
@@ -187,6 +206,41 @@ std::vector<CellPart> cell_parts(const ScheduleModel& model, const GridCell& cel
     default: parts.push_back({CellPartKind::diagonal, 0, 0, 1, 1}); break;
   }
   return parts;
+}
+
+std::vector<DocumentStrip> document_strips(const ScheduleModel& model, const GridGeometry& g) {
+  std::vector<DocumentStrip> strips;
+  if (!model.mask.has_documents()) return strips;
+  for (int64_t b = 0; b < g.blocks; ++b) {
+    const std::vector<ScheduleModel::DocumentRun> runs = model.block_documents(b);
+    int64_t total = 0;
+    for (const ScheduleModel::DocumentRun& run : runs) total += run.tokens;
+    if (total == 0) continue;
+    const Rect row = g.row_strip(b), column = g.column_strip(b);
+    int64_t before = 0;
+    for (const ScheduleModel::DocumentRun& run : runs) {
+      const float a = static_cast<float>(before) / static_cast<float>(total);
+      const float z = static_cast<float>(before + run.tokens) / static_cast<float>(total);
+      const Rgba colour = category_colour(run.document);
+      strips.push_back({{row.x0, row.y0 + a * row.height(), row.x1, row.y0 + z * row.height()}, run.document, colour});
+      strips.push_back({{column.x0 + a * column.width(), column.y0, column.x0 + z * column.width(), column.y1},
+                        run.document,
+                        colour});
+      before += run.tokens;
+    }
+  }
+  return strips;
+}
+
+Rgba part_colour(const CellPart& part, Rgba colour) {
+  switch (part.kind) {
+    case CellPartKind::hidden: return palette::masked_out;
+    case CellPartKind::shaded:  // at least a third of the way, so a sliver that is seen shows
+      return mix(palette::masked_out, colour, static_cast<float>(0.35 + 0.65 * part.visible));
+    case CellPartKind::visible:
+    case CellPartKind::diagonal: break;
+  }
+  return colour;
 }
 
 }  // namespace ringlab::viz

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "viz/model/palette.hpp"
 #include "viz/model/schedule_model.hpp"
 
 namespace ringlab::viz {
@@ -116,20 +117,36 @@ Rect span_rect(const Span& span, const Rect& row, const TimeWindow& window, cons
 // A piece of a computed cell, in fractions of the cell's square (0..1, y down): what the grid
 // panel and the grid figure fill inside a cell cut by the causal mask. A diagonal piece is the
 // triangle below its square's diagonal: (x0, y0), (x0, y1), (x1, y1).
-enum class CellPartKind : uint8_t { visible, diagonal, hidden };
+// Under documents or a window a cell is drawn as sub-tiles (ScheduleModel::mask_tiles): visible,
+// hidden, or shaded — the cell's colour mixed into the masked-out colour by the fraction seen.
+enum class CellPartKind : uint8_t { visible, diagonal, hidden, shaded };
 struct CellPart {
   CellPartKind kind = CellPartKind::visible;
   float x0 = 0, y0 = 0, x1 = 1, y1 = 1;
   int64_t q_unit = -1, k_unit = -1;  // layout units (global order) when drawn per unit
+  double visible = 1;                // shaded: the fraction of its pairs the mask shows
   // The piece inside a cell drawn at `cell`.
   Rect in(const Rect& cell) const {
     return {cell.x0 + x0 * cell.width(), cell.y0 + y0 * cell.height(), cell.x0 + x1 * cell.width(),
             cell.y0 + y1 * cell.height()};
   }
 };
+// Tokens coloured by document: for every block, its row strip (left of the matrix) and column
+// strip (above it) cut into one piece per run of its tokens in one document (block_documents), in
+// proportion to the run's tokens. Empty when the model has no documents.
+struct DocumentStrip {
+  Rect rect;
+  int64_t document = 0;
+  Rgba colour;  // category_colour(document)
+};
+std::vector<DocumentStrip> document_strips(const ScheduleModel& model, const GridGeometry& g);
+
 // The pieces of a cell, empty when it is drawn as one flat square (not cut by the mask, skipped,
-// or computed although fully masked). Per layout unit when the model knows the units and both
-// blocks have at most 8 (ScheduleModel::unit_pattern), else by the block's shape.
+// or computed although fully masked). Under documents or a window (a general mask): its true
+// shape in 8 x 8 sub-tiles (mask_tiles). Else per layout unit when the model knows the units and
+// both blocks have at most 8 (ScheduleModel::unit_pattern), else by the block's shape.
 std::vector<CellPart> cell_parts(const ScheduleModel& model, const GridCell& cell);
+// The colour a part is filled with, for a cell of `colour`.
+Rgba part_colour(const CellPart& part, Rgba colour);
 
 }  // namespace ringlab::viz

@@ -8,8 +8,6 @@
 
 namespace ringlab::viz {
 
-namespace {
-
 Rgba mix(Rgba a, Rgba b, float t) {
   auto channel = [t](uint8_t x, uint8_t y) {
     return static_cast<uint8_t>(
@@ -17,6 +15,8 @@ Rgba mix(Rgba a, Rgba b, float t) {
   };
   return {channel(a.r, b.r), channel(a.g, b.g), channel(a.b, b.b), 255};
 }
+
+namespace {
 
 Rgba from_hsv(float h, float s, float v) {
   const float c = v * s, hp = h * 6.0f, x = c * (1.0f - std::fabs(std::fmod(hp, 2.0f) - 1.0f)), m = v - c;

@@ -55,6 +55,8 @@ inline constexpr Rgba grid_line{222, 226, 230};
 Rgba category_colour(int64_t index);
 // A sequential ramp (dark blue -> teal -> yellow) for step t of `steps` steps.
 Rgba step_colour(int64_t step, int64_t steps);
+// a + (b - a) t per channel, opaque.
+Rgba mix(Rgba a, Rgba b, float t);
 // `colour` faded towards the background: for cells not computed yet at the current step.
 Rgba dimmed(Rgba colour, float keep = 0.3f);
 // Error colour of a measured block: green within tolerance, red beyond (brighter the larger).

@@ -123,6 +123,39 @@ UnitPattern ScheduleModel::unit_pattern(int64_t q_block, int64_t kv_block, int64
   return pattern;
 }
 
+std::vector<ScheduleModel::SubTile> ScheduleModel::mask_tiles(int64_t q_block, int64_t kv_block, int64_t tiles) const {
+  std::vector<SubTile> out;
+  const auto blocks = static_cast<int64_t>(block_positions.size());
+  if (q_block < 0 || kv_block < 0 || q_block >= blocks || kv_block >= blocks || tiles < 1) return out;
+  const std::vector<int64_t>& q = block_positions[static_cast<size_t>(q_block)];
+  const std::vector<int64_t>& k = block_positions[static_cast<size_t>(kv_block)];
+  if (q.empty() || k.empty()) return out;
+  const int64_t rows = std::min<int64_t>(tiles, static_cast<int64_t>(q.size()));
+  const int64_t cols = std::min<int64_t>(tiles, static_cast<int64_t>(k.size()));
+  auto cut = [](const std::vector<int64_t>& v, int64_t parts, int64_t i) {  // the i-th of `parts` equal runs
+    const auto n = static_cast<int64_t>(v.size());
+    return std::span<const int64_t>(v.data() + i * n / parts, static_cast<size_t>((i + 1) * n / parts - i * n / parts));
+  };
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      const std::span<const int64_t> qs = cut(q, rows, i), ks = cut(k, cols, j);
+      const double all = static_cast<double>(qs.size()) * static_cast<double>(ks.size());
+      out.push_back({i, j, all > 0 ? static_cast<double>(mask.pairs(qs, ks)) / all : 0});
+    }
+  return out;
+}
+
+std::vector<ScheduleModel::DocumentRun> ScheduleModel::block_documents(int64_t block) const {
+  std::vector<DocumentRun> runs;
+  if (block < 0 || block >= static_cast<int64_t>(block_positions.size())) return runs;
+  for (const int64_t position : block_positions[static_cast<size_t>(block)]) {
+    const int64_t document = mask.has_documents() ? mask.document_of(position) : 0;
+    if (runs.empty() || runs.back().document != document) runs.push_back({document, 0});
+    ++runs.back().tokens;
+  }
+  return runs;
+}
+
 std::vector<std::string> ScheduleModel::describe_cell(const BlockGrid& grid, int64_t q_block, int64_t kv_block) const {
   std::vector<std::string> lines;
   if (q_block < 0 || kv_block < 0 || q_block >= grid.blocks || kv_block >= grid.blocks) return lines;
@@ -405,6 +438,7 @@ ScheduleModel plan_skeleton(const Plan& plan) {
   m.ulysses = plan.ulysses();
   m.ring = plan.ring();
   m.causal = plan.spec().causal;
+  m.mask = plan.spec().mask();
   int64_t first = 0;
   for (const Phase& phase : plan.phases()) {
     PhaseView view{phase.name, phase.pass, phase.family, phase.steps, first, false, false};
@@ -425,6 +459,9 @@ ScheduleModel plan_skeleton(const Plan& plan) {
   for (int64_t g = 0; g < m.ring; ++g) {
     m.block_units.push_back(plan.block_units(g));
     m.block_tokens.push_back(token_ranges(plan.block_positions(g)));
+    std::vector<int64_t> positions = plan.block_positions(g);
+    std::sort(positions.begin(), positions.end());
+    m.block_positions.push_back(std::move(positions));
   }
   m.load.ranks.assign(static_cast<size_t>(m.ranks), {});
   for (int64_t r = 0; r < m.ranks; ++r)

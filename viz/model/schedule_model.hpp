@@ -243,14 +243,16 @@ struct ScheduleModel {
   int64_t ranks = 1, ulysses = 1, ring = 1;
   bool causal = false;
   std::vector<PhaseView> phases;
-  std::vector<StepView> steps;                    // global steps
-  std::vector<std::vector<RankStep>> rank_steps;  // [rank][step]
-  std::vector<Transfer> transfers;                // by posting step
-  std::vector<CollectiveView> collectives;        // by step
-  std::vector<BlockGrid> grids;                   // forward, then backward when present
-  std::vector<std::vector<int64_t>> block_units;  // [ring position]: layout units (empty from a trace)
-  int64_t unit_tokens = 0;                        // tokens per layout unit
-  std::vector<std::string> block_tokens;          // [ring position]: "0-255" or "0-127, 896-1023"
+  std::vector<StepView> steps;                        // global steps
+  std::vector<std::vector<RankStep>> rank_steps;      // [rank][step]
+  std::vector<Transfer> transfers;                    // by posting step
+  std::vector<CollectiveView> collectives;            // by step
+  std::vector<BlockGrid> grids;                       // forward, then backward when present
+  std::vector<std::vector<int64_t>> block_units;      // [ring position]: layout units (empty from a trace)
+  int64_t unit_tokens = 0;                            // tokens per layout unit
+  std::vector<std::string> block_tokens;              // [ring position]: "0-255" or "0-127, 896-1023"
+  std::vector<std::vector<int64_t>> block_positions;  // [ring position]: its tokens, ascending (empty from a trace)
+  Mask mask;                                          // the plan's (documents, window, causal); none from a trace
   LoadSummary load;
   Timeline timeline;
   std::vector<PlanFinding> findings;  // the plan checker's, when it ran
@@ -267,6 +269,21 @@ struct ScheduleModel {
   std::string step_label(int64_t step) const;
   // The cell's sub-structure in layout units (causal visibility), when it has few enough units.
   UnitPattern unit_pattern(int64_t q_block, int64_t kv_block, int64_t max_units = 8) const;
+  // A cell's true mask shape: `tiles` x `tiles` sub-tiles over the two blocks' tokens (in
+  // ascending position order, as far as the block has tokens), each with the fraction of its
+  // (query, key) pairs the mask shows — documents, window band and causal edge alike. Empty when the
+  // model has no positions (a trace).
+  struct SubTile {
+    int64_t row = 0, col = 0;
+    double visible = 0;  // 0..1
+  };
+  std::vector<SubTile> mask_tiles(int64_t q_block, int64_t kv_block, int64_t tiles = 8) const;
+  // The documents a block's tokens belong to, in ascending position order: runs of (document,
+  // tokens). One run of document 0 without documents; empty from a trace.
+  struct DocumentRun {
+    int64_t document = 0, tokens = 0;
+  };
+  std::vector<DocumentRun> block_documents(int64_t block) const;
   // The lines of a cell's hover tooltip: ranks, step, query and key token ranges, FLOPs, error.
   std::vector<std::string> describe_cell(const BlockGrid& grid, int64_t q_block, int64_t kv_block) const;
   // Transfers travelling during a step.

@@ -30,7 +30,8 @@ void draw_cell_body(ImDrawList* list, const ScheduleModel& model, const GridCell
   fill(list, r, palette::masked_out);
   for (const CellPart& part : parts) {
     const Rect s = part.in(r);
-    if (part.kind == CellPartKind::visible) fill(list, s, colour);
+    if (part.kind == CellPartKind::visible || part.kind == CellPartKind::shaded)
+      fill(list, s, part_colour(part, colour));
     if (part.kind == CellPartKind::diagonal) {
       list->AddTriangleFilled({s.x0, s.y0}, {s.x0, s.y1}, {s.x1, s.y1}, to_imgui(colour));
     }
@@ -114,6 +115,10 @@ void draw_grid_panel(const ScheduleModel& model, const Playback& playback, ViewS
     const Rect r = g.cell_rect(model.first_error.q_block, model.first_error.kv_block).inset(-2);
     list->AddRect({r.x0, r.y0}, {r.x1, r.y1}, to_imgui(palette::error_wrong), 0, 0, 2);
   }
+  // Packed documents: each block's tokens coloured by document, left of the rows and above the
+  // columns (a run's result strips take their place).
+  if (!model.diagnosis.present)
+    for (const DocumentStrip& strip : document_strips(model, g)) fill(list, strip.rect, strip.colour);
   // After a run: each block's final result, queries on the left, keys on top (backward).
   if (model.diagnosis.present && static_cast<int64_t>(model.diagnosis.blocks.size()) == grid->blocks) {
     for (int64_t b = 0; b < grid->blocks; ++b) {
