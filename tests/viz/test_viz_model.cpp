@@ -316,12 +316,20 @@ TEST_CASE("ring panel model: the hops a window lets the ring skip", "[viz][model
   CHECK(count.made == hops);
   for (int64_t s = 0; s < m.phases.front().steps; ++s) {
     const std::vector<Hop> skipped = skipped_hops(m, first + s);
-    if (s < hops) {
-      CHECK(skipped.empty());
-    } else {  // every rank's hop to its K/V neighbour is one a full ring would make
-      REQUIRE(skipped.size() == static_cast<size_t>(P));
-      for (const Hop& hop : skipped) CHECK(hop.to == (hop.from + 1) % P);
+    // At step s rank r holds block b = r - s, which goes on while some later rank needs it: to
+    // b + hops at most, and never past rank P - 1 (rank 0's queries all come before it).
+    std::vector<int64_t> expected;
+    for (int64_t r = 0; r < P; ++r) {
+      const int64_t b = ((r - s) % P + P) % P;
+      if (s + 1 > std::min(hops, P - 1 - b)) expected.push_back(r);
     }
+    std::vector<int64_t> got;
+    for (const Hop& hop : skipped) {
+      CHECK(hop.to == (hop.from + 1) % P);  // the hop a full ring would make
+      got.push_back(hop.from);
+    }
+    CHECK(got == expected);
+    if (s == hops) CHECK(skipped.size() == static_cast<size_t>(P));  // the last step: no hop at all
   }
   // A full causal ring skips none.
   const ScheduleModel full = model_from_plan(build_plan(spec_of(Algorithm::ring, LayoutKind::contiguous, P, true)));

@@ -80,7 +80,7 @@ Figure precision_figure(const std::string& title, const std::vector<ErrorSeries>
   }
   figure.width = kLeft + kWidth + 220;
   figure.height = std::max(kTop + kHeight + 50, legend_y + 20);
-  fit_width_to_text(figure);
+  fit_canvas_to_text(figure);
   return figure;
 }
 
