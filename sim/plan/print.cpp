@@ -110,16 +110,12 @@ void print_plan(std::ostream& os, const Plan& plan, const PlanPrintOptions& opti
                   static_cast<double>(w.kv_bytes_received) / 1e6, static_cast<double>(w.kv_bytes_unused) / 1e6);
     os << line;
   }
-  double max_flops = 0, sum_flops = 0;
-  int64_t received = 0, unused = 0, busiest = 0;
-  for (int64_t r = 0; r < P; ++r) {
-    const RankWork& w = work[static_cast<size_t>(r)];
-    if (w.flops > max_flops) max_flops = w.flops, busiest = r;
-    sum_flops += w.flops, received += w.kv_bytes_received, unused += w.kv_bytes_unused;
-  }
+  int64_t received = 0, unused = 0;
+  for (const RankWork& w : work) received += w.kv_bytes_received, unused += w.kv_bytes_unused;
+  const FlopsBalance balance = flops_balance(work);
   char line[200];
-  std::snprintf(line, sizeof line, "imbalance: max/mean FLOPs %.3f (rank %lld busiest)",
-                sum_flops > 0 ? max_flops * P / sum_flops : 1.0, static_cast<long long>(busiest));
+  std::snprintf(line, sizeof line, "imbalance: max/mean FLOPs %.3f (rank %lld busiest)", balance.ratio,
+                static_cast<long long>(balance.busiest));
   os << line;
   if (received > 0) {
     std::snprintf(line, sizeof line, "; K/V received %.3f MB, %.1f%% of it never used by its receiver",

@@ -87,6 +87,17 @@ std::string erratum_mask_problem(const Plan& plan, const ComputeOp& op) {
 
 bool erratum_mask_is_wrong(const Plan& plan, const ComputeOp& op) { return !erratum_mask_problem(plan, op).empty(); }
 
+FlopsBalance flops_balance(const std::vector<RankWork>& work) {
+  FlopsBalance balance;
+  double most = 0, sum = 0;
+  for (size_t r = 0; r < work.size(); ++r) {
+    if (work[r].flops > most) most = work[r].flops, balance.busiest = static_cast<int64_t>(r);
+    sum += work[r].flops;
+  }
+  if (sum > 0) balance.ratio = most * static_cast<double>(work.size()) / sum;
+  return balance;
+}
+
 RankWork rank_work(const Plan& plan, int64_t rank, const std::vector<Op>& ops) {
   RankWork w;
   std::vector<int64_t> forward_pairs(static_cast<size_t>(plan.ring()), -1);  // per key block; -1 = not seen

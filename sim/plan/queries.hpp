@@ -47,6 +47,13 @@ struct RankWork {
 };
 RankWork rank_work(const Plan& plan, int64_t rank, const std::vector<Op>& ops);
 
+// The load balance over ranks: max/mean FLOPs (1 when nothing is computed) and the busiest rank.
+struct FlopsBalance {
+  double ratio = 1.0;
+  int64_t busiest = 0;
+};
+FlopsBalance flops_balance(const std::vector<RankWork>& work);
+
 // Ops over all ranks (for a progress bar): the sum over ranks of expand(plan, rank).size(),
 // computed from the templates without expanding.
 int64_t total_ops(const Plan& plan);

@@ -291,6 +291,29 @@ TEST_CASE("ringlab plan prints the grid and checks the plan", "[cli]") {
   CHECK(erratum.out.find("FOUND PROBLEMS") != std::string::npos);
 }
 
+TEST_CASE("ringlab plan's balance lint: a warning above --max-imbalance, exit 1 with --strict", "[cli][mask]") {
+  auto plan = [](std::vector<std::string> extra) {
+    std::vector<std::string> args{"plan", "--ranks", "4", "--seq", "4096", "--causal"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_binary(kRinglab, args);
+  };
+  // Contiguous causal, P=4: rank 3 computes three full blocks and its diagonal (3.5 blocks' worth)
+  // against a mean of 2 blocks: 1.75 (to three digits; a diagonal holds n(n+1)/2 pairs).
+  const auto loose = plan({});
+  CHECK(loose.status == 0);
+  CHECK(loose.out.find("warning: max/mean FLOPs 1.750 is above --max-imbalance 1.10: rank 3") != std::string::npos);
+  CHECK(loose.out.find("--layout zigzag shares it") != std::string::npos);
+  CHECK(plan({"--strict"}).status == 1);
+  CHECK(plan({"--strict", "--max-imbalance", "1.8"}).status == 0);  // under a looser threshold: no warning
+  CHECK(plan({"--strict", "--max-imbalance", "1.8"}).out.find("warning") == std::string::npos);
+  const auto zigzag = plan({"--strict", "--layout", "zigzag"});
+  CHECK(zigzag.status == 0);
+  CHECK(zigzag.out.find("warning") == std::string::npos);
+  const auto documents = plan({"--docs", "256,256,192,256,1280,448,960,448"});
+  CHECK(documents.out.find("--layout zigzag (per document) or balanced share it") != std::string::npos);
+  CHECK(plan({"--docs", "256,256,192,256,1280,448,960,448", "--layout", "balanced", "--strict"}).status == 0);
+}
+
 TEST_CASE("uneven shapes run on every algorithm and layout: padded, verified, outputs exactly (B, S, H, D)",
           "[cli][uneven]") {
   const std::string algo = GENERATE("ring", "allgather", "ulysses", "hybrid");
