@@ -105,12 +105,8 @@ struct FigureFlags {
   std::string pass = "forward";
 };
 
-// `ringlab figure precision`: the precision study at P = 1, 2, 4, ... up to --ranks, drawn as each
-// tensor's RMS error ratio to P = 1, solid with fp32 accumulation, dashed with storage accumulation.
-int precision_figure_command(FigureFlags& flags) {
-  RunConfig& config = flags.config;
-  if (config.precision == "fp32") config.precision = "bf16";
-  validate(config);
+// Before any work: the SVG (and PNG) can be written, and PNG output is built in.
+void check_figure_outputs(const FigureFlags& flags) {
   check_output_file(flags.out);
   if (!flags.png.empty()) {
     if (!viz::png_supported()) {
@@ -120,6 +116,22 @@ int precision_figure_command(FigureFlags& flags) {
     }
     check_output_file(flags.png);
   }
+}
+
+void write_png_if_asked(const FigureFlags& flags, const viz::Figure& figure) {
+  if (flags.png.empty()) return;
+  std::string error;
+  if (!viz::write_png(figure, flags.png, error)) throw UsageError(error);
+  std::cout << "wrote " << flags.png << "\n";
+}
+
+// `ringlab figure precision`: the precision study at P = 1, 2, 4, ... up to --ranks, drawn as each
+// tensor's RMS error ratio to P = 1, solid with fp32 accumulation, dashed with storage accumulation.
+int precision_figure_command(FigureFlags& flags) {
+  RunConfig& config = flags.config;
+  if (config.precision == "fp32") config.precision = "bf16";
+  validate(config);
+  check_figure_outputs(flags);
   std::vector<int64_t> ranks;
   for (int64_t p = 1; p <= config.ranks; p *= 2) ranks.push_back(p);
   const PrecisionStudy study = run_precision_study(config, ranks);
@@ -140,11 +152,7 @@ int precision_figure_command(FigureFlags& flags) {
   write_file_atomically(flags.out, viz::to_svg(figure));
   std::cout << "wrote " << flags.out << " (precision, " << study.ranks.size() << " rank counts, " << figure.lines.size()
             << " line segments)\n";
-  if (!flags.png.empty()) {
-    std::string error;
-    if (!viz::write_png(figure, flags.png, error)) throw UsageError(error);
-    std::cout << "wrote " << flags.png << "\n";
-  }
+  write_png_if_asked(flags, figure);
   return kExitVerified;
 }
 
@@ -157,15 +165,7 @@ int figure_command(FigureFlags& flags) {
   RunConfig& config = flags.config;
   validate(config);
   if (flags.out.empty()) throw UsageError("ringlab figure needs --out FILE.svg; e.g. --out grid.svg");
-  check_output_file(flags.out);
-  if (!flags.png.empty()) {
-    if (!viz::png_supported()) {
-      std::string error;
-      (void)viz::write_png({}, flags.png, error);
-      throw UsageError(error);
-    }
-    check_output_file(flags.png);
-  }
+  check_figure_outputs(flags);
   if (flags.pass != "forward" && flags.pass != "backward") {
     throw UsageError("--pass " + flags.pass + " is not a pass; use --pass forward or --pass backward");
   }
@@ -182,11 +182,7 @@ int figure_command(FigureFlags& flags) {
   write_file_atomically(flags.out, viz::to_svg(figure));
   std::cout << "wrote " << flags.out << " (" << viz::figure_kind_name(kind) << ", " << figure.rects.size()
             << " rectangles)\n";
-  if (!flags.png.empty()) {
-    std::string error;
-    if (!viz::write_png(figure, flags.png, error)) throw UsageError(error);
-    std::cout << "wrote " << flags.png << "\n";
-  }
+  write_png_if_asked(flags, figure);
   return kExitVerified;
 }
 
