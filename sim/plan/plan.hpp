@@ -379,9 +379,10 @@ std::vector<Phase> ulysses_phases(const PlanSpec& spec);  // also the hybrid: Ul
 // position, the hops its block makes: the farthest hop h <= R - 1 at which the rank g + h still sees
 // some of its keys (with a window or documents and skipping on; R - 1 for every block otherwise).
 // ring_hops: the most of them, R - 1 unless the mask leaves the farthest blocks unneeded by every rank.
+// The two phases take ring_travel(spec), computed once per plan (it probes the mask block by block).
 std::vector<int64_t> ring_travel(const PlanSpec& spec);
 int64_t ring_hops(const PlanSpec& spec);
-Phase ring_forward_phase(const PlanSpec& spec);
-Phase ring_backward_phase(const PlanSpec& spec);
+Phase ring_forward_phase(const PlanSpec& spec, const std::vector<int64_t>& travel);
+Phase ring_backward_phase(const PlanSpec& spec, const std::vector<int64_t>& travel);
 
 }  // namespace ringlab

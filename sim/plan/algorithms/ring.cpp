@@ -79,8 +79,7 @@ int64_t ring_hops(const PlanSpec& spec) {
   return *std::max_element(travel.begin(), travel.end());
 }
 
-Phase ring_forward_phase(const PlanSpec& spec) {
-  const std::vector<int64_t> travel = ring_travel(spec);
+Phase ring_forward_phase(const PlanSpec& spec, const std::vector<int64_t>& travel) {
   const int64_t steps = *std::max_element(travel.begin(), travel.end()) + 1;
   const Route route = trimmed(spec) ? Route::along : Route::fixed;
   Phase phase{"ring forward", Pass::forward, Family::ring, steps, {}};
@@ -127,9 +126,9 @@ Phase trimmed_backward_phase(const std::vector<int64_t>& travel) {
 
 }  // namespace
 
-Phase ring_backward_phase(const PlanSpec& spec) {
-  if (trimmed(spec)) return trimmed_backward_phase(ring_travel(spec));
-  const int64_t R = spec.ring_degree(), H = ring_hops(spec);
+Phase ring_backward_phase(const PlanSpec& spec, const std::vector<int64_t>& travel) {
+  if (trimmed(spec)) return trimmed_backward_phase(travel);
+  const int64_t R = spec.ring_degree(), H = *std::max_element(travel.begin(), travel.end());
   const bool reverse = spec.erratum == Erratum::reverse_dkv;
   const Shift dkv_to = reverse ? Shift{-1, 0} : Shift{1, 0};
   const Shift dkv_from = reverse ? Shift{1, 0} : Shift{-1, 0};
@@ -168,9 +167,10 @@ Phase ring_backward_phase(const PlanSpec& spec) {
 }
 
 std::vector<Phase> ring_phases(const PlanSpec& spec) {
-  std::vector<Phase> phases{ring_forward_phase(spec),
+  const std::vector<int64_t> travel = ring_travel(spec);
+  std::vector<Phase> phases{ring_forward_phase(spec, travel),
                             Phase{"finalize", Pass::forward, Family::ring, 1, {{FinalizeT{}, Steps{}}}}};
-  if (spec.backward) phases.push_back(ring_backward_phase(spec));
+  if (spec.backward) phases.push_back(ring_backward_phase(spec, travel));
   return phases;
 }
 

@@ -19,17 +19,18 @@
 namespace ringlab {
 
 std::vector<Phase> ulysses_phases(const PlanSpec& spec) {
+  const std::vector<int64_t> travel = ring_travel(spec);  // the ring inside each head group
   std::vector<Phase> phases;
   phases.push_back(
       {"all-to-all q, k, v", Pass::forward, Family::ulysses, 1, {{CollectiveT{Collective::all_to_all_qkv}, Steps{}}}});
-  phases.push_back(ring_forward_phase(spec));
+  phases.push_back(ring_forward_phase(spec, travel));
   phases.push_back({"finalize", Pass::forward, Family::ring, 1, {{FinalizeT{}, Steps{}}}});
   phases.push_back(
       {"all-to-all out, lse", Pass::forward, Family::ulysses, 1, {{CollectiveT{Collective::all_to_all_out}, Steps{}}}});
   if (spec.backward) {
     phases.push_back(
         {"all-to-all dout", Pass::backward, Family::ulysses, 1, {{CollectiveT{Collective::all_to_all_dout}, Steps{}}}});
-    phases.push_back(ring_backward_phase(spec));
+    phases.push_back(ring_backward_phase(spec, travel));
     phases.push_back({"all-to-all dq, dk, dv",
                       Pass::backward,
                       Family::ulysses,
