@@ -126,7 +126,8 @@ void write_png_if_asked(const FigureFlags& flags, const viz::Figure& figure) {
 }
 
 // `ringlab figure precision`: the precision study at P = 1, 2, 4, ... up to --ranks, drawn as each
-// tensor's RMS error ratio to P = 1, solid with fp32 accumulation, dashed with storage accumulation.
+// tensor's RMS error ratio to P = 1: solid with fp32 accumulation, dashed with storage accumulation,
+// thin with fused accumulation.
 int precision_figure_command(FigureFlags& flags) {
   RunConfig& config = flags.config;
   if (config.precision == "fp32") config.precision = "bf16";
@@ -140,10 +141,13 @@ int precision_figure_command(FigureFlags& flags) {
                                                        {"dk", viz::palette::send_span},
                                                        {"dv", viz::palette::wait_span}};
   std::vector<viz::ErrorSeries> series;
-  for (const char* accumulate : {"fp32", "storage"}) {
+  for (const std::string accumulate : kStudiedAccumulations) {
     for (const auto& [tensor, colour] : tensors) {
-      viz::ErrorSeries s{
-          std::string(tensor) + ", accumulate " + accumulate, colour, std::string(accumulate) == "storage", {}};
+      viz::ErrorSeries s{std::string(tensor) + ", accumulate " + accumulate,
+                         colour,
+                         accumulate == "storage",
+                         accumulate == "fused" ? 1.0 : 2.0,
+                         {}};
       for (const int64_t p : study.ranks) s.points.emplace_back(p, study.row(accumulate, p, tensor).rms_ratio);
       series.push_back(std::move(s));
     }

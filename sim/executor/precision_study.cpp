@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <ostream>
 #include <stdexcept>
 
@@ -81,7 +82,7 @@ PrecisionStudy run_precision_study(RunConfig config, std::vector<int64_t> ranks)
   study.precision = config.precision;
   study.ranks = ranks;
   const Verification single = run_once(config, 1, "fp32", x, reference);
-  for (const std::string accumulate : {"fp32", "storage"}) {
+  for (const std::string accumulate : kStudiedAccumulations) {
     for (const int64_t p : ranks) {
       const Verification v = p == 1 ? single : run_once(config, p, accumulate, x, reference);
       for (size_t t = 0; t < v.checks.size(); ++t) {
@@ -105,8 +106,9 @@ void print_precision_study(std::ostream& out, const PrecisionStudy& study) {
   out << "ringlab study precision | " << study.config << "\n";
   out << "errors against exact attention (float64) on the " << study.precision
       << "-rounded inputs; ratio: this P's error / P=1's\n";
-  out << "accumulate fp32: running output, dq, dK/dV kept in fp32; storage: rounded to " << study.precision
-      << " after every merge\n\n";
+  out << "accumulate fp32: each step's result stored in " << study.precision
+      << ", the running output, dq, dK/dV kept in fp32; storage: those rounded to " << study.precision
+      << " after every merge; fused: each step added into the fp32 accumulators unrounded\n\n";
   std::snprintf(line, sizeof line, "%4s  %-10s %-6s %11s %11s %8s %8s\n", "P", "accumulate", "tensor", "max_err",
                 "rms_err", "max/P=1", "rms/P=1");
   out << line;
@@ -119,7 +121,8 @@ void print_precision_study(std::ostream& out, const PrecisionStudy& study) {
                   r.accumulate.c_str(), r.tensor.c_str(), r.max_error, r.rms_error, r.max_ratio, r.rms_ratio);
     out << line;
   }
-  std::snprintf(line, sizeof line, "\n%zu runs in %.1f s\n", study.ranks.size() * 2 - 1, study.seconds);
+  std::snprintf(line, sizeof line, "\n%zu runs in %.1f s\n",
+                (study.ranks.size() - 1) * std::size(kStudiedAccumulations) + 1, study.seconds);
   out << line;
 }
 

@@ -1,8 +1,8 @@
 // The low-precision study (`ringlab study precision`): the same problem — the same inputs, rounded
 // to the storage precision once, and one float64 oracle — run on the sim executor at each P and
-// with each accumulator precision (fp32 | storage), forward and backward in one run; every output
-// tensor's max and RMS error against the oracle, and its ratio to the same accumulator's error at
-// P = 1 (one rank: one step, nothing merged, so both accumulators give the same P = 1 run).
+// with each accumulation (fp32 | storage | fused), forward and backward in one run; every output
+// tensor's max and RMS error against the oracle, and its ratio to the same accumulation's error at
+// P = 1 (one rank: one step, nothing merged, so every accumulation gives the same P = 1 run).
 #pragma once
 
 #include <chrono>
@@ -16,9 +16,12 @@
 
 namespace ringlab {
 
+// The --accumulate choices the study runs, in its table's order.
+inline constexpr const char* kStudiedAccumulations[] = {"fp32", "storage", "fused"};
+
 struct PrecisionStudyRow {
   int64_t ranks = 1;
-  std::string accumulate;  // "fp32" | "storage"
+  std::string accumulate;  // "fp32" | "storage" | "fused"
   std::string tensor;      // "out" | "lse" | "dq" | "dk" | "dv"
   double max_error = 0, rms_error = 0;
   double max_ratio = 1, rms_ratio = 1;  // this P's error / P = 1's, same accumulator

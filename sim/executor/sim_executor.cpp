@@ -329,6 +329,12 @@ class RankRun {
     if (options_.precision.round_accumulators) round_tensor(t, options_.precision.storage, name);
   }
 
+  // A kernel that stores its step's result (FlashAttention's own outputs) rounds it to the storage
+  // precision; a fused one (--accumulate fused) adds it into the fp32 accumulators unrounded.
+  void round_partial(Tensor<float>& t, const char* name) const {
+    if (options_.precision.round_partials) round_tensor(t, options_.precision.storage, name);
+  }
+
   void forward_step(const ComputeOp& c, const KvSlot& kv, const std::vector<int64_t>& k_pos,
                     const std::vector<int64_t>& local_index) {
     SoftmaxState<float> step = make_accumulator(B_, heads_, n_, D_);
@@ -338,7 +344,7 @@ class RankRun {
                                step, kernel_options(kb));
     }
     AttentionOutput<float> part = finalize_accumulator(step, B_, heads_, n_, D_, threads_);
-    round_tensor(part.out, options_.precision.storage, "out (a step's partial output)");
+    round_partial(part.out, "out (a step's partial output)");
     for (int64_t b = 0; b < B_; ++b)
       for (int64_t h = 0; h < heads_; ++h)
         for (int64_t i = 0; i < n_; ++i)
@@ -355,10 +361,9 @@ class RankRun {
       flash_backward_accumulate(q_, kv.k, kv.v, dout_, lse_, delta_, q_pos, k_pos, kb.q_rows,
                                 shifted(kb.kv_rows, c.kv_row_offset), kb.mask, dq, dk, dv, kernel_options(kb));
     }
-    const Precision storage = options_.precision.storage;
-    round_tensor(dq, storage, "dq (a step's partial)");
-    round_tensor(dk, storage, "dk (a step's partial)");
-    round_tensor(dv, storage, "dv (a step's partial)");
+    round_partial(dq, "dq (a step's partial)");
+    round_partial(dk, "dk (a step's partial)");
+    round_partial(dv, "dv (a step's partial)");
     for (int64_t i = 0; i < dq.size(); ++i) dq_[i] += dq[i];
     for (int64_t i = 0; i < dk.size(); ++i) grad.k[i] += dk[i];
     for (int64_t i = 0; i < dv.size(); ++i) grad.v[i] += dv[i];
@@ -681,7 +686,9 @@ void check_memory(const AttentionDims& d) {
 
 std::string SimPrecision::describe() const {
   std::string text = precision_name(storage);
-  if (storage != Precision::fp32) text += std::string(", accumulate ") + (round_accumulators ? text : "fp32");
+  if (storage != Precision::fp32) {
+    text += std::string(", accumulate ") + (round_accumulators ? text : round_partials ? "fp32" : "fused");
+  }
   if (merge != MergeForm::exp) text += std::string(", ") + merge_form_name(merge) + " merge";
   return text;
 }
@@ -722,6 +729,7 @@ void SimExecutor::configure(const RunConfig& config) {
   world_ = make_world_options(static_cast<int>(config.ranks), config.timeout, config.inject, false);
   precision_.storage = parse_precision(config.precision);
   precision_.round_accumulators = config.accumulate == "storage" && precision_.storage != Precision::fp32;
+  precision_.round_partials = config.accumulate != "fused";
   precision_.merge = parse_merge_form(config.merge);
   inputs_from_files_ = !config.in_dir.empty();
 }

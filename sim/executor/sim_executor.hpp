@@ -19,14 +19,16 @@ namespace ringlab {
 
 // Low-precision emulation (ringlab run --precision, --accumulate, --merge). fp32 storage with the
 // exp merge is the plain fp32 path (each step merges into the (m, l, o) accumulator in place).
-// Otherwise every compute step's partial result is rounded to `storage`, the forward merges
-// (out, lse) states in the LSE form, and the running output, dq and the dK/dV accumulators are
-// rounded to `storage` after every merge when `round_accumulators` (else they stay fp32, and
-// dK/dV travel in fp32). Inputs are stored in `storage`, outputs and gradients are rounded to it
+// Otherwise every compute step's partial result is rounded to `storage` (unless `round_partials`
+// is off: --accumulate fused, a kernel that adds each step into fp32 accumulators itself), the
+// forward merges (out, lse) states in the LSE form, and the running output, dq and the dK/dV
+// accumulators are rounded to `storage` after every merge when `round_accumulators` (else they
+// stay fp32, and dK/dV travel in fp32). Inputs are stored in `storage`, outputs and gradients are rounded to it
 // at the end; the LSE stays fp32 throughout, as the kernels keep it.
 struct SimPrecision {
   Precision storage = Precision::fp32;
   bool round_accumulators = false;  // --accumulate storage
+  bool round_partials = true;       // false with --accumulate fused
   MergeForm merge = MergeForm::exp;
   bool emulates() const { return storage != Precision::fp32 || merge != MergeForm::exp; }
   // "fp32" | "bf16, accumulate fp32" | "fp16, accumulate fp16, logsigmoid merge"

@@ -18,7 +18,8 @@ std::string RunConfig::describe() const {
   text += backward ? " | fwd+bwd" : " | fwd";
   text += " | seed " + std::to_string(seed);
   if (!erratum.empty()) text += " | erratum " + erratum;
-  if (precision != "fp32") text += " | " + precision + ", accumulate " + (accumulate == "fp32" ? "fp32" : precision);
+  if (precision != "fp32")
+    text += " | " + precision + ", accumulate " + (accumulate == "storage" ? precision : accumulate);
   if (merge != "exp") text += " | merge " + merge;
   return text;
 }
@@ -49,9 +50,10 @@ void add_precision_flags(CLI::App& command, RunConfig& config) {
       ->capture_default_str();
   command
       .add_option("--accumulate", config.accumulate,
-                  "precision of the running output and the dq, dK/dV accumulators: fp32 | storage (rounded after "
-                  "every merge)")
-      ->check(CLI::IsMember({"fp32", "storage"}))
+                  "precision of the running output and the dq, dK/dV accumulators: fp32 (each step's result "
+                  "stored in the storage precision, then added in fp32) | storage (rounded after every merge) | "
+                  "fused (each step added into fp32 accumulators by the kernel itself, never rounded)")
+      ->check(CLI::IsMember({"fp32", "storage", "fused"}))
       ->capture_default_str();
   command
       .add_option("--merge", config.merge,

@@ -43,7 +43,7 @@ struct RunConfig {
   // wire and of each step's partial results; the precision of the running output and the
   // travelling dK/dV and dq accumulators (fp32 | storage); the form of the LSE merge.
   std::string precision = "fp32";   // fp32 | bf16 | fp16
-  std::string accumulate = "fp32";  // fp32 | storage
+  std::string accumulate = "fp32";  // fp32 | storage | fused
   std::string merge = "exp";        // exp | logsigmoid
 
   Mask mask() const { return Mask(causal, window, documents); }

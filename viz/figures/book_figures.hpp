@@ -59,6 +59,7 @@ struct ErrorSeries {
   std::string label;  // "dv, accumulate storage"
   Rgba colour;
   bool dashed = false;
+  double width = 2;  // stroke width in px
   std::vector<std::pair<int64_t, double>> points;
 };
 // Error ratio against P (log2 axis) for each series (`ringlab figure precision`).

@@ -67,13 +67,13 @@ Figure precision_figure(const std::string& title, const std::vector<ErrorSeries>
       if (i == 0) continue;
       const double x0 = x_of(s.points[i - 1].first), y0 = y_of(s.points[i - 1].second);
       if (!s.dashed) {
-        figure.lines.push_back({x0, y0, x, y, s.colour, 2, "series"});
+        figure.lines.push_back({x0, y0, x, y, s.colour, s.width, "series"});
         continue;
       }
       for (int dash = 0; dash < 24; dash += 2) {  // 12 dashes per segment
         const double a = dash / 24.0, b = (dash + 1) / 24.0;
-        figure.lines.push_back(
-            {x0 + (x - x0) * a, y0 + (y - y0) * a, x0 + (x - x0) * b, y0 + (y - y0) * b, s.colour, 2, "series dashed"});
+        figure.lines.push_back({x0 + (x - x0) * a, y0 + (y - y0) * a, x0 + (x - x0) * b, y0 + (y - y0) * b, s.colour,
+                                s.width, "series dashed"});
       }
     }
     legend_y = add_legend_item(figure, kLeft + kWidth + 30, legend_y, s.colour, s.label);
