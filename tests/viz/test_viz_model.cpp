@@ -394,3 +394,34 @@ TEST_CASE("grid model: each block's true mask shape under documents and a window
   CHECK(document_strips(causal, g).empty());
   CHECK(causal.block_documents(0).size() == 1);
 }
+
+TEST_CASE("the load panel's layouts: every layout's FLOP balance, the plan's own marked and equal to its load",
+          "[viz][model]") {
+  const int64_t P = GENERATE(3, 4, 8);
+  for (const LayoutKind chosen : {LayoutKind::contiguous, LayoutKind::zigzag}) {
+    const ScheduleModel m = model_of(spec_of(Algorithm::ring, chosen, P, true));
+    REQUIRE(m.load.layouts.size() == 4);
+    int marked = 0;
+    for (const LayoutBalance& b : m.load.layouts) {
+      INFO(b.layout << " " << b.why);
+      CHECK(b.applies);
+      if (!b.chosen) continue;
+      ++marked;
+      CHECK(b.layout == layout_name(chosen));
+      // Counted from the expanded ops; the panel's headline from the model's steps: the same figure.
+      CHECK(b.imbalance == Approx(m.load.flops_imbalance()).epsilon(1e-9));
+    }
+    CHECK(marked == 1);
+    CHECK(m.load.layouts[0].imbalance > 1.2);                          // contiguous under causal
+    CHECK(m.load.layouts[1].imbalance == Approx(1.0).epsilon(1e-9));   // zig-zag
+    CHECK(m.load.layouts[3].imbalance < m.load.layouts[0].imbalance);  // balanced
+  }
+  // A layout that cannot split the sequence says why instead of a number: 33 tokens over 3 ranks
+  // are 11 each, but zig-zag needs 2P = 6 chunks.
+  PlanSpec odd = spec_of(Algorithm::ring, LayoutKind::contiguous, 3, true);
+  odd.dims.seq = 33;
+  const std::vector<LayoutBalance> balances = layout_balances(odd);
+  CHECK(balances[0].applies);
+  CHECK_FALSE(balances[1].applies);
+  CHECK_THAT(balances[1].why, Catch::Contains("zigzag"));
+}

@@ -174,7 +174,9 @@ HelpTopic help_topic(Panel panel) {
       return {"book/causal-balance.md",
               "Work per rank: FLOPs of the visible pairs, time computing (busy) and waiting (blocked). max/mean "
               "is the load imbalance: the slowest rank sets the wall-clock time, so a causal schedule with the "
-              "contiguous layout saves work but little time."};
+              "contiguous layout saves work but little time. The line below it gives the same problem's "
+              "max/mean FLOPs under every layout (the chosen one marked >; n/a where a layout cannot split "
+              "the sequence: hover for why)."};
     case Panel::timeline:
       return {"book/cost-model.md",
               "Per rank, a compute row and a communication row over time: measured for traces and runs; for a "

@@ -491,7 +491,30 @@ ScheduleModel model_from_plan(const Plan& plan, const Hardware& hardware) {
   }
   attach_predicted_time(m, plan, hardware);
   locate_first_error(m);
+  if (plan.ranks() <= 256) m.load.layouts = layout_balances(plan.spec());
   return m;
+}
+
+std::vector<LayoutBalance> layout_balances(const PlanSpec& spec) {
+  std::vector<LayoutBalance> balances;
+  for (const LayoutKind kind :
+       {LayoutKind::contiguous, LayoutKind::zigzag, LayoutKind::striped, LayoutKind::balanced}) {
+    PlanSpec other = spec;
+    if (kind != spec.layout) other.block = 0;  // another layout: its own default unit
+    other.layout = kind;
+    LayoutBalance b{layout_name(kind), kind == spec.layout, false, 1, {}};
+    try {
+      const Plan plan = build_plan(other);
+      std::vector<RankWork> work;
+      for (int64_t r = 0; r < plan.ranks(); ++r) work.push_back(rank_work(plan, r, expand(plan, r)));
+      b.imbalance = flops_balance(work).ratio;
+      b.applies = true;
+    } catch (const UsageError& error) {
+      b.why = error.what();
+    }
+    balances.push_back(std::move(b));
+  }
+  return balances;
 }
 
 ScheduleModel model_from_plan(const Plan& plan, const std::string& hardware) {

@@ -141,8 +141,19 @@ struct RankLoad {
   std::vector<double> flops_until;  // [step]: FLOPs done by the end of that step
 };
 
+// The same problem's FLOP balance under another layout (the load panel lists every layout, so the
+// chosen one is read against the others). `why` says why a layout does not apply (its divisibility).
+struct LayoutBalance {
+  std::string layout;   // "contiguous", "zigzag", ...
+  bool chosen = false;  // the plan's own layout
+  bool applies = false;
+  double imbalance = 1;  // max/mean FLOPs over ranks
+  std::string why;
+};
+
 struct LoadSummary {
   std::vector<RankLoad> ranks;
+  std::vector<LayoutBalance> layouts;  // from a plan: every layout, the plan's own included
   double flops_max = 0, flops_mean = 0, busy_max = 0, busy_mean = 0;
   double flops_imbalance() const { return flops_mean > 0 ? flops_max / flops_mean : 1; }
   double busy_imbalance() const { return busy_mean > 0 ? busy_max / busy_mean : 1; }
@@ -322,6 +333,8 @@ HopCount kv_hop_count(const ScheduleModel& model, int64_t step);
 // checker when the plan is small enough, and times it with the cost model on `hardware`
 // (attach_predicted_time). Throws nothing for a built plan.
 ScheduleModel model_from_plan(const Plan& plan, const Hardware& hardware);
+// Every layout's FLOP balance for `spec`'s problem (the plan's spec with each layout in turn).
+std::vector<LayoutBalance> layout_balances(const PlanSpec& spec);
 // The same on a preset or JSON machine file (load_hardware, for the plan's head dimension): the
 // `--hw` values of `ringlab run --dry-run`. Throws UsageError for an unknown preset or a bad file.
 ScheduleModel model_from_plan(const Plan& plan, const std::string& hardware = kDefaultHardware);

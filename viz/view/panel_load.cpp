@@ -27,6 +27,19 @@ void draw_load_panel(const ScheduleModel& model, const Playback& playback, ViewS
   if (ImGui::RadioButton("busy/blocked", view.load_shows_time)) view.load_shows_time = true;
   ImGui::Text("max/mean: FLOPs %.2f, busy %.2f (%s)", load.flops_imbalance(), load.busy_imbalance(),
               time_source(model.timeline).c_str());
+  if (!load.layouts.empty()) {  // the chosen layout against the others, same problem
+    ImGui::TextUnformatted("FLOPs max/mean by layout:");
+    for (const LayoutBalance& b : load.layouts) {
+      ImGui::SameLine();
+      if (!b.applies) {
+        ImGui::TextDisabled("%s n/a", b.layout.c_str());
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", b.why.c_str());
+        continue;
+      }
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(to_imgui(b.chosen ? palette::highlight : palette::text)),
+                         "%s%s %.2f", b.chosen ? "> " : "", b.layout.c_str(), b.imbalance);
+    }
+  }
 
   const Rect canvas = begin_canvas(view, Panel::load, "##load");
   const bool hovered = ImGui::IsItemHovered();
