@@ -4,6 +4,7 @@
 //   mma_16816<T>                      D(16x8 f32) += A(16x16 T, row) * B(16x8 T, col), T = bf16 | fp16
 //   cp_async_16 / commit / wait<N>    asynchronous 16-byte global -> shared copies (zero-fill)
 //   shfl_xor, atomic_add, fast_exp    warp shuffle, fp32 atomic add, exp via ex2.approx
+//   sync_threads, sync_site<N>        __syncthreads(); sync_site names the kernel's barrier site N
 //   pack2<T>, to_float                two floats -> one 32-bit register of T; T -> float
 //   swizzle<D>                        XOR-swizzled offset in a (rows x D) tile of 16-bit elements
 //
@@ -91,20 +92,17 @@ RINGLAB_DEVICE void cp_async_wait() {
 RINGLAB_DEVICE float shfl_xor(float value, int lane_mask) { return __shfl_xor_sync(0xffffffffu, value, lane_mask); }
 RINGLAB_DEVICE int shfl_xor(int value, int lane_mask) { return __shfl_xor_sync(0xffffffffu, value, lane_mask); }
 RINGLAB_DEVICE void sync_threads() { __syncthreads(); }
+// __syncthreads() at a kernel's numbered barrier site: the number exists for the emulator, whose
+// tests delete one site at a time (emu::DropBarrier); here it compiles to the bare barrier.
+template <int kSite>
+RINGLAB_DEVICE void sync_site() {
+  __syncthreads();
+}
 RINGLAB_DEVICE void atomic_add(float* address, float value) { atomicAdd(address, value); }
 RINGLAB_DEVICE float fast_exp(float x) { return __expf(x); }
 
-#endif  // __CUDACC__
-
-// ---- shared by the device and the emulator ---------------------------------------------------
-
-RINGLAB_DEVICE int imin(int a, int b) { return a < b ? a : b; }
-RINGLAB_DEVICE int imax(int a, int b) { return a > b ? a : b; }
-
-RINGLAB_DEVICE float to_float(float x) { return x; }
-RINGLAB_DEVICE float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-RINGLAB_DEVICE float to_float(__half x) { return __half2float(x); }
-
+// Two floats -> one 32-bit register of T (cvt.rn: round to nearest even); the emulator defines its
+// own from the PTX definition (warp_emulator.hpp).
 template <class T>
 RINGLAB_DEVICE uint32_t pack2(float lo, float hi);
 
@@ -125,6 +123,17 @@ RINGLAB_DEVICE uint32_t pack2<__half>(float lo, float hi) {
   std::memcpy(&bits, &pair, sizeof bits);  // NOLINT(bugprone-undefined-memory-manipulation): as above (cuda_fp16.hpp)
   return bits;
 }
+
+#endif  // __CUDACC__
+
+// ---- shared by the device and the emulator ---------------------------------------------------
+
+RINGLAB_DEVICE int imin(int a, int b) { return a < b ? a : b; }
+RINGLAB_DEVICE int imax(int a, int b) { return a > b ? a : b; }
+
+RINGLAB_DEVICE float to_float(float x) { return x; }
+RINGLAB_DEVICE float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+RINGLAB_DEVICE float to_float(__half x) { return __half2float(x); }
 
 // Offset of element (row, col) in a tile of rows of D 16-bit elements, with the 16-byte chunks of
 // each row XOR-permuted by the row's low three bits. ldmatrix reads 8 rows at the same column
