@@ -72,7 +72,7 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) backward_fp32_kernel(BackwardPara
     const int kind = classify_tile(a.causal, a.skip_masked_tiles, q_lo, q_hi, k_lo, k_hi);
     if (kind == kTileSkip) continue;
     touched = true;
-    sync_threads();  // the previous tile is no longer read
+    sync_site<1>();  // the previous tile is no longer read
     for (int i = threadIdx.x; i < BQ * D; i += 128) {
       const int rr = i / D, d = i % D;
       const bool ok = rr < q_count;
@@ -87,7 +87,7 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) backward_fp32_kernel(BackwardPara
       delta_s[rr] = ok ? p.delta[lse_offset + q0 + rr] : 0.f;
       qpos_s[rr] = ok && a.causal ? a.q_pos[q0 + rr] : 0;
     }
-    sync_threads();
+    sync_site<2>();  // Q, dO, lse, delta and positions are in place
     // Phase 1: P and dS for query `row`, keys r + 4c.
     RINGLAB_UNROLL
     for (int c = 0; c < BK / 4; ++c) {
@@ -102,7 +102,7 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) backward_fp32_kernel(BackwardPara
       p_s[row * 33 + j] = prob;
       ds_s[row * 33 + j] = prob * (dov - delta_s[row]);
     }
-    sync_threads();
+    sync_site<3>();  // P and dS are complete: phase 2 reads other warps' queries
     // Phase 2: dV, dK of key `row`.
     RINGLAB_UNROLL
     for (int c = 0; c < kDims; ++c) {

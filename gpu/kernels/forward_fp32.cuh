@@ -76,14 +76,14 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_fp32_kernel(ForwardParams
     const int kind = classify_tile(a.causal, a.skip_masked_tiles, q_lo, q_hi, k_lo, k_hi);
     if (kind == kTileSkip) continue;
     touched = true;
-    sync_threads();  // the previous tile's K, V and P are no longer read
+    sync_site<1>();  // the previous tile's K, V and P are no longer read
     for (int i = threadIdx.x; i < BK * D; i += 128) {
       const int rr = i / D, d = i % D;
       const bool ok = rr < k_count;
       k_s[rr * pitch + d] = ok ? k_base[(k0 + rr) * kv_stride + d] : 0.f;
       v_s[rr * pitch + d] = ok ? v_base[(k0 + rr) * kv_stride + d] : 0.f;
     }
-    sync_threads();
+    sync_site<2>();  // K and V are in place
     // Scores of keys j = r + 4c.
     float s[BK / 4];
     float tile_max = -INFINITY;
@@ -112,7 +112,11 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_fp32_kernel(ForwardParams
     sum += shfl_xor(sum, 2);
     m = m_new;
     l = l * alpha + sum;
-    sync_threads();
+    // A row's P is written and read by its own 4 threads, all in one warp (rows 8w..8w+7): no other
+    // warp reads it, so this barrier only orders the quad's lanes. The emulated tests delete it
+    // harmlessly (there the shuffles above order the lanes; on the GPU they are no memory fence,
+    // so a __syncwarp() would have to replace it).
+    sync_site<3>();
     RINGLAB_UNROLL
     for (int c = 0; c < kDims; ++c) {
       const int d = r + 4 * c;

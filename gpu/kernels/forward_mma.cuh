@@ -138,7 +138,7 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_mma_kernel(ForwardParams 
     if (next < n_tiles) load_kv(next, stage ^ 1);  // prefetch while this tile computes
     cp_async_commit();
     cp_async_wait<1>();  // everything but the prefetch has landed
-    sync_threads();
+    sync_site<1>();      // ...for every thread: the tile (and Q) were copied by all four warps
     if (!q_in_registers) {
       RINGLAB_UNROLL
       for (int kc = 0; kc < kDimChunks; ++kc)
@@ -172,7 +172,7 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_mma_kernel(ForwardParams 
     }
     online_softmax(s, o, m0, m1, l0, l1);
     accumulate_pv<T, D, BK>(s, o, vs, SwizzledRows<D>{}, lane);
-    sync_threads();  // every warp is done with this stage before the next prefetch overwrites it
+    sync_site<2>();  // every warp is done with this stage before the next prefetch overwrites it
     stage ^= 1;
     tile = next;
     kind = next_kind;

@@ -1,11 +1,15 @@
 // The production attention kernels (gpu/kernels/*.cuh) executed by the CPU warp emulator and
 // checked against the reference blockwise kernel — these run everywhere, GPU or not, so CI checks
 // the kernels' index arithmetic, swizzles, fragment layouts, masks, tile skipping and GQA.
-// Sizes are small and ragged on purpose (partial tiles, row ranges not starting at 0).
+// Sizes are small and ragged on purpose (partial tiles, row ranges not starting at 0). The
+// emulator's adversarial modes are on (warp_emulator.hpp): shuffled warp order, cp.async landing at
+// random, the shared-memory race check, atomics in random order. The last section deletes each
+// barrier of each kernel in turn and expects the emulator to notice (or says why it cannot).
 #include "gpu/emulation/warp_emulator.hpp"  // first: it stands in for nvcc
 
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -99,9 +103,26 @@ emu::Dim3 grid_of(int tiles, const Problem& pr) {
   return {static_cast<unsigned>(tiles), static_cast<unsigned>(pr.B * pr.H), 1};
 }
 
+// The comparisons of one kernel run: ok, and what each compared tensor's error was.
+struct Verdict {
+  bool ok = true;
+  std::string describe;
+  void add(const char* name, const CompareResult& r) {
+    ok = ok && r.ok;
+    describe += std::string(name) + ": " + r.describe() + " (max abs " + std::to_string(r.max_abs_error) + "); ";
+  }
+};
+
+template <class T>
+std::string dtype_name() {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) return "bf16";
+  if constexpr (std::is_same_v<T, __half>) return "fp16";
+  return "fp32";
+}
+
 // Forward: the kernel's accumulator after all kv blocks vs the reference kernel's.
 template <class T, int D>
-void check_forward(Kind kind, Problem pr, Tolerance out_tol, Tolerance lse_tol) {
+Verdict run_forward(Kind kind, Problem pr, Tolerance out_tol, Tolerance lse_tol) {
   pr.D = D == 0 ? pr.D : D;
   const MaskKind mask = pr.causal ? MaskKind::causal : MaskKind::none;
   const Tensor<float> q = rounded_input(kind, TensorId::q, {pr.B, pr.Sq, pr.H, pr.D}, 11);
@@ -121,26 +142,35 @@ void check_forward(Kind kind, Problem pr, Tolerance out_tol, Tolerance lse_tol) 
     p.acc_sum = actual.sum.data();
     p.acc_out = actual.out.data();
     if constexpr (std::is_same_v<T, float>) {
-      emu::launch(grid_of(gpu::ForwardFp32Tiles::q_tiles(p.a), pr), 128, gpu::ForwardFp32Tiles::smem_bytes(pr.D),
-                  [&] { gpu::forward_fp32_kernel(p); });
+      emu::launch(
+          grid_of(gpu::ForwardFp32Tiles::q_tiles(p.a), pr), 128, gpu::ForwardFp32Tiles::smem_bytes(pr.D),
+          [&] { gpu::forward_fp32_kernel(p); }, "forward_fp32");
     } else {
       using Tiles = gpu::ForwardMmaTiles<D>;
-      emu::launch(grid_of(Tiles::q_tiles(p.a), pr), 128, Tiles::kSmemBytes, [&] { gpu::forward_mma_kernel<T, D>(p); });
+      const std::string name = "forward_mma<" + dtype_name<T>() + ", " + std::to_string(D) + ">";
+      emu::launch(
+          grid_of(Tiles::q_tiles(p.a), pr), 128, Tiles::kSmemBytes, [&] { gpu::forward_mma_kernel<T, D>(p); },
+          name.c_str());
     }
   }
   const AttentionOutput<float> want = finalize_accumulator(expected, pr.B, pr.H, pr.Sq, pr.D);
   const AttentionOutput<float> got = finalize_accumulator(actual, pr.B, pr.H, pr.Sq, pr.D);
-  const CompareResult out = compare(got.out, want.out, out_tol);
-  const CompareResult lse = compare(got.lse, want.lse, lse_tol);
-  INFO("out: " << out.describe() << " (max abs " << out.max_abs_error << ")");
-  INFO("lse: " << lse.describe() << " (max abs " << lse.max_abs_error << ")");
-  CHECK(out.ok);
-  CHECK(lse.ok);
+  Verdict verdict;
+  verdict.add("out", compare(got.out, want.out, out_tol));
+  verdict.add("lse", compare(got.lse, want.lse, lse_tol));
+  return verdict;
+}
+
+template <class T, int D>
+void check_forward(Kind kind, const Problem& pr, Tolerance out_tol, Tolerance lse_tol) {
+  const Verdict verdict = run_forward<T, D>(kind, pr, out_tol, lse_tol);
+  INFO(verdict.describe);
+  CHECK(verdict.ok);
 }
 
 // Backward: dq, dk, dv of one block (lse and delta of the whole forward) vs the reference kernel.
 template <class T, int D>
-void check_backward(Kind kind, Problem pr, Tolerance tol) {
+Verdict run_backward(Kind kind, Problem pr, Tolerance tol) {
   pr.D = D == 0 ? pr.D : D;
   const MaskKind mask = pr.causal ? MaskKind::causal : MaskKind::none;
   const Tensor<float> q = rounded_input(kind, TensorId::q, {pr.B, pr.Sq, pr.H, pr.D}, 5);
@@ -166,21 +196,30 @@ void check_backward(Kind kind, Problem pr, Tolerance tol) {
     p.dk = got.dk.data();
     p.dv = got.dv.data();
     if constexpr (std::is_same_v<T, float>) {
-      emu::launch(grid_of(gpu::BackwardFp32Tiles::k_tiles(p.a), pr), 128, gpu::BackwardFp32Tiles::smem_bytes(pr.D),
-                  [&] { gpu::backward_fp32_kernel(p); });
+      emu::launch(
+          grid_of(gpu::BackwardFp32Tiles::k_tiles(p.a), pr), 128, gpu::BackwardFp32Tiles::smem_bytes(pr.D),
+          [&] { gpu::backward_fp32_kernel(p); }, "backward_fp32");
     } else {
       using Tiles = gpu::BackwardMmaTiles<D>;
-      emu::launch(grid_of(Tiles::k_tiles(p.a), pr), 128, Tiles::kSmemBytes, [&] { gpu::backward_mma_kernel<T, D>(p); });
+      const std::string name = "backward_mma<" + dtype_name<T>() + ", " + std::to_string(D) + ">";
+      emu::launch(
+          grid_of(Tiles::k_tiles(p.a), pr), 128, Tiles::kSmemBytes, [&] { gpu::backward_mma_kernel<T, D>(p); },
+          name.c_str());
     }
   }
   const char* names[] = {"dq", "dk", "dv"};
   const Tensor<float>* gots[] = {&got.dq, &got.dk, &got.dv};
   const Tensor<float>* wants[] = {&want.dq, &want.dk, &want.dv};
-  for (int i = 0; i < 3; ++i) {
-    const CompareResult r = compare(*gots[i], *wants[i], tol);
-    INFO(names[i] << ": " << r.describe() << " (max abs " << r.max_abs_error << ")");
-    CHECK(r.ok);
-  }
+  Verdict verdict;
+  for (int i = 0; i < 3; ++i) verdict.add(names[i], compare(*gots[i], *wants[i], tol));
+  return verdict;
+}
+
+template <class T, int D>
+void check_backward(Kind kind, const Problem& pr, Tolerance tol) {
+  const Verdict verdict = run_backward<T, D>(kind, pr, tol);
+  INFO(verdict.describe);
+  CHECK(verdict.ok);
 }
 
 Problem causal_problem() {
@@ -240,6 +279,102 @@ TEST_CASE("emulated fp32 forward and backward, D=128: full mask", "[gpu][emulate
   pr.causal = false;
   check_forward<float, 0>(Kind::fp32, pr, kFp32Out, kFp32Lse);
   check_backward<float, 0>(Kind::fp32, pr, kFp32Grad);
+}
+
+// ---- every barrier deleted in turn --------------------------------------------------------------
+// The smallest problems that pass every barrier site of a kernel at least twice: one block, three
+// tiles of the streamed operand (so a prefetch overwrites a stage that was read before), no mask.
+namespace {
+
+Problem one_block(int q_rows, int k_rows, int dim) {
+  Problem pr;
+  pr.Sq = q_rows;
+  pr.Sk = k_rows;
+  pr.H = pr.HKV = 1;
+  pr.D = dim;
+  pr.causal = false;
+  pr.q_rows = {0, q_rows};
+  pr.kv_blocks = {{0, k_rows}};
+  pr.q_pos = positions(q_rows, 0, 0);
+  pr.k_pos = positions(k_rows, 0, 0);
+  return pr;
+}
+
+// What deleting a barrier did: "race" (the emulator reported a shared-memory race), "wrong result"
+// (the output failed its tolerance), "harmless" (neither), or "error: ..." (anything else).
+template <class Run>
+std::string outcome_without_barrier(int site, Run run, std::string& message) {
+  const emu::DropBarrier drop(site);
+  try {
+    const Verdict verdict = run();
+    message = verdict.describe;
+    return verdict.ok ? "harmless" : "wrong result";
+  } catch (const std::runtime_error& e) {
+    message = e.what();
+    return message.find("shared-memory race") != std::string::npos ? "race" : "error: " + message;
+  }
+}
+
+struct Site {
+  int site;
+  const char* expected;
+  const char* why;  // for a harmless deletion: why the barrier is not needed
+};
+
+template <class Run>
+void check_barriers(const char* kernel, std::initializer_list<Site> sites, Run run) {
+  {
+    std::string message;
+    REQUIRE(outcome_without_barrier(0, run, message) == "harmless");  // site 0: nothing deleted
+  }
+  for (const Site& site : sites) {
+    std::string message;
+    const std::string outcome = outcome_without_barrier(site.site, run, message);
+    INFO(kernel << ", barrier " << site.site << " deleted: " << outcome << " -- " << message);
+    if (std::string(site.expected) == "harmless") INFO("harmless because " << site.why);
+    CHECK(outcome == site.expected);
+    if (outcome == "race") CHECK(message.find(kernel) != std::string::npos);  // names the kernel
+  }
+}
+
+}  // namespace
+
+TEST_CASE("emulated kernels: deleting any barrier of forward_mma is caught", "[gpu][emulated][barriers]") {
+  const Problem pr = one_block(64, 192, 64);
+  check_barriers("forward_mma<bf16, 64>", {{1, "race", ""}, {2, "race", ""}},
+                 [&] { return run_forward<__nv_bfloat16, 64>(Kind::bf16, pr, kBf16Out, kBf16Lse); });
+  const Problem pr128 = one_block(64, 192, 128);
+  check_barriers("forward_mma<fp16, 128>", {{1, "race", ""}, {2, "race", ""}},
+                 [&] { return run_forward<__half, 128>(Kind::fp16, pr128, kFp16Out, kFp16Lse); });
+}
+
+constexpr const char* kBackwardMmaSite3 =
+    "the next prefetch writes the stage after barrier 2, which follows every read of the stage; the "
+    "next dS^T store follows the next barrier 1, which follows every read of dS^T";
+
+TEST_CASE("emulated kernels: deleting any barrier of backward_mma is caught, but the third",
+          "[gpu][emulated][barriers]") {
+  const Problem pr = one_block(192, 64, 64);
+  check_barriers("backward_mma<bf16, 64>", {{1, "race", ""}, {2, "race", ""}, {3, "harmless", kBackwardMmaSite3}},
+                 [&] { return run_backward<__nv_bfloat16, 64>(Kind::bf16, pr, kBf16Grad); });
+  const Problem pr128 = one_block(96, 64, 128);  // 32-row query tiles at D = 128
+  check_barriers("backward_mma<fp16, 128>", {{1, "race", ""}, {2, "race", ""}, {3, "harmless", kBackwardMmaSite3}},
+                 [&] { return run_backward<__half, 128>(Kind::fp16, pr128, kFp16Grad); });
+}
+
+TEST_CASE("emulated kernels: deleting any barrier of the fp32 kernels is caught, but forward's third",
+          "[gpu][emulated][barriers]") {
+  const Problem fwd = one_block(32, 96, 32);
+  check_barriers("forward_fp32",
+                 {{1, "wrong result", ""},
+                  {2, "wrong result", ""},
+                  {3, "harmless",
+                   "a row's P is written and read only by its own four threads, in one warp, whose shuffles order "
+                   "them"}},
+                 [&] { return run_forward<float, 0>(Kind::fp32, fwd, kFp32Out, kFp32Lse); });
+  const Problem bwd = one_block(96, 32, 32);
+  check_barriers("backward_fp32", {{1, "wrong result", ""}, {2, "wrong result", ""}, {3, "wrong result", ""}},
+                 [&] { return run_backward<float, 0>(Kind::fp32, bwd, kFp32Grad); });
 }
 
 }  // namespace ringlab
