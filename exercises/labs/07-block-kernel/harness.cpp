@@ -5,8 +5,9 @@
 // device against the same oracle.
 //
 // The emulator proves the kernel's logic — indexing, masking by position, GQA, the online softmax,
-// empty rows — and that every thread reaches every barrier; it knows nothing of speed or of memory
-// ordering between threads, which only the device criterion sees.
+// empty rows — and that every thread reaches every barrier; it runs warps in a shuffled order and
+// reports some shared-memory races (gpu/README.md), but knows nothing of speed or of the memory
+// model, which only the device criterion sees.
 // Sections: [problems] [emulated runs] [checks] [device] [criteria]
 #include <sys/stat.h>
 #include <unistd.h>
@@ -135,7 +136,8 @@ bool run_emulated(const Case& c, const Data& data, AttentionOutput<float>& got, 
     result.fail(c.what + ": the kernel stopped under the emulator: " + e.what());
     result.hint =
         "a barrier (sync_threads) or shuffle that not every thread of the block or warp reaches, e.g. "
-        "after an early return, deadlocks; shared memory lives in RINGLAB_DYNAMIC_SMEM, within smem_bytes";
+        "after an early return, deadlocks; a shared-memory race means a sync_threads is missing between one "
+        "warp's write and another warp's access; shared memory lives in RINGLAB_DYNAMIC_SMEM, within smem_bytes";
     return false;
   }
   return true;
