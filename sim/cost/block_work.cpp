@@ -102,6 +102,8 @@ void BlockClassifier::count_tiles_general(int64_t q_block, int64_t kv_block, boo
       (*ends)[k] = i + 1 < n_ && (*pos)[k + 1] == (*pos)[k] + 1 ? (*ends)[k + 1] : i;
     }
   }
+  rows.ascending =
+      std::is_sorted(rows.q_pos.begin(), rows.q_pos.end()) && std::is_sorted(rows.k_pos.begin(), rows.k_pos.end());
   work.full_area = work.masked_area = 0;
   count_region(rows, {0, (n_ + q_tile_ - 1) / q_tile_, 0, (n_ + kv_tile_ - 1) / kv_tile_}, skip_masked, work);
 }
@@ -118,14 +120,32 @@ void BlockClassifier::count_region(const PairRows& rows, TileRegion t, bool skip
   const auto at = [](const std::vector<int64_t>& v, int64_t i) { return v[static_cast<size_t>(i)]; };
   const bool runs = at(rows.q_run_end, r0) >= r1 - 1 && at(rows.k_run_end, c0) >= c1 - 1;
   const bool one_tile = t.ti1 - t.ti0 == 1 && t.tj1 - t.tj0 == 1;
+  // Positions ascend along a block's rows, so the region's positions lie in the box
+  // [q_pos[r0], q_pos[r1-1]] x [k_pos[c0], k_pos[c1-1]]: when the box has no visible pair the region
+  // has none, when every pair of the box is visible so is every pair of the region; for runs the
+  // box is the region. (Per-document layouts scatter a block's positions in small units: the box
+  // is what keeps their cost to the mask's boundaries too — a region of one document's queries
+  // against another document's keys is settled whole.)
+  const int64_t q_first = at(q_pos, r0), q_last = at(q_pos, r1 - 1), k_first = at(k_pos, c0),
+                k_last = at(k_pos, c1 - 1);
+  const int64_t box_pairs = plan_->mask().range_pairs(q_first, q_last, k_first, k_last);
+  const auto scattered_cover = [&] {
+    return plan_->mask().cover(std::span<const int64_t>(q_pos.data() + r0, static_cast<size_t>(r1 - r0)),
+                               *std::min_element(k_pos.begin() + c0, k_pos.begin() + c1),
+                               *std::max_element(k_pos.begin() + c0, k_pos.begin() + c1));
+  };
+  const int64_t box_area = (q_last - q_first + 1) * (k_last - k_first + 1);
   Cover cover = Cover::some;
-  if (runs) {
-    const int64_t pairs = plan_->mask().range_pairs(at(q_pos, r0), at(q_pos, r1 - 1), at(k_pos, c0), at(k_pos, c1 - 1));
-    cover = pairs == 0 ? Cover::none : (pairs == area ? Cover::all : Cover::some);
+  if (!rows.ascending && !runs) {
+    if (one_tile) cover = scattered_cover();
+  } else if (box_pairs == 0) {
+    cover = Cover::none;
+  } else if (box_pairs == box_area) {
+    cover = Cover::all;
+  } else if (runs) {
+    cover = Cover::some;  // the box is the region
   } else if (one_tile) {  // scattered positions (a layout unit smaller than a tile): query by query
-    cover = plan_->mask().cover(std::span<const int64_t>(q_pos.data() + r0, static_cast<size_t>(r1 - r0)),
-                                *std::min_element(k_pos.begin() + c0, k_pos.begin() + c1),
-                                *std::max_element(k_pos.begin() + c0, k_pos.begin() + c1));
+    cover = scattered_cover();
   }
   if (cover == Cover::all) {
     work.full_area += area;

@@ -69,6 +69,7 @@ class BlockClassifier {
   };
   struct PairRows {
     std::vector<int64_t> q_pos, k_pos, q_run_end, k_run_end;
+    bool ascending = true;  // both blocks' positions ascend along their rows (every layout's do)
   };
   void count_region(const PairRows& rows, TileRegion region, bool skip_masked, BlockWork& work) const;
   template <class QueryPosition>
