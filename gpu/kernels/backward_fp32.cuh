@@ -20,7 +20,7 @@ struct BackwardFp32Tiles {
   static constexpr int kBlockK = 32;
   static constexpr int kMaxDim = 128;
   static constexpr int kDimsPerThread = kMaxDim / 4;
-  static int smem_bytes(int dim) { return (4 * 32 * (dim + 1) + 2 * 32 * 33 + 3 * 32) * 4; }
+  static int smem_bytes(int dim) { return (4 * 32 * (dim + 1) + 2 * 32 * 33 + 4 * 32) * 4; }
   static int k_tiles(const AttentionParams& a) { return (a.kv_end - a.kv_begin + kBlockK - 1) / kBlockK; }
 };
 
@@ -31,15 +31,16 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) backward_fp32_kernel(BackwardPara
   const AttentionParams& a = p.a;
   const int D = a.dim, pitch = D + 1;
   RINGLAB_DYNAMIC_SMEM(smem_raw);
-  float* k_s = reinterpret_cast<float*>(smem_raw);             // (BK, D + 1)
-  float* v_s = k_s + BK * pitch;                               // (BK, D + 1)
-  float* q_s = v_s + BK * pitch;                               // (BQ, D + 1)
-  float* do_s = q_s + BQ * pitch;                              // (BQ, D + 1)
-  float* p_s = do_s + BQ * pitch;                              // (BQ, 33): P of the tile, queries x keys
-  float* ds_s = p_s + BQ * 33;                                 // (BQ, 33): dS
-  float* lse_s = ds_s + BQ * 33;                               // BQ, +inf where no key is seen
-  float* delta_s = lse_s + BQ;                                 // BQ
-  int32_t* qpos_s = reinterpret_cast<int32_t*>(delta_s + BQ);  // BQ
+  float* k_s = reinterpret_cast<float*>(smem_raw);              // (BK, D + 1)
+  float* v_s = k_s + BK * pitch;                                // (BK, D + 1)
+  float* q_s = v_s + BK * pitch;                                // (BQ, D + 1)
+  float* do_s = q_s + BQ * pitch;                               // (BQ, D + 1)
+  float* p_s = do_s + BQ * pitch;                               // (BQ, 33): P of the tile, queries x keys
+  float* ds_s = p_s + BQ * 33;                                  // (BQ, 33): dS
+  float* lse_s = ds_s + BQ * 33;                                // BQ, +inf where no key is seen
+  float* delta_s = lse_s + BQ;                                  // BQ
+  int32_t* first_s = reinterpret_cast<int32_t*>(delta_s + BQ);  // BQ: each query's visible keys,
+  int32_t* last_s = first_s + BQ;                               // [first, last] (row_keys)
 
   const int lane = threadIdx.x % 32, row = threadIdx.x / 4, r = threadIdx.x % 4;
   const int k0 = a.kv_begin + static_cast<int>(blockIdx.x) * BK;
@@ -51,8 +52,9 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) backward_fp32_kernel(BackwardPara
   const float* q = static_cast<const float*>(a.q);
   const float* dout = static_cast<const float*>(p.dout);
 
+  const bool masked = has_mask(a);
   int k_lo = 0, k_hi = 0;
-  if (a.causal) position_range(a.k_pos, k0, k_count, lane, k_lo, k_hi);
+  if (masked) position_range(a.k_pos, k0, k_count, lane, k_lo, k_hi);
   for (int i = threadIdx.x; i < BK * D; i += 128) {
     const int rr = i / D, d = i % D;
     const bool ok = rr < k_count;
@@ -67,9 +69,8 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) backward_fp32_kernel(BackwardPara
   const int n_tiles = (a.q_end - a.q_begin + BQ - 1) / BQ;
   for (int tile = 0; tile < n_tiles; ++tile) {
     const int q0 = a.q_begin + tile * BQ, q_count = imin(BQ, a.q_end - q0);
-    int q_lo = 0, q_hi = 0;
-    if (a.causal) position_range(a.q_pos, q0, q_count, lane, q_lo, q_hi);
-    const int kind = classify_tile(a.causal, a.skip_masked_tiles, q_lo, q_hi, k_lo, k_hi);
+    const TileSpans q_spans = masked ? tile_spans(a, q0, q_count, lane) : TileSpans{};
+    const int kind = classify_tile(masked, a.skip_masked_tiles, q_spans, k_lo, k_hi);
     if (kind == kTileSkip) continue;
     touched = true;
     sync_site<1>();  // the previous tile is no longer read
@@ -85,7 +86,9 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) backward_fp32_kernel(BackwardPara
       const float lse = ok ? p.lse[lse_offset + q0 + rr] : INFINITY;
       lse_s[rr] = lse == -INFINITY ? INFINITY : lse;
       delta_s[rr] = ok ? p.delta[lse_offset + q0 + rr] : 0.f;
-      qpos_s[rr] = ok && a.causal ? a.q_pos[q0 + rr] : 0;
+      const KeySpan keys = ok && masked ? row_keys(a, q0 + rr) : KeySpan{};
+      first_s[rr] = keys.first;
+      last_s[rr] = keys.last;
     }
     sync_site<2>();  // Q, dO, lse, delta and positions are in place
     // Phase 1: P and dS for query `row`, keys r + 4c.
@@ -97,7 +100,8 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) backward_fp32_kernel(BackwardPara
         qk += q_s[row * pitch + d] * k_s[j * pitch + d];
         dov += do_s[row * pitch + d] * v_s[j * pitch + d];
       }
-      const bool visible = j < k_count && (kind != kTilePartial || a.k_pos[k0 + j] <= qpos_s[row]);
+      const bool visible =
+          j < k_count && (kind != kTilePartial || KeySpan{first_s[row], last_s[row]}.contains(a.k_pos[k0 + j]));
       const float prob = visible ? expf(qk * a.scale - lse_s[row]) : 0.f;
       p_s[row * 33 + j] = prob;
       ds_s[row * 33 + j] = prob * (dov - delta_s[row]);

@@ -26,7 +26,7 @@ struct BackwardMmaTiles {
   static constexpr int kBlockQ = D == 64 ? 64 : 32;  // D = 128: fewer query rows keep registers < 255
   static constexpr int kDsStride = kBlockQ + 8;      // padded rows of dS^T: conflict-free ldmatrix
   static constexpr int kSmemBytes = (2 * kBlockK * D + 2 * 2 * kBlockQ * D + kBlockK * kDsStride) * 2 +
-                                    2 * kBlockQ * (2 * 4 + 4);  // lse, delta (fp32), positions (int32)
+                                    2 * kBlockQ * (2 * 4 + 2 * 4);  // lse, delta (fp32), key spans (int32)
   static int k_tiles(const AttentionParams& a) { return (a.kv_end - a.kv_begin + kBlockK - 1) / kBlockK; }
 };
 
@@ -40,14 +40,15 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) backward_mma_kernel(BackwardParam
   constexpr int kQGroups = BQ / 16;                 // dQ: warps split the (BQ x D) tile into 16-row groups...
   constexpr int kDimsPerWarp = D / (4 / kQGroups);  // ...and D-slices: 16 x 64 per warp
   RINGLAB_DYNAMIC_SMEM(smem_raw);
-  T* k_smem = reinterpret_cast<T*>(smem_raw);                            // (BK, D) swizzled
-  T* v_smem = k_smem + BK * D;                                           // (BK, D) swizzled
-  T* q_smem = v_smem + BK * D;                                           // [stage] (BQ, D) swizzled
-  T* do_smem = q_smem + 2 * BQ * D;                                      // [stage] (BQ, D) swizzled
-  T* ds_smem = do_smem + 2 * BQ * D;                                     // (BK, DS): dS^T, keys x queries
-  float* lse_smem = reinterpret_cast<float*>(ds_smem + BK * DS);         // [stage] BQ: lse, +inf = no keys
-  float* delta_smem = lse_smem + 2 * BQ;                                 // [stage] BQ
-  int32_t* qpos_smem = reinterpret_cast<int32_t*>(delta_smem + 2 * BQ);  // [stage] BQ
+  T* k_smem = reinterpret_cast<T*>(smem_raw);                             // (BK, D) swizzled
+  T* v_smem = k_smem + BK * D;                                            // (BK, D) swizzled
+  T* q_smem = v_smem + BK * D;                                            // [stage] (BQ, D) swizzled
+  T* do_smem = q_smem + 2 * BQ * D;                                       // [stage] (BQ, D) swizzled
+  T* ds_smem = do_smem + 2 * BQ * D;                                      // (BK, DS): dS^T, keys x queries
+  float* lse_smem = reinterpret_cast<float*>(ds_smem + BK * DS);          // [stage] BQ: lse, +inf = no keys
+  float* delta_smem = lse_smem + 2 * BQ;                                  // [stage] BQ
+  int32_t* first_smem = reinterpret_cast<int32_t*>(delta_smem + 2 * BQ);  // [stage] BQ: query's visible
+  int32_t* last_smem = first_smem + 2 * BQ;                               // [stage] BQ  keys [first, last]
 
   const AttentionParams& a = p.a;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -60,21 +61,21 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) backward_mma_kernel(BackwardParam
   const T* q_base = static_cast<const T*>(a.q) + q_offset;
   const T* do_base = static_cast<const T*>(p.dout) + q_offset;
 
+  const bool masked = has_mask(a);
   int k_lo = 0, k_hi = 0;
-  if (a.causal) position_range(a.k_pos, k0, k_count, lane, k_lo, k_hi);
+  if (masked) position_range(a.k_pos, k0, k_count, lane, k_lo, k_hi);
   // This thread's two keys (tile-local rows of its warp's 16).
   const int key0 = warp * 16 + g, key1 = key0 + 8;
   const bool key_ok0 = key0 < k_count, key_ok1 = key1 < k_count;
-  const int kpos0 = key_ok0 && a.causal ? a.k_pos[k0 + key0] : 0;
-  const int kpos1 = key_ok1 && a.causal ? a.k_pos[k0 + key1] : 0;
+  const int kpos0 = key_ok0 && masked ? a.k_pos[k0 + key0] : 0;
+  const int kpos1 = key_ok1 && masked ? a.k_pos[k0 + key1] : 0;
 
   const int n_tiles = (a.q_end - a.q_begin + BQ - 1) / BQ;
   auto next_tile = [&](int tile, int& kind) {
     for (; tile < n_tiles; ++tile) {
       const int q0 = a.q_begin + tile * BQ;
-      int q_lo = 0, q_hi = 0;
-      if (a.causal) position_range(a.q_pos, q0, imin(BQ, a.q_end - q0), lane, q_lo, q_hi);
-      kind = classify_tile(a.causal, a.skip_masked_tiles, q_lo, q_hi, k_lo, k_hi);
+      const TileSpans q_spans = masked ? tile_spans(a, q0, imin(BQ, a.q_end - q0), lane) : TileSpans{};
+      kind = classify_tile(masked, a.skip_masked_tiles, q_spans, k_lo, k_hi);
       if (kind != kTileSkip) break;
     }
     return tile;
@@ -88,7 +89,9 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) backward_mma_kernel(BackwardParam
       const float lse = ok ? p.lse[lse_offset + q0 + r] : INFINITY;
       lse_smem[stage * BQ + r] = lse == -INFINITY ? INFINITY : lse;  // P = exp(s - inf) = 0
       delta_smem[stage * BQ + r] = ok ? p.delta[lse_offset + q0 + r] : 0.f;
-      qpos_smem[stage * BQ + r] = ok && a.causal ? a.q_pos[q0 + r] : 0;
+      const KeySpan keys = ok && masked ? row_keys(a, q0 + r) : KeySpan{};
+      first_smem[stage * BQ + r] = keys.first;
+      last_smem[stage * BQ + r] = keys.last;
     }
   };
 
@@ -117,7 +120,8 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) backward_mma_kernel(BackwardParam
     const T* dos = do_smem + stage * BQ * D;
     const float* lse_s = lse_smem + stage * BQ;
     const float* delta_s = delta_smem + stage * BQ;
-    const int32_t* qpos_s = qpos_smem + stage * BQ;
+    const int32_t* first_s = first_smem + stage * BQ;
+    const int32_t* last_s = last_smem + stage * BQ;
     const int q0 = a.q_begin + tile * BQ;
 
     // S^T = K Q^T and dP^T = V dO^T: 16 keys x BQ queries per warp.
@@ -152,7 +156,7 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) backward_mma_kernel(BackwardParam
         const int col = nt * 8 + 2 * t + (e & 1);
         const bool key_ok = e < 2 ? key_ok0 : key_ok1;
         const int kpos = e < 2 ? kpos0 : kpos1;
-        const bool visible = key_ok && (!cut || kpos <= qpos_s[col]);
+        const bool visible = key_ok && (!cut || (first_s[col] <= kpos && kpos <= last_s[col]));
         const float prob = visible ? fast_exp(s[nt][e] * a.scale - lse_s[col]) : 0.f;
         s[nt][e] = prob;
         dp[nt][e] = prob * (dp[nt][e] - delta_s[col]);

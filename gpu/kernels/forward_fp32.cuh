@@ -46,10 +46,10 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_fp32_kernel(ForwardParams
   const float* k_base = static_cast<const float*>(a.k) + static_cast<int64_t>(b) * a.kv_seq * kv_stride + hk * D;
   const float* v_base = static_cast<const float*>(a.v) + static_cast<int64_t>(b) * a.kv_seq * kv_stride + hk * D;
 
-  int q_lo = 0, q_hi = 0;
-  if (a.causal) position_range(a.q_pos, q0, q_count, lane, q_lo, q_hi);
+  const bool masked = has_mask(a);
+  const TileSpans q_spans = masked ? tile_spans(a, q0, q_count, lane) : TileSpans{};
   const bool valid = row < q_count;
-  const int qpos = valid && a.causal ? a.q_pos[q0 + row] : 0;
+  const KeySpan keys = valid && masked ? row_keys(a, q0 + row) : KeySpan{};
   const int64_t acc_row = (static_cast<int64_t>(b) * a.heads + h) * a.q_seq + q0 + row;
 
   for (int i = threadIdx.x; i < BQ * D; i += 128) {
@@ -72,8 +72,8 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_fp32_kernel(ForwardParams
   for (int tile = 0; tile < n_tiles; ++tile) {
     const int k0 = a.kv_begin + tile * BK, k_count = imin(BK, a.kv_end - k0);
     int k_lo = 0, k_hi = 0;
-    if (a.causal) position_range(a.k_pos, k0, k_count, lane, k_lo, k_hi);
-    const int kind = classify_tile(a.causal, a.skip_masked_tiles, q_lo, q_hi, k_lo, k_hi);
+    if (masked) position_range(a.k_pos, k0, k_count, lane, k_lo, k_hi);
+    const int kind = classify_tile(masked, a.skip_masked_tiles, q_spans, k_lo, k_hi);
     if (kind == kTileSkip) continue;
     touched = true;
     sync_site<1>();  // the previous tile's K, V and P are no longer read
@@ -92,7 +92,7 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_fp32_kernel(ForwardParams
       const int j = r + 4 * c;
       float dot = 0.f;
       for (int d = 0; d < D; ++d) dot += q_s[row * pitch + d] * k_s[j * pitch + d];
-      const bool visible = j < k_count && (kind != kTilePartial || a.k_pos[k0 + j] <= qpos);
+      const bool visible = j < k_count && (kind != kTilePartial || keys.contains(a.k_pos[k0 + j]));
       s[c] = visible ? dot * a.scale : -INFINITY;
       tile_max = fmaxf(tile_max, s[c]);
     }

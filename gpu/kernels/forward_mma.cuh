@@ -6,11 +6,12 @@
 // tiles of 64 rows stream through shared memory in two stages (cp.async double buffering, XOR
 // swizzled), and each tile is:
 //     S = Q K^T           mma.sync m16n8k16, Q fragments in registers, K fragments by ldmatrix
-//     mask                only for tiles the causal mask cuts (or the ragged last tile)
+//     mask                only for tiles the mask cuts (or the ragged last tile)
 //     m' = max(m, rowmax S), P = exp(scale S - m'), l = l e^{m-m'} + rowsum P, O = O e^{m-m'}
 //     O += P V            P re-packed from the S accumulators as A fragments, V by ldmatrix.trans
-// Tiles entirely in the queries' future are skipped (unless skip_masked_tiles is off), decided
-// from the min/max positions of the two tiles exactly as the reference kernel decides.
+// Tiles no query of the tile may see (the causal future, other documents, outside the window) are
+// skipped unless skip_masked_tiles is off, decided from the key tile's min/max position against
+// the bounds of the query rows' visible-key intervals (classify_tile, primitives.cuh).
 #pragma once
 
 #include "gpu/kernels/kernel_params.hpp"
@@ -69,14 +70,14 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_mma_kernel(ForwardParams 
   const T* k_base = static_cast<const T*>(a.k) + static_cast<int64_t>(b) * a.kv_seq * kv_stride + hk * D;
   const T* v_base = static_cast<const T*>(a.v) + static_cast<int64_t>(b) * a.kv_seq * kv_stride + hk * D;
 
-  int q_lo = 0, q_hi = 0;
-  if (a.causal) position_range(a.q_pos, q0, q_count, lane, q_lo, q_hi);
+  const bool masked = has_mask(a);
+  const TileSpans q_spans = masked ? tile_spans(a, q0, q_count, lane) : TileSpans{};
 
   // This thread's two query rows (tile-local), their positions and accumulator rows.
   const int row0 = warp * 16 + g, row1 = row0 + 8;
   const bool valid0 = row0 < q_count, valid1 = row1 < q_count;
-  const int qpos0 = valid0 && a.causal ? a.q_pos[q0 + row0] : 0;
-  const int qpos1 = valid1 && a.causal ? a.q_pos[q0 + row1] : 0;
+  const KeySpan keys0 = valid0 && masked ? row_keys(a, q0 + row0) : KeySpan{};
+  const KeySpan keys1 = valid1 && masked ? row_keys(a, q0 + row1) : KeySpan{};
   const int64_t acc0 = (static_cast<int64_t>(b) * a.heads + h) * a.q_seq + q0 + row0, acc1 = acc0 + 8;
 
   // Key tiles over [kv_begin, kv_end); the next one that is not skipped, with its kind.
@@ -85,8 +86,8 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_mma_kernel(ForwardParams 
     for (; tile < n_tiles; ++tile) {
       const int k0 = a.kv_begin + tile * BK;
       int k_lo = 0, k_hi = 0;
-      if (a.causal) position_range(a.k_pos, k0, imin(BK, a.kv_end - k0), lane, k_lo, k_hi);
-      kind = classify_tile(a.causal, a.skip_masked_tiles, q_lo, q_hi, k_lo, k_hi);
+      if (masked) position_range(a.k_pos, k0, imin(BK, a.kv_end - k0), lane, k_lo, k_hi);
+      kind = classify_tile(masked, a.skip_masked_tiles, q_spans, k_lo, k_hi);
       if (kind != kTileSkip) break;
     }
     return tile;
@@ -152,7 +153,7 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_mma_kernel(ForwardParams 
     // S = Q K^T: 16 rows x 64 keys per warp.
     float s[kScoreTiles][4];
     scores_qk<T, D, BK>(s, qf, ks, SwizzledRows<D>{}, lane);
-    // Scale; mask where the causal mask cuts the tile or the tile is ragged.
+    // Scale; mask where the mask cuts the tile or the tile is ragged.
     const bool cut = kind == kTilePartial;
     const bool mask = cut || k_count < BK;
     RINGLAB_UNROLL
@@ -165,8 +166,8 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_mma_kernel(ForwardParams 
           const int j = nt * 8 + 2 * t + e;
           const bool key_ok = j < k_count;
           const int kpos = key_ok && cut ? a.k_pos[k0 + j] : 0;
-          if (!key_ok || (cut && kpos > qpos0)) s[nt][e] = -INFINITY;
-          if (!key_ok || (cut && kpos > qpos1)) s[nt][2 + e] = -INFINITY;
+          if (!key_ok || (cut && !keys0.contains(kpos))) s[nt][e] = -INFINITY;
+          if (!key_ok || (cut && !keys1.contains(kpos))) s[nt][2 + e] = -INFINITY;
         }
       }
     }

@@ -190,13 +190,76 @@ RINGLAB_DEVICE BlockHead block_head(const Params& a, int dim) {
   return head;
 }
 
-// How a (query tile, key tile) pair is computed; mirrors the reference kernel's classify().
+// ---- the mask (reference/mask.hpp) ------------------------------------------------------------
+//
+// A query at global position i sees the keys of one interval of positions, [first, last]
+// (Mask::keys_of): its document's bounds (the launch's q_doc_first / q_doc_last, empty for a
+// padding row), cut at i by the causal mask and to i - W < j (and j < i + W when not causal) by a
+// window W. Every mask decision below is a comparison of key positions against such intervals.
+
+inline constexpr int kFarPosition = 1 << 30;  // "no bound": positions and W stay below it (the host checks)
+
+// The keys query row `row` (an index into q_pos) may see; empty (first > last) for a padding row.
+struct KeySpan {
+  int first = -kFarPosition, last = kFarPosition;
+  RINGLAB_DEVICE bool contains(int position) const { return first <= position && position <= last; }
+};
+
+template <class Params>
+RINGLAB_DEVICE bool has_mask(const Params& a) {
+  return a.causal || a.window > 0 || a.q_doc_first != nullptr;
+}
+
+template <class Params>
+RINGLAB_DEVICE KeySpan row_keys(const Params& a, int row) {
+  KeySpan keys;
+  const int pos = a.q_pos[row];
+  if (a.q_doc_first != nullptr) keys.first = a.q_doc_first[row], keys.last = a.q_doc_last[row];
+  if (a.causal) keys.last = imin(keys.last, pos);
+  if (a.window > 0) {
+    keys.first = imax(keys.first, pos - a.window + 1);
+    if (!a.causal) keys.last = imin(keys.last, pos + a.window - 1);
+  }
+  return keys;
+}
+
+// The bounds of the spans of a query tile's rows [begin, begin + count): min and max of their
+// first and of their last keys, reduced across the warp like position_range (uniform answers).
+struct TileSpans {
+  int first_lo = kFarPosition, first_hi = -kFarPosition;
+  int last_lo = kFarPosition, last_hi = -kFarPosition;
+};
+
+template <class Params>
+RINGLAB_DEVICE TileSpans tile_spans(const Params& a, int begin, int count, int lane) {
+  TileSpans t;
+  for (int r = lane; r < count; r += 32) {
+    const KeySpan keys = row_keys(a, begin + r);
+    t.first_lo = imin(t.first_lo, keys.first), t.first_hi = imax(t.first_hi, keys.first);
+    t.last_lo = imin(t.last_lo, keys.last), t.last_hi = imax(t.last_hi, keys.last);
+  }
+  RINGLAB_UNROLL
+  for (int mask = 16; mask > 0; mask >>= 1) {
+    t.first_lo = imin(t.first_lo, shfl_xor(t.first_lo, mask));
+    t.first_hi = imax(t.first_hi, shfl_xor(t.first_hi, mask));
+    t.last_lo = imin(t.last_lo, shfl_xor(t.last_lo, mask));
+    t.last_hi = imax(t.last_hi, shfl_xor(t.last_hi, mask));
+  }
+  return t;
+}
+
+// How a (query tile, key tile) pair is computed; mirrors the reference kernel's classify(). The key
+// tile's positions lie in [k_lo, k_hi]. Skip: every row's span ends before k_lo, or every row's
+// starts after k_hi. Full: every row's span covers [k_lo, k_hi]. Otherwise partial (per-element
+// predicate). Exact for the causal mask (first = -far: the old k_lo > q_hi / k_hi <= q_lo tests);
+// for documents and windows a tile the reference skips may be computed as partial (a query tile
+// whose rows' spans lie on both sides of the key tile), which costs time, never correctness.
 enum TileKind : int { kTileSkip = 0, kTileFull = 1, kTilePartial = 2 };
 
-RINGLAB_DEVICE int classify_tile(bool causal, bool skip_masked, int q_lo, int q_hi, int k_lo, int k_hi) {
-  if (!causal) return kTileFull;
-  if (k_lo > q_hi) return skip_masked ? kTileSkip : kTilePartial;  // every key in every query's future
-  if (k_hi <= q_lo) return kTileFull;                              // every key in every query's past
+RINGLAB_DEVICE int classify_tile(bool masked, bool skip_masked, const TileSpans& q, int k_lo, int k_hi) {
+  if (!masked) return kTileFull;
+  if (q.last_hi < k_lo || q.first_lo > k_hi) return skip_masked ? kTileSkip : kTilePartial;  // nothing visible
+  if (q.first_hi <= k_lo && k_hi <= q.last_lo) return kTileFull;                             // all visible
   return kTilePartial;
 }
 

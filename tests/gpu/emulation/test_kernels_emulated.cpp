@@ -8,6 +8,7 @@
 #include "gpu/emulation/warp_emulator.hpp"  // first: it stands in for nvcc
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -17,9 +18,12 @@
 #include "gpu/kernels/backward_mma.cuh"
 #include "gpu/kernels/forward_fp32.cuh"
 #include "gpu/kernels/forward_mma.cuh"
+#include "gpu/kernels/kernel_mask.hpp"
 #include "reference/compare.hpp"
+#include "reference/exact_attention.hpp"
 #include "reference/flash_attention.hpp"
 #include "reference/inputs.hpp"
+#include "reference/layout.hpp"
 
 namespace ringlab {
 namespace {
@@ -36,13 +40,18 @@ float round_to(Kind kind, float x) {
   return x;
 }
 
-// A block problem: shapes, positions, row ranges, mask.
+// A block problem: shapes, positions, row ranges, mask (reference/mask.hpp: causal, a window W,
+// packed document lengths, and valid > 0: positions from valid on are padding).
 struct Problem {
   int B = 1, Sq = 80, Sk = 100, H = 4, HKV = 2, D = 64;
   bool causal = true, skip = true;
+  int64_t window = 0, valid = 0;
+  std::vector<int64_t> documents;
   RowRange q_rows{5, 80};
   std::vector<RowRange> kv_blocks{{3, 45}, {45, 97}};  // merged in this order
   std::vector<int64_t> q_pos, k_pos;
+  bool expect_empty_rows = false;  // some query row sees no key of the blocks (checked to happen)
+  Mask mask() const { return Mask(causal, window, documents, valid); }
 };
 
 // Zig-zag-like positions: rows are not one contiguous run, so tiles straddle the diagonal.
@@ -76,7 +85,7 @@ std::vector<T> device_copy(const Tensor<float>& t) {
 std::vector<int32_t> to_int32(const std::vector<int64_t>& v) { return {v.begin(), v.end()}; }
 
 AttentionParams params_of(const Problem& pr, const void* q, const void* k, const void* v, const int32_t* q_pos,
-                          const int32_t* k_pos, RowRange kv) {
+                          const int32_t* k_pos, const gpu::KernelMask& km, RowRange kv) {
   AttentionParams a;
   a.q = q;
   a.k = k;
@@ -93,7 +102,10 @@ AttentionParams params_of(const Problem& pr, const void* q, const void* k, const
   a.q_end = static_cast<int>(pr.q_rows.end);
   a.kv_begin = static_cast<int>(kv.begin);
   a.kv_end = static_cast<int>(kv.end);
-  a.causal = pr.causal;
+  a.causal = km.causal;
+  a.window = km.window;
+  a.q_doc_first = km.doc_first.empty() ? nullptr : km.doc_first.data();
+  a.q_doc_last = km.doc_last.empty() ? nullptr : km.doc_last.data();
   a.skip_masked_tiles = pr.skip;
   a.scale = 1.0f / std::sqrt(static_cast<float>(pr.D));
   return a;
@@ -120,11 +132,79 @@ std::string dtype_name() {
   return "fp32";
 }
 
+std::vector<int64_t> row_list(RowRange rows) { return iota_positions(rows.size(), rows.begin); }
+
+std::vector<int64_t> subset(const std::vector<int64_t>& values, const std::vector<int64_t>& rows) {
+  std::vector<int64_t> out;
+  for (int64_t r : rows) out.push_back(values[static_cast<size_t>(r)]);
+  return out;
+}
+
+// The float64 oracle (exact_attention) on the problem's query rows against the keys of all its kv
+// blocks, and the kernel's finalized output on those rows: out and lse within the tolerances, and a
+// row that sees no key (out 0, lse -inf) exactly where the oracle says so. Added to `verdict`.
+void add_forward_exact(const Problem& pr, const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
+                       const AttentionOutput<float>& got, Tolerance out_tol, Tolerance lse_tol, Verdict& verdict) {
+  std::vector<int64_t> kv_rows;
+  for (RowRange kv : pr.kv_blocks)
+    for (int64_t r = kv.begin; r < kv.end; ++r) kv_rows.push_back(r);
+  const std::vector<int64_t> q_rows = row_list(pr.q_rows);
+  const AttentionOutput<double> exact = exact_attention(
+      gather_rows(q.cast<double>(), q_rows, 1), gather_rows(k.cast<double>(), kv_rows, 1),
+      gather_rows(v.cast<double>(), kv_rows, 1), pr.mask(), subset(pr.q_pos, q_rows), subset(pr.k_pos, kv_rows));
+  const Tensor<float> out = gather_rows(got.out, q_rows, 1), lse = gather_rows(got.lse, q_rows, 2);
+  verdict.add("out vs float64", compare(out, exact.out, out_tol));
+  verdict.add("lse vs float64", compare(lse, exact.lse, lse_tol));
+  int64_t empty = 0, wrong = 0;
+  for (int64_t b = 0; b < pr.B; ++b)
+    for (int64_t h = 0; h < pr.H; ++h)
+      for (int64_t i = 0; i < static_cast<int64_t>(q_rows.size()); ++i) {
+        const bool none = exact.lse(b, h, i) == -INFINITY;
+        empty += none ? 1 : 0;
+        bool ok = none ? lse(b, h, i) == -INFINITY : std::isfinite(lse(b, h, i));
+        for (int64_t d = 0; d < pr.D; ++d) ok = ok && std::isfinite(out(b, i, h, d)) && (!none || out(b, i, h, d) == 0);
+        wrong += ok ? 0 : 1;
+      }
+  verdict.describe += std::to_string(empty) + " (row, head) pairs see no key, " + std::to_string(wrong) +
+                      " of all rows wrong in their finiteness or emptiness; ";
+  verdict.ok = verdict.ok && wrong == 0 && (!pr.expect_empty_rows || empty > 0);
+}
+
+// dq, dk, dv that the problem's kv blocks contribute, from the float64 oracle of one block.
+AttentionGrads<double> exact_block_grads(const Problem& pr, const Tensor<float>& q, const Tensor<float>& k,
+                                         const Tensor<float>& v, const Tensor<float>& dout, const Tensor<float>& lse,
+                                         const Tensor<float>& delta) {
+  AttentionGrads<double> sum{Tensor<double>(q.shape()), Tensor<double>(k.shape()), Tensor<double>(k.shape())};
+  const std::vector<int64_t> q_rows = row_list(pr.q_rows);
+  const Tensor<double> qr = gather_rows(q.cast<double>(), q_rows, 1), dor = gather_rows(dout.cast<double>(), q_rows, 1);
+  const Tensor<double> lser = gather_rows(lse.cast<double>(), q_rows, 2),
+                       dr = gather_rows(delta.cast<double>(), q_rows, 2);
+  for (RowRange kv : pr.kv_blocks) {
+    const std::vector<int64_t> kv_rows = row_list(kv);
+    const AttentionGrads<double> g =
+        exact_block_backward(qr, gather_rows(k.cast<double>(), kv_rows, 1), gather_rows(v.cast<double>(), kv_rows, 1),
+                             dor, lser, dr, pr.mask(), subset(pr.q_pos, q_rows), subset(pr.k_pos, kv_rows));
+    for (int64_t b = 0; b < pr.B; ++b)
+      for (int64_t d = 0; d < pr.D; ++d) {
+        for (int64_t h = 0; h < pr.H; ++h)
+          for (size_t i = 0; i < q_rows.size(); ++i)
+            sum.dq(b, q_rows[i], h, d) += g.dq(b, static_cast<int64_t>(i), h, d);
+        for (int64_t h = 0; h < pr.HKV; ++h)
+          for (size_t j = 0; j < kv_rows.size(); ++j) {
+            sum.dk(b, kv_rows[j], h, d) += g.dk(b, static_cast<int64_t>(j), h, d);
+            sum.dv(b, kv_rows[j], h, d) += g.dv(b, static_cast<int64_t>(j), h, d);
+          }
+      }
+  }
+  return sum;
+}
+
 // Forward: the kernel's accumulator after all kv blocks vs the reference kernel's.
 template <class T, int D>
 Verdict run_forward(Kind kind, Problem pr, Tolerance out_tol, Tolerance lse_tol) {
   pr.D = D == 0 ? pr.D : D;
-  const MaskKind mask = pr.causal ? MaskKind::causal : MaskKind::none;
+  const Mask mask = pr.mask();
+  const gpu::KernelMask km = gpu::kernel_mask(mask, pr.q_pos);
   const Tensor<float> q = rounded_input(kind, TensorId::q, {pr.B, pr.Sq, pr.H, pr.D}, 11);
   const Tensor<float> k = rounded_input(kind, TensorId::k, {pr.B, pr.Sk, pr.HKV, pr.D}, 11);
   const Tensor<float> v = rounded_input(kind, TensorId::v, {pr.B, pr.Sk, pr.HKV, pr.D}, 11);
@@ -137,7 +217,7 @@ Verdict run_forward(Kind kind, Problem pr, Tolerance out_tol, Tolerance lse_tol)
   SoftmaxState<float> actual = make_accumulator(pr.B, pr.H, pr.Sq, pr.D);
   for (RowRange kv : pr.kv_blocks) {
     ForwardParams p;
-    p.a = params_of(pr, qd.data(), kd.data(), vd.data(), qp.data(), kp.data(), kv);
+    p.a = params_of(pr, qd.data(), kd.data(), vd.data(), qp.data(), kp.data(), km, kv);
     p.acc_max = actual.max.data();
     p.acc_sum = actual.sum.data();
     p.acc_out = actual.out.data();
@@ -158,6 +238,16 @@ Verdict run_forward(Kind kind, Problem pr, Tolerance out_tol, Tolerance lse_tol)
   Verdict verdict;
   verdict.add("out", compare(got.out, want.out, out_tol));
   verdict.add("lse", compare(got.lse, want.lse, lse_tol));
+  add_forward_exact(pr, q, k, v, got, out_tol, lse_tol, verdict);
+  if (mask.general()) {  // the mask matters: the plain causal (or full) mask's result is far off
+    SoftmaxState<float> plain = make_accumulator(pr.B, pr.H, pr.Sq, pr.D);
+    for (RowRange kv : pr.kv_blocks)
+      flash_forward_accumulate(q, k, v, pr.q_pos, pr.k_pos, pr.q_rows, kv, mask.kind(), plain, {1, pr.skip});
+    const CompareResult differs = compare(got.out, finalize_accumulator(plain, pr.B, pr.H, pr.Sq, pr.D).out, out_tol);
+    verdict.describe +=
+        std::string("against the plain ") + mask_name(mask.kind()) + " mask: " + differs.describe() + "; ";
+    verdict.ok = verdict.ok && !differs.ok;
+  }
   return verdict;
 }
 
@@ -172,7 +262,8 @@ void check_forward(Kind kind, const Problem& pr, Tolerance out_tol, Tolerance ls
 template <class T, int D>
 Verdict run_backward(Kind kind, Problem pr, Tolerance tol) {
   pr.D = D == 0 ? pr.D : D;
-  const MaskKind mask = pr.causal ? MaskKind::causal : MaskKind::none;
+  const Mask mask = pr.mask();
+  const gpu::KernelMask km = gpu::kernel_mask(mask, pr.q_pos);
   const Tensor<float> q = rounded_input(kind, TensorId::q, {pr.B, pr.Sq, pr.H, pr.D}, 5);
   const Tensor<float> k = rounded_input(kind, TensorId::k, {pr.B, pr.Sk, pr.HKV, pr.D}, 5);
   const Tensor<float> v = rounded_input(kind, TensorId::v, {pr.B, pr.Sk, pr.HKV, pr.D}, 5);
@@ -188,7 +279,7 @@ Verdict run_backward(Kind kind, Problem pr, Tolerance tol) {
     flash_backward_accumulate(q, k, v, dout, forward.lse, delta, pr.q_pos, pr.k_pos, pr.q_rows, kv, mask, want.dq,
                               want.dk, want.dv, {1, pr.skip});
     BackwardParams p;
-    p.a = params_of(pr, qd.data(), kd.data(), vd.data(), qp.data(), kp.data(), kv);
+    p.a = params_of(pr, qd.data(), kd.data(), vd.data(), qp.data(), kp.data(), km, kv);
     p.dout = dod.data();
     p.lse = forward.lse.data();
     p.delta = delta.data();
@@ -212,6 +303,21 @@ Verdict run_backward(Kind kind, Problem pr, Tolerance tol) {
   const Tensor<float>* wants[] = {&want.dq, &want.dk, &want.dv};
   Verdict verdict;
   for (int i = 0; i < 3; ++i) verdict.add(names[i], compare(*gots[i], *wants[i], tol));
+  // Against float64: the blocks' exact contributions (exact_block_backward) with the same lse, delta.
+  const AttentionGrads<double> exact = exact_block_grads(pr, q, k, v, dout, forward.lse, delta);
+  const Tensor<double>* exacts[] = {&exact.dq, &exact.dk, &exact.dv};
+  const char* exact_names[] = {"dq vs float64", "dk vs float64", "dv vs float64"};
+  for (int i = 0; i < 3; ++i) verdict.add(exact_names[i], compare(*gots[i], *exacts[i], tol));
+  if (mask.general()) {  // the mask matters: the plain mask's dk is far off
+    AttentionGrads<float> plain{Tensor<float>(q.shape()), Tensor<float>(k.shape()), Tensor<float>(k.shape())};
+    for (RowRange kv : pr.kv_blocks)
+      flash_backward_accumulate(q, k, v, dout, forward.lse, delta, pr.q_pos, pr.k_pos, pr.q_rows, kv, mask.kind(),
+                                plain.dq, plain.dk, plain.dv, {1, pr.skip});
+    const CompareResult differs = compare(got.dk, plain.dk, tol);
+    verdict.describe +=
+        std::string("dk against the plain ") + mask_name(mask.kind()) + " mask: " + differs.describe() + "; ";
+    verdict.ok = verdict.ok && !differs.ok;
+  }
   return verdict;
 }
 
@@ -226,6 +332,48 @@ Problem causal_problem() {
   Problem pr;
   pr.q_pos = positions(pr.Sq, 60, 0);
   pr.k_pos = positions(pr.Sk, 50, 10);
+  return pr;
+}
+
+// The general mask (documents, window, padding) on zig-zag-like positions: queries at 0..79 and
+// 180..259, keys at 0..95 and 156..251; two kv blocks, the second holding a 64-row tile boundary.
+// Documents [0, 29) [29] [30, 131) [131, 201) [201, 260): a 1-token document, and one that crosses
+// query and key tile boundaries of both kernels (32 and 64 rows).
+struct MaskCase {
+  const char* name;
+  bool causal;
+  int64_t window;
+  bool documents;
+  int64_t valid = 0;
+  bool skip = true;
+  bool empty_rows = false;
+};
+
+const MaskCase kMaskCases[] = {
+    {"documents, causal", true, 0, true},
+    {"documents, not causal", false, 0, true},
+    {"window 7 (inside a tile), causal", true, 7, false},
+    {"window 70 (across tiles), causal", true, 70, false},
+    {"window 9, not causal", false, 9, false},
+    {"window 90, not causal", false, 90, false},
+    {"documents and window 5, causal: queries 256.. see no key", true, 5, true, 0, true, true},
+    {"documents and window 50, not causal, no skip", false, 50, true, 0, false},
+    {"padding from position 250, documents, causal", true, 0, true, 250, true, true},
+};
+
+Problem masked_problem(const MaskCase& c) {
+  Problem pr;
+  pr.Sq = 160, pr.Sk = 192;
+  pr.q_rows = {5, 160};
+  pr.kv_blocks = {{0, 70}, {70, 192}};
+  pr.q_pos = positions(pr.Sq, 100, 0);
+  pr.k_pos = positions(pr.Sk, 60, 0);
+  pr.causal = c.causal;
+  pr.window = c.window;
+  pr.skip = c.skip;
+  pr.valid = c.valid;
+  if (c.documents) pr.documents = {29, 1, 101, 70, c.valid > 0 ? c.valid - 201 : 59};
+  pr.expect_empty_rows = c.empty_rows;
   return pr;
 }
 
@@ -375,6 +523,42 @@ TEST_CASE("emulated kernels: deleting any barrier of the fp32 kernels is caught,
   const Problem bwd = one_block(96, 32, 32);
   check_barriers("backward_fp32", {{1, "wrong result", ""}, {2, "wrong result", ""}, {3, "wrong result", ""}},
                  [&] { return run_backward<float, 0>(Kind::fp32, bwd, kFp32Grad); });
+}
+
+// ---- the general mask: documents, window, padding ----------------------------------------------
+
+TEST_CASE("emulated mma forward and backward, bf16, D=64: documents, window, padding", "[gpu][emulated][mask]") {
+  const MaskCase& c = kMaskCases[GENERATE(range(size_t{0}, std::size(kMaskCases)))];
+  INFO(c.name);
+  check_forward<__nv_bfloat16, 64>(Kind::bf16, masked_problem(c), kBf16Out, kBf16Lse);
+  check_backward<__nv_bfloat16, 64>(Kind::bf16, masked_problem(c), kBf16Grad);
+}
+
+TEST_CASE("emulated mma forward and backward, fp16, D=128: documents, window, padding", "[gpu][emulated][mask]") {
+  const MaskCase& c = kMaskCases[GENERATE(1, 2, 5, 7, 8)];  // the rest at D=128 below: D=128 is slow to emulate
+  INFO(c.name);
+  check_forward<__half, 128>(Kind::fp16, masked_problem(c), kFp16Out, kFp16Lse);
+  check_backward<__half, 128>(Kind::fp16, masked_problem(c), kFp16Grad);
+}
+
+TEST_CASE("emulated mma forward and backward, bf16, D=128: documents and window", "[gpu][emulated][mask]") {
+  const MaskCase& c = kMaskCases[GENERATE(0, 3, 4, 6)];
+  INFO(c.name);
+  check_forward<__nv_bfloat16, 128>(Kind::bf16, masked_problem(c), kBf16Out, kBf16Lse);
+  check_backward<__nv_bfloat16, 128>(Kind::bf16, masked_problem(c), kBf16Grad);
+}
+
+TEST_CASE("emulated fp32 forward and backward, D=40 and 128: documents, window, padding", "[gpu][emulated][mask]") {
+  const MaskCase& c = kMaskCases[GENERATE(range(size_t{0}, std::size(kMaskCases)))];
+  INFO(c.name);
+  Problem pr = masked_problem(c);
+  pr.D = 40;
+  check_forward<float, 0>(Kind::fp32, pr, kFp32Out, kFp32Lse);
+  check_backward<float, 0>(Kind::fp32, pr, kFp32Grad);
+  pr.D = 128;
+  pr.H = 2, pr.HKV = 1;
+  check_forward<float, 0>(Kind::fp32, pr, kFp32Out, kFp32Lse);
+  check_backward<float, 0>(Kind::fp32, pr, kFp32Grad);
 }
 
 }  // namespace ringlab
