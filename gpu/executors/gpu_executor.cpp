@@ -18,21 +18,10 @@ void GpuExecutor::configure(const RunConfig& config) {
         "--inject is the simulator's fault injection; use ringlab run --inject (the GPU executors "
         "run real transfers)");
   }
-  if (const PlanSpec spec = plan_spec(config); spec.padding > 0) {
-    const int64_t granule = spec.layout == LayoutKind::zigzag ? 2 * spec.ranks : spec.ranks;
-    throw UsageError("S=" + std::to_string(spec.tokens()) + " does not divide into the layout's units and the GPU " +
-                     "executors do not pad yet; pick S a multiple of " + std::to_string(granule) +
-                     ", or use ringlab run (the CPU simulator pads)");
-  }
   if (config.precision != "fp32" || config.accumulate != "fp32" || config.merge != "exp") {
     throw UsageError(
         "--precision, --accumulate and --merge are the CPU simulator's low-precision emulation; ringlab-gpu runs "
         "real bf16/fp16 kernels: pick them with --dtype, or use ringlab run --precision");
-  }
-  if (config.window > 0 || !config.docs.empty()) {
-    throw UsageError(
-        "--window and --docs are not in the GPU kernels yet (they mask by causal position only); run them with "
-        "ringlab run (the CPU simulator)");
   }
   // With --in the files decide the sizes: check_sizes runs again once they are read.
   if (config.in_dir.empty()) check_sizes(config.dims);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "gpu/kernels/kernel_mask.hpp"
 #include "reference/layout.hpp"
 #include "sim/plan/queries.hpp"
 
@@ -18,11 +19,14 @@ DeviceBuffer upload_tensor(const Tensor<float>& tensor, Dtype dtype) {
   return buffer;
 }
 
-DeviceBuffer upload_ints(const std::vector<int64_t>& values) {
-  const std::vector<int32_t> ints(values.begin(), values.end());
+DeviceBuffer upload_ints(const std::vector<int32_t>& ints) {
   DeviceBuffer buffer(ints.size() * sizeof(int32_t));
   buffer.upload(ints.data(), ints.size() * sizeof(int32_t));
   return buffer;
+}
+
+DeviceBuffer upload_ints(const std::vector<int64_t>& values) {
+  return upload_ints(std::vector<int32_t>(values.begin(), values.end()));
 }
 
 DeviceBuffer zeroed(size_t bytes) {
@@ -106,7 +110,14 @@ GpuRank::GpuRank(const Plan& plan, int64_t rank, Dtype dtype, const AttentionInp
   }
   if (gathers) own_kv_ = zeroed(static_cast<size_t>(g.slot_block_bytes(Slot::kv0)));
 
-  positions_ = upload_ints(gathered_positions(plan));
+  const std::vector<int64_t> gathered = gathered_positions(plan);
+  positions_ = upload_ints(gathered);
+  mask_ = plan.mask();
+  if (mask_.general()) {
+    const KernelMask km = kernel_mask(mask_, gathered);
+    causal_ = km.causal, window_ = km.window;
+    if (!km.doc_first.empty()) doc_first_ = upload_ints(km.doc_first), doc_last_ = upload_ints(km.doc_last);
+  }
   local_index_ = upload_ints(iota_positions(g.n));
   for (int64_t m = 0; m < g.U; ++m) member_rows_.push_back(upload_ints(member_rows(plan, plan.rank_at(g.g, m))));
   // The executors' streams do not synchronise with the legacy default stream used above.
@@ -176,6 +187,19 @@ void GpuRank::compute(const ComputeOp& op, cudaStream_t stream) {
     a.kv_begin = static_cast<int>(kb.kv_rows.begin);
     a.kv_end = static_cast<int>(kb.kv_rows.end);
     a.causal = kb.mask.causal();
+    a.window = 0;
+    a.q_doc_first = a.q_doc_last = nullptr;
+    if (kb.mask.general()) {  // the plan's window / documents / padding, by the queries' global positions
+      if (kb.erratum_local_query_index || !(kb.mask == mask_)) {
+        throw std::logic_error("gpu rank: a kernel block's general mask is not the plan's");
+      }
+      a.causal = causal_;
+      a.window = window_;
+      if (!doc_first_.empty()) {
+        a.q_doc_first = doc_first_.as<int32_t>() + g.g * g.n;
+        a.q_doc_last = doc_last_.as<int32_t>() + g.g * g.n;
+      }
+    }
     a.skip_masked_tiles = kb.skip_masked_tiles;
     if (op.pass == Pass::forward) {
       ForwardParams p;

@@ -12,6 +12,9 @@
 //     all_to_all_grads (again the same buffers when U = 1);
 //   * a compute's keys are at the positions of its kv block (gathered slots: the whole gathered
 //     list); the kv-offset-mask erratum masks queries by their local row index instead;
+//   * a compute whose block the plan masks with the general mask (window, documents, padding)
+//     passes the kernels the window and its queries' document bounds (kernel_params.hpp); padding
+//     rows (uneven S) are empty rows there, as the sim's mask makes them;
 //   * a backward compute that does not accumulate zeroes its grad slot first; PrepareBackward
 //     computes delta, zeroes dq, dkv0 and gathered_dkv.
 // Slots hold K then V (or dK then dV): [2][B][n][HKV/U][D]; gathered slots hold R such blocks in
@@ -137,6 +140,12 @@ class GpuRank {
   std::array<DeviceBuffer, static_cast<size_t>(Slot::count)> slots_;
   // Positions (int32): every block's in ring order (the gathered list), and 0..n-1 (erratum).
   DeviceBuffer positions_, local_index_;
+  // The plan's mask as the kernels take it (gpu/kernels/kernel_mask.hpp): causal and window, and
+  // with documents or padding the document bounds of every gathered position (int32, like positions_).
+  Mask mask_;
+  bool causal_ = false;
+  int window_ = 0;
+  DeviceBuffer doc_first_, doc_last_;
   // [member] -> rows of that member's tokens within this group's block (int32, n_local each).
   std::vector<DeviceBuffer> member_rows_;
 

@@ -73,8 +73,9 @@ GpuCheck run_and_verify(PlanSpec spec, gpu::Dtype dtype, Make make, uint64_t see
   check.result = executor.execute(plan, inputs.cast<float>(), execute);
   INFO(check.result.executor << ": " << (check.result.failure ? check.result.failure->description : "completed"));
   REQUIRE(check.result.ok());
-  const ReferenceOutputs reference =
-      compute_reference(inputs, spec.causal ? MaskKind::causal : MaskKind::none, spec.backward);
+  // The plan's mask: causal, window, documents, and padding (uneven S: the padded rows' random
+  // inputs are hidden, their outputs 0 and lse -inf in both).
+  const ReferenceOutputs reference = compute_reference(inputs, spec.mask(), spec.backward);
   check.verification = verify(check.result.outputs, reference, check.result.executor, needs.tolerance);
   return check;
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "reference/layout.hpp"
 #include "sim/cost/dry_executor.hpp"
 #include "tests/gpu/gpu_test_support.hpp"
 #ifdef RINGLAB_WITH_NCCL
@@ -32,6 +33,44 @@ void expect_verified(const PlanSpec& spec, Dtype dtype, Make make = streams) {
   CHECK(check.verification.ok());
 }
 
+// The general mask on a gpu_spec: a window, packed documents, and S (before padding) uneven as
+// ringlab's config makes it (sim/run/config.cpp: padded up to the layout's units, hidden by the mask).
+PlanSpec masked_spec(PlanSpec spec, int64_t window, std::vector<int64_t> documents, int64_t seq = 0) {
+  if (seq > 0) {
+    spec.dims.seq = seq;
+    spec.padding = layout_padding(spec.layout, seq, spec.ranks, spec.block);
+    spec.dims.seq += spec.padding;
+  }
+  spec.window = window;
+  spec.documents = std::move(documents);
+  return spec;
+}
+
+// Documents over gpu_spec's 96 tokens: [0, 7) [7] [8, 41) [41, 96) — a 1-token document, and
+// documents that cross the blocks — where the layout takes any lengths; where it cuts each document
+// into units (per-document zig-zag and striped), a shortest document of one granule and two more.
+std::vector<int64_t> documents_for(const PlanSpec& spec) {
+  const int64_t granule = document_granule(spec.layout, spec.ranks, spec.block);
+  if (granule == 1) return {7, 1, 33, 55};
+  const int64_t rest = spec.dims.seq - granule, half = rest / 2 / granule * granule;
+  return {granule, half, rest - half};
+}
+
+// The same plan with the plain causal / full mask: its outputs must not verify against the general
+// mask's reference — the mask matters for the check to mean anything.
+void expect_mask_matters(const PlanSpec& spec, const test::GpuCheck& masked) {
+  const ReferenceOutputs plain_reference = [&] {
+    gpu::GpuRunOptions options;
+    options.dtype = Dtype::fp32;
+    const AttentionInputs<double> inputs = make_inputs(spec.dims, 1, spec.backward).cast<double>();
+    return compute_reference(inputs, spec.causal ? Mask(MaskKind::causal) : Mask(), spec.backward);
+  }();
+  const Verification against_plain =
+      verify(masked.result.outputs, plain_reference, "plain", gpu::gpu_tolerance_function(Dtype::fp32));
+  INFO("against the plain mask: " << test::describe(against_plain));
+  CHECK_FALSE(against_plain.ok());
+}
+
 }  // namespace
 
 TEST_CASE("emulated gpu-streams: every algorithm and layout, fp32, forward and backward", "[gpu][emulated][streams]") {
@@ -53,6 +92,64 @@ TEST_CASE("emulated gpu-streams: tensor-core kernels, bf16 and fp16", "[gpu][emu
   expect_verified(gpu_spec("ulysses", "striped", 2, true, true), Dtype::fp16);
   expect_verified(gpu_spec("hybrid", "contiguous", 4, false, true, 2), Dtype::bf16);
   expect_verified(gpu_spec("allgather", "zigzag", 4, true, false), Dtype::fp16);
+}
+
+// Every algorithm and layout at P = 3 and 4 with documents (documents_for), a window, and both.
+TEST_CASE("emulated gpu-streams: --docs and --window, P = 3 and 4, forward and backward",
+          "[gpu][emulated][streams][mask]") {
+  const std::string algo = GENERATE("ring", "allgather", "ulysses");
+  const std::string layout = GENERATE("contiguous", "zigzag", "striped");
+  const int64_t P = GENERATE(3, 4);
+  const bool causal = GENERATE(false, true);
+  INFO(algo << " " << layout << " P=" << P << (causal ? " causal" : ""));
+  SECTION("documents") {
+    const PlanSpec base = gpu_spec(algo, layout, P, causal, true);
+    const PlanSpec spec = masked_spec(base, 0, documents_for(base));
+    expect_verified(spec, Dtype::fp32);
+  }
+  SECTION("window 10") {
+    const PlanSpec spec = masked_spec(gpu_spec(algo, layout, P, causal, true), 10, {});
+    expect_verified(spec, Dtype::fp32);
+  }
+  SECTION("documents and window 20") {
+    const PlanSpec base = gpu_spec(algo, layout, P, causal, true);
+    const PlanSpec spec = masked_spec(base, 20, documents_for(base));
+    const test::GpuCheck check = run_and_verify(spec, Dtype::fp32, streams);
+    INFO(spec.describe() << ": " << test::describe(check.verification));
+    CHECK(check.verification.ok());
+    expect_mask_matters(spec, check);
+  }
+}
+
+TEST_CASE("emulated gpu-streams: documents and window with the tensor-core kernels", "[gpu][emulated][streams][mask]") {
+  const PlanSpec zigzag = gpu_spec("ring", "zigzag", 3, true, true);
+  expect_verified(masked_spec(zigzag, 24, documents_for(zigzag)), Dtype::bf16);
+  expect_verified(masked_spec(gpu_spec("ulysses", "contiguous", 4, false, true), 16, {50, 46}), Dtype::fp16);
+  expect_verified(masked_spec(gpu_spec("hybrid", "contiguous", 4, true, true, 2), 0, {30, 1, 65}), Dtype::bf16);
+}
+
+// Uneven shapes: S = 97 and 1000 (1001 at P = 4) on layouts that need S a multiple of P (or 2P):
+// padded, the padding hidden by the mask, cut from the outputs.
+TEST_CASE("emulated gpu-streams: uneven S is padded, P = 3 and 4", "[gpu][emulated][streams][mask]") {
+  const std::string layout = GENERATE("contiguous", "zigzag");
+  const int64_t P = GENERATE(3, 4);
+  INFO(layout << " P=" << P);
+  PlanSpec small = masked_spec(gpu_spec("ring", layout, P, true, true), 0, {}, 97);
+  REQUIRE(small.padding > 0);
+  expect_verified(small, Dtype::fp32);
+  // Documents where the layout takes any lengths (per-document zig-zag cuts each into 2P chunks).
+  const bool any_lengths = layout == "contiguous";
+  small = masked_spec(gpu_spec("ulysses", layout, P, false, true), 12,
+                      any_lengths ? std::vector<int64_t>{40, 1, 56} : std::vector<int64_t>{}, 97);
+  expect_verified(small, Dtype::fp32);
+  const int64_t S = P == 3 ? 1000 : 1001;  // uneven at both P
+  PlanSpec large = masked_spec(gpu_spec("ring", layout, P, true, true), 100,
+                               any_lengths ? std::vector<int64_t>{300, 1, 400, S - 701} : std::vector<int64_t>{}, S);
+  large.dims.heads = 2, large.dims.kv_heads = 1;
+  REQUIRE(large.padding > 0);
+  const test::GpuCheck check = run_and_verify(large, Dtype::fp32, streams);
+  INFO(large.describe() << ": " << test::describe(check.verification));
+  CHECK(check.verification.ok());
 }
 
 TEST_CASE("emulated gpu-streams: the erratum variants fail as in the simulator", "[gpu][emulated][streams][errata]") {
@@ -100,32 +197,34 @@ TEST_CASE("emulated gpu-streams and the dry executor: the same blocks, pairs, FL
   };
   for (const char* algo : {"ring", "allgather", "ulysses", "hybrid"})
     for (const char* layout : {"contiguous", "zigzag"})
-      for (int64_t P : {1, 3, 4}) {
-        if (std::string(algo) == "hybrid" && P != 4) continue;
-        PlanSpec spec = gpu_spec(algo, layout, P, true, true, std::string(algo) == "hybrid" ? 2 : 0);
-        const test::GpuCheck check = run_and_verify(spec, Dtype::fp32, streams);
-        spec.element_bytes = 4;  // fp32 on the wire, as run_and_verify built it
-        const Plan plan = build_plan(spec);
-        INFO(plan.spec().describe());
-        DryExecutor dry(hardware_preset("h100-ib", 64));
-        ExecuteOptions traced;
-        traced.trace = true;
-        const ExecutionResult predicted = dry.execute(plan, {}, traced);
-        REQUIRE(check.result.ranks.size() == predicted.ranks.size());
-        CHECK(check.result.time.kind == TimeKind::device);
-        for (size_t r = 0; r < predicted.ranks.size(); ++r) {
-          INFO("rank " << r);
-          const RankSummary &g = check.result.ranks[r], &d = predicted.ranks[r];
-          CHECK(g.blocks_computed == d.blocks_computed);
-          CHECK(g.blocks_skipped == d.blocks_skipped);
-          CHECK(g.blocks_masked == d.blocks_masked);
-          CHECK(g.pairs == d.pairs);
-          CHECK(g.flops == Approx(d.flops));
-          CHECK(g.counters.bytes_sent == d.counters.bytes_sent);
-          CHECK(g.counters.bytes_received == d.counters.bytes_received);
+      for (int64_t P : {1, 3, 4})
+        for (bool general : {false, true}) {
+          if (std::string(algo) == "hybrid" && P != 4) continue;
+          PlanSpec spec = gpu_spec(algo, layout, P, true, true, std::string(algo) == "hybrid" ? 2 : 0);
+          if (general) spec = masked_spec(spec, 20, documents_for(spec));  // skipped and partial blocks by the mask
+          const test::GpuCheck check = run_and_verify(spec, Dtype::fp32, streams);
+          spec.element_bytes = 4;  // fp32 on the wire, as run_and_verify built it
+          const Plan plan = build_plan(spec);
+          INFO(plan.spec().describe());
+          DryExecutor dry(hardware_preset("h100-ib", 64));
+          ExecuteOptions traced;
+          traced.trace = true;
+          const ExecutionResult predicted = dry.execute(plan, {}, traced);
+          REQUIRE(check.result.ranks.size() == predicted.ranks.size());
+          CHECK(check.result.time.kind == TimeKind::device);
+          for (size_t r = 0; r < predicted.ranks.size(); ++r) {
+            INFO("rank " << r);
+            const RankSummary &g = check.result.ranks[r], &d = predicted.ranks[r];
+            CHECK(g.blocks_computed == d.blocks_computed);
+            CHECK(g.blocks_skipped == d.blocks_skipped);
+            CHECK(g.blocks_masked == d.blocks_masked);
+            CHECK(g.pairs == d.pairs);
+            CHECK(g.flops == Approx(d.flops));
+            CHECK(g.counters.bytes_sent == d.counters.bytes_sent);
+            CHECK(g.counters.bytes_received == d.counters.bytes_received);
+          }
+          CHECK(compute_events(check.result.trace) == compute_events(predicted.trace));
         }
-        CHECK(compute_events(check.result.trace) == compute_events(predicted.trace));
-      }
 }
 
 #ifdef RINGLAB_WITH_NCCL
