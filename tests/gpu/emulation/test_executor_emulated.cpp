@@ -239,6 +239,9 @@ TEST_CASE("emulated gpu-nccl: rank threads through a mock NCCL", "[gpu][emulated
       for (int64_t P : {1, 3}) expect_verified(gpu_spec(algo, layout, P, true, true), Dtype::fp32, nccl);
   expect_verified(gpu_spec("hybrid", "contiguous", 4, true, true, 2), Dtype::fp32, nccl);
   expect_verified(gpu_spec("ulysses", "zigzag", 4, false, true), Dtype::bf16, nccl);
+  // The general mask and an uneven S (97 padded to 99) through the same rank code.
+  expect_verified(masked_spec(gpu_spec("ring", "contiguous", 3, true, true), 20, {7, 1, 33, 56}, 97), Dtype::fp32,
+                  nccl);
   ringlab_mock_set_device_count(1);
   CHECK_THAT(gpu::nccl_single_process_support(2), Catch::Contains("refuses two ranks on one GPU"));
 }
