@@ -1,8 +1,10 @@
 // gpu-streams on a real device: every algorithm and layout at P in {1, 2, 3, 4, 8}, forward and
 // backward, causal or not, in bf16, fp16 and fp32 with the per-precision tolerances; bigger
-// shapes that span many tiles; and the erratum variants failing as they do in the simulator.
+// shapes that span many tiles; windows, documents and uneven S; and the erratum variants failing
+// as they do in the simulator.
 #include <catch2/catch.hpp>
 
+#include "reference/layout.hpp"
 #include "tests/gpu/gpu_test_support.hpp"
 
 namespace ringlab {
@@ -43,6 +45,27 @@ TEST_CASE("gpu-streams: many tiles per block (S = 4096, D = 128, GQA)", "[gpu][s
   spec.dims.dim = 128;
   spec.dims.batch = 2;
   expect_verified(spec, Dtype::bf16);
+}
+
+// The general mask on the device: a window and packed documents (a 1-token one, others crossing
+// 64-row tiles) on S = 4096 — many tiles per block, so the tile classification skips, computes
+// in full and masks — and an uneven S padded to the layout's units.
+TEST_CASE("gpu-streams: --window, --docs and uneven S", "[gpu][streams][mask]") {
+  RINGLAB_REQUIRE_GPU();
+  const Dtype dtype = GENERATE(Dtype::bf16, Dtype::fp16, Dtype::fp32);
+  const bool causal = GENERATE(false, true);
+  PlanSpec spec = gpu_spec("ring", "contiguous", 4, causal, true);
+  spec.dims.seq = 4096;
+  spec.dims.dim = 128;
+  spec.window = 300;
+  spec.documents = {1000, 1, 1500, 1595};
+  expect_verified(spec, dtype);
+  PlanSpec uneven = gpu_spec("ulysses", "zigzag", 3, causal, true);
+  uneven.dims.seq = 1000;
+  uneven.padding = layout_padding(uneven.layout, 1000, 3, 0);
+  uneven.dims.seq += uneven.padding;
+  uneven.window = 100;
+  expect_verified(uneven, dtype);
 }
 
 TEST_CASE("gpu-streams: --no-skip computes masked blocks with the same result", "[gpu][streams]") {
