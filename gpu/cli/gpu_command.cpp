@@ -124,37 +124,44 @@ class NcclProcessesExecutor final : public GpuExecutor {
 
  private:
   // This process's rank, serialised for the gather ("R" + result), or "E" + the error when it
-  // failed — a rank that fails still takes part in the gather, so rank 0 never waits for a result
-  // that will not come; the error is rethrown after the gather.
+  // failed. Every rank goes through the same collectives whatever fails where — agree, then (only
+  // when all agreed) the unique id's broadcast, then the gather — so no rank ever waits in one
+  // collective while another is in a different one; the error is rethrown after the gather.
   std::string run_own_rank(const Plan& plan, const AttentionInputs<float>& inputs, bool trace) {
+    ncclUniqueId id{};
+    std::string error;
     try {
       const int devices = device_count();
       if (devices == 0) throw UsageError("rank " + std::to_string(mp_.rank) + " sees no CUDA device");
       RINGLAB_CUDA_CHECK(cudaSetDevice(mp_.local_rank % devices));
-      ncclUniqueId id;
       if (mp_.rank == 0) RINGLAB_NCCL_CHECK(ncclGetUniqueId(&id));
-      mp_.broadcast(&id, sizeof id);
-      ncclComm_t comm = nullptr;
-      RINGLAB_NCCL_CHECK(ncclCommInitRank(&comm, mp_.size, id, mp_.rank));
-      NcclRankResult mine;
-      try {
-        mine = run_nccl_rank(plan, mp_.rank, comm, inputs, options_, trace);
-      } catch (...) {
-        ncclCommAbort(comm);
-        throw;
-      }
-      RINGLAB_NCCL_CHECK(ncclCommDestroy(comm));
-      return "R" + serialize(mine);
-    } catch (const std::exception& error) {
+    } catch (const std::exception& e) {
       failure_ = std::current_exception();
-      return std::string("E") + error.what();
+      error = e.what();
+    }
+    if (!mp_.all_agree(error.empty())) {
+      if (error.empty()) {
+        error = "another rank failed before NCCL started (its error is on its own line)";
+        failure_ = std::make_exception_ptr(CommError("gpu-nccl rank " + std::to_string(mp_.rank) + ": " + error));
+        peer_failed_ = true;
+      }
+      return "E" + error;
+    }
+    mp_.broadcast(&id, sizeof id);
+    try {
+      return "R" + serialize(run_nccl_rank(plan, mp_.rank, id, inputs, options_, trace));
+    } catch (const std::exception& e) {
+      failure_ = std::current_exception();
+      return std::string("E") + e.what();
     }
   }
 
   // The merged result on rank 0; an empty one (the label only) elsewhere.
   ExecutionResult gather(const Plan& plan, const std::string& payload) {
     const std::vector<std::string> gathered = mp_.gather(payload);
-    if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
+    // Rank 0, fine itself but stopped by another rank's setup error, reports that error (below).
+    if (failure_ && !(peer_failed_ && mp_.rank == 0)) std::rethrow_exception(std::exchange(failure_, nullptr));
+    failure_ = nullptr;
     if (mp_.rank != 0) {
       ExecutionResult none;
       none.executor = label(plan);
@@ -174,6 +181,7 @@ class NcclProcessesExecutor final : public GpuExecutor {
 
   const MultiProcess& mp_;
   std::exception_ptr failure_;
+  bool peer_failed_ = false;
 };
 #endif
 

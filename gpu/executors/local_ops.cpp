@@ -28,6 +28,17 @@ std::vector<TraceEvent> Timeline::resolve(const Event& start, const std::functio
 void Timeline::clear() {
   spans_.clear();
   events_.clear();
+  passed_ = 0;
+}
+
+size_t Timeline::passed() {
+  while (passed_ < events_.size()) {
+    const cudaError_t status = cudaEventQuery(events_[passed_].get());
+    if (status == cudaErrorNotReady) break;
+    RINGLAB_CUDA_CHECK(status);
+    ++passed_;
+  }
+  return passed_;
 }
 
 namespace {

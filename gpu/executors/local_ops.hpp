@@ -48,6 +48,9 @@ class Timeline {
   // (summary_of(world rank)). The events in the order they were recorded.
   std::vector<TraceEvent> resolve(const Event& start, const std::function<RankSummary&(int rank)>& summary_of);
   void clear();  // before a new run
+  // How many of the recorded events the device has passed, counted in recording order up to the
+  // first it has not (a cursor: each call resumes where the last stopped). A watchdog's progress.
+  size_t passed();
 
  private:
   struct Span {
@@ -57,6 +60,7 @@ class Timeline {
   };
   std::deque<Event> events_;  // a deque: recorded events stay where they are
   std::vector<Span> spans_;
+  size_t passed_ = 0;
 };
 
 // Enqueues a local op (LoadKv, Compute, Accumulate, Finalize, PrepareBackward, StoreGrads) of

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <exception>
@@ -65,38 +66,149 @@ std::string nccl_label(const Plan& plan, const GpuRunOptions& options, bool mult
          dtype_name(options.dtype) + ")";
 }
 
+// ---- [communicators and the watchdog] ---------------------------------------------------------
+
+void NcclComm::abort() noexcept {
+  if (!live()) return;
+  ended_ = true;
+  (void)ncclCommAbort(comm_);  // nothing more to do if even the abort fails
+}
+
+NcclWatch::NcclWatch(int64_t rank, double timeout)
+    : rank_(rank), timeout_(timeout), last_progress_(std::chrono::steady_clock::now()) {}
+
+NcclWatch::~NcclWatch() { abort(); }
+
+void NcclWatch::abort() noexcept {
+  for (auto c = comms_.rbegin(); c != comms_.rend(); ++c) c->abort();
+}
+
+NcclComm& NcclWatch::add() { return comms_.emplace_back(); }
+
+namespace {
+
+ncclConfig_t nonblocking_config() {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  return config;
+}
+
+// A call's result when ncclInProgress means "started" (a nonblocking communicator).
+void check_started(ncclResult_t result, const char* what) {
+  if (result != ncclSuccess && result != ncclInProgress) throw_nccl_error(result, what, __FILE__, __LINE__);
+}
+
+}  // namespace
+
+NcclComm& NcclWatch::init_world(int ranks, const ncclUniqueId& id, int rank) {
+  NcclComm& world = add();
+  ncclConfig_t config = nonblocking_config();
+  settle(world, ncclCommInitRankConfig(world.out(), ranks, id, rank, &config), "ncclCommInitRankConfig");
+  return world;
+}
+
+NcclComm& NcclWatch::split(NcclComm& parent, int color, int key) {
+  NcclComm& child = add();
+  ncclConfig_t config = nonblocking_config();
+  const ncclResult_t result = ncclCommSplit(parent.get(), color, key, child.out(), &config);
+  settle(parent, result, "ncclCommSplit");
+  settle(child, ncclSuccess, "ncclCommSplit");
+  return child;
+}
+
+void NcclWatch::settle(NcclComm& comm, ncclResult_t result, const char* what) {
+  check_started(result, what);
+  wait(what, [&] {
+    ncclResult_t state = ncclSuccess;
+    check_started(ncclCommGetAsyncError(comm.get(), &state), "ncclCommGetAsyncError");
+    if (state == ncclInProgress) return false;
+    if (state != ncclSuccess) fail(std::string("asynchronous error in ") + what + ": " + ncclGetErrorString(state));
+    return true;
+  });
+}
+
+void NcclWatch::wait(const std::string& what, const std::function<bool()>& done) {
+  for (;;) {
+    if (done()) {
+      progress();
+      return;
+    }
+    for (NcclComm& c : comms_) {
+      if (!c.live()) continue;
+      ncclResult_t state = ncclSuccess;
+      check_started(ncclCommGetAsyncError(c.get(), &state), "ncclCommGetAsyncError");
+      if (state != ncclSuccess && state != ncclInProgress)
+        fail(std::string("asynchronous error while waiting for ") + what + ": " + ncclGetErrorString(state));
+    }
+    const double idle = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_progress_).count();
+    if (idle > timeout_) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%g", timeout_);
+      fail(std::string("no progress for ") + seconds + " s while waiting for " + what +
+           " (a peer is missing, or a send has no matching receive; --timeout sets the limit)");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+void NcclWatch::progress() { last_progress_ = std::chrono::steady_clock::now(); }
+
+void NcclWatch::finish() {
+  for (auto c = comms_.rbegin(); c != comms_.rend(); ++c) {
+    if (!c->live()) continue;
+    settle(*c, ncclCommFinalize(c->get()), "ncclCommFinalize");
+    check_started(ncclCommDestroy(c->get()), "ncclCommDestroy");
+    c->mark_destroyed();
+  }
+}
+
+void NcclWatch::fail(const std::string& why) {
+  abort();
+  throw CommError("gpu-nccl rank " + std::to_string(rank_) + ": " + why + "; communicators aborted");
+}
+
 // ---- [one rank] --------------------------------------------------------------------------------
 
 namespace {
 
 class NcclRank {
  public:
-  NcclRank(const Plan& plan, int64_t rank, ncclComm_t world, const AttentionInputs<float>& inputs,
+  // `world` belongs to `watch`, which also owns the split this makes (and aborts or finalizes both).
+  NcclRank(const Plan& plan, int64_t rank, NcclWatch& watch, NcclComm& world, const AttentionInputs<float>& inputs,
            const GpuRunOptions& options)
-      : plan_(plan), rank_(rank), world_(world), options_(options), state_(plan, rank, options.dtype, inputs),
-        interpreter_(plan, rank, summary_) {
+      : plan_(plan), rank_(rank), watch_(watch), world_(world), ring_(&world), options_(options),
+        state_(plan, rank, options.dtype, inputs), interpreter_(plan, rank, summary_) {
     // The ring family's communicator: the world when there is no Ulysses dimension.
-    ring_ = world_;
     if (plan_uses(plan, Family::ring) && plan.ulysses() > 1) {
-      RINGLAB_NCCL_CHECK(ncclCommSplit(world_, static_cast<int>(plan.ulysses_index(rank)),
-                                       static_cast<int>(plan.ring_position(rank)), &split_, nullptr));
-      ring_ = split_;
+      ring_ =
+          &watch_.split(world_, static_cast<int>(plan.ulysses_index(rank)), static_cast<int>(plan.ring_position(rank)));
     }
   }
   NcclRank(const NcclRank&) = delete;
   NcclRank& operator=(const NcclRank&) = delete;
-  ~NcclRank() {
-    if (split_) ncclCommDestroy(split_);
+
+  // Any error aborts the communicators before this rank's buffers and streams are freed: the
+  // abort is what lets a device stuck in an NCCL kernel let go of them.
+  NcclRankResult run(bool trace) {
+    try {
+      return run_plan(trace);
+    } catch (...) {
+      watch_.abort();
+      throw;
+    }
   }
 
-  NcclRankResult run(bool trace) {
+ private:
+  friend class ringlab::OpInterpreter;  // calls the handlers of [ops]
+
+  NcclRankResult run_plan(bool trace) {
     const Event* start = record(compute(), true);
     start->wait_on(comm());
     state_.reset(compute());
     interpreter_.run_all(expand(plan_, rank_), *this);
     const Event* end_compute = record(compute(), true);
     const Event* end_comm = record(comm(), true);
-    wait_for_device({end_compute, end_comm});
+    wait_for_device({end_compute, end_comm}, "the device to finish");
 
     NcclRankResult result;
     result.device_ms = std::max(elapsed_ms(*start, *end_compute), elapsed_ms(*start, *end_comm));
@@ -108,44 +220,31 @@ class NcclRank {
     return result;
   }
 
- private:
-  friend class ringlab::OpInterpreter;  // calls the handlers of [ops]
-
   cudaStream_t compute() const { return compute_.get(); }
   cudaStream_t comm() const { return comm_.get(); }
   const Event* record(cudaStream_t stream, bool timing = false) { return timeline_.record(stream, timing); }
 
-  // Polls until the device has passed every event, aborting the communicator when it takes
-  // longer than the timeout or NCCL reports an asynchronous error — never a silent hang.
-  void wait_for_device(const std::vector<const Event*>& ends) {
-    const auto begin = std::chrono::steady_clock::now();
-    for (;;) {
-      bool done = true;
+  // Polls, under the watchdog, until the device has passed every event; each event of the
+  // timeline it passes on the way counts as progress.
+  void wait_for_device(const std::vector<const Event*>& ends, const std::string& what) {
+    size_t passed = timeline_.passed();
+    watch_.wait(what, [&] {
+      if (const size_t now = timeline_.passed(); now > passed) {
+        passed = now;
+        watch_.progress();
+      }
       for (const Event* e : ends) {
         const cudaError_t status = cudaEventQuery(e->get());
-        if (status == cudaErrorNotReady) {
-          done = false;
-        } else {
-          RINGLAB_CUDA_CHECK(status);
-        }
+        if (status == cudaErrorNotReady) return false;
+        RINGLAB_CUDA_CHECK(status);
       }
-      if (done) return;
-      ncclResult_t async = ncclSuccess;
-      RINGLAB_NCCL_CHECK(ncclCommGetAsyncError(world_, &async));
-      if (async != ncclSuccess && async != ncclInProgress) {
-        ncclCommAbort(world_);
-        throw CommError("gpu-nccl rank " + std::to_string(rank_) + ": " + ncclGetErrorString(async));
-      }
-      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-      if (waited > options_.timeout) {
-        ncclCommAbort(world_);
-        throw CommError("gpu-nccl rank " + std::to_string(rank_) + ": the device did not finish within " +
-                        std::to_string(options_.timeout) +
-                        " s (a peer is missing, or a send has no matching receive); communicator aborted");
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
+      return true;
+    });
   }
+
+  // ncclGroupEnd on a nonblocking communicator may return while the peers still connect: waited
+  // for under the watchdog.
+  void group_end(NcclComm& comm, const char* what) { watch_.settle(comm, ncclGroupEnd(), what); }
 
   // ---- [ops] -----------------------------------------------------------------------------------
   // The op interpreter's handlers: the local ops as timed work on the compute stream (shared with
@@ -164,14 +263,14 @@ class NcclRank {
       if (body.send_to >= 0) {
         RINGLAB_NCCL_CHECK(ncclSend(state_.slot_block(body.send_slot),
                                     static_cast<size_t>(state_.slot_block_bytes(body.send_slot)), ncclUint8,
-                                    static_cast<int>(body.send_to), world_, comm()));
+                                    static_cast<int>(body.send_to), world_.get(), comm()));
       }
       if (body.recv_from >= 0) {
         RINGLAB_NCCL_CHECK(ncclRecv(state_.slot_block(body.recv_slot),
                                     static_cast<size_t>(state_.slot_block_bytes(body.recv_slot)), ncclUint8,
-                                    static_cast<int>(body.recv_from), world_, comm()));
+                                    static_cast<int>(body.recv_from), world_.get(), comm()));
       }
-      RINGLAB_NCCL_CHECK(ncclGroupEnd());
+      group_end(world_, "a send / receive group (ncclGroupEnd)");
     });
     if (body.send_to >= 0 && body.recv_from >= 0) {  // the receive half, on the same span
       e.name = "recv";
@@ -211,14 +310,18 @@ class NcclRank {
         case Collective::all_gather_kv: {
           state_.pack_own_kv(comm());
           const size_t bytes = static_cast<size_t>(state_.slot_block_bytes(Slot::kv0));
-          RINGLAB_NCCL_CHECK(ncclAllGather(state_.own_kv_block(), state_.slot_block(Slot::gathered_kv, 0), bytes,
-                                           ncclUint8, ring_, comm()));
+          watch_.settle(*ring_,
+                        ncclAllGather(state_.own_kv_block(), state_.slot_block(Slot::gathered_kv, 0), bytes, ncclUint8,
+                                      ring_->get(), comm()),
+                        "ncclAllGather");
           break;
         }
         case Collective::reduce_scatter_dkv: {
           const size_t count = static_cast<size_t>(state_.slot_block_bytes(Slot::dkv0) / 4);
-          RINGLAB_NCCL_CHECK(ncclReduceScatter(state_.slot_block(Slot::gathered_dkv, 0), state_.slot_block(Slot::dkv0),
-                                               count, ncclFloat32, ncclSum, ring_, comm()));
+          watch_.settle(*ring_,
+                        ncclReduceScatter(state_.slot_block(Slot::gathered_dkv, 0), state_.slot_block(Slot::dkv0),
+                                          count, ncclFloat32, ncclSum, ring_->get(), comm()),
+                        "ncclReduceScatter");
           break;
         }
         default: all_to_all(body);
@@ -244,6 +347,8 @@ class NcclRank {
     }
     const size_t total = chunk * members.size();
     if (staging_send_.bytes() < total) {
+      // cudaFree waits for the whole device: first, under the watchdog, for this rank's streams.
+      if (!staging_send_.empty()) wait_for_device({record(compute()), record(comm())}, "a staging buffer to be free");
       staging_send_ = DeviceBuffer(total);
       staging_recv_ = DeviceBuffer(total);
     }
@@ -259,10 +364,12 @@ class NcclRank {
     }
     RINGLAB_NCCL_CHECK(ncclGroupStart());
     for (size_t m = 0; m < members.size(); ++m) {
-      RINGLAB_NCCL_CHECK(ncclSend(send + m * chunk, chunk, ncclUint8, static_cast<int>(members[m]), world_, comm()));
-      RINGLAB_NCCL_CHECK(ncclRecv(recv + m * chunk, chunk, ncclUint8, static_cast<int>(members[m]), world_, comm()));
+      RINGLAB_NCCL_CHECK(
+          ncclSend(send + m * chunk, chunk, ncclUint8, static_cast<int>(members[m]), world_.get(), comm()));
+      RINGLAB_NCCL_CHECK(
+          ncclRecv(recv + m * chunk, chunk, ncclUint8, static_cast<int>(members[m]), world_.get(), comm()));
     }
-    RINGLAB_NCCL_CHECK(ncclGroupEnd());
+    group_end(world_, "an all-to-all group (ncclGroupEnd)");
     for (size_t from = 0; from < members.size(); ++from) {
       for (size_t t = 0; t < tensors.size(); ++t) {
         RowCopy c = state_.a2a_copy(body.collective, tensors[t], static_cast<int64_t>(from), tensors[t], me);
@@ -275,9 +382,9 @@ class NcclRank {
 
   const Plan& plan_;
   const int64_t rank_;
-  ncclComm_t world_;
-  ncclComm_t ring_ = nullptr;
-  ncclComm_t split_ = nullptr;
+  NcclWatch& watch_;
+  NcclComm& world_;
+  NcclComm* ring_;  // the world, or the split of it that watch_ owns
   GpuRunOptions options_;
   GpuRank state_;
   Stream compute_, comm_;
@@ -290,10 +397,17 @@ class NcclRank {
 
 }  // namespace
 
-NcclRankResult run_nccl_rank(const Plan& plan, int64_t rank, ncclComm_t world, const AttentionInputs<float>& inputs,
-                             const GpuRunOptions& options, bool trace) {
-  NcclRank runner(plan, rank, world, inputs, options);
-  return runner.run(trace);
+NcclRankResult run_nccl_rank(const Plan& plan, int64_t rank, const ncclUniqueId& id,
+                             const AttentionInputs<float>& inputs, const GpuRunOptions& options, bool trace) {
+  NcclWatch watch(rank, options.timeout);
+  NcclComm& world = watch.init_world(static_cast<int>(plan.ranks()), id, static_cast<int>(rank));
+  NcclRankResult result;
+  {
+    NcclRank runner(plan, rank, watch, world, inputs, options);
+    result = runner.run(trace);
+  }
+  watch.finish();
+  return result;
 }
 
 // ---- [single process] --------------------------------------------------------------------------
@@ -314,15 +428,7 @@ std::vector<NcclRankResult> run_rank_threads(const Plan& plan, const AttentionIn
     threads.emplace_back([&, r] {
       try {
         RINGLAB_CUDA_CHECK(cudaSetDevice(static_cast<int>(r % devices)));
-        ncclComm_t comm = nullptr;
-        RINGLAB_NCCL_CHECK(ncclCommInitRank(&comm, static_cast<int>(P), id, static_cast<int>(r)));
-        try {
-          results[static_cast<size_t>(r)] = run_nccl_rank(plan, r, comm, inputs, options, trace);
-        } catch (...) {
-          ncclCommAbort(comm);
-          throw;
-        }
-        RINGLAB_NCCL_CHECK(ncclCommDestroy(comm));
+        results[static_cast<size_t>(r)] = run_nccl_rank(plan, r, id, inputs, options, trace);
       } catch (...) {
         errors[static_cast<size_t>(r)] = std::current_exception();
       }
