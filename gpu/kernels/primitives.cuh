@@ -45,16 +45,20 @@ RINGLAB_DEVICE uint32_t smem_u32(const void* pointer) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
 }
 
+// ldmatrix reads shared memory through an address the compiler cannot see: the "memory" clobber
+// keeps it after the stores (and __syncthreads) that filled the tile, as for cp.async below.
 RINGLAB_DEVICE void ldmatrix_x4(uint32_t (&r)[4], const void* row_address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_u32(row_address)));
+               : "r"(smem_u32(row_address))
+               : "memory");
 }
 
 RINGLAB_DEVICE void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row_address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_u32(row_address)));
+               : "r"(smem_u32(row_address))
+               : "memory");
 }
 
 template <class T>

@@ -7,7 +7,9 @@
 #include "gpu/device.hpp"
 #include "gpu/dtype.hpp"
 #include "gpu/kernels/attention_kernels.hpp"
+#include "gpu/kernels/ladder/ladder.hpp"
 #include "reference/compare.hpp"
+#include "reference/error.hpp"
 #include "reference/flash_attention.hpp"
 #include "reference/inputs.hpp"
 #include "tests/gpu/gpu_test_support.hpp"
@@ -197,6 +199,26 @@ TEST_CASE("gpu kernels: unsupported sizes are refused with the fix", "[gpu][kern
   CHECK(gpu::kernel_support(Dtype::fp32, 40).empty());
   CHECK_THAT(gpu::kernel_support(Dtype::bf16, 96), Catch::Contains("--dtype fp32"));
   CHECK_THAT(gpu::kernel_support(Dtype::fp32, 256), Catch::Contains("D from 1 to 128"));
+  // B x H rows of blocks beyond CUDA's 65535 in grid y: refused before anything is launched.
+  gpu::ForwardParams forward;
+  forward.a.batch = 2, forward.a.heads = 32768, forward.a.kv_heads = 1;
+  forward.a.q_seq = forward.a.kv_seq = 64, forward.a.q_end = forward.a.kv_end = 64;
+  for (const Dtype dtype : {Dtype::bf16, Dtype::fp32}) {
+    try {
+      gpu::forward_accumulate(dtype, forward, nullptr);
+      FAIL("no error for B x H = 65536");
+    } catch (const UsageError& e) {
+      CHECK_THAT(e.what(), Catch::Contains("B x H = 65536") && Catch::Contains("65535") &&
+                               Catch::Contains("smaller --batch or fewer --heads"));
+    }
+  }
+  gpu::BackwardParams backward;
+  backward.a = forward.a;
+  CHECK_THROWS_AS(gpu::backward_accumulate(Dtype::fp16, backward, nullptr), UsageError);
+  // The ladder's versions say they do not support it (their tests and benchmark skip it).
+  gpu::ladder::Problem wide;
+  wide.batch = 1, wide.heads = 65536, wide.seq = 64, wide.dim = 64;
+  for (const gpu::ladder::Version& version : gpu::ladder::versions()) CHECK_FALSE(version.supports(wide));
 }
 
 }  // namespace ringlab

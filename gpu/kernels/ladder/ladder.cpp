@@ -7,8 +7,11 @@
 namespace ringlab::gpu::ladder {
 namespace {
 
-bool any_dim(const Problem& p) { return p.dim >= 1 && p.dim <= 128; }
-bool mma_dim(const Problem& p) { return p.dim == 64 || p.dim == 128; }
+// Versions 01-04 put B x H in the grid's y dimension, which CUDA caps at 65535 (05 goes through
+// the production launch, which refuses more with a message).
+bool fits_grid(const Problem& p) { return static_cast<long long>(p.batch) * p.heads <= 65535; }
+bool any_dim(const Problem& p) { return p.dim >= 1 && p.dim <= 128 && fits_grid(p); }
+bool mma_dim(const Problem& p) { return (p.dim == 64 || p.dim == 128) && fits_grid(p); }
 size_t no_workspace(const Problem&) { return 0; }
 
 }  // namespace
