@@ -19,7 +19,7 @@ namespace ringlab::gpu {
 struct GpuRunOptions {
   Dtype dtype = Dtype::bf16;
   int device = 0;         // gpu-streams: the device every virtual rank shares
-  double timeout = 60.0;  // gpu-nccl: seconds to wait for the device before aborting (exit 3)
+  double timeout = 60.0;  // gpu-nccl: seconds without progress before aborting (exit 3)
 };
 
 // What both GPU executors need of the pipeline: the dtype's element size on the wire, the inputs
