@@ -20,7 +20,7 @@ struct BackwardFp32Tiles {
   static constexpr int kBlockK = 32;
   static constexpr int kMaxDim = 128;
   static constexpr int kDimsPerThread = kMaxDim / 4;
-  static int smem_bytes(int dim) { return (4 * 32 * (dim + 1) + 2 * 32 * 33 + 4 * 32) * 4; }
+  static constexpr int smem_bytes(int dim) { return (4 * 32 * (dim + 1) + 2 * 32 * 33 + 4 * 32) * 4; }
   static int k_tiles(const AttentionParams& a) { return (a.kv_end - a.kv_begin + kBlockK - 1) / kBlockK; }
 };
 

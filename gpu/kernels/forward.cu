@@ -6,6 +6,22 @@
 
 namespace ringlab::gpu {
 
+// The most dynamic shared memory each launch above asks for, as records in this object for the
+// static resource check (tests/gpu/kernel_static.py; launch.cuh, smem_record), and checked here
+// against the per-block limit (the check adds the kernels' static shared memory from the cubins).
+static_assert(ForwardMmaTiles<128>::kSmemBytes <= kMaxSmemPerBlock &&
+              ForwardMmaTiles<64>::kSmemBytes <= kMaxSmemPerBlock);
+static_assert(ForwardFp32Tiles::smem_bytes(ForwardFp32Tiles::kMaxDim) <= kMaxSmemPerBlock);
+extern const auto kForwardSmemBf16D64 =
+    smem_record("forward_mma_kernel<__nv_bfloat16, 64>", ForwardMmaTiles<64>::kSmemBytes);
+extern const auto kForwardSmemBf16D128 =
+    smem_record("forward_mma_kernel<__nv_bfloat16, 128>", ForwardMmaTiles<128>::kSmemBytes);
+extern const auto kForwardSmemFp16D64 = smem_record("forward_mma_kernel<__half, 64>", ForwardMmaTiles<64>::kSmemBytes);
+extern const auto kForwardSmemFp16D128 =
+    smem_record("forward_mma_kernel<__half, 128>", ForwardMmaTiles<128>::kSmemBytes);
+extern const auto kForwardSmemFp32 =
+    smem_record("forward_fp32_kernel", ForwardFp32Tiles::smem_bytes(ForwardFp32Tiles::kMaxDim));
+
 std::string kernel_support(Dtype dtype, int64_t dim) {
   if (dtype == Dtype::fp32) {
     if (dim >= 1 && dim <= ForwardFp32Tiles::kMaxDim) return "";

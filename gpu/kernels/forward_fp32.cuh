@@ -22,7 +22,7 @@ struct ForwardFp32Tiles {
   static constexpr int kBlockK = 32;
   static constexpr int kMaxDim = 128;
   static constexpr int kDimsPerThread = kMaxDim / 4;
-  static int smem_bytes(int dim) { return (3 * 32 * (dim + 1) + 32 * 33) * 4; }
+  static constexpr int smem_bytes(int dim) { return (3 * 32 * (dim + 1) + 32 * 33) * 4; }
   static int q_tiles(const AttentionParams& a) { return (a.q_end - a.q_begin + kBlockQ - 1) / kBlockQ; }
 };
 

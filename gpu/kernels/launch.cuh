@@ -2,15 +2,19 @@
 //   launch_by_dtype    an empty block does nothing; an unsupported D is refused (kernel_support);
 //                      then the tensor-core kernel of (bf16 | fp16) x (D = 64 | 128), or fp32
 //   launch_attention   a block per (tile, batch x head), the kernel's dynamic shared memory
-//                      allowed first, errors checked. The grid's y dimension holds B x H, which
+//                      allowed first (once per kernel and device), errors checked. The grid's y dimension holds B x H, which
 //                      CUDA caps at 65535 blocks: a larger product is refused with a message
 //                      naming the fix instead of failing as an invalid launch.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
+#include <map>
+#include <mutex>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "gpu/cuda_check.hpp"
 #include "gpu/kernels/attention_kernels.hpp"
@@ -21,6 +25,53 @@ namespace ringlab::gpu {
 
 inline constexpr long long kMaxGridY = 65535;
 
+// sm_90: static + dynamic shared memory of one block, at most (the 228 KiB of an SM less the
+// runtime's reserved kilobyte). tests/gpu/kernel_static.py checks the built kernels against it.
+inline constexpr int kMaxSmemPerBlock = 227 * 1024;
+
+// Lets `kernel` take `smem` bytes of dynamic shared memory on the current device. The attribute is
+// per kernel and device and stays set, so cudaFuncSetAttribute runs once per (kernel, device) and
+// again only when a launch asks for more than before (the fp32 kernels' size depends on D); the
+// launch path otherwise costs a lock and a lookup.
+inline void allow_dynamic_smem(const void* kernel, int smem) {
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, int> allowed;  // (kernel, device) -> bytes allowed
+  int device = 0;
+  RINGLAB_CUDA_CHECK(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> lock(mutex);
+  int& bytes = allowed.try_emplace({kernel, device}, -1).first->second;
+  if (smem <= bytes) return;
+  RINGLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  bytes = smem;
+}
+
+// A record "ringlab-smem:<kernel>=<bytes>" of the most dynamic shared memory a launcher requests
+// for a kernel, compiled into the launcher's object for tests/gpu/kernel_static.py to read (the
+// cubin knows a kernel's static shared memory, never what its launches ask for). N: the name's size.
+template <std::size_t N>
+struct SmemRecord {
+  char text[N + 32] = {};
+};
+
+template <std::size_t N>
+constexpr SmemRecord<N> smem_record(const char (&kernel)[N], int bytes) {
+  SmemRecord<N> record;
+  std::size_t at = 0;
+  for (const char c : "ringlab-smem:") {
+    if (c != 0) record.text[at++] = c;
+  }
+  for (std::size_t i = 0; i + 1 < N; ++i) record.text[at++] = kernel[i];
+  record.text[at++] = '=';
+  char digits[12] = {};
+  int count = 0;
+  do {
+    digits[count++] = static_cast<char>('0' + bytes % 10);
+    bytes /= 10;
+  } while (bytes > 0);
+  while (count > 0) record.text[at++] = digits[--count];
+  return record;  // the rest stays zero: the text's terminator
+}
+
 template <class Params>
 void launch_attention(void (*kernel)(Params), int tiles, int threads, int smem, const Params& p, cudaStream_t stream) {
   const long long batch_heads = static_cast<long long>(p.a.batch) * p.a.heads;
@@ -29,7 +80,7 @@ void launch_attention(void (*kernel)(Params), int tiles, int threads, int smem, 
                      std::to_string(kMaxGridY) +
                      " blocks a CUDA grid allows in y; use a smaller --batch or fewer --heads");
   }
-  RINGLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
   const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(batch_heads));
   kernel<<<grid, threads, smem, stream>>>(p);
   RINGLAB_CUDA_CHECK(cudaGetLastError());

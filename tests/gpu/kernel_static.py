@@ -1,0 +1,510 @@
+#!/usr/bin/env python3
+"""Static checks of the CUDA kernels, from the objects the build already made (no GPU, no recompile).
+
+    kernel_static.py resources LIB...    per-kernel table: registers, stack frame (spills), static and
+                                         dynamic shared memory; exit 1 when a kernel breaks a limit
+    kernel_static.py costs LIB...        per-kernel static instruction counts of the main loop (PTX),
+                                         next to FlashAttention-2's ratios derived from its tile shapes
+    kernel_static.py self-test           the checks run on synthetic input (a spill, too many
+                                         registers, too much shared memory) must fail
+
+LIB: static libraries or object files built by nvcc (gpu/libringlab_gpu_kernels.a). The sm_90 cubins
+are read straight out of their fat binaries: register count from the .text section header, stack
+frame from .nv.info, static shared memory from the .nv.shared section. The dynamic shared memory a
+launcher requests comes from the "ringlab-smem:" records the launchers (forward.cu, backward.cu)
+compile into their objects. `resources --ptxas-log FILE` checks `nvcc -Xptxas=-v` output instead
+(that one names spill stores and loads separately; the cubin only has the stack frame they live in).
+
+cuobjdump and nvdisasm are not needed (the CI toolkit has neither); the PTX for `costs` is zstd
+compressed in the fat binary, so `costs` needs the zstd command.
+"""
+import argparse
+import re
+import shutil
+import struct
+import subprocess
+import sys
+
+# sm_90: 228 KiB of shared memory per SM, at most 227 KiB per block (static + dynamic, the dynamic part
+# above 48 KiB by cudaFuncSetAttribute opt-in); the CUDA runtime reserves the remaining 1 KiB.
+SMEM_LIMIT = 227 * 1024
+REG_LIMIT = 255
+FATBIN_MAGIC = 0xBA55ED50
+CUBIN_KIND, PTX_KIND = 2, 1
+
+
+# ---- reading fat binaries and cubins -----------------------------------------------------------
+
+def fatbin_entries(blob):
+    """(kind, sm, payload bytes) of every fat binary found in blob (an object, or an archive of them)."""
+    magic = struct.pack("<I", FATBIN_MAGIC)
+    pos = blob.find(magic)
+    while pos >= 0:
+        _, _, header_size, fat_size = struct.unpack_from("<IHHQ", blob, pos)
+        entry, end = pos + header_size, pos + header_size + fat_size
+        while entry + 16 <= end:
+            kind, _, entry_header, payload_size = struct.unpack_from("<HHIQ", blob, entry)
+            sm = struct.unpack_from("<I", blob, entry + 28)[0]
+            flags = struct.unpack_from("<Q", blob, entry + 40)[0] if entry_header >= 48 else 0
+            start = entry + entry_header
+            packed = struct.unpack_from("<I", blob, entry + 16)[0]  # compressed size (payload is padded)
+            size = packed if 0 < packed <= payload_size else payload_size
+            yield kind, sm, flags, blob[start:start + size]
+            entry = start + payload_size
+        pos = blob.find(magic, max(end, pos + 1))
+
+
+def elf_sections(elf):
+    """{name: (type, flags, info, size, bytes)} of a 64-bit little-endian ELF."""
+    shoff = struct.unpack_from("<Q", elf, 0x28)[0]
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
+    headers = [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * shentsize) for i in range(shnum)]
+    names = headers[shstrndx]
+
+    def name(offset):
+        start = names[4] + offset
+        return elf[start:elf.index(b"\0", start)].decode()
+
+    sections = {}
+    for h in headers:
+        sh_name, sh_type, sh_flags, _, sh_offset, sh_size, _, sh_info, _, _ = h
+        data = b"" if sh_type == 8 else elf[sh_offset:sh_offset + sh_size]  # SHT_NOBITS: no bytes
+        sections[name(sh_name)] = (sh_type, sh_flags, sh_info, sh_size, data)
+    return sections
+
+
+EIATTR_FRAME_SIZE = 0x11  # per-kernel stack frame (spills and local arrays live there)
+EIATTR_REGCOUNT = 0x2F  # per-kernel register count
+RESERVED_SMEM = 1024  # sm_90's shared memory reserved for the system, counted in .nv.shared.<kernel>
+
+
+def nv_info_values(data, attribute):
+    """Values of `attribute` in an .nv.info section: records of (format, attribute, ...)."""
+    values, pos = [], 0
+    while pos + 2 <= len(data):
+        fmt, attr = data[pos], data[pos + 1]
+        if fmt == 0x04:  # EIFMT_SVAL: 2-byte size, then the value
+            size = struct.unpack_from("<H", data, pos + 2)[0]
+            if attr == attribute:
+                values.append(data[pos + 4:pos + 4 + size])
+            pos += 4 + size
+        elif fmt in (0x01, 0x02, 0x03):  # EIFMT_NVAL / BVAL / HVAL: 2 bytes
+            pos += 4
+        else:
+            break
+    return values
+
+
+def cubin_kernels(elf):
+    """{mangled: {registers, stack, static_smem}} of every kernel (.text.<name>) in a cubin."""
+    sections = elf_sections(elf)
+    info = sections.get(".nv.info", (0, 0, 0, 0, b""))[4]
+    symbols = symbol_names(sections)
+
+    def per_kernel(attribute):
+        values = {}
+        for value in nv_info_values(info, attribute):
+            index, size = struct.unpack_from("<II", value)
+            values[symbols.get(index, "")] = size
+        return values
+
+    frames, registers = per_kernel(EIATTR_FRAME_SIZE), per_kernel(EIATTR_REGCOUNT)
+    reserved = RESERVED_SMEM if ".nv.shared.reserved.0" in sections else 0
+    kernels = {}
+    for name in sections:
+        if not name.startswith(".text."):
+            continue
+        mangled = name[len(".text."):]
+        if (".nv.info." + mangled) not in sections:
+            continue  # a device function, not a kernel
+        shared = sections.get(".nv.shared." + mangled)
+        static = shared[3] if shared else 0
+        kernels[mangled] = {
+            "uses_smem": shared is not None,
+            "registers": registers.get(mangled, -1),
+            "stack": frames.get(mangled, 0),
+            # ptxas -v's "bytes smem": the section less the system's reserved kilobyte, which the CUDA
+            # runtime adds outside the 227 KiB a block may use.
+            "static_smem": static - min(static, reserved),
+        }
+    return kernels
+
+
+def symbol_names(sections):
+    symtab = sections.get(".symtab")
+    strtab = sections.get(".strtab")
+    if not symtab or not strtab:
+        return {}
+    names, data, strings = {}, symtab[4], strtab[4]
+    for index in range(len(data) // 24):
+        st_name = struct.unpack_from("<I", data, index * 24)[0]
+        names[index] = strings[st_name:strings.index(b"\0", st_name)].decode()
+    return names
+
+
+def smem_records(blob):
+    """{demangled kernel: dynamic shared memory bytes} from the launchers' "ringlab-smem:" records."""
+    records = {}
+    for match in re.finditer(rb"ringlab-smem:([^=\0]+)=(\d+)\0", blob):
+        records[match.group(1).decode()] = int(match.group(2))
+    return records
+
+
+def demangle(names):
+    tool = shutil.which("cu++filt") or shutil.which("/usr/local/cuda/bin/cu++filt") or shutil.which("c++filt")
+    if not tool or not names:
+        return {n: n for n in names}
+    out = subprocess.run([tool], input="\n".join(names), capture_output=True, text=True, check=True).stdout
+    return dict(zip(names, out.splitlines()))
+
+
+def short(demangled):
+    """'void ringlab::gpu::forward_mma_kernel<__nv_bfloat16, 64>(ringlab::gpu::ForwardParams)' ->
+    'forward_mma_kernel<__nv_bfloat16, 64>'."""
+    name = re.sub(r"^void ", "", demangled)
+    depth, cut = 0, len(name)
+    for i, c in enumerate(name):  # drop the parameter list: the first '(' outside template brackets
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth -= 1
+        elif c == "(" and depth == 0:
+            cut = i
+            break
+    return name[:cut].replace("ringlab::gpu::", "")
+
+
+def read_libraries(paths, sm):
+    kernels, dynamic, ptx = {}, {}, []
+    for path in paths:
+        with open(path, "rb") as f:
+            blob = f.read()
+        dynamic.update(smem_records(blob))
+        for kind, entry_sm, flags, payload in fatbin_entries(blob):
+            if entry_sm != sm:
+                continue
+            if kind == CUBIN_KIND and payload[:4] == b"\x7fELF":
+                kernels.update(cubin_kernels(payload))
+            elif kind == PTX_KIND:
+                ptx.append(payload)
+    return kernels, dynamic, ptx
+
+
+# ---- resources ------------------------------------------------------------------------------------
+
+def check(rows):
+    """rows: dicts with name, registers, spill (bytes or None), stack, static_smem, dynamic_smem.
+    Returns the list of problems."""
+    problems = []
+    for r in rows:
+        if r.get("uses_smem") and r["dynamic_smem"] is None:
+            problems.append(f"{r['name']}: uses shared memory but no launcher records its dynamic size "
+                            "(smem_record in launch.cuh)")
+        if r["registers"] > REG_LIMIT:
+            problems.append(f"{r['name']}: {r['registers']} registers > {REG_LIMIT}")
+        if r["spill"]:
+            problems.append(f"{r['name']}: {r['spill']} bytes of register spills")
+        if r["stack"] > 0:
+            problems.append(f"{r['name']}: {r['stack']}-byte stack frame (spills or a local array; expected 0)")
+        total = r["static_smem"] + (r["dynamic_smem"] or 0)
+        if total > SMEM_LIMIT:
+            problems.append(f"{r['name']}: {r['static_smem']} static + {r['dynamic_smem'] or 0} dynamic bytes of "
+                            f"shared memory > {SMEM_LIMIT} (sm_90 per block)")
+    return problems
+
+
+def print_table(rows, file=sys.stdout):
+    header = ("kernel", "registers", "spill bytes", "stack", "static smem", "dynamic smem requested")
+    cells = [header] + [(r["name"], str(r["registers"]), "-" if r["spill"] is None else str(r["spill"]),
+                         str(r["stack"]), str(r["static_smem"]),
+                         "-" if r["dynamic_smem"] is None else str(r["dynamic_smem"])) for r in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
+    for i, c in enumerate(cells):
+        print("| " + " | ".join(v.ljust(w) if j == 0 else v.rjust(w) for j, (v, w) in enumerate(zip(c, widths)))
+              + " |", file=file)
+        if i == 0:
+            print("|" + "|".join("-" * (w + 2) for w in widths) + "|", file=file)
+
+
+def rows_from_libraries(paths, sm):
+    kernels, dynamic, _ = read_libraries(paths, sm)
+    names = demangle(sorted(kernels))
+    rows = []
+    for mangled in sorted(kernels, key=lambda m: short(names[m])):
+        k = kernels[mangled]
+        name = short(names[mangled])
+        # spills live in the stack frame: none without one (a frame fails the check on its own)
+        rows.append(dict(name=name, registers=k["registers"], spill=0 if k["stack"] == 0 else None, stack=k["stack"],
+                         static_smem=k["static_smem"], dynamic_smem=dynamic.get(name), uses_smem=k["uses_smem"]))
+    return rows, sorted(set(dynamic) - {r["name"] for r in rows})
+
+
+def parse_ptxas_log(text):
+    """Rows from `ptxas -v` output (nvcc -Xptxas=-v)."""
+    rows, current = [], None
+    for line in text.splitlines():
+        m = re.search(r"Function properties for (\S+)", line) or re.search(r"Compiling entry function '([^']+)'", line)
+        if m:
+            if current is None or current["mangled"] != m.group(1):
+                current = dict(mangled=m.group(1), registers=0, spill=0, stack=0, static_smem=0, dynamic_smem=None)
+                rows.append(current)
+            continue
+        if current is None:
+            continue
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m:
+            current["stack"] = int(m.group(1))
+            current["spill"] = int(m.group(2)) + int(m.group(3))
+        m = re.search(r"Used (\d+) registers", line)
+        if m:
+            current["registers"] = int(m.group(1))
+        m = re.search(r"(\d+) bytes smem", line)
+        if m:
+            current["static_smem"] = int(m.group(1))
+    names = demangle([r["mangled"] for r in rows])
+    for r in rows:
+        r["name"] = short(names[r.pop("mangled")])
+    return rows
+
+
+def resources(args):
+    if args.ptxas_log:
+        with open(args.ptxas_log) as f:
+            rows = parse_ptxas_log(f.read())
+        dynamic = {}
+        for path in args.libraries:
+            with open(path, "rb") as f:
+                dynamic.update(smem_records(f.read()))
+        for r in rows:
+            r["dynamic_smem"] = dynamic.get(r["name"])
+        orphans = []
+    else:
+        rows, orphans = rows_from_libraries(args.libraries, args.sm)
+    if not rows:
+        print(f"kernel_static: no sm_{args.sm} kernels found in {' '.join(args.libraries)}", file=sys.stderr)
+        return 1
+    print(f"Kernel resources, sm_{args.sm} (static, from the built cubins; limits: {REG_LIMIT} registers, "
+          f"no stack frame, static + dynamic shared memory <= {SMEM_LIMIT} bytes)")
+    print_table(rows)
+    print("(spill bytes: 0 where the stack frame is 0, as spills live in it; dynamic smem '-': the kernel uses no "
+          "shared memory and its launcher records none)")
+    problems = check(rows) + [f"a ringlab-smem record names {name}, which no kernel has (renamed?)" for name in orphans]
+    for p in problems:
+        print("FAIL: " + p)
+    if not problems:
+        print(f"OK: {len(rows)} kernels within the limits")
+    return 1 if problems else 0
+
+
+# ---- costs ----------------------------------------------------------------------------------------
+
+COUNTED = [  # (column, PTX opcode prefix)
+    ("mma", "mma.sync"), ("ldmatrix", "ldmatrix"), ("ex2", "ex2"), ("atomics", ("red.", "atom.")),
+    ("bar.sync", ("bar.sync", "barrier.sync")), ("cp.async", "cp.async."), ("ld.global", "ld.global"),
+]
+
+
+def ptx_functions(ptx):
+    """{mangled: [instruction lines]} of the .entry functions of a PTX text."""
+    functions, current, depth = {}, None, 0
+    for line in ptx.splitlines():
+        m = re.match(r"\s*\.(?:visible\s+)?\.entry\s+(\S+?)\(", line + "(")
+        if m and current is None:
+            current, depth = m.group(1), 0
+            functions[current] = []
+            continue
+        if current is None:
+            continue
+        depth += line.count("{") - line.count("}")
+        if "}" in line and depth <= 0 and functions[current]:
+            current = None
+            continue
+        functions[current].append(line.strip())
+    return functions
+
+
+def main_loop(lines):
+    """The instruction lines of the loop that holds the most mma.sync (else the most instructions):
+    from a label to the last branch back to it."""
+    labels = {}
+    for i, line in enumerate(lines):
+        m = re.match(r"(\$L__\w+):", line)
+        if m:
+            labels[m.group(1)] = i
+    best, best_key = None, (-1, -1)
+    for j, line in enumerate(lines):
+        m = re.search(r"\bbra(?:\.uni)?\s+(\$L__\w+);", line)
+        if not m or m.group(1) not in labels or labels[m.group(1)] >= j:
+            continue
+        body = lines[labels[m.group(1)]:j + 1]
+        mmas = sum(1 for b in body if b.lstrip("@%!p0123456789 ").startswith("mma.sync"))
+        key = (mmas, len(body)) if mmas else (0, len(body))
+        if key > best_key:
+            best, best_key = body, key
+    return best or []
+
+
+def count(lines):
+    """{column: (unconditional, conditional)}: an instruction is conditional when it lies between a
+    predicated forward branch and its target inside the loop (an if that some tiles skip, e.g. the
+    first tile's load of Q into registers or the mask of a cut tile)."""
+    labels = {}
+    for i, line in enumerate(lines):
+        m = re.match(r"(\$L__\w+):", line)
+        if m:
+            labels[m.group(1)] = i
+    skipped = [False] * len(lines)
+    for i, line in enumerate(lines):
+        m = re.match(r"@!?%\w+\s+bra(?:\.uni)?\s+(\$L__\w+);", line)
+        if m and labels.get(m.group(1), -1) > i:
+            for k in range(i + 1, labels[m.group(1)]):
+                skipped[k] = True
+    counts = {c: [0, 0] for c, _ in COUNTED}
+    for line, conditional in zip(lines, skipped):
+        op = re.sub(r"^@!?%\w+\s+", "", line)
+        for column, prefix in COUNTED:
+            if op.startswith(prefix):
+                counts[column][1 if conditional else 0] += 1
+    return counts
+
+
+def decompress_ptx(payload):
+    if payload[:4] == b"\x28\xb5\x2f\xfd":  # zstd frame
+        zstd = shutil.which("zstd")
+        if not zstd:
+            return None
+        payload = subprocess.run([zstd, "-dc"], input=payload, capture_output=True, check=True).stdout
+    return payload.split(b"\0", 1)[0].decode(errors="replace")
+
+
+# FlashAttention-2 design (Dao 2023): each warp owns R query rows of the block's tile, so per 16-wide
+# k-step it loads K's (or V's) B fragments by one ldmatrix.x4 per 16 key columns and reuses them for
+# each of its R/16 m-tiles. Per K/V tile of BK keys and head dimension D, both GEMMs together:
+#   mma      = 2 * (R/16) * (BK/8) * (D/16)         S = Q K^T and O += P V, m16n8k16
+#   ldmatrix = 2 * (BK/16) * (D/16)                  K and V (transposed), one x4 per 16x16
+#            + (R/16) * (D/16)                       Q's A fragments, when re-read from shared
+#                                                    memory every tile (FA2's default, Q not in registers)
+# D cancels: with Q in registers ldmatrix/mma = 8 / R; with Q re-read, (R/16 + 2 BK/16) / (2 (R/16) (BK/8)).
+def fa2_ldmatrix_per_mma(rows_per_warp, block_k=64, q_in_registers=True):
+    m_tiles = rows_per_warp / 16
+    loads = 2 * block_k / 16 + (0 if q_in_registers else m_tiles)
+    return loads / (2 * m_tiles * block_k / 8)
+
+
+def costs(args):
+    _, _, ptx_payloads = read_libraries(args.libraries, args.sm)
+    functions = {}
+    for payload in ptx_payloads:
+        text = decompress_ptx(payload)
+        if text is None:
+            print("kernel_static: the PTX in the fat binary is zstd-compressed and the zstd command is missing; "
+                  "no cost table", file=sys.stderr)
+            return 0
+        functions.update(ptx_functions(text))
+    names = demangle(sorted(functions))
+    wanted = [m for m in functions if re.search(args.kernels, short(names[m]))]
+    if not wanted:
+        print(f"kernel_static: no kernel matching '{args.kernels}' in the PTX", file=sys.stderr)
+        return 1
+    columns = [c for c, _ in COUNTED]
+    cells = [("kernel (main loop, per KV/Q tile)",) + tuple(columns) + ("ldmatrix/mma",)]
+    for mangled in sorted(wanted, key=lambda m: short(names[m])):
+        c = count(main_loop(functions[mangled]))
+        mma = c["mma"][0]
+        ratio = f"{c['ldmatrix'][0] / mma:.3f}" if mma else "-"
+        cells.append((short(names[mangled]),) +
+                     tuple(f"{c[k][0]}" + (f"+{c[k][1]}" if c[k][1] else "") for k in columns) + (ratio,))
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    print("Static instruction counts per iteration of each kernel's main loop (PTX from the built fat binary, "
+          f"sm_{args.sm}): the loop is the backward branch whose body holds the most mma.sync; one iteration "
+          "is one K/V tile (forward) or one Q tile (backward). 'a+b': a on every iteration, b under a branch some "
+          "iterations skip (first-tile Q load, masking); ldmatrix/mma from the a's. Static counts, not timings; "
+          "ptxas may still schedule or fuse them.")
+    for i, row in enumerate(cells):
+        print("| " + " | ".join(v.ljust(w) if j == 0 else v.rjust(w) for j, (v, w) in enumerate(zip(row, widths)))
+              + " |")
+        if i == 0:
+            print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    print()
+    print("FlashAttention-2 design (Dao 2023), ratios derived from its tile shapes (per K/V tile, per warp "
+          "owning R query rows, BK keys, any D):")
+    print("  mma = 2 (R/16)(BK/8)(D/16); ldmatrix = 2 (BK/16)(D/16) [K, V] + (R/16)(D/16) [Q, only if re-read]")
+    print("  ldmatrix/mma = 8/R with Q in registers; (R/16 + 2 BK/16) / (2 (R/16)(BK/8)) with Q re-read per tile")
+    for block_q, warps in ((128, 4), (64, 4)):
+        rows = block_q // warps
+        print(f"  {block_q} q x 64 k tile, {warps} warps, R = {rows}: Q in registers "
+              f"{fa2_ldmatrix_per_mma(rows):.3f}, Q re-read {fa2_ldmatrix_per_mma(rows, q_in_registers=False):.3f}")
+    print("  ringlab's forward: 64 q x 64 k, 4 warps, R = 16, Q in registers after the first tile: 0.500 expected")
+    print("  (FA2's published backward tiling has no such single ratio here; the backward rows are for comparing "
+          "ringlab's own versions)")
+    return 0
+
+
+# ---- self-test ------------------------------------------------------------------------------------
+
+SYNTHETIC_SPILL = """\
+ptxas info    : Compiling entry function '_ZN7ringlab3gpu18forward_mma_kernelI13__nv_bfloat16Li128EEEvNS0_13ForwardParamsE' for 'sm_90'
+ptxas info    : Function properties for _ZN7ringlab3gpu18forward_mma_kernelI13__nv_bfloat16Li128EEEvNS0_13ForwardParamsE
+    24 bytes stack frame, 24 bytes spill stores, 16 bytes spill loads
+ptxas info    : Used 255 registers, used 1 barriers
+ptxas info    : Compiling entry function '_ZN7ringlab3gpu19forward_fp32_kernelENS0_13ForwardParamsE' for 'sm_90'
+ptxas info    : Function properties for _ZN7ringlab3gpu19forward_fp32_kernelENS0_13ForwardParamsE
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 128 registers, used 1 barriers, 1024 bytes smem
+"""
+
+
+def self_test(_args):
+    failures = []
+
+    def expect(what, condition):
+        print(("ok   " if condition else "FAIL ") + what)
+        if not condition:
+            failures.append(what)
+
+    rows = parse_ptxas_log(SYNTHETIC_SPILL)
+    expect("the synthetic ptxas log has two kernels", len(rows) == 2)
+    expect("its names are demangled", rows[0]["name"] == "forward_mma_kernel<__nv_bfloat16, 128>")
+    expect("the spill is read (40 bytes)", rows[0]["spill"] == 40 and rows[0]["stack"] == 24)
+    expect("the static shared memory is read", rows[1]["static_smem"] == 1024)
+    problems = check(rows)
+    expect("a spilling kernel fails the check", any("spills" in p for p in problems))
+    expect("its stack frame fails the check", any("stack frame" in p for p in problems))
+    expect("the clean kernel passes", not any("fp32" in p for p in problems))
+    clean = dict(name="k", registers=255, spill=0, stack=0, static_smem=1024, dynamic_smem=SMEM_LIMIT - 1024)
+    expect("255 registers and exactly 227 KiB pass", not check([clean]))
+    expect("256 registers fail", check([dict(clean, registers=256)]))
+    expect("one byte over 227 KiB fails", check([dict(clean, dynamic_smem=SMEM_LIMIT - 1023)]))
+    expect("shared memory without a record fails", check([dict(clean, dynamic_smem=None, uses_smem=True)]))
+    expect("the records are found", smem_records(b"xx ringlab-smem:forward_mma_kernel<__half, 64>=40960\0yy")
+           == {"forward_mma_kernel<__half, 64>": 40960})
+    loop = ["mov.u32 %r1, 0;", "$L__BB0_2:", "@%p1 bra $L__BB0_3;", "mma.sync.aligned.m16n8k16 x;",
+            "ldmatrix.sync.aligned.m8n8.x4.shared.b16 y;", "$L__BB0_3:", "ex2.approx.ftz.f32 z;",
+            "@%p2 bra $L__BB0_2;", "ret;"]
+    c = count(main_loop(loop))
+    expect("the main loop is found and counted, the skippable part apart",
+           c["mma"] == [0, 1] and c["ldmatrix"] == [0, 1] and c["ex2"] == [1, 0])
+    expect("FA2's ratios: 0.3125 at 32 rows per warp with Q re-read, 0.5 at 16 with Q in registers",
+           fa2_ldmatrix_per_mma(32, q_in_registers=False) == 0.3125 and fa2_ldmatrix_per_mma(16) == 0.5)
+    print("self-test: " + ("FAILED" if failures else "passed"))
+    return 1 if failures else 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("resources")
+    r.add_argument("libraries", nargs="+")
+    r.add_argument("--sm", type=int, default=90)
+    r.add_argument("--ptxas-log", help="check this `ptxas -v` output instead of the cubins")
+    c = sub.add_parser("costs")
+    c.add_argument("libraries", nargs="+")
+    c.add_argument("--sm", type=int, default=90)
+    c.add_argument("--kernels", default="_mma_kernel", help="regex of the kernels to count (default: tensor-core)")
+    sub.add_parser("self-test")
+    args = parser.parse_args()
+    return {"resources": resources, "costs": costs, "self-test": self_test}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
