@@ -71,10 +71,12 @@ void add_into(float* to, const float* from, int64_t count, cudaStream_t stream) 
 void copy_token_rows(const RowCopy& copy, cudaStream_t stream) {
   const int64_t total = static_cast<int64_t>(copy.batch) * copy.count * copy.head_count * copy.dim;
   if (total == 0) return;
+  // a thread per 16-byte word, the widest the kernel moves (narrower words: the grid strides on)
+  const unsigned blocks = blocks_for((total * copy.element_bytes + 15) / 16);
   if (copy.element_bytes == 2) {
-    copy_token_rows_kernel<unsigned short><<<blocks_for(total), kThreads, 0, stream>>>(copy);
+    copy_token_rows_kernel<unsigned short><<<blocks, kThreads, 0, stream>>>(copy);
   } else {
-    copy_token_rows_kernel<float><<<blocks_for(total), kThreads, 0, stream>>>(copy);
+    copy_token_rows_kernel<float><<<blocks, kThreads, 0, stream>>>(copy);
   }
   RINGLAB_CUDA_CHECK(cudaGetLastError());
 }

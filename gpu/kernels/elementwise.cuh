@@ -3,6 +3,7 @@
 // of. Grid-stride loops, memory-bound and simple on purpose; any grid size is correct.
 #pragma once
 
+#include <cstdint>
 #include <type_traits>
 
 #include "gpu/kernels/attention_kernels.hpp"
@@ -68,31 +69,91 @@ RINGLAB_KERNEL void add_kernel(float* to, const float* from, int64_t count) {
   for (int64_t i = global_thread(); i < count; i += grid_threads()) to[i] += from[i];
 }
 
-// E: an element of element_bytes (uint16_t or float); the copy is bitwise.
+namespace dev {
+
+// A grid-stride position in a mixed-radix index, most significant digit first (e.g. b, i, h, chunk):
+// the thread's linear index and the grid's stride are each split into digits once, then the loop
+// adds the stride digit by digit with carries, so the loop body divides nothing (a 64-bit divide is
+// a long instruction sequence on the GPU). Every radix must be >= 1.
+template <int N>
+struct GridDigits {
+  int64_t radix[N], at[N], step[N];
+
+  RINGLAB_DEVICE explicit GridDigits(const int64_t (&radices)[N]) {
+    RINGLAB_UNROLL
+    for (int k = 0; k < N; ++k) radix[k] = radices[k];
+    split(global_thread(), at);
+    split(grid_threads(), step);
+  }
+  RINGLAB_DEVICE bool valid() const { return at[0] < radix[0]; }
+  RINGLAB_DEVICE void advance() {
+    int64_t carry = 0;
+    RINGLAB_UNROLL
+    for (int k = N - 1; k > 0; --k) {  // at[k], step[k] < radix[k]: one carry at most
+      at[k] += step[k] + carry;
+      carry = at[k] >= radix[k] ? 1 : 0;
+      at[k] -= carry * radix[k];
+    }
+    at[0] += step[0] + carry;
+  }
+
+ private:
+  RINGLAB_DEVICE void split(int64_t x, int64_t (&digits)[N]) const {
+    RINGLAB_UNROLL
+    for (int k = N - 1; k > 0; --k) {
+      digits[k] = x % radix[k];
+      x /= radix[k];
+    }
+    digits[0] = x;  // may exceed radix[0]: past the end
+  }
+};
+
+// One (b, i, h) row segment of D elements is `chunks` words V; the copy moves whole words.
+template <class V>
+RINGLAB_DEVICE void copy_token_rows_as(const RowCopy& c, int chunks) {
+  const V* src = static_cast<const V*>(c.src);
+  V* dst = static_cast<V*>(c.dst);
+  for (GridDigits<4> g({c.batch, c.count, c.head_count, chunks}); g.valid(); g.advance()) {
+    const int64_t b = g.at[0], i = g.at[1], h = g.at[2], chunk = g.at[3];
+    const int64_t si = c.src_index ? c.src_index[i] : i, di = c.dst_index ? c.dst_index[i] : i;
+    dst[((b * c.dst_rows + di) * c.dst_heads + c.dst_head0 + h) * chunks + chunk] =
+        src[((b * c.src_rows + si) * c.src_heads + c.src_head0 + h) * chunks + chunk];
+  }
+}
+
+// The widest word (16, 8 or 4 bytes, else one element) that divides a row segment's bytes and
+// aligns both bases: every row segment then starts on a word boundary, since its offset is a
+// multiple of the segment's bytes. bf16 with D = 64 or 128 moves 16 bytes per thread.
+RINGLAB_DEVICE int copy_word_bytes(const RowCopy& c, int row_bytes) {
+  const auto bases = reinterpret_cast<uintptr_t>(c.src) | reinterpret_cast<uintptr_t>(c.dst);
+  for (int word = 16; word >= 4; word /= 2) {
+    if (row_bytes % word == 0 && bases % word == 0) return word;
+  }
+  return 0;
+}
+
+}  // namespace dev
+
+// E: an element of element_bytes (uint16_t or float); the copy is bitwise, in the widest aligned
+// words (dev::copy_word_bytes) and without divisions in the loop (dev::GridDigits).
 template <class E>
 RINGLAB_KERNEL void copy_token_rows_kernel(RowCopy c) {
-  const int64_t total = static_cast<int64_t>(c.batch) * c.count * c.head_count * c.dim;
-  const E* src = static_cast<const E*>(c.src);
-  E* dst = static_cast<E*>(c.dst);
-  for (int64_t e = global_thread(); e < total; e += grid_threads()) {
-    const int d = static_cast<int>(e % c.dim);
-    const int h = static_cast<int>(e / c.dim % c.head_count);
-    const int i = static_cast<int>(e / c.dim / c.head_count % c.count);
-    const int64_t b = e / c.dim / c.head_count / c.count;
-    const int64_t si = c.src_index ? c.src_index[i] : i, di = c.dst_index ? c.dst_index[i] : i;
-    dst[((b * c.dst_rows + di) * c.dst_heads + c.dst_head0 + h) * c.dim + d] =
-        src[((b * c.src_rows + si) * c.src_heads + c.src_head0 + h) * c.dim + d];
+  if (static_cast<int64_t>(c.batch) * c.count * c.head_count * c.dim == 0) return;
+  const int row_bytes = c.dim * static_cast<int>(sizeof(E));
+  switch (dev::copy_word_bytes(c, row_bytes)) {
+    case 16: return dev::copy_token_rows_as<uint4>(c, row_bytes / 16);
+    case 8: return dev::copy_token_rows_as<uint2>(c, row_bytes / 8);
+    case 4: return dev::copy_token_rows_as<unsigned>(c, row_bytes / 4);
+    default: return dev::copy_token_rows_as<E>(c, c.dim);
   }
 }
 
 RINGLAB_KERNEL void copy_lse_rows_kernel(RowCopy c) {
-  const int64_t total = static_cast<int64_t>(c.batch) * c.head_count * c.count;
+  if (static_cast<int64_t>(c.batch) * c.head_count * c.count == 0) return;
   const float* src = static_cast<const float*>(c.src);
   float* dst = static_cast<float*>(c.dst);
-  for (int64_t e = global_thread(); e < total; e += grid_threads()) {
-    const int i = static_cast<int>(e % c.count);
-    const int h = static_cast<int>(e / c.count % c.head_count);
-    const int64_t b = e / c.count / c.head_count;
+  for (dev::GridDigits<3> g({c.batch, c.head_count, c.count}); g.valid(); g.advance()) {
+    const int64_t b = g.at[0], h = g.at[1], i = g.at[2];
     const int64_t si = c.src_index ? c.src_index[i] : i, di = c.dst_index ? c.dst_index[i] : i;
     dst[(b * c.dst_heads + c.dst_head0 + h) * c.dst_rows + di] =
         src[(b * c.src_heads + c.src_head0 + h) * c.src_rows + si];

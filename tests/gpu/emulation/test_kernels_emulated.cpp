@@ -16,6 +16,7 @@
 
 #include "gpu/kernels/backward_fp32.cuh"
 #include "gpu/kernels/backward_mma.cuh"
+#include "gpu/kernels/elementwise.cuh"
 #include "gpu/kernels/forward_fp32.cuh"
 #include "gpu/kernels/forward_mma.cuh"
 #include "gpu/kernels/kernel_mask.hpp"
@@ -559,6 +560,94 @@ TEST_CASE("emulated fp32 forward and backward, D=40 and 128: documents, window, 
   pr.H = 2, pr.HKV = 1;
   check_forward<float, 0>(Kind::fp32, pr, kFp32Out, kFp32Lse);
   check_backward<float, 0>(Kind::fp32, pr, kFp32Grad);
+}
+
+// The all-to-all row copies (elementwise.cuh): every word width the kernel picks (16, 8, 4 bytes,
+// one element), index lists, head offsets, a batch, and grids too small and too large for the work,
+// against a plain loop over (b, i, h, d).
+struct CopyCase {
+  int element_bytes, dim, batch, count, head_count;
+  bool indexed;
+  int base_offset;  // elements added to both bases: misaligns them
+};
+
+template <class E>
+void check_row_copy(const CopyCase& k, unsigned blocks) {
+  const int src_rows = k.count + 3, dst_rows = k.count + 5, src_heads = k.head_count + 2, dst_heads = k.head_count + 1;
+  std::vector<E> src(static_cast<size_t>(k.batch) * src_rows * src_heads * k.dim + 8);
+  for (size_t e = 0; e < src.size(); ++e) src[e] = static_cast<E>(e * 7 + 1);
+  std::vector<E> dst(static_cast<size_t>(k.batch) * dst_rows * dst_heads * k.dim + 8, E(0));
+  std::vector<E> want = dst;
+  std::vector<int32_t> src_index, dst_index;
+  for (int i = 0; i < k.count; ++i) {
+    src_index.push_back((i * 5 + 2) % src_rows);
+    dst_index.push_back(dst_rows - 1 - i);
+  }
+  gpu::RowCopy c;
+  c.src = src.data() + k.base_offset;
+  c.dst = dst.data() + k.base_offset;
+  c.src_rows = src_rows, c.src_heads = src_heads, c.src_head0 = 1;
+  c.dst_rows = dst_rows, c.dst_heads = dst_heads, c.dst_head0 = dst_heads - k.head_count;
+  c.src_index = k.indexed ? src_index.data() : nullptr;
+  c.dst_index = k.indexed ? dst_index.data() : nullptr;
+  c.count = k.count, c.head_count = k.head_count, c.batch = k.batch, c.dim = k.dim, c.element_bytes = k.element_bytes;
+  for (int b = 0; b < k.batch; ++b) {
+    for (int i = 0; i < k.count; ++i) {
+      const int si = k.indexed ? src_index[i] : i, di = k.indexed ? dst_index[i] : i;
+      for (int h = 0; h < k.head_count; ++h) {
+        for (int d = 0; d < k.dim; ++d) {
+          want[k.base_offset + ((size_t(b) * dst_rows + di) * dst_heads + c.dst_head0 + h) * k.dim + d] =
+              src[k.base_offset + ((size_t(b) * src_rows + si) * src_heads + c.src_head0 + h) * k.dim + d];
+        }
+      }
+    }
+  }
+  emu::launch(
+      emu::Dim3{blocks, 1, 1}, 64, 0, [&] { gpu::copy_token_rows_kernel<E>(c); }, "copy_token_rows");
+  CHECK(dst == want);
+
+  // copy_lse_rows on (B, heads, rows) fp32 tensors, the same RowCopy
+  if constexpr (std::is_same_v<E, float>) {
+    std::vector<float> lse_dst(dst.size(), 0.f), lse_want(dst.size(), 0.f);
+    c.dst = lse_dst.data() + k.base_offset;
+    for (int b = 0; b < k.batch; ++b) {
+      for (int h = 0; h < k.head_count; ++h) {
+        for (int i = 0; i < k.count; ++i) {
+          const int si = k.indexed ? src_index[i] : i, di = k.indexed ? dst_index[i] : i;
+          lse_want[k.base_offset + (size_t(b) * dst_heads + c.dst_head0 + h) * dst_rows + di] =
+              src[k.base_offset + (size_t(b) * src_heads + c.src_head0 + h) * src_rows + si];
+        }
+      }
+    }
+    emu::launch(
+        emu::Dim3{blocks, 1, 1}, 64, 0, [&] { gpu::copy_lse_rows_kernel(c); }, "copy_lse_rows");
+    CHECK(lse_dst == lse_want);
+  }
+}
+
+TEST_CASE("emulated all-to-all row copies: 16/8/4-byte words and single elements, indexed, any grid",
+          "[gpu][emulated][copy]") {
+  const CopyCase cases[] = {
+      {2, 64, 2, 5, 3, true, 0},    // bf16, D = 64: 128-byte rows, 16-byte words
+      {2, 128, 1, 3, 2, false, 0},  // 16-byte words, no index lists
+      {2, 12, 2, 4, 3, true, 0},    // 24-byte rows: 8-byte words
+      {2, 6, 1, 5, 2, true, 0},     // 12-byte rows: 4-byte words
+      {2, 3, 2, 3, 2, true, 0},     // 6-byte rows: single elements
+      {2, 64, 1, 3, 2, true, 1},    // bases off by 2 bytes: single elements
+      {4, 40, 2, 3, 3, true, 0},    // fp32, D = 40: 160-byte rows, 16-byte words
+      {4, 5, 1, 4, 3, true, 0},     // 20-byte rows: 4-byte words
+      {4, 32, 1, 3, 2, false, 2},   // bases off by 8 bytes: 8-byte words
+  };
+  for (const CopyCase& k : cases) {
+    for (const unsigned blocks : {1U, 3U, 64U}) {  // 64 threads, 192, and more threads than words
+      CAPTURE(k.element_bytes, k.dim, k.batch, k.count, k.head_count, k.indexed, k.base_offset, blocks);
+      if (k.element_bytes == 2) {
+        check_row_copy<uint16_t>(k, blocks);
+      } else {
+        check_row_copy<float>(k, blocks);
+      }
+    }
+  }
 }
 
 }  // namespace ringlab
