@@ -15,7 +15,7 @@ launcher requests comes from the "ringlab-smem:" records the launchers (forward.
 compile into their objects. `resources --ptxas-log FILE` checks `nvcc -Xptxas=-v` output instead
 (that one names spill stores and loads separately; the cubin only has the stack frame they live in).
 
-cuobjdump and nvdisasm are not needed (the CI toolkit has neither); the PTX for `costs` is zstd
+cuobjdump and nvdisasm are not needed (the toolkit installed here and in CI has neither); the PTX for `costs` is zstd
 compressed in the fat binary, so `costs` needs the zstd command.
 """
 import argparse
@@ -293,6 +293,10 @@ def resources(args):
         print("FAIL: " + p)
     if not problems:
         print(f"OK: {len(rows)} kernels within the limits")
+    if args.rows:  # scripts/bench's summary line (bench/report_row.hpp)
+        bad = len({p.split(":")[0] for p in problems})
+        print(f"@row|gpu static (cubin)|sm_{args.sm} kernels with <= {REG_LIMIT} registers, no spills, shared memory "
+              f"<= 227 KiB|{len(rows) - bad} of {len(rows)}|all|{'MISSED' if problems else 'met'}")
     return 1 if problems else 0
 
 
@@ -407,6 +411,7 @@ def costs(args):
         print(f"kernel_static: no kernel matching '{args.kernels}' in the PTX", file=sys.stderr)
         return 1
     columns = [c for c, _ in COUNTED]
+    summary = []
     cells = [("kernel (main loop, per KV/Q tile)",) + tuple(columns) + ("ldmatrix/mma",)]
     for mangled in sorted(wanted, key=lambda m: short(names[m])):
         c = count(main_loop(functions[mangled]))
@@ -414,6 +419,10 @@ def costs(args):
         ratio = f"{c['ldmatrix'][0] / mma:.3f}" if mma else "-"
         cells.append((short(names[mangled]),) +
                      tuple(f"{c[k][0]}" + (f"+{c[k][1]}" if c[k][1] else "") for k in columns) + (ratio,))
+        if args.rows and short(names[mangled]).startswith("forward_mma_kernel<__nv_bfloat16"):
+            summary.append(f"@row|gpu static (PTX)|{short(names[mangled])}: ldmatrix per mma.sync per K/V tile, static|"
+                        f"{ratio}|FA2 design: {fa2_ldmatrix_per_mma(16):.3f} at 16 rows/warp, "
+                        f"{fa2_ldmatrix_per_mma(32):.3f} at 32|-")
     widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
     print("Static instruction counts per iteration of each kernel's main loop (PTX from the built fat binary, "
           f"sm_{args.sm}): the loop is the backward branch whose body holds the most mma.sync; one iteration "
@@ -437,6 +446,8 @@ def costs(args):
     print("  ringlab's forward: 64 q x 64 k, 4 warps, R = 16, Q in registers after the first tile: 0.500 expected")
     print("  (FA2's published backward tiling has no such single ratio here; the backward rows are for comparing "
           "ringlab's own versions)")
+    for row in summary:
+        print(row)
     return 0
 
 
@@ -497,10 +508,12 @@ def main():
     r.add_argument("libraries", nargs="+")
     r.add_argument("--sm", type=int, default=90)
     r.add_argument("--ptxas-log", help="check this `ptxas -v` output instead of the cubins")
+    r.add_argument("--rows", action="store_true", help="also print scripts/bench's @row summary line")
     c = sub.add_parser("costs")
     c.add_argument("libraries", nargs="+")
     c.add_argument("--sm", type=int, default=90)
     c.add_argument("--kernels", default="_mma_kernel", help="regex of the kernels to count (default: tensor-core)")
+    c.add_argument("--rows", action="store_true", help="also print scripts/bench's @row summary lines")
     sub.add_parser("self-test")
     args = parser.parse_args()
     return {"resources": resources, "costs": costs, "self-test": self_test}[args.command](args)
