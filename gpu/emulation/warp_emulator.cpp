@@ -513,7 +513,7 @@ void run_turn(BlockState& block, int w) {
     const uint64_t before = block.progress;
     if (adversary().shuffle) std::shuffle(lanes.begin(), lanes.end(), block.random);
     for (int lane : lanes) {
-      Fiber& fiber = block.fibers[static_cast<size_t>(w * 32 + lane)];
+      Fiber& fiber = block.fibers[static_cast<size_t>(w) * 32 + static_cast<size_t>(lane)];
       if (fiber.done || fiber.block_wait == block.block_barrier.generation) continue;
       block.running = &fiber;
       swapcontext(&block.scheduler, &fiber.context);
