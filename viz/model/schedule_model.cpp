@@ -491,7 +491,6 @@ ScheduleModel model_from_plan(const Plan& plan, const Hardware& hardware) {
   }
   attach_predicted_time(m, plan, hardware);
   locate_first_error(m);
-  if (plan.ranks() <= 256) m.load.layouts = layout_balances(plan.spec());
   return m;
 }
 

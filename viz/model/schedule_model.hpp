@@ -153,7 +153,7 @@ struct LayoutBalance {
 
 struct LoadSummary {
   std::vector<RankLoad> ranks;
-  std::vector<LayoutBalance> layouts;  // from a plan: every layout, the plan's own included
+  std::vector<LayoutBalance> layouts;  // the viewer's plans: every layout (layout_balances), empty otherwise
   double flops_max = 0, flops_mean = 0, busy_max = 0, busy_mean = 0;
   double flops_imbalance() const { return flops_mean > 0 ? flops_max / flops_mean : 1; }
   double busy_imbalance() const { return busy_mean > 0 ? busy_max / busy_mean : 1; }

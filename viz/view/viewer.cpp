@@ -23,7 +23,9 @@ void Viewer::replan() {
   planned_ = controls_;
   try {
     const Plan plan = build_plan(controls_.spec());
-    show(model_from_plan(plan, controls_.hardware));
+    ScheduleModel model = model_from_plan(plan, controls_.hardware);
+    model.load.layouts = layout_balances(plan.spec());  // only the load panel shows them: not in every model
+    show(std::move(model));
     message_.clear();
   } catch (const UsageError& error) {
     message_ = error.what();
