@@ -37,7 +37,8 @@ struct AsyncCopy {
   const void* source;
   bool valid;
   bool landed;
-  int warp;  // of the issuing thread
+  int warp;        // of the issuing thread
+  int bytes = 16;  // 16, or 4 for cp.async.ca's single words
 };
 
 struct Fiber {
@@ -208,12 +209,13 @@ void land(size_t index) {
   AsyncCopy& copy = block.copies[index];
   if (copy.landed) return;
   copy.landed = true;
+  const auto bytes = static_cast<size_t>(copy.bytes);
   if (copy.valid) {
-    std::memcpy(copy.destination, copy.source, 16);
+    std::memcpy(copy.destination, copy.source, bytes);
   } else {
-    std::memset(copy.destination, 0, 16);
+    std::memset(copy.destination, 0, bytes);
   }
-  if (!block.shadow.empty()) std::memcpy(block.shadow.data() + smem_offset(copy.destination), copy.destination, 16);
+  if (!block.shadow.empty()) std::memcpy(block.shadow.data() + smem_offset(copy.destination), copy.destination, bytes);
 }
 
 // One step of the block's clock: every emulated primitive is one. Copies due by now land.
@@ -234,11 +236,13 @@ void note_copies_in_flight() {
     for (const std::vector<size_t>& group : fiber.committed)
       for (size_t index : group) {
         const AsyncCopy& copy = g_block->copies[index];
-        note_write(smem_offset(copy.destination), 16, copy.warp, "writes (an earlier cp.async in flight to)");
+        note_write(smem_offset(copy.destination), static_cast<size_t>(copy.bytes), copy.warp,
+                   "writes (an earlier cp.async in flight to)");
       }
     for (size_t index : fiber.open) {
       const AsyncCopy& copy = g_block->copies[index];
-      note_write(smem_offset(copy.destination), 16, copy.warp, "writes (an earlier cp.async in flight to)");
+      note_write(smem_offset(copy.destination), static_cast<size_t>(copy.bytes), copy.warp,
+                 "writes (an earlier cp.async in flight to)");
     }
   }
 }
@@ -275,6 +279,8 @@ const std::array<std::array<unsigned char, kSlotBytes>, 32>& exchange(const void
   return slots;
 }
 
+// `bytes` of shared memory at `address`, inside the block's and aligned to `bytes` (ldmatrix rows and
+// 16-byte copies to 16, single-word copies to 4).
 void check_smem(const void* address, size_t bytes, const char* what) {
   const auto* p = static_cast<const unsigned char*>(address);
   const unsigned char* base = g_block->smem.data();
@@ -282,7 +288,8 @@ void check_smem(const void* address, size_t bytes, const char* what) {
     fail(std::string(what) + ": address outside the block's " + std::to_string(g_block->smem.size()) +
          " bytes of shared memory (offset " + std::to_string(p - base) + ")");
   }
-  if ((p - base) % 16 != 0) fail(std::string(what) + ": shared address not 16-byte aligned");
+  if (static_cast<size_t>(p - base) % bytes != 0)
+    fail(std::string(what) + ": shared address not " + std::to_string(bytes) + "-byte aligned");
 }
 
 float half_to_float(uint16_t bits, Operand type) {
@@ -413,16 +420,18 @@ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, Operan
   }
 }
 
-void cp_async(void* smem_destination, const void* global_source, bool valid) {
-  check_smem(smem_destination, 16, "cp.async");
-  if (valid && reinterpret_cast<uintptr_t>(global_source) % 16 != 0)
-    fail("cp.async: global source not 16-byte aligned");
+void cp_async(void* smem_destination, const void* global_source, bool valid, int bytes) {
+  if (bytes != 16 && bytes != 4) fail("cp.async: " + std::to_string(bytes) + " bytes (this emulator: 16 or 4)");
+  const auto size = static_cast<size_t>(bytes);
+  check_smem(smem_destination, size, "cp.async");
+  if (valid && reinterpret_cast<uintptr_t>(global_source) % size != 0)
+    fail("cp.async: global source not " + std::to_string(bytes) + "-byte aligned");
   tick();
   BlockState& block = *g_block;
   const int warp = warp_of_running();
-  if (adversary().race_check) note_write(smem_offset(smem_destination), 16, warp, "writes (cp.async to)");
+  if (adversary().race_check) note_write(smem_offset(smem_destination), size, warp, "writes (cp.async to)");
   const size_t index = block.copies.size();
-  block.copies.push_back({smem_destination, global_source, valid, false, warp});
+  block.copies.push_back({smem_destination, global_source, valid, false, warp, bytes});
   block.running->open.push_back(index);
   if (adversary().async_landing) {
     // Log-uniform over 0 .. 65535 steps: about one copy in sixteen lands at once, many within a
@@ -455,6 +464,16 @@ void atomic_add(float* address, float value) {
   } else {
     *address += value;
   }
+}
+
+void atomic_add_vector(float* address, const float* values, int count) {
+  if (count != 2 && count != 4) fail("red.global.add.v" + std::to_string(count) + ".f32: not a PTX vector width");
+  if (reinterpret_cast<uintptr_t>(address) % (sizeof(float) * static_cast<size_t>(count)) != 0)
+    fail("red.global.add.v" + std::to_string(count) + ".f32: address not " + std::to_string(4 * count) +
+         "-byte aligned");
+  // Each element is its own atomic add (the weakest reading of the PTX ISA's vector red): queued
+  // one by one, so atomic_shuffle may apply a vector's elements apart and in any order.
+  for (int i = 0; i < count; ++i) atomic_add(address + i, values[i]);
 }
 
 // ---- [precision] -------------------------------------------------------------------------------

@@ -104,10 +104,13 @@ float shfl_xor(float value, int lane_mask);
 int shfl_xor(int value, int lane_mask);
 void ldmatrix(uint32_t (&r)[4], const void* row_address, bool trans);
 void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, Operand type);
-void cp_async(void* smem_destination, const void* global_source, bool valid);
+// cp.async of `bytes` (16: .cg; 4: .ca, a single word), zero-filled when !valid.
+void cp_async(void* smem_destination, const void* global_source, bool valid, int bytes = 16);
 void cp_async_commit();
 void cp_async_wait(int pending);
 void atomic_add(float* address, float value);
+// red.global.add.v2/.v4.f32: `count` (2 or 4) consecutive floats, the address aligned to their size.
+void atomic_add_vector(float* address, const float* values, int count);
 
 // ex2.approx.ftz.f32: a subnormal input counts as 0, a result below 2^-126 is +0 (.ftz), and the
 // result is 2^x rounded to 22 significant bits: a deterministic model of the PTX ISA's bound
@@ -153,6 +156,9 @@ inline void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32
 inline void cp_async_16(void* smem_destination, const void* global_source, bool valid) {
   emu::cp_async(smem_destination, global_source, valid);
 }
+inline void cp_async_4(void* smem_destination, const void* global_source, bool valid) {
+  emu::cp_async(smem_destination, global_source, valid, 4);
+}
 inline void cp_async_commit() { emu::cp_async_commit(); }
 template <int kPending>
 inline void cp_async_wait() {
@@ -166,6 +172,11 @@ inline void sync_site() {
   emu::sync_block(kSite);
 }
 inline void atomic_add(float* address, float value) { emu::atomic_add(address, value); }
+template <int N>
+inline void atomic_add_vector(float* address, const float (&values)[N]) {
+  static_assert(N == 2 || N == 4, "red.global.add has .v2 and .v4 forms for f32");
+  emu::atomic_add_vector(address, values, N);
+}
 inline float fast_exp(float x) { return emu::fast_exp(x); }
 
 template <class T>

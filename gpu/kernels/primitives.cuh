@@ -3,7 +3,9 @@
 //   ldmatrix_x4 / ldmatrix_x4_trans   four 8x8 tiles of 16-bit elements, shared memory -> registers
 //   mma_16816<T>                      D(16x8 f32) += A(16x16 T, row) * B(16x8 T, col), T = bf16 | fp16
 //   cp_async_16 / commit / wait<N>    asynchronous 16-byte global -> shared copies (zero-fill)
+//   cp_async_4                        the same for one 4-byte word (per-row fp32 / int32 data)
 //   shfl_xor, atomic_add, fast_exp    warp shuffle, fp32 atomic add, exp via ex2.approx
+//   atomic_add_vector<N>              N = 2 | 4 consecutive fp32 atomic adds in one red.global.add.vN
 //   sync_threads, sync_site<N>        __syncthreads(); sync_site names the kernel's barrier site N
 //   pack2<T>, to_float                two floats -> one 32-bit register of T; T -> float
 //   swizzle<D>                        XOR-swizzled offset in a (rows x D) tile of 16-bit elements
@@ -85,6 +87,15 @@ RINGLAB_DEVICE void cp_async_16(void* smem_destination, const void* global_sourc
                : "memory");
 }
 
+// One 4-byte word global -> shared (cp.async.ca: .cg takes only 16 bytes); zero-filled when
+// !valid. For per-row data whose rows need not start 16-byte aligned (lse at (b H + h) S + q0).
+RINGLAB_DEVICE void cp_async_4(void* smem_destination, const void* global_source, bool valid) {
+  const int source_bytes = valid ? 4 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(smem_destination)), "l"(global_source),
+               "r"(source_bytes)
+               : "memory");
+}
+
 RINGLAB_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 
 // Waits until at most `kPending` of this thread's committed groups are still in flight.
@@ -103,6 +114,21 @@ RINGLAB_DEVICE void sync_site() {
   __syncthreads();
 }
 RINGLAB_DEVICE void atomic_add(float* address, float value) { atomicAdd(address, value); }
+// values[0..N) added to address[0..N) by one red.global.add.v2/.v4.f32 (sm_90): one instruction
+// where scalar atomics take N (fewer memory requests is the aim: not measured here). The address
+// must point to global memory, aligned to 4 N bytes. No old value is returned; the emulator takes
+// each element for an independent atomic add, the weakest reading of the vector form.
+template <int N>
+RINGLAB_DEVICE void atomic_add_vector(float* address, const float (&values)[N]) {
+  static_assert(N == 2 || N == 4, "red.global.add has .v2 and .v4 forms for f32");
+  if constexpr (N == 2) {
+    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(address), "f"(values[0]), "f"(values[1]) : "memory");
+  } else {
+    asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(address), "f"(values[0]), "f"(values[1]),
+                 "f"(values[2]), "f"(values[3])
+                 : "memory");
+  }
+}
 RINGLAB_DEVICE float fast_exp(float x) { return __expf(x); }
 
 // Two floats -> one 32-bit register of T (cvt.rn: round to nearest even); the emulator defines its
@@ -219,6 +245,20 @@ RINGLAB_DEVICE KeySpan row_keys(const Params& a, int row) {
   KeySpan keys;
   const int pos = a.q_pos[row];
   if (a.q_doc_first != nullptr) keys.first = a.q_doc_first[row], keys.last = a.q_doc_last[row];
+  if (a.causal) keys.last = imin(keys.last, pos);
+  if (a.window > 0) {
+    keys.first = imax(keys.first, pos - a.window + 1);
+    if (!a.causal) keys.last = imin(keys.last, pos + a.window - 1);
+  }
+  return keys;
+}
+
+// row_keys from a row's position and document bounds already in hand (copied to shared memory with
+// the query tile): `doc_first` / `doc_last` are read only when the launch has documents.
+template <class Params>
+RINGLAB_DEVICE KeySpan keys_of(const Params& a, int pos, int doc_first, int doc_last) {
+  KeySpan keys;
+  if (a.q_doc_first != nullptr) keys.first = doc_first, keys.last = doc_last;
   if (a.causal) keys.last = imin(keys.last, pos);
   if (a.window > 0) {
     keys.first = imax(keys.first, pos - a.window + 1);

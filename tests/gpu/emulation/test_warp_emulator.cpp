@@ -119,6 +119,32 @@ TEST_CASE("warp emulator: cp.async lands at a random point before its wait_group
   CHECK(early == 0);
 }
 
+TEST_CASE("warp emulator: 4-byte cp.async copies one word or zero-fills it, checked for alignment",
+          "[gpu][emulated][emulator]") {
+  alignas(16) static const int32_t source[4] = {7, -3, 11, 5};
+  int32_t got[4] = {};
+  emu::launch({1, 1, 1}, 32, 16, [&] {
+    auto* smem = reinterpret_cast<int32_t*>(emu::dynamic_shared_memory());
+    if (threadIdx.x < 4) gpu::dev::cp_async_4(smem + threadIdx.x, source + threadIdx.x, threadIdx.x != 2);
+    gpu::dev::cp_async_commit();
+    gpu::dev::cp_async_wait<0>();
+    gpu::dev::sync_threads();
+    if (threadIdx.x == 0) std::memcpy(got, smem, sizeof got);
+  });
+  CHECK(got[0] == 7);
+  CHECK(got[1] == -3);
+  CHECK(got[2] == 0);  // !valid: zero-filled, the source not read
+  CHECK(got[3] == 5);
+  auto misaligned = [&] {
+    emu::launch({1, 1, 1}, 32, 16, [&] {
+      unsigned char* smem = emu::dynamic_shared_memory();
+      if (threadIdx.x == 0) gpu::dev::cp_async_4(smem + 2, source, true);
+      gpu::dev::cp_async_wait<0>();
+    });
+  };
+  CHECK_THROWS_WITH(misaligned(), Catch::Contains("not 4-byte aligned"));
+}
+
 TEST_CASE("warp emulator: warps run in a random order per barrier interval", "[gpu][emulated][emulator]") {
   std::set<int> first;
   for (int i = 0; i < 50; ++i) {
@@ -145,6 +171,37 @@ TEST_CASE("warp emulator: atomics are applied in a random order, all of them", "
     sums.insert(sum);
   }
   CHECK(sums.size() > 1);
+}
+
+TEST_CASE("warp emulator: vector atomics add every element, one by one in a random order, aligned",
+          "[gpu][emulated][emulator]") {
+  // 64 threads add (v, v + 1, v + 2, v + 3) to the same 4 floats: each element is an independent
+  // atomic, so the elements' sums see different orders (their last bits differ run to run).
+  std::set<float> sums;
+  for (int i = 0; i < 20; ++i) {
+    alignas(16) float sum[4] = {};
+    float pair[2] = {};
+    emu::launch({1, 1, 1}, 64, 0, [&] {
+      const float v = (threadIdx.x % 2 ? 1e7f : 1.f) + 0.1f * static_cast<float>(threadIdx.x);
+      const float quad[4] = {v, v + 1.f, v + 2.f, 1.f};
+      gpu::dev::atomic_add_vector(sum, quad);
+      const float two[2] = {1.f, 2.f};
+      gpu::dev::atomic_add_vector(pair, two);
+    });
+    CHECK(sum[3] == 64.f);
+    CHECK(pair[0] == 64.f);
+    CHECK(pair[1] == 128.f);
+    sums.insert(sum[0]);
+  }
+  CHECK(sums.size() > 1);
+  alignas(16) float buffer[8] = {};
+  auto misaligned = [&] {
+    emu::launch({1, 1, 1}, 32, 0, [&] {
+      const float quad[4] = {1.f, 1.f, 1.f, 1.f};
+      gpu::dev::atomic_add_vector(buffer + 2, quad);  // 8-byte aligned, not 16
+    });
+  };
+  CHECK_THROWS_WITH(misaligned(), Catch::Contains("not 16-byte aligned"));
 }
 
 TEST_CASE("warp emulator: a deleted barrier site is skipped in scope only", "[gpu][emulated][emulator]") {
@@ -176,7 +233,8 @@ TEST_CASE("warp emulator: ex2.approx.ftz.f32 within 2^-22 relative, subnormals f
   CHECK(emu::ex2_approx(-INFINITY) == 0.f);
   CHECK(std::isnan(emu::ex2_approx(NAN)));
   // __expf = ex2.approx(x log2 e): the product's rounding adds up to |x| 2^-24 relative.
-  for (float x = -80.f; x < 80.f; x += 0.37f) {
+  for (int step = 0; static_cast<float>(step) * 0.37f < 160.f; ++step) {  // x from -80 to 80 in steps of 0.37
+    const float x = -80.f + static_cast<float>(step) * 0.37f;
     const double exact = std::exp(static_cast<double>(x));
     CHECK(std::fabs(emu::fast_exp(x) - exact) / exact <= std::ldexp(1.0, -22) + std::fabs(x) * std::ldexp(1.0, -23));
   }
