@@ -155,6 +155,8 @@ void flash_forward_accumulate(const Tensor<float>& q, const Tensor<float>& k, co
         s = s.array().exp();
         l = l.cwiseProduct(alpha) + s.rowwise().sum();
         o.array().colwise() *= alpha.array();
+        // A tensor-core kernel's P V takes P in the operand precision (after l has summed it).
+        if (options.operands != Precision::fp32) round_floats(s.data(), s.size(), options.operands);
         o.noalias() += s * vmat;
       }
     }
@@ -274,6 +276,12 @@ void flash_backward_accumulate(const Tensor<float>& q, const Tensor<float>& k, c
             ds.noalias() = dmat * vmat.transpose();
             ds.array().colwise() -= delta_rows.array();
             ds = s.cwiseProduct(ds);
+            // A tensor-core kernel's gradient GEMMs take P and dS in the operand precision; dS was
+            // formed from the unrounded P, as on the GPU.
+            if (options.operands != Precision::fp32) {
+              round_floats(s.data(), s.size(), options.operands);
+              round_floats(ds.data(), ds.size(), options.operands);
+            }
             dv_acc.noalias() += s.transpose() * dmat;
             dk_acc.noalias() += ds.transpose() * qs;  // qs already carries the scale
             dq_tile.noalias() = ds * kmat;

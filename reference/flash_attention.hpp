@@ -3,6 +3,14 @@
 // OpenMP over (batch, head, query tile) in the forward and over (batch, kv head, key chunk) in the
 // backward, float32 storage and accumulation.
 //
+// Low-precision operands (KernelOptions::operands, bf16 / fp16): the rounding points of ringlab's
+// tensor-core kernels (gpu/kernels/forward_mma.cuh, backward_mma.cuh), whose mma takes 16-bit
+// operands. The forward rounds P = exp(s - m) to the precision before O += P V (the row sum l
+// adds the unrounded P, as the GPU's does); the backward computes dS = P o (dP - delta) from the
+// unrounded P, then rounds P before dV += P^T dO and dS before dK += dS^T Q and dQ += dS K.
+// Everything else stays float32: the scores, m, l, o, the LSE, delta and every accumulator. The
+// inputs (q, k, v, dout) are the caller's to round, as the GPU's are stored in the precision.
+//
 // One call computes one *block* of a schedule: local query rows q_rows against key rows kv_rows
 // under a mask, where the mask compares the global positions q_pos / k_pos of the rows. A ring
 // step, a half block of the zig-zag layout or a whole single-rank attention are all one call.
@@ -15,6 +23,7 @@
 #include <span>
 
 #include "reference/attention.hpp"
+#include "reference/precision.hpp"
 #include "reference/softmax_state.hpp"
 
 namespace ringlab {
@@ -28,8 +37,9 @@ struct RowRange {
 };
 
 struct KernelOptions {
-  int threads = 0;                // OpenMP threads for this call; 0 = the OpenMP default
-  bool skip_masked_tiles = true;  // false: compute fully masked tiles too (--no-skip), same result
+  int threads = 0;                       // OpenMP threads for this call; 0 = the OpenMP default
+  bool skip_masked_tiles = true;         // false: compute fully masked tiles too (--no-skip), same result
+  Precision operands = Precision::fp32;  // bf16 / fp16: P and dS rounded before their GEMMs (above)
 };
 
 // The running accumulator of a rank's queries: SoftmaxState rows ordered (b, h, i) over the

@@ -123,6 +123,18 @@ float round_to(Precision precision, float x) {
   return x;
 }
 
+void round_floats(float* data, int64_t count, Precision precision) {
+  switch (precision) {
+    case Precision::fp32: return;
+    case Precision::bf16:
+      for (int64_t i = 0; i < count; ++i) data[i] = from_bf16_bits(bf16_bits(data[i]));
+      return;
+    case Precision::fp16:
+      for (int64_t i = 0; i < count; ++i) data[i] = from_fp16_bits(fp16_bits(data[i]));
+      return;
+  }
+}
+
 PrecisionOverflow::PrecisionOverflow(const std::string& tensor_name, const Shape& element, float overflowing,
                                      Precision precision)
     : std::runtime_error(overflow_text(tensor_name, element, overflowing, precision)), tensor(tensor_name),

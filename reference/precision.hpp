@@ -39,6 +39,9 @@ float from_fp16_bits(uint16_t bits);
 
 // x rounded to the precision and back to float (fp32: x itself).
 float round_to(Precision precision, float x);
+// round_to on data[0, count) in place, with no overflow check: the blockwise kernel's rounding of
+// its mma operands (P, dS), one call per tile so that the conversion inlines into the loop.
+void round_floats(float* data, int64_t count, Precision precision);
 
 // A finite value that does not fit the precision (fp16 beyond 65504 rounds to infinity).
 class PrecisionOverflow : public std::runtime_error {

@@ -319,9 +319,11 @@ class RankRun {
 
   // ---- [precision] ---------------------------------------------------------------------------
   // Low-precision emulation (SimPrecision): a compute step's partial results are computed in fp32
-  // as a kernel does, rounded to the storage precision as the kernel stores them, and merged into
-  // the running output (forward; the LSE form, fp32 arithmetic) or added into dq and the dK/dV
-  // accumulators (backward), which are rounded after every merge with --accumulate storage.
+  // as a kernel does, with ringlab's GPU kernels' rounding points (P and dS rounded to the storage
+  // precision before the GEMMs that take them, KernelOptions::operands); rounded to the storage
+  // precision as the kernel stores them; and merged into the running output (forward; the LSE
+  // form, fp32 arithmetic) or added into dq and the dK/dV accumulators (backward), which are
+  // rounded after every merge with --accumulate storage.
 
   bool emulates() const { return options_.precision.emulates(); }
 
@@ -341,7 +343,7 @@ class RankRun {
     for (const KernelBlock& kb : c.kernels) {
       const std::span<const int64_t> q_pos = kb.erratum_local_query_index ? local_index : working_positions();
       flash_forward_accumulate(q_, kv.k, kv.v, q_pos, k_pos, kb.q_rows, shifted(kb.kv_rows, c.kv_row_offset), kb.mask,
-                               step, kernel_options(kb));
+                               step, emulation_kernel_options(kb));
     }
     AttentionOutput<float> part = finalize_accumulator(step, B_, heads_, n_, D_, threads_);
     round_partial(part.out, "out (a step's partial output)");
@@ -359,7 +361,8 @@ class RankRun {
     for (const KernelBlock& kb : c.kernels) {
       const std::span<const int64_t> q_pos = kb.erratum_local_query_index ? local_index : working_positions();
       flash_backward_accumulate(q_, kv.k, kv.v, dout_, lse_, delta_, q_pos, k_pos, kb.q_rows,
-                                shifted(kb.kv_rows, c.kv_row_offset), kb.mask, dq, dk, dv, kernel_options(kb));
+                                shifted(kb.kv_rows, c.kv_row_offset), kb.mask, dq, dk, dv,
+                                emulation_kernel_options(kb));
     }
     round_partial(dq, "dq (a step's partial)");
     round_partial(dk, "dk (a step's partial)");
@@ -577,6 +580,12 @@ class RankRun {
   static RowRange shifted(RowRange range, int64_t offset) { return {range.begin + offset, range.end + offset}; }
   const std::vector<int64_t>& working_positions() const { return shared_.block_positions[g_]; }
   KernelOptions kernel_options(const KernelBlock& kb) const { return {threads_, kb.skip_masked_tiles}; }
+  // The emulation's kernel: the GPU kernels' rounding points (P, dS in the storage precision).
+  KernelOptions emulation_kernel_options(const KernelBlock& kb) const {
+    KernelOptions options = kernel_options(kb);
+    options.operands = options_.precision.storage;
+    return options;
+  }
 
   const Plan& plan_;
   const Shared& shared_;
@@ -696,7 +705,9 @@ std::string SimPrecision::describe() const {
 // An element's error after the emulated run, in units of u (the unit roundoff), has three parts:
 // the final rounding of the output (at most u of it), the rounding of each step's partial result
 // (a convex combination of errors of at most u each: at most u again), and the kernels' own P
-// and dS, which stay fp32 here. fp32 accumulation thus bounds out by about 2u |out|; 8u leaves
+// and dS, rounded to the storage precision before their GEMMs as on the GPU (relative errors of
+// at most u per element, which average out over the keys a row sums). fp32 accumulation thus
+// bounds out by about 2u |out| plus the P term; 8u leaves
 // room for the gradients, whose sums cancel (dq's dS = P (dP - delta)) so that an element's
 // error is relative to the magnitudes summed rather than to itself: the abs term, 8u, covers
 // elements of order 1 (the generated inputs are N(0, 1)). Rounding the accumulators after every

@@ -24,7 +24,9 @@ namespace ringlab {
 // forward merges (out, lse) states in the LSE form, and the running output, dq and the dK/dV
 // accumulators are rounded to `storage` after every merge when `round_accumulators` (else they
 // stay fp32, and dK/dV travel in fp32). Inputs are stored in `storage`, outputs and gradients are rounded to it
-// at the end; the LSE stays fp32 throughout, as the kernels keep it.
+// at the end; the LSE stays fp32 throughout, as the kernels keep it. The block kernel rounds P and
+// dS to `storage` before the GEMMs that take them, as the GPU's tensor-core kernels do
+// (reference/flash_attention.hpp, KernelOptions::operands; gpu/README.md, "Rounding points").
 struct SimPrecision {
   Precision storage = Precision::fp32;
   bool round_accumulators = false;  // --accumulate storage
