@@ -178,6 +178,7 @@ inline void atomic_add_vector(float* address, const float (&values)[N]) {
   emu::atomic_add_vector(address, values, N);
 }
 inline float fast_exp(float x) { return emu::fast_exp(x); }
+inline float exp2_approx(float x) { return emu::ex2_approx(x); }
 
 template <class T>
 uint32_t pack2(float lo, float hi);

@@ -22,6 +22,9 @@ std::string kernel_support(Dtype dtype, int64_t dim);
 
 // Forward of one block merged into the accumulator (online softmax, in place).
 void forward_accumulate(Dtype dtype, const ForwardParams& params, cudaStream_t stream);
+// The same with the previous tensor-core forward (forward_mma.cuh: 64-row query tiles, 16 rows per
+// warp), kept as the teaching ladder's rung 05 and for comparison; fp32 runs the fp32 kernel.
+void forward_accumulate_64_row_tiles(Dtype dtype, const ForwardParams& params, cudaStream_t stream);
 // Backward of one block added into dq, dk, dv.
 void backward_accumulate(Dtype dtype, const BackwardParams& params, cudaStream_t stream);
 

@@ -1,5 +1,7 @@
-// Forward launches: the tensor-core kernel for (bf16 | fp16) x (D = 64 | 128) and the fp32 kernel.
+// Forward launches: the tensor-core kernel for (bf16 | fp16) x (D = 64 | 128) (forward_fa2.cuh; the
+// previous one, forward_mma.cuh, is ladder rung 05) and the fp32 kernel.
 #include "gpu/kernels/attention_kernels.hpp"
+#include "gpu/kernels/forward_fa2.cuh"
 #include "gpu/kernels/forward_fp32.cuh"
 #include "gpu/kernels/forward_mma.cuh"
 #include "gpu/kernels/launch.cuh"
@@ -9,16 +11,29 @@ namespace ringlab::gpu {
 // The most dynamic shared memory each launch above asks for, as records in this object for the
 // static resource check (tests/gpu/kernel_static.py; launch.cuh, smem_record), and checked here
 // against the per-block limit (the check adds the kernels' static shared memory from the cubins).
+static_assert(ForwardFa2Tiles<128>::kSmemBytes <= kMaxSmemPerBlock &&
+              ForwardFa2Tiles<64>::kSmemBytes <= kMaxSmemPerBlock);
 static_assert(ForwardMmaTiles<128>::kSmemBytes <= kMaxSmemPerBlock &&
               ForwardMmaTiles<64>::kSmemBytes <= kMaxSmemPerBlock);
 static_assert(ForwardFp32Tiles::smem_bytes(ForwardFp32Tiles::kMaxDim) <= kMaxSmemPerBlock);
 extern const auto kForwardSmemBf16D64 =
-    smem_record("forward_mma_kernel<__nv_bfloat16, 64>", ForwardMmaTiles<64>::kSmemBytes);
+    smem_record("forward_fa2_kernel<__nv_bfloat16, 64, 256>", ForwardFa2Tiles<64>::kSmemBytes);
 extern const auto kForwardSmemBf16D128 =
-    smem_record("forward_mma_kernel<__nv_bfloat16, 128>", ForwardMmaTiles<128>::kSmemBytes);
-extern const auto kForwardSmemFp16D64 = smem_record("forward_mma_kernel<__half, 64>", ForwardMmaTiles<64>::kSmemBytes);
+    smem_record("forward_fa2_kernel<__nv_bfloat16, 128, 256>", ForwardFa2Tiles<128>::kSmemBytes);
+extern const auto kForwardSmemFp16D64 =
+    smem_record("forward_fa2_kernel<__half, 64, 256>", ForwardFa2Tiles<64>::kSmemBytes);
 extern const auto kForwardSmemFp16D128 =
+    smem_record("forward_fa2_kernel<__half, 128, 256>", ForwardFa2Tiles<128>::kSmemBytes);
+extern const auto kForwardMmaSmemBf16D64 =
+    smem_record("forward_mma_kernel<__nv_bfloat16, 64>", ForwardMmaTiles<64>::kSmemBytes);
+extern const auto kForwardMmaSmemBf16D128 =
+    smem_record("forward_mma_kernel<__nv_bfloat16, 128>", ForwardMmaTiles<128>::kSmemBytes);
+extern const auto kForwardMmaSmemFp16D64 =
+    smem_record("forward_mma_kernel<__half, 64>", ForwardMmaTiles<64>::kSmemBytes);
+extern const auto kForwardMmaSmemFp16D128 =
     smem_record("forward_mma_kernel<__half, 128>", ForwardMmaTiles<128>::kSmemBytes);
+static_assert(ForwardFa2Tiles<64>::kChunkTiles == 256 && ForwardFa2Tiles<128>::kChunkTiles == 256,
+              "the records above name the kernels' default chunk size");
 extern const auto kForwardSmemFp32 =
     smem_record("forward_fp32_kernel", ForwardFp32Tiles::smem_bytes(ForwardFp32Tiles::kMaxDim));
 
@@ -38,8 +53,8 @@ void forward_accumulate(Dtype dtype, const ForwardParams& p, cudaStream_t stream
       dtype, p,
       [&](auto type, auto dim) {
         using T = typename decltype(type)::type;
-        using Tiles = ForwardMmaTiles<decltype(dim)::value>;
-        launch_attention(forward_mma_kernel<T, decltype(dim)::value>, Tiles::q_tiles(p.a), Tiles::kThreads,
+        using Tiles = ForwardFa2Tiles<decltype(dim)::value>;
+        launch_attention(forward_fa2_kernel<T, decltype(dim)::value>, Tiles::q_tiles(p.a), Tiles::kThreads,
                          Tiles::kSmemBytes, p, stream);
       },
       [&] {
@@ -47,6 +62,18 @@ void forward_accumulate(Dtype dtype, const ForwardParams& p, cudaStream_t stream
         launch_attention(forward_fp32_kernel, Tiles::q_tiles(p.a), Tiles::kThreads, Tiles::smem_bytes(p.a.dim), p,
                          stream);
       });
+}
+
+void forward_accumulate_64_row_tiles(Dtype dtype, const ForwardParams& p, cudaStream_t stream) {
+  launch_by_dtype(
+      dtype, p,
+      [&](auto type, auto dim) {
+        using T = typename decltype(type)::type;
+        using Tiles = ForwardMmaTiles<decltype(dim)::value>;
+        launch_attention(forward_mma_kernel<T, decltype(dim)::value>, Tiles::q_tiles(p.a), Tiles::kThreads,
+                         Tiles::kSmemBytes, p, stream);
+      },
+      [&] { forward_accumulate(Dtype::fp32, p, stream); });
 }
 
 }  // namespace ringlab::gpu

@@ -6,6 +6,7 @@
 //   cp_async_4                        the same for one 4-byte word (per-row fp32 / int32 data)
 //   shfl_xor, atomic_add, fast_exp    warp shuffle, fp32 atomic add, exp via ex2.approx
 //   atomic_add_vector<N>              N = 2 | 4 consecutive fp32 atomic adds in one red.global.add.vN
+//   exp2_approx                       2^x, ex2.approx.ftz itself
 //   sync_threads, sync_site<N>        __syncthreads(); sync_site names the kernel's barrier site N
 //   pack2<T>, to_float                two floats -> one 32-bit register of T; T -> float
 //   swizzle<D>                        XOR-swizzled offset in a (rows x D) tile of 16-bit elements
@@ -130,6 +131,13 @@ RINGLAB_DEVICE void atomic_add_vector(float* address, const float (&values)[N]) 
   }
 }
 RINGLAB_DEVICE float fast_exp(float x) { return __expf(x); }
+// 2^x by ex2.approx.ftz.f32 alone: for callers that fold log2(e) into a scale they apply anyway
+// (one FFMA then ex2, where fast_exp would multiply again).
+RINGLAB_DEVICE float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
 
 // Two floats -> one 32-bit register of T (cvt.rn: round to nearest even); the emulator defines its
 // own from the PTX definition (warp_emulator.hpp).

@@ -329,7 +329,8 @@ def ptx_functions(ptx):
 
 def main_loop(lines):
     """The instruction lines of the loop that holds the most mma.sync (else the most instructions):
-    from a label to the last branch back to it."""
+    from a label to the last branch back to it. Of nested loops holding the same mma.sync (a tile
+    loop inside a loop over chunks of tiles, forward_fa2), the innermost: the one a tile runs."""
     labels = {}
     for i, line in enumerate(lines):
         m = re.match(r"(\$L__\w+):", line)
@@ -342,7 +343,7 @@ def main_loop(lines):
             continue
         body = lines[labels[m.group(1)]:j + 1]
         mmas = sum(1 for b in body if b.lstrip("@%!p0123456789 ").startswith("mma.sync"))
-        key = (mmas, len(body)) if mmas else (0, len(body))
+        key = (mmas, -len(body)) if mmas else (0, len(body))
         if key > best_key:
             best, best_key = body, key
     return best or []
@@ -419,10 +420,11 @@ def costs(args):
         ratio = f"{c['ldmatrix'][0] / mma:.3f}" if mma else "-"
         cells.append((short(names[mangled]),) +
                      tuple(f"{c[k][0]}" + (f"+{c[k][1]}" if c[k][1] else "") for k in columns) + (ratio,))
-        if args.rows and short(names[mangled]).startswith("forward_mma_kernel<__nv_bfloat16"):
+        if args.rows and re.match(r"forward_(mma|fa2)_kernel<__nv_bfloat16", short(names[mangled])):
             summary.append(f"@row|gpu static (PTX)|{short(names[mangled])}: ldmatrix per mma.sync per K/V tile, static|"
                         f"{ratio}|FA2 design: {fa2_ldmatrix_per_mma(16):.3f} at 16 rows/warp, "
-                        f"{fa2_ldmatrix_per_mma(32):.3f} at 32|-")
+                        f"{fa2_ldmatrix_per_mma(32):.3f} at 32, {fa2_ldmatrix_per_mma(32, q_in_registers=False):.3f} "
+                        "at 32 with Q re-read|-")
     widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
     print("Static instruction counts per iteration of each kernel's main loop (PTX from the built fat binary, "
           f"sm_{args.sm}): the loop is the backward branch whose body holds the most mma.sync; one iteration "
@@ -443,7 +445,11 @@ def costs(args):
         rows = block_q // warps
         print(f"  {block_q} q x 64 k tile, {warps} warps, R = {rows}: Q in registers "
               f"{fa2_ldmatrix_per_mma(rows):.3f}, Q re-read {fa2_ldmatrix_per_mma(rows, q_in_registers=False):.3f}")
-    print("  ringlab's forward: 64 q x 64 k, 4 warps, R = 16, Q in registers after the first tile: 0.500 expected")
+    print("  ringlab's forward (forward_fa2): 128 q x 64 k, 4 warps, R = 32; Q in registers after the first tile at "
+          f"D = 64: {fa2_ldmatrix_per_mma(32):.3f} expected; re-read at D = 128: "
+          f"{fa2_ldmatrix_per_mma(32, q_in_registers=False):.3f} expected")
+    print("  ladder rung 05 (forward_mma): 64 q x 64 k, 4 warps, R = 16, Q in registers after the first tile: "
+          f"{fa2_ldmatrix_per_mma(16):.3f} expected")
     print("  (FA2's published backward tiling has no such single ratio here; the backward rows are for comparing "
           "ringlab's own versions)")
     for row in summary:
@@ -512,7 +518,8 @@ def main():
     c = sub.add_parser("costs")
     c.add_argument("libraries", nargs="+")
     c.add_argument("--sm", type=int, default=90)
-    c.add_argument("--kernels", default="_mma_kernel", help="regex of the kernels to count (default: tensor-core)")
+    c.add_argument("--kernels", default="_(mma|fa2)_kernel",
+                   help="regex of the kernels to count (default: tensor-core)")
     c.add_argument("--rows", action="store_true", help="also print scripts/bench's @row summary lines")
     sub.add_parser("self-test")
     args = parser.parse_args()

@@ -7,7 +7,7 @@
 namespace ringlab::gpu::ladder {
 namespace {
 
-// Versions 01-04 put B x H in the grid's y dimension, which CUDA caps at 65535 (05 goes through
+// Versions 01-04 put B x H in the grid's y dimension, which CUDA caps at 65535 (05, 06 go through
 // the production launch, which refuses more with a message).
 bool fits_grid(const Problem& p) { return static_cast<long long>(p.batch) * p.heads <= 65535; }
 bool any_dim(const Problem& p) { return p.dim >= 1 && p.dim <= 128 && fits_grid(p); }
@@ -35,8 +35,10 @@ const std::vector<Version>& versions() {
        no_workspace, launch_03},
       {4, "04_cp_async_swizzle.cu", "cp.async double buffering and XOR-swizzled shared memory", Dtype::bf16, mma_dim,
        no_workspace, launch_04},
-      {5, "05_production.cu", "positions, mask classes and tile skipping, GQA, fp16, device accumulators", Dtype::bf16,
-       mma_dim, workspace_05, launch_05},
+      {5, "05_masks_accumulators.cu", "positions, mask classes and tile skipping, GQA, fp16, device accumulators",
+       Dtype::bf16, mma_dim, workspace_05, launch_05},
+      {6, "06_fa2_tiles.cu", "FA2 tiles: 128 query rows, 32 per warp; folded scale; tile kinds once; K/V groups",
+       Dtype::bf16, mma_dim, workspace_05, launch_06},
   };
   return list;
 }

@@ -7,8 +7,11 @@
 //   02_tiled_smem.cu        K/V tiles in shared memory, shared by a block of 64 query rows
 //   03_mma_bf16.cu          bf16 tensor cores: mma.sync m16n8k16 fed by ldmatrix, padded smem
 //   04_cp_async_swizzle.cu  cp.async double buffering and XOR-swizzled shared memory
-//   05_production.cu        the executors' kernel: positions, masks and tile skipping, GQA, fp16,
-//                           merging into device accumulators, then finalize
+//   05_masks_accumulators.cu  the previous production kernel: positions, masks and tile skipping,
+//                           GQA, fp16, merging into device accumulators, then finalize
+//   06_fa2_tiles.cu         the production kernel: FlashAttention-2's 128-row tiles, 32 rows per
+//                           warp, folded softmax scale, tile kinds once per block, K/V cp.async
+//                           groups; through the same accumulator path as 05
 //
 // The problem of the ladder: q, k, v (B, S, H, D) (no GQA), full or causal by token index;
 // outputs out (B, S, H, D) and lse (B, H, S), fp32.
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "gpu/dtype.hpp"
+#include "gpu/kernels/kernel_params.hpp"
 
 namespace ringlab::gpu::ladder {
 
@@ -62,6 +66,12 @@ void launch_02(const Problem&, const void*, const void*, const void*, float*, fl
 void launch_03(const Problem&, const void*, const void*, const void*, float*, float*, void*, cudaStream_t);
 void launch_04(const Problem&, const void*, const void*, const void*, float*, float*, void*, cudaStream_t);
 void launch_05(const Problem&, const void*, const void*, const void*, float*, float*, void*, cudaStream_t);
-size_t workspace_05(const Problem&);
+void launch_06(const Problem&, const void*, const void*, const void*, float*, float*, void*, cudaStream_t);
+size_t workspace_05(const Problem&);  // 06's too
+
+// 05 and 06: positions 0..S-1, the accumulator initialised, one `forward` over all keys, finalize.
+using ForwardLaunch = void (*)(Dtype, const ForwardParams&, cudaStream_t);
+void launch_through_accumulator(const Problem& problem, const void* q, const void* k, const void* v, float* out,
+                                float* lse, void* workspace, cudaStream_t stream, ForwardLaunch forward);
 
 }  // namespace ringlab::gpu::ladder

@@ -1,5 +1,5 @@
 // gpu/kernels/attention_kernels.hpp implemented with the warp emulator: the same kernels
-// (forward_mma.cuh, backward_mma.cuh, the fp32 ones, elementwise.cuh) and the same grids as the
+// (forward_fa2.cuh, forward_mma.cuh, backward_mma.cuh, the fp32 ones, elementwise.cuh) and the same grids as the
 // nvcc launchers (gpu/kernels/*.cu), run on the CPU. Linked, with mock_cuda_runtime.cpp, into the
 // tests that run the GPU executors without a GPU (test_executor_emulated.cpp).
 #include "gpu/emulation/warp_emulator.hpp"  // first: it stands in for nvcc
@@ -11,6 +11,7 @@
 #include "gpu/kernels/backward_fp32.cuh"
 #include "gpu/kernels/backward_mma.cuh"
 #include "gpu/kernels/elementwise.cuh"
+#include "gpu/kernels/forward_fa2.cuh"
 #include "gpu/kernels/forward_fp32.cuh"
 #include "gpu/kernels/forward_mma.cuh"
 #include "reference/error.hpp"
@@ -22,6 +23,13 @@ emu::Dim3 grid2(int x, int y) { return {static_cast<unsigned>(x), static_cast<un
 // Grid-stride kernels are right for any grid; a few blocks keep the emulation quick.
 emu::Dim3 small_grid(int64_t count) {
   return {static_cast<unsigned>(std::clamp<int64_t>(count / 4096 + 1, 1, 4)), 1, 1};
+}
+
+template <class T, int D>
+void forward_fa2(const ForwardParams& p) {
+  using Tiles = ForwardFa2Tiles<D>;
+  emu::launch(grid2(Tiles::q_tiles(p.a), p.a.batch * p.a.heads), Tiles::kThreads, Tiles::kSmemBytes,
+              [&] { forward_fa2_kernel<T, D>(p); });
 }
 
 template <class T, int D>
@@ -50,11 +58,22 @@ void forward_accumulate(Dtype dtype, const ForwardParams& p, cudaStream_t) {
   if (const std::string why = kernel_support(dtype, p.a.dim); !why.empty()) throw UsageError(why);
   const bool d64 = p.a.dim == 64;
   switch (dtype) {
-    case Dtype::bf16: return d64 ? forward_mma<__nv_bfloat16, 64>(p) : forward_mma<__nv_bfloat16, 128>(p);
-    case Dtype::fp16: return d64 ? forward_mma<__half, 64>(p) : forward_mma<__half, 128>(p);
+    case Dtype::bf16: return d64 ? forward_fa2<__nv_bfloat16, 64>(p) : forward_fa2<__nv_bfloat16, 128>(p);
+    case Dtype::fp16: return d64 ? forward_fa2<__half, 64>(p) : forward_fa2<__half, 128>(p);
     case Dtype::fp32:
       emu::launch(grid2(ForwardFp32Tiles::q_tiles(p.a), p.a.batch * p.a.heads), ForwardFp32Tiles::kThreads,
                   ForwardFp32Tiles::smem_bytes(p.a.dim), [&] { forward_fp32_kernel(p); });
+  }
+}
+
+void forward_accumulate_64_row_tiles(Dtype dtype, const ForwardParams& p, cudaStream_t stream) {
+  if (p.a.q_end <= p.a.q_begin || p.a.kv_end <= p.a.kv_begin) return;
+  if (const std::string why = kernel_support(dtype, p.a.dim); !why.empty()) throw UsageError(why);
+  const bool d64 = p.a.dim == 64;
+  switch (dtype) {
+    case Dtype::bf16: return d64 ? forward_mma<__nv_bfloat16, 64>(p) : forward_mma<__nv_bfloat16, 128>(p);
+    case Dtype::fp16: return d64 ? forward_mma<__half, 64>(p) : forward_mma<__half, 128>(p);
+    case Dtype::fp32: return forward_accumulate(dtype, p, stream);
   }
 }
 

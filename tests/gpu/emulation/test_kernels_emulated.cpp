@@ -19,6 +19,7 @@
 #include "gpu/kernels/backward_fp32.cuh"
 #include "gpu/kernels/backward_mma.cuh"
 #include "gpu/kernels/elementwise.cuh"
+#include "gpu/kernels/forward_fa2.cuh"
 #include "gpu/kernels/forward_fp32.cuh"
 #include "gpu/kernels/forward_mma.cuh"
 #include "gpu/kernels/kernel_mask.hpp"
@@ -203,8 +204,13 @@ AttentionGrads<double> exact_block_grads(const Problem& pr, const Tensor<float>&
   return sum;
 }
 
+// The tensor-core forward kernels: the production one (forward_fa2.cuh, 128-row query tiles; its
+// key-tile kinds classified kChunkTiles at a time) and the previous one, ladder rung 05
+// (forward_mma.cuh, 64-row tiles).
+enum class Forward { fa2, rows64 };
+
 // Forward: the kernel's accumulator after all kv blocks vs the reference kernel's.
-template <class T, int D>
+template <class T, int D, Forward kKernel = Forward::fa2, int kChunkTiles = gpu::ForwardFa2Tiles<D>::kChunkTiles>
 Verdict run_forward(Kind kind, Problem pr, Tolerance out_tol, Tolerance lse_tol) {
   pr.D = D == 0 ? pr.D : D;
   const Mask mask = pr.mask();
@@ -229,6 +235,12 @@ Verdict run_forward(Kind kind, Problem pr, Tolerance out_tol, Tolerance lse_tol)
       emu::launch(
           grid_of(gpu::ForwardFp32Tiles::q_tiles(p.a), pr), 128, gpu::ForwardFp32Tiles::smem_bytes(pr.D),
           [&] { gpu::forward_fp32_kernel(p); }, "forward_fp32");
+    } else if constexpr (kKernel == Forward::fa2) {
+      using Tiles = gpu::ForwardFa2Tiles<D>;
+      const std::string name = "forward_fa2<" + dtype_name<T>() + ", " + std::to_string(D) + ">";
+      emu::launch(
+          grid_of(Tiles::q_tiles(p.a), pr), Tiles::kThreads, Tiles::smem_bytes(kChunkTiles),
+          [&] { gpu::forward_fa2_kernel<T, D, kChunkTiles>(p); }, name.c_str());
     } else {
       using Tiles = gpu::ForwardMmaTiles<D>;
       const std::string name = "forward_mma<" + dtype_name<T>() + ", " + std::to_string(D) + ">";
@@ -255,9 +267,9 @@ Verdict run_forward(Kind kind, Problem pr, Tolerance out_tol, Tolerance lse_tol)
   return verdict;
 }
 
-template <class T, int D>
+template <class T, int D, Forward kKernel = Forward::fa2, int kChunkTiles = gpu::ForwardFa2Tiles<D>::kChunkTiles>
 void check_forward(Kind kind, const Problem& pr, Tolerance out_tol, Tolerance lse_tol) {
-  const Verdict verdict = run_forward<T, D>(kind, pr, out_tol, lse_tol);
+  const Verdict verdict = run_forward<T, D, kKernel, kChunkTiles>(kind, pr, out_tol, lse_tol);
   INFO(verdict.describe);
   CHECK(verdict.ok);
 }
@@ -452,8 +464,10 @@ Problem one_block(int q_rows, int k_rows, int dim) {
   return pr;
 }
 
-// What deleting a barrier did: "race" (the emulator reported a shared-memory race), "wrong result"
-// (the output failed its tolerance), "harmless" (neither), or "error: ..." (anything else).
+// What deleting a barrier did: "race" (the emulator reported a shared-memory race), "deadlock"
+// (warps that disagreed took different paths: some wait at a barrier the others never reach),
+// "wrong result" (the output failed its tolerance), "harmless" (none of these), or "error: ..."
+// (anything else).
 template <class Run>
 std::string outcome_without_barrier(int site, Run run, std::string& message) {
   const emu::DropBarrier drop(site);
@@ -463,7 +477,8 @@ std::string outcome_without_barrier(int site, Run run, std::string& message) {
     return verdict.ok ? "harmless" : "wrong result";
   } catch (const std::runtime_error& e) {
     message = e.what();
-    return message.find("shared-memory race") != std::string::npos ? "race" : "error: " + message;
+    if (message.find("shared-memory race") != std::string::npos) return "race";
+    return message.find("deadlock") != std::string::npos ? "deadlock" : "error: " + message;
   }
 }
 
@@ -494,10 +509,65 @@ void check_barriers(const char* kernel, std::initializer_list<Site> sites, Run r
 TEST_CASE("emulated kernels: deleting any barrier of forward_mma is caught", "[gpu][emulated][barriers]") {
   const Problem pr = one_block(64, 192, 64);
   check_barriers("forward_mma<bf16, 64>", {{1, "race", ""}, {2, "race", ""}},
-                 [&] { return run_forward<__nv_bfloat16, 64>(Kind::bf16, pr, kBf16Out, kBf16Lse); });
+                 [&] { return run_forward<__nv_bfloat16, 64, Forward::rows64>(Kind::bf16, pr, kBf16Out, kBf16Lse); });
   const Problem pr128 = one_block(64, 192, 128);
   check_barriers("forward_mma<fp16, 128>", {{1, "race", ""}, {2, "race", ""}},
+                 [&] { return run_forward<__half, 128, Forward::rows64>(Kind::fp16, pr128, kFp16Out, kFp16Lse); });
+}
+
+namespace {
+
+// forward_fa2's barrier 3 (the table of tile kinds is complete) exists only under a mask: a causal
+// block whose queries (positions 128..255) see key tiles 0-1 whole, 2-3 cut by the diagonal and
+// 4-5 not at all, classified two tiles per table, so chunk 2 (tiles 4-5, skipped) reuses chunk 0's
+// table (full, full). Without the barrier a warp that reads chunk 2's kinds before their
+// classifier (warp 0 or 1) wrote them finds "full" there and computes tile 4 while the others skip
+// it: the block's warps wait at different barriers. Four heads: four blocks, each with its own
+// random warp order (in one, warp 0 may well run first).
+Problem causal_chunks(int dim) {
+  Problem pr = one_block(128, 384, dim);
+  pr.H = 4;
+  pr.HKV = 2;
+  pr.causal = true;
+  pr.q_pos.clear();
+  for (int i = 0; i < 128; ++i) pr.q_pos.push_back(128 + i);
+  return pr;
+}
+
+}  // namespace
+
+TEST_CASE("emulated kernels: deleting any barrier of forward_fa2 is caught", "[gpu][emulated][barriers]") {
+  const Problem pr = one_block(128, 192, 64);
+  check_barriers("forward_fa2<bf16, 64>", {{1, "race", ""}, {2, "race", ""}},
+                 [&] { return run_forward<__nv_bfloat16, 64>(Kind::bf16, pr, kBf16Out, kBf16Lse); });
+  const Problem pr128 = one_block(128, 192, 128);
+  check_barriers("forward_fa2<fp16, 128>", {{1, "race", ""}, {2, "race", ""}},
                  [&] { return run_forward<__half, 128>(Kind::fp16, pr128, kFp16Out, kFp16Lse); });
+  const Problem chunks = causal_chunks(64);
+  check_barriers("forward_fa2<bf16, 64>", {{1, "race", ""}, {2, "race", ""}, {3, "deadlock", ""}}, [&] {
+    return run_forward<__nv_bfloat16, 64, Forward::fa2, 2>(Kind::bf16, chunks, kBf16Out, kBf16Lse);
+  });
+}
+
+TEST_CASE("emulated mma forward, tile kinds classified in chunks of 1 and 2 key tiles", "[gpu][emulated][mask]") {
+  // The production chunk (256 tiles) is never crossed at these sizes; small chunks cross it at
+  // every tile or every other one, with skipped tiles and whole skipped chunks among them.
+  check_forward<__nv_bfloat16, 64, Forward::fa2, 1>(Kind::bf16, causal_problem(), kBf16Out, kBf16Lse);
+  check_forward<__half, 128, Forward::fa2, 2>(Kind::fp16, causal_chunks(128), kFp16Out, kFp16Lse);
+  const MaskCase& c = kMaskCases[GENERATE(range(size_t{0}, std::size(kMaskCases)))];
+  INFO(c.name);
+  check_forward<__nv_bfloat16, 64, Forward::fa2, 1>(Kind::bf16, masked_problem(c), kBf16Out, kBf16Lse);
+}
+
+TEST_CASE("emulated mma forward with 64-row tiles (ladder rung 05): causal, GQA, documents, window",
+          "[gpu][emulated][mask]") {
+  check_forward<__nv_bfloat16, 64, Forward::rows64>(Kind::bf16, causal_problem(), kBf16Out, kBf16Lse);
+  Problem pr = causal_problem();
+  pr.skip = false;
+  check_forward<__half, 128, Forward::rows64>(Kind::fp16, pr, kFp16Out, kFp16Lse);
+  const MaskCase& c = kMaskCases[GENERATE(range(size_t{0}, std::size(kMaskCases)))];
+  INFO(c.name);
+  check_forward<__nv_bfloat16, 64, Forward::rows64>(Kind::bf16, masked_problem(c), kBf16Out, kBf16Lse);
 }
 
 TEST_CASE("emulated kernels: deleting either barrier of backward_mma is caught", "[gpu][emulated][barriers]") {

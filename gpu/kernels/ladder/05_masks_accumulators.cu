@@ -1,7 +1,8 @@
-// 05 — production: the kernel the executors run (gpu/kernels/forward_mma.cuh). Over 04 it adds
-// global position lists with the reference kernel's mask classes (full / cut / skipped tiles),
-// GQA, fp16 as well as bf16, and the merge into device accumulators (m, l, o) so that blocks of
-// keys can arrive one ring step at a time; a finalize kernel turns the accumulator into out, lse.
+// 05 — masks and accumulators: the executors' kernel until rung 06 replaced it
+// (gpu/kernels/forward_mma.cuh, launched by forward_accumulate_64_row_tiles). Over 04 it adds global
+// position lists with the reference kernel's mask classes (full / cut / skipped tiles), GQA, fp16
+// as well as bf16, and the merge into device accumulators (m, l, o) so that blocks of keys can
+// arrive one ring step at a time; a finalize kernel turns the accumulator into out, lse.
 // Here: positions 0..S-1, one block of all keys, then finalize.
 #include "gpu/cuda_check.hpp"
 #include "gpu/kernels/attention_kernels.hpp"
@@ -14,8 +15,8 @@ size_t workspace_05(const Problem& p) {
   return static_cast<size_t>(p.seq) * sizeof(int32_t) + rows * (2 + static_cast<size_t>(p.dim)) * sizeof(float);
 }
 
-void launch_05(const Problem& problem, const void* q, const void* k, const void* v, float* out, float* lse,
-               void* workspace, cudaStream_t stream) {
+void launch_through_accumulator(const Problem& problem, const void* q, const void* k, const void* v, float* out,
+                                float* lse, void* workspace, cudaStream_t stream, ForwardLaunch forward) {
   const int64_t rows = static_cast<int64_t>(problem.batch) * problem.heads * problem.seq;
   int32_t* positions = static_cast<int32_t*>(workspace);
   float* acc_max = reinterpret_cast<float*>(positions + problem.seq);
@@ -33,9 +34,14 @@ void launch_05(const Problem& problem, const void* q, const void* k, const void*
   p.acc_max = acc_max;
   p.acc_sum = acc_sum;
   p.acc_out = acc_out;
-  forward_accumulate(Dtype::bf16, p, stream);
+  forward(Dtype::bf16, p, stream);
   finalize_accumulator(acc_max, acc_sum, acc_out, problem.batch, problem.heads, problem.seq, problem.dim, out, lse,
                        stream);
+}
+
+void launch_05(const Problem& problem, const void* q, const void* k, const void* v, float* out, float* lse,
+               void* workspace, cudaStream_t stream) {
+  launch_through_accumulator(problem, q, k, v, out, lse, workspace, stream, forward_accumulate_64_row_tiles);
 }
 
 }  // namespace ringlab::gpu::ladder

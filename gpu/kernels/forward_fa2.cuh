@@ -1,0 +1,390 @@
+// The production tensor-core forward (bf16 / fp16 inputs, fp32 accumulation), on FlashAttention-2's
+// design: what forward_mma.cuh (ladder rung 05) computes, with the tile shapes and the main loop
+// reorganised for fewer shared-memory loads and instructions per mma. Merged into the device
+// accumulators (m, l, o) with the online-softmax rescale, like rung 05.
+//
+// Tiles: a block of 4 warps owns 128 query rows of one (batch, head) and each warp owns 32 of them,
+// two m16 row blocks — so every K or V fragment one ldmatrix.x4 brings in feeds four mma.sync
+// instead of two (rung 05: 16 rows per warp). Key/value tiles are 64 rows at both head dims:
+//   D = 128: per thread O is 2 x 16 x 4 = 128 fp32 registers and S 2 x 8 x 4 = 64; Q's fragments
+//            (another 64) do not fit beside them under 255 registers, so Q is re-read from shared
+//            memory by ldmatrix at every tile, as FlashAttention-2 does at hdim 128 (static
+//            ldmatrix/mma 0.3125, rung 05: 0.500). Shared memory 96 KiB: two blocks per SM.
+//   D = 64:  O 64, S 64, Q 32 registers: Q stays in registers after the first tile (0.25).
+//            64-key tiles (FA2 uses 128 at hdim 64) keep S at 64 registers rather than 128.
+// FlashAttention-2 also runs 4 warps x 32 rows for its 128-row hdim-128 forward; 8 warps x 16 rows
+// would be rung 05's ratio again, and 8 x 32 = 256 rows would halve the blocks of a ring step's
+// short query blocks (a rank's share of a 1M sequence at P = 64 is 16K rows: 128 blocks per head).
+//
+// Per key tile, in the order the loop runs it:
+//   wait K(t), barrier 1        K(t) has landed for every warp; every warp is done with tile t-1
+//   prefetch K(t+1)             into the other stage, its own cp.async group
+//   S = Q K^T                   mma.sync m16n8k16, K (and at D=128 Q) fragments by ldmatrix
+//   mask                        only for tiles the mask cuts (or the ragged last tile)
+//   online softmax              max on the raw scores; p = ex2(s c - m c), c = scale log2(e): one FFMA
+//                               feeding ex2.approx.ftz per element (m kept as m c, "log2 units")
+//   wait V(t), barrier 2        V(t) landed while S was computed
+//   prefetch V(t+1)
+//   O += P V                    P re-packed from the S accumulators, V by ldmatrix.trans
+// The state (m, l, o) in the accumulators is in natural units (m = max of scale s): converted to
+// log2 units on loading (m log2(e)) and back on storing (m ln 2). Needs scale > 0 (1/sqrt(D)), so
+// that the max of the raw scores is the max of the scaled ones.
+//
+// Tile skipping: which key tiles the block's queries may see is decided ONCE per tile, before the
+// loop, by the whole block: warp w classifies tiles w, w+4, ... (position_range over the tile's key
+// positions against the query tile's span bounds, classify_tile) into a table of kinds in shared
+// memory, then barrier 3. The loop reads the table: a skipped tile costs one shared-memory byte read
+// (rung 05: each of its 4 warps re-scanned every tile's positions with global loads and shuffles).
+// The table covers kChunkTiles tiles; a longer key range is classified chunk by chunk, the pipeline
+// draining at each chunk's end (one tile's load latency per 256 tiles = 16K keys). Two tables
+// alternate, so the next chunk's writes never meet a slow warp's reads of the last one.
+#pragma once
+
+#include "gpu/kernels/kernel_params.hpp"
+#include "gpu/kernels/mma_fragments.cuh"
+#include "gpu/kernels/primitives.cuh"
+
+namespace ringlab::gpu {
+
+template <int D>
+struct ForwardFa2Tiles {
+  static constexpr int kThreads = 128;
+  static constexpr int kWarps = kThreads / 32;
+  static constexpr int kRowsPerWarp = 32;  // two m16 row blocks
+  static constexpr int kBlockQ = kWarps * kRowsPerWarp;
+  static constexpr int kBlockK = 64;
+  static constexpr int kStages = 2;
+  static constexpr bool kQInRegisters = D <= 64;  // see the top of the file
+  static constexpr int kChunkTiles = 256;         // key tiles per table of tile kinds
+  // Q tile, then K and V tiles per stage (16-bit elements), then two tables of tile kinds.
+  static constexpr int smem_bytes(int chunk_tiles) {
+    return (kBlockQ * D + kStages * 2 * kBlockK * D) * 2 + 2 * chunk_tiles;
+  }
+  static constexpr int kSmemBytes = smem_bytes(kChunkTiles);
+  static int q_tiles(const AttentionParams& a) { return (a.q_end - a.q_begin + kBlockQ - 1) / kBlockQ; }
+};
+
+namespace dev {
+
+// The online-softmax step of one 16-row block (rows g and g + 8 of it: index 0 and 1 below) on raw,
+// masked scores (-inf where a key is not visible). m: the rows' running maxima in log2 units (the
+// max of scale * log2(e) * s); l: this thread's share of the rows' sums; o rescaled; s becomes P.
+// scale_log2 = scale * log2(e) > 0. A row that has seen no visible key keeps m = -inf.
+template <int kScoreTiles, int kOutTiles>
+RINGLAB_DEVICE void online_softmax_log2(float (&s)[kScoreTiles][4], float (&o)[kOutTiles][4], float (&m)[2],
+                                        float (&l)[2], float scale_log2) {
+  float row_max[2] = {-INFINITY, -INFINITY};
+  RINGLAB_UNROLL
+  for (int nt = 0; nt < kScoreTiles; ++nt) {
+    row_max[0] = fmaxf(row_max[0], fmaxf(s[nt][0], s[nt][1]));
+    row_max[1] = fmaxf(row_max[1], fmaxf(s[nt][2], s[nt][3]));
+  }
+  float alpha[2], shift[2];
+  RINGLAB_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    const float fresh = fmaxf(m[r], quad_max(row_max[r]) * scale_log2);
+    shift[r] = fresh == -INFINITY ? 0.f : fresh;  // a row with no visible key stays empty
+    alpha[r] = exp2_approx(m[r] - shift[r]);
+    m[r] = fresh;
+  }
+  float sum[2] = {0.f, 0.f};
+  RINGLAB_UNROLL
+  for (int nt = 0; nt < kScoreTiles; ++nt) {
+    RINGLAB_UNROLL
+    for (int e = 0; e < 4; ++e) {
+      s[nt][e] = exp2_approx(fmaf(s[nt][e], scale_log2, -shift[e / 2]));
+      sum[e / 2] += s[nt][e];
+    }
+  }
+  RINGLAB_UNROLL
+  for (int r = 0; r < 2; ++r) l[r] = l[r] * alpha[r] + sum[r];
+  RINGLAB_UNROLL
+  for (int nt = 0; nt < kOutTiles; ++nt) {
+    o[nt][0] *= alpha[0];
+    o[nt][1] *= alpha[0];
+    o[nt][2] *= alpha[1];
+    o[nt][3] *= alpha[1];
+  }
+}
+
+// Copies rows [0, valid) of a (kRows x D) tile from global memory (row stride `stride` elements)
+// into swizzled shared memory with cp.async, rows >= valid zero-filled: load_tile_async's work,
+// arranged so that a thread's copies are one column chunk of rows row0 + kRowsPerPass i, which all
+// have the same swizzled chunk (kRowsPerPass is a multiple of 8). So the shared-memory addresses
+// are constant offsets from one, and the global ones a running pointer instead of a 64-bit row
+// offset per copy that the compiler may keep in registers across the main loop.
+template <class T, int D, int kRows, int kThreads>
+RINGLAB_DEVICE void load_rows_async(T* smem, const T* global, int64_t stride, int valid) {
+  constexpr int kChunksPerRow = D / 8, kRowsPerPass = kThreads / kChunksPerRow;
+  static_assert(kRowsPerPass % 8 == 0 && kRows % kRowsPerPass == 0, "rows of one swizzle phase per thread");
+  const int row0 = static_cast<int>(threadIdx.x) / kChunksPerRow, chunk = static_cast<int>(threadIdx.x) % kChunksPerRow;
+  T* destination = smem + swizzle<D>(row0, chunk * 8);
+  const T* source = global + row0 * stride + chunk * 8;
+  RINGLAB_UNROLL
+  for (int i = 0; i < kRows / kRowsPerPass; ++i) {
+    const bool ok = row0 + i * kRowsPerPass < valid;
+    cp_async_16(destination + i * kRowsPerPass * D, ok ? source : global, ok);
+    source += kRowsPerPass * stride;
+  }
+}
+
+// swizzle<D>(row, 16 c + 8 half) as lane_part ^ (c << 4), lane_part = swizzled_lane_part<D>(row, half):
+// (2c + half) ^ (row & 7) = (2c) ^ (half ^ (row & 7)) since 2c has no bit 0, and the XOR stays below
+// D, under the row's multiple of D. The fragment loops below unroll over c with the lane's part in
+// one register, so each of their addresses is one XOR with a constant instead of a hoisted
+// register per c (registers are what bounds the D = 128 kernel).
+template <int D>
+RINGLAB_DEVICE int swizzled_lane_part(int row, int half) {
+  return row * D + ((half ^ (row & 7)) << 3);
+}
+
+}  // namespace dev
+
+// kChunkTiles: the key tiles classified per table (tests lower it to cross chunk boundaries in
+// small problems; the launchers use the default).
+template <class T, int D, int kChunkTiles = ForwardFa2Tiles<D>::kChunkTiles>
+RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_fa2_kernel(ForwardParams p) {
+  using namespace dev;
+  using Tiles = ForwardFa2Tiles<D>;
+  constexpr int BQ = Tiles::kBlockQ, BK = Tiles::kBlockK, kWarps = Tiles::kWarps;
+  constexpr int kRowBlocks = Tiles::kRowsPerWarp / 16;
+  constexpr int kScoreTiles = BK / 8;  // n-tiles of S per row block (8 keys each)
+  constexpr int kOutTiles = D / 8;     // n-tiles of O per row block
+  constexpr int kDimChunks = D / 16;   // k-chunks of Q K^T
+  constexpr bool kQInRegisters = Tiles::kQInRegisters;
+  constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
+  RINGLAB_DYNAMIC_SMEM(smem_raw);
+  T* q_smem = reinterpret_cast<T*>(smem_raw);  // (BQ, D) swizzled
+  T* k_smem = q_smem + BQ * D;                 // [stage] (BK, D) swizzled
+  T* v_smem = k_smem + Tiles::kStages * BK * D;
+  auto* kind_tables = reinterpret_cast<int8_t*>(v_smem + Tiles::kStages * BK * D);  // [2][kChunkTiles]
+
+  const AttentionParams& a = p.a;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int q0 = a.q_begin + static_cast<int>(blockIdx.x) * BQ;
+  const int q_count = imin(BQ, a.q_end - q0);
+  // Offsets of this block's rows, recomputed where used from the launch's parameters and blockIdx
+  // (constant bank and special registers) rather than held across the loop in registers.
+  // q: (B, Sq, H, D) -> rows q0.. of (b, h); k, v: (B, Sk, HKV, D) -> row 0 of (b, hk);
+  // accumulator rows (b H + h) Sq + q0..
+  auto q_offset = [&] {
+    const BlockHead bh = block_head(a, D);
+    return ((static_cast<int64_t>(bh.b) * a.q_seq + q0) * a.heads + bh.h) * D;
+  };
+  auto kv_offset = [&](int key) {
+    const BlockHead bh = block_head(a, D);
+    return (static_cast<int64_t>(bh.b) * a.kv_seq + key) * bh.kv_stride + bh.hk * D;
+  };
+  auto acc_offset = [&] { return static_cast<int64_t>(blockIdx.y) * a.q_seq + q0; };  // blockIdx.y = b H + h
+  const float scale_log2 = a.scale * kLog2e;
+
+  const bool masked = has_mask(a);
+
+  // This thread's rows: row (mb, r) = warp * 32 + 16 mb + 8 r + g of the tile (accumulator row
+  // acc_row + 16 mb + 8 r), its state m (log2 units), l (this thread's share), O (C fragments).
+  // Row indices, validity and visible keys are recomputed where used rather than kept: at D = 128
+  // O and S take 192 of the 255 registers.
+  const int warp_row = warp * Tiles::kRowsPerWarp + g;
+  auto row_of = [&](int mb, int r) { return warp_row + 16 * mb + 8 * r; };
+  float m[kRowBlocks][2], l[kRowBlocks][2];
+  float o[kRowBlocks][kOutTiles][4];
+  RINGLAB_UNROLL
+  for (int mb = 0; mb < kRowBlocks; ++mb) {
+    RINGLAB_UNROLL
+    for (int r = 0; r < 2; ++r) {
+      const bool valid = row_of(mb, r) < q_count;
+      const int64_t at = acc_offset() + row_of(mb, r);
+      m[mb][r] = valid ? p.acc_max[at] * kLog2e : -INFINITY;
+      l[mb][r] = valid && t == 0 ? p.acc_sum[at] : 0.f;
+      RINGLAB_UNROLL
+      for (int nt = 0; nt < kOutTiles; ++nt) {
+        o[mb][nt][2 * r] = valid ? p.acc_out[at * D + nt * 8 + 2 * t] : 0.f;
+        o[mb][nt][2 * r + 1] = valid ? p.acc_out[at * D + nt * 8 + 2 * t + 1] : 0.f;
+      }
+    }
+  }
+
+  auto load_k = [&](int tile, int stage) {
+    const int k0 = a.kv_begin + tile * BK, count = imin(BK, a.kv_end - k0);
+    load_rows_async<T, D, BK, 128>(k_smem + stage * BK * D, static_cast<const T*>(a.k) + kv_offset(k0),
+                                   block_head(a, D).kv_stride, count);
+  };
+  auto load_v = [&](int tile, int stage) {
+    const int k0 = a.kv_begin + tile * BK, count = imin(BK, a.kv_end - k0);
+    load_rows_async<T, D, BK, 128>(v_smem + stage * BK * D, static_cast<const T*>(a.v) + kv_offset(k0),
+                                   block_head(a, D).kv_stride, count);
+  };
+
+  // The lane's parts of its ldmatrix addresses (swizzled_lane_part): Q's A fragments (rows
+  // lane % 16 of the row block, dims 8 (lane / 16) of the 16-dim chunk), K's B fragments (keys
+  // lane % 8 + 8 (lane / 16), dims 8 ((lane / 8) % 2)) and V's, transposed (keys lane % 8 +
+  // 8 ((lane / 8) % 2), dims 8 (lane / 16)).
+  const int q_lane = swizzled_lane_part<D>(warp * Tiles::kRowsPerWarp + lane % 16, lane / 16);
+  const int k_lane = swizzled_lane_part<D>(lane % 8 + (lane / 16) * 8, (lane / 8) % 2);
+  const int v_lane = swizzled_lane_part<D>(lane % 8 + ((lane / 8) % 2) * 8, lane / 16);
+  uint32_t qf[kRowBlocks][kQInRegisters ? kDimChunks : 1][4];  // D = 64: Q's A fragments, loaded once
+  bool q_loaded = false, q_in_registers = false;
+  int stage = 0;
+  const int n_tiles = (a.kv_end - a.kv_begin + BK - 1) / BK;
+  // Without a mask every tile is full: one chunk, no table.
+  const int chunk_tiles = masked ? kChunkTiles : n_tiles;
+  for (int chunk0 = 0; chunk0 < n_tiles; chunk0 += chunk_tiles) {
+    const int chunk_end = imin(n_tiles, chunk0 + chunk_tiles);
+    // The chunk's table of kinds; a pointer from chunk0 rather than one more register in the loop.
+    auto kinds = [&] { return kind_tables + (chunk0 / kChunkTiles % 2) * kChunkTiles; };
+    if (masked) {
+      // Recomputed per chunk (once per 256 tiles) rather than held in registers across the loop.
+      const TileSpans q_spans = tile_spans(a, q0, q_count, lane);
+      for (int tile = chunk0 + warp; tile < chunk_end; tile += kWarps) {
+        const int k0 = a.kv_begin + tile * BK;
+        int k_lo = 0, k_hi = 0;
+        position_range(a.k_pos, k0, imin(BK, a.kv_end - k0), lane, k_lo, k_hi);
+        if (lane == 0)
+          kinds()[tile - chunk0] = static_cast<int8_t>(classify_tile(true, a.skip_masked_tiles, q_spans, k_lo, k_hi));
+      }
+      sync_site<3>();  // the table is complete for every warp
+    }
+    auto kind_of = [&](int tile) { return masked ? static_cast<int>(kinds()[tile - chunk0]) : kTileFull; };
+    auto computed_from = [&](int tile) {  // the first tile >= `tile` of the chunk that is not skipped
+      while (tile < chunk_end && kind_of(tile) == kTileSkip) ++tile;
+      return tile;
+    };
+    int tile = computed_from(chunk0);
+    if (tile == chunk_end) continue;  // the whole chunk is masked for these queries
+    if (!q_loaded)
+      load_rows_async<T, D, BQ, 128>(q_smem, static_cast<const T*>(a.q) + q_offset(), block_head(a, D).q_stride,
+                                     q_count);
+    q_loaded = true;
+    load_k(tile, stage);
+    cp_async_commit();  // group: (Q,) K(t)
+    load_v(tile, stage);
+    cp_async_commit();  // group: V(t)
+
+    while (tile < chunk_end) {
+      cp_async_wait<1>();  // all but the newest group, V(t), have landed: Q and K(t)
+      sync_site<1>();      // ...for every thread; and every warp is done with tile t-1's stage
+      const int next = computed_from(tile + 1);
+      if (next < chunk_end) load_k(next, stage ^ 1);
+      cp_async_commit();  // (possibly empty: the waits below count groups)
+      if constexpr (kQInRegisters) {
+        if (!q_in_registers) {
+          RINGLAB_UNROLL
+          for (int mb = 0; mb < kRowBlocks; ++mb) {
+            RINGLAB_UNROLL
+            for (int kc = 0; kc < kDimChunks; ++kc)
+              ldmatrix_x4(qf[mb][kc], q_smem + 16 * mb * D + (q_lane ^ (kc << 4)));
+          }
+          q_in_registers = true;
+        }
+      }
+      const T* ks = k_smem + stage * BK * D;
+      const T* vs = v_smem + stage * BK * D;
+      const int k0 = a.kv_begin + tile * BK, k_count = imin(BK, a.kv_end - k0);
+
+      // S = Q K^T, 32 rows x 64 keys per warp: each K fragment serves both row blocks.
+      float s[kRowBlocks][kScoreTiles][4];
+      RINGLAB_UNROLL
+      for (int mb = 0; mb < kRowBlocks; ++mb) {
+        RINGLAB_UNROLL
+        for (int nt = 0; nt < kScoreTiles; ++nt) s[mb][nt][0] = s[mb][nt][1] = s[mb][nt][2] = s[mb][nt][3] = 0.f;
+      }
+      RINGLAB_UNROLL
+      for (int kc = 0; kc < kDimChunks; ++kc) {
+        uint32_t qa[kRowBlocks][4];
+        RINGLAB_UNROLL
+        for (int mb = 0; mb < kRowBlocks; ++mb) {
+          if constexpr (kQInRegisters) {
+            RINGLAB_UNROLL
+            for (int i = 0; i < 4; ++i) qa[mb][i] = qf[mb][kc][i];
+          } else {
+            ldmatrix_x4(qa[mb], q_smem + 16 * mb * D + (q_lane ^ (kc << 4)));
+          }
+        }
+        RINGLAB_UNROLL
+        for (int np = 0; np < BK / 16; ++np) {
+          uint32_t kb[4];  // B fragments of key n-tiles 2np (kb0, kb1) and 2np+1 (kb2, kb3)
+          ldmatrix_x4(kb, ks + np * 16 * D + (k_lane ^ (kc << 4)));
+          RINGLAB_UNROLL
+          for (int mb = 0; mb < kRowBlocks; ++mb) {
+            mma_16816<T>(s[mb][2 * np], qa[mb], kb[0], kb[1]);
+            mma_16816<T>(s[mb][2 * np + 1], qa[mb], kb[2], kb[3]);
+          }
+        }
+      }
+
+      // Mask where the mask cuts the tile or the tile is ragged; the scale comes in the softmax.
+      const bool cut = kind_of(tile) == kTilePartial;
+      if (cut || k_count < BK) {
+        RINGLAB_UNROLL
+        for (int mb = 0; mb < kRowBlocks; ++mb) {
+          RINGLAB_UNROLL
+          for (int r = 0; r < 2; ++r) {
+            const int q_row = row_of(mb, r);
+            // A padding row past q_count sees everything: its results are never stored.
+            const KeySpan keys = cut && q_row < q_count ? row_keys(a, q0 + q_row) : KeySpan{};
+            RINGLAB_UNROLL
+            for (int nt = 0; nt < kScoreTiles; ++nt) {
+              RINGLAB_UNROLL
+              for (int e = 0; e < 2; ++e) {
+                const int j = nt * 8 + 2 * t + e;
+                const bool key_ok = j < k_count;
+                if (!key_ok || (cut && !keys.contains(a.k_pos[k0 + j]))) s[mb][nt][2 * r + e] = -INFINITY;
+              }
+            }
+          }
+        }
+      }
+      RINGLAB_UNROLL
+      for (int mb = 0; mb < kRowBlocks; ++mb) online_softmax_log2(s[mb], o[mb], m[mb], l[mb], scale_log2);
+
+      cp_async_wait<1>();  // all but the newest group, K(t+1), have landed: V(t)
+      sync_site<2>();      // ...for every thread
+      if (next < chunk_end) load_v(next, stage ^ 1);
+      cp_async_commit();
+
+      // O += P V: each V fragment serves both row blocks.
+      RINGLAB_UNROLL
+      for (int kc = 0; kc < BK / 16; ++kc) {
+        uint32_t pa[kRowBlocks][4];
+        RINGLAB_UNROLL
+        for (int mb = 0; mb < kRowBlocks; ++mb) a_fragment<T>(s[mb], kc, pa[mb]);
+        RINGLAB_UNROLL
+        for (int dp = 0; dp < D / 16; ++dp) {
+          uint32_t vb[4];  // B fragments of output n-tiles 2dp (vb0, vb1) and 2dp+1 (vb2, vb3)
+          ldmatrix_x4_trans(vb, vs + kc * 16 * D + (v_lane ^ (dp << 4)));
+          RINGLAB_UNROLL
+          for (int mb = 0; mb < kRowBlocks; ++mb) {
+            mma_16816<T>(o[mb][2 * dp], pa[mb], vb[0], vb[1]);
+            mma_16816<T>(o[mb][2 * dp + 1], pa[mb], vb[2], vb[3]);
+          }
+        }
+      }
+      stage ^= 1;
+      tile = next;
+    }
+  }
+  cp_async_wait<0>();
+  if (!q_loaded) return;  // every key tile is masked for these queries: the state is unchanged
+
+  // Write the state back: l summed over the quad, m in natural units, O as float pairs.
+  RINGLAB_UNROLL
+  for (int mb = 0; mb < kRowBlocks; ++mb) {
+    RINGLAB_UNROLL
+    for (int r = 0; r < 2; ++r) {
+      const float row_sum = quad_sum(l[mb][r]);
+      if (row_of(mb, r) >= q_count) continue;
+      const int64_t at = acc_offset() + row_of(mb, r);
+      if (t == 0) {
+        p.acc_max[at] = m[mb][r] * kLn2;
+        p.acc_sum[at] = row_sum;
+      }
+      RINGLAB_UNROLL
+      for (int nt = 0; nt < kOutTiles; ++nt) {
+        p.acc_out[at * D + nt * 8 + 2 * t] = o[mb][nt][2 * r];
+        p.acc_out[at * D + nt * 8 + 2 * t + 1] = o[mb][nt][2 * r + 1];
+      }
+    }
+  }
+}
+
+}  // namespace ringlab::gpu
