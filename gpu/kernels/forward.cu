@@ -48,7 +48,16 @@ std::string kernel_support(Dtype dtype, int64_t dim) {
          "; use --dim 64 or 128, or --dtype fp32 (any D <= 128)";
 }
 
+// The fused finalize is the tensor-core kernel's (forward_fa2.cuh); the others only accumulate.
+static void refuse_fused_finalize(const ForwardParams& p, const char* kernel) {
+  if (p.out != nullptr || p.lse != nullptr) {
+    throw UsageError(std::string("the fused finalize (ForwardParams::out, lse) is forward_fa2's; ") + kernel +
+                     " only accumulates: call finalize_accumulator after it");
+  }
+}
+
 void forward_accumulate(Dtype dtype, const ForwardParams& p, cudaStream_t stream) {
+  if ((p.out == nullptr) != (p.lse == nullptr)) throw UsageError("ForwardParams: out and lse are set together");
   launch_by_dtype(
       dtype, p,
       [&](auto type, auto dim) {
@@ -58,6 +67,7 @@ void forward_accumulate(Dtype dtype, const ForwardParams& p, cudaStream_t stream
                          Tiles::kSmemBytes, p, stream);
       },
       [&] {
+        refuse_fused_finalize(p, "the fp32 kernel");
         using Tiles = ForwardFp32Tiles;
         launch_attention(forward_fp32_kernel, Tiles::q_tiles(p.a), Tiles::kThreads, Tiles::smem_bytes(p.a.dim), p,
                          stream);
@@ -65,6 +75,7 @@ void forward_accumulate(Dtype dtype, const ForwardParams& p, cudaStream_t stream
 }
 
 void forward_accumulate_64_row_tiles(Dtype dtype, const ForwardParams& p, cudaStream_t stream) {
+  refuse_fused_finalize(p, "forward_mma (64-row tiles)");
   launch_by_dtype(
       dtype, p,
       [&](auto type, auto dim) {

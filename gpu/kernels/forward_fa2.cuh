@@ -26,6 +26,9 @@
 //   wait V(t), barrier 2        V(t) landed while S was computed
 //   prefetch V(t+1)
 //   O += P V                    P re-packed from the S accumulators, V by ldmatrix.trans
+// On the rows' last step (ForwardParams::out set) the merged state is finalised here, out = o / l
+// and lse = m + log l, instead of going back to the accumulator for finalize_accumulator: one pass
+// over the (B H Sq) x D fp32 state less per forward, and no finalize launch.
 // The state (m, l, o) in the accumulators is in natural units (m = max of scale s): converted to
 // log2 units on loading (m log2(e)) and back on storing (m ln 2). Needs scale > 0 (1/sqrt(D)), so
 // that the max of the raw scores is the max of the scaled ones.
@@ -364,6 +367,27 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_fa2_kernel(ForwardParams 
     }
   }
   cp_async_wait<0>();
+  if (p.out != nullptr) {  // the rows' last step: out and lse, even where no tile was computed
+    RINGLAB_UNROLL
+    for (int mb = 0; mb < kRowBlocks; ++mb) {
+      RINGLAB_UNROLL
+      for (int r = 0; r < 2; ++r) {
+        const float row_sum = quad_sum(l[mb][r]);
+        const int q_row = row_of(mb, r);
+        if (q_row >= q_count) continue;
+        const bool empty = m[mb][r] == -INFINITY || row_sum == 0.f;
+        const float inverse = empty ? 0.f : 1.f / row_sum;
+        if (t == 0) p.lse[acc_offset() + q_row] = empty ? -INFINITY : m[mb][r] * kLn2 + logf(row_sum);
+        float* out_row = p.out + q_offset() + static_cast<int64_t>(q_row) * a.heads * D;
+        RINGLAB_UNROLL
+        for (int nt = 0; nt < kOutTiles; ++nt) {
+          out_row[nt * 8 + 2 * t] = o[mb][nt][2 * r] * inverse;
+          out_row[nt * 8 + 2 * t + 1] = o[mb][nt][2 * r + 1] * inverse;
+        }
+      }
+    }
+    return;
+  }
   if (!q_loaded) return;  // every key tile is masked for these queries: the state is unchanged
 
   // Write the state back: l summed over the quad, m in natural units, O as float pairs.

@@ -51,6 +51,13 @@ struct ForwardParams {
   float* acc_max = nullptr;  // m, -inf where a row has seen no key yet
   float* acc_sum = nullptr;  // l
   float* acc_out = nullptr;  // o, unnormalised
+  // Set (both) when this launch is the last to accumulate its query rows [q_begin, q_end): the
+  // merged state is finalised in the kernel instead of stored, out = o / l (B, Sq, H, D) and
+  // lse = m + log l (B, H, Sq) for those rows (0 and -inf for a row that saw no key), as
+  // finalize_accumulator would; the accumulator rows are then left as they were. fp32, like the
+  // executors' out and lse. Null: accumulate only (every step but a row's last).
+  float* out = nullptr;
+  float* lse = nullptr;
 };
 
 // Backward of one block, *added* into dq, dk, dv. lse and delta are those of the whole forward.

@@ -61,12 +61,14 @@ void forward_accumulate(Dtype dtype, const ForwardParams& p, cudaStream_t) {
     case Dtype::bf16: return d64 ? forward_fa2<__nv_bfloat16, 64>(p) : forward_fa2<__nv_bfloat16, 128>(p);
     case Dtype::fp16: return d64 ? forward_fa2<__half, 64>(p) : forward_fa2<__half, 128>(p);
     case Dtype::fp32:
+      if (p.out != nullptr) throw UsageError("fp32: no fused finalize");
       emu::launch(grid2(ForwardFp32Tiles::q_tiles(p.a), p.a.batch * p.a.heads), ForwardFp32Tiles::kThreads,
                   ForwardFp32Tiles::smem_bytes(p.a.dim), [&] { forward_fp32_kernel(p); });
   }
 }
 
 void forward_accumulate_64_row_tiles(Dtype dtype, const ForwardParams& p, cudaStream_t stream) {
+  if (p.out != nullptr) throw UsageError("forward_mma: no fused finalize");
   if (p.a.q_end <= p.a.q_begin || p.a.kv_end <= p.a.kv_begin) return;
   if (const std::string why = kernel_support(dtype, p.a.dim); !why.empty()) throw UsageError(why);
   const bool d64 = p.a.dim == 64;

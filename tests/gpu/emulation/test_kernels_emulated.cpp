@@ -56,6 +56,7 @@ struct Problem {
   std::vector<RowRange> kv_blocks{{3, 45}, {45, 97}};  // merged in this order
   std::vector<int64_t> q_pos, k_pos;
   bool expect_empty_rows = false;  // some query row sees no key of the blocks (checked to happen)
+  bool fused_finalize = false;     // forward: the last block's launch writes out and lse itself
   Mask mask() const { return Mask(causal, window, documents, valid); }
 };
 
@@ -225,12 +226,20 @@ Verdict run_forward(Kind kind, Problem pr, Tolerance out_tol, Tolerance lse_tol)
   const std::vector<T> qd = device_copy<T>(q), kd = device_copy<T>(k), vd = device_copy<T>(v);
   const std::vector<int32_t> qp = to_int32(pr.q_pos), kp = to_int32(pr.k_pos);
   SoftmaxState<float> actual = make_accumulator(pr.B, pr.H, pr.Sq, pr.D);
-  for (RowRange kv : pr.kv_blocks) {
+  // The fused finalize writes only its rows: the rest keep finalize's values for an empty row.
+  AttentionOutput<float> fused{Tensor<float>({pr.B, pr.Sq, pr.H, pr.D}), Tensor<float>({pr.B, pr.H, pr.Sq})};
+  for (int64_t i = 0; i < fused.lse.size(); ++i) fused.lse[i] = -INFINITY;
+  REQUIRE((!pr.fused_finalize || (kKernel == Forward::fa2 && !std::is_same_v<T, float>)));
+  for (const RowRange& kv : pr.kv_blocks) {
     ForwardParams p;
     p.a = params_of(pr, qd.data(), kd.data(), vd.data(), qp.data(), kp.data(), km, kv);
     p.acc_max = actual.max.data();
     p.acc_sum = actual.sum.data();
     p.acc_out = actual.out.data();
+    if (pr.fused_finalize && &kv == &pr.kv_blocks.back()) {
+      p.out = fused.out.data();
+      p.lse = fused.lse.data();
+    }
     if constexpr (std::is_same_v<T, float>) {
       emu::launch(
           grid_of(gpu::ForwardFp32Tiles::q_tiles(p.a), pr), 128, gpu::ForwardFp32Tiles::smem_bytes(pr.D),
@@ -250,7 +259,7 @@ Verdict run_forward(Kind kind, Problem pr, Tolerance out_tol, Tolerance lse_tol)
     }
   }
   const AttentionOutput<float> want = finalize_accumulator(expected, pr.B, pr.H, pr.Sq, pr.D);
-  const AttentionOutput<float> got = finalize_accumulator(actual, pr.B, pr.H, pr.Sq, pr.D);
+  const AttentionOutput<float> got = pr.fused_finalize ? fused : finalize_accumulator(actual, pr.B, pr.H, pr.Sq, pr.D);
   Verdict verdict;
   verdict.add("out", compare(got.out, want.out, out_tol));
   verdict.add("lse", compare(got.lse, want.lse, lse_tol));
@@ -557,6 +566,26 @@ TEST_CASE("emulated mma forward, tile kinds classified in chunks of 1 and 2 key 
   const MaskCase& c = kMaskCases[GENERATE(range(size_t{0}, std::size(kMaskCases)))];
   INFO(c.name);
   check_forward<__nv_bfloat16, 64, Forward::fa2, 1>(Kind::bf16, masked_problem(c), kBf16Out, kBf16Lse);
+}
+
+TEST_CASE("emulated mma forward, the last block's launch finalizes: out and lse written by the kernel",
+          "[gpu][emulated][mask]") {
+  Problem causal = causal_problem();
+  causal.fused_finalize = true;
+  check_forward<__nv_bfloat16, 64>(Kind::bf16, causal, kBf16Out, kBf16Lse);
+  causal.skip = false;
+  check_forward<__half, 128>(Kind::fp16, causal, kFp16Out, kFp16Lse);
+  // The last block lies wholly in the queries' future: every tile skipped, out and lse come from
+  // the state the first block left.
+  Problem future = causal_chunks(128);
+  future.kv_blocks = {{0, 256}, {256, 384}};
+  future.fused_finalize = true;
+  check_forward<__nv_bfloat16, 128>(Kind::bf16, future, kBf16Out, kBf16Lse);
+  const MaskCase& c = kMaskCases[GENERATE(range(size_t{0}, std::size(kMaskCases)))];
+  INFO(c.name);
+  Problem masked = masked_problem(c);
+  masked.fused_finalize = true;
+  check_forward<__nv_bfloat16, 64>(Kind::bf16, masked, kBf16Out, kBf16Lse);
 }
 
 TEST_CASE("emulated mma forward with 64-row tiles (ladder rung 05): causal, GQA, documents, window",
