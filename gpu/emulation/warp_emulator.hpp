@@ -10,8 +10,8 @@
 //   mma m16n8k16       rebuilds A and B from the 32 lanes' fragments, fp32 sums
 //   cp.async           queued per thread, lands at some point before the wait_group covering it
 //   shuffles           exchanged through the warp's slots (all 32 lanes must take part)
-//   ex2.approx, cvt    fast_exp and pack2 with the precision the PTX ISA documents (ex2_approx,
-//                      to_bf16_bits, to_fp16_bits below), not the host's std::exp
+//   ex2.approx, cvt    fast_exp, exp2_approx and pack2 with the precision the PTX ISA documents
+//                      (ex2_approx, to_bf16_bits, to_fp16_bits below), not the host's std::exp
 // A barrier that not every thread reaches is reported (a divergent __syncthreads or shuffle)
 // instead of hanging.
 //
