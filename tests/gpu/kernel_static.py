@@ -306,6 +306,9 @@ COUNTED = [  # (column, PTX opcode prefix)
     ("mma", "mma.sync"), ("ldmatrix", "ldmatrix"), ("ex2", "ex2"), ("atomics", ("red.", "atom.")),
     ("bar.sync", ("bar.sync", "barrier.sync")), ("cp.async", "cp.async."), ("ld.global", "ld.global"),
 ]
+ATOMIC_PREFIXES = ("red.", "atom.")
+# The counted columns, plus the floats the atomics add (a vector red adds 2 or 4 in one instruction).
+COLUMNS = [c for c, _ in COUNTED] + ["atomic floats"]
 
 
 def ptx_functions(ptx):
@@ -364,12 +367,15 @@ def count(lines):
         if m and labels.get(m.group(1), -1) > i:
             for k in range(i + 1, labels[m.group(1)]):
                 skipped[k] = True
-    counts = {c: [0, 0] for c, _ in COUNTED}
+    counts = {c: [0, 0] for c in COLUMNS}
     for line, conditional in zip(lines, skipped):
         op = re.sub(r"^@!?%\w+\s+", "", line)
         for column, prefix in COUNTED:
             if op.startswith(prefix):
                 counts[column][1 if conditional else 0] += 1
+        if op.startswith(ATOMIC_PREFIXES):  # one instruction, 1, 2 or 4 floats (red.global.add.v4.f32)
+            width = re.search(r"\.v([24])\.", op)
+            counts["atomic floats"][1 if conditional else 0] += int(width.group(1)) if width else 1
     return counts
 
 
@@ -411,7 +417,7 @@ def costs(args):
     if not wanted:
         print(f"kernel_static: no kernel matching '{args.kernels}' in the PTX", file=sys.stderr)
         return 1
-    columns = [c for c, _ in COUNTED]
+    columns = COLUMNS
     summary = []
     cells = [("kernel (main loop, per KV/Q tile)",) + tuple(columns) + ("ldmatrix/mma",)]
     for mangled in sorted(wanted, key=lambda m: short(names[m])):
@@ -501,6 +507,11 @@ def self_test(_args):
     c = count(main_loop(loop))
     expect("the main loop is found and counted, the skippable part apart",
            c["mma"] == [0, 1] and c["ldmatrix"] == [0, 1] and c["ex2"] == [1, 0])
+    atomics = count(["$L__BB0_1:", "red.global.add.v4.f32 [%rd1], {%f1, %f2, %f3, %f4};",
+                     "red.global.add.f32 [%rd2], %f5;", "@%p1 bra $L__BB0_2;", "atom.global.add.f32 %f6, [%rd3], %f7;",
+                     "$L__BB0_2:", "mma.sync.aligned.m16n8k16 x;", "bra.uni $L__BB0_1;"])
+    expect("atomics count instructions; their floats count a vector red as its width",
+           atomics["atomics"] == [2, 1] and atomics["atomic floats"] == [5, 1])
     expect("FA2's ratios: 0.3125 at 32 rows per warp with Q re-read, 0.5 at 16 with Q in registers",
            fa2_ldmatrix_per_mma(32, q_in_registers=False) == 0.3125 and fa2_ldmatrix_per_mma(16) == 0.5)
     print("self-test: " + ("FAILED" if failures else "passed"))
