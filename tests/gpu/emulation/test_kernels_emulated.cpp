@@ -999,11 +999,11 @@ void check_forward_exact() {
   p.acc_max = gpu_acc.max.data();
   p.acc_sum = gpu_acc.sum.data();
   p.acc_out = gpu_acc.out.data();
-  using Tiles = gpu::ForwardMmaTiles<D>;
-  const std::string name = "forward_mma<" + dtype_name<T>() + ", 64>";
+  using Tiles = gpu::ForwardFa2Tiles<D>;
+  const std::string name = "forward_fa2<" + dtype_name<T>() + ", 64>";
   emu::launch(
-      grid_of(Tiles::q_tiles(p.a), pr), 128, Tiles::kSmemBytes, [&] { gpu::forward_mma_kernel<T, D>(p); },
-      name.c_str());
+      grid_of(Tiles::q_tiles(p.a), pr), Tiles::kThreads, Tiles::smem_bytes(Tiles::kChunkTiles),
+      [&] { gpu::forward_fa2_kernel<T, D>(p); }, name.c_str());
 
   auto cpu = [&](Precision operands) {
     SoftmaxState<float> acc = make_accumulator(pr.B, pr.H, pr.Sq, D);
@@ -1098,7 +1098,7 @@ void check_backward_exact() {
   using Tiles = gpu::BackwardMmaTiles<D>;
   const std::string name = "backward_mma<" + dtype_name<T>() + ", 64>";
   emu::launch(
-      grid_of(Tiles::k_tiles(p.a), pr), 128, Tiles::kSmemBytes, [&] { gpu::backward_mma_kernel<T, D>(p); },
+      grid_of(Tiles::k_tiles(p.a), pr), Tiles::kThreads, Tiles::kSmemBytes, [&] { gpu::backward_mma_kernel<T, D>(p); },
       name.c_str());
 
   auto cpu = [&](Precision operands) {
@@ -1181,10 +1181,10 @@ void check_close_on_general_inputs() {
     p.acc_max = gpu_acc.max.data();
     p.acc_sum = gpu_acc.sum.data();
     p.acc_out = gpu_acc.out.data();
-    using Tiles = gpu::ForwardMmaTiles<D>;
+    using Tiles = gpu::ForwardFa2Tiles<D>;
     emu::launch(
-        grid_of(Tiles::q_tiles(p.a), pr), 128, Tiles::kSmemBytes, [&] { gpu::forward_mma_kernel<T, D>(p); },
-        "forward_mma");
+        grid_of(Tiles::q_tiles(p.a), pr), Tiles::kThreads, Tiles::smem_bytes(Tiles::kChunkTiles),
+        [&] { gpu::forward_fa2_kernel<T, D>(p); }, "forward_fa2");
     flash_forward_accumulate(q, k, v, pr.q_pos, pr.k_pos, pr.q_rows, kv, mask, emulation, options(precision));
     flash_forward_accumulate(q, k, v, pr.q_pos, pr.k_pos, pr.q_rows, kv, mask, unrounded, options(Precision::fp32));
   }
@@ -1215,8 +1215,8 @@ void check_close_on_general_inputs() {
     p.dv = gpu_g.dv.data();
     using Tiles = gpu::BackwardMmaTiles<D>;
     emu::launch(
-        grid_of(Tiles::k_tiles(p.a), pr), 128, Tiles::kSmemBytes, [&] { gpu::backward_mma_kernel<T, D>(p); },
-        "backward_mma");
+        grid_of(Tiles::k_tiles(p.a), pr), Tiles::kThreads, Tiles::kSmemBytes,
+        [&] { gpu::backward_mma_kernel<T, D>(p); }, "backward_mma");
     flash_backward_accumulate(q, k, v, dout, forward.lse, delta, pr.q_pos, pr.k_pos, pr.q_rows, kv, mask, emu_g.dq,
                               emu_g.dk, emu_g.dv, options(precision));
     flash_backward_accumulate(q, k, v, dout, forward.lse, delta, pr.q_pos, pr.k_pos, pr.q_rows, kv, mask, old_g.dq,
