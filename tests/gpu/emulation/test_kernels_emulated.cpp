@@ -594,7 +594,9 @@ TEST_CASE("emulated mma forward with 64-row tiles (ladder rung 05): causal, GQA,
   Problem pr = causal_problem();
   pr.skip = false;
   check_forward<__half, 128, Forward::rows64>(Kind::fp16, pr, kFp16Out, kFp16Lse);
-  const MaskCase& c = kMaskCases[GENERATE(range(size_t{0}, std::size(kMaskCases)))];
+  // A teaching rung now, its code as it was when every case below ran as the production kernel:
+  // documents, a window across tiles, rows that see no key, padding (the rest cost CI time only).
+  const MaskCase& c = kMaskCases[GENERATE(size_t{0}, size_t{3}, size_t{6}, size_t{8})];
   INFO(c.name);
   check_forward<__nv_bfloat16, 64, Forward::rows64>(Kind::bf16, masked_problem(c), kBf16Out, kBf16Lse);
 }
