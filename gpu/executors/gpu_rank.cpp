@@ -1,9 +1,13 @@
-// Sections: [geometry] [construction] [local ops] [outputs] [all-to-all geometry]
+// Sections: [geometry] [fused finalize] [construction] [local ops] [outputs] [all-to-all geometry]
 #include "gpu/executors/gpu_rank.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <variant>
 
 #include "gpu/kernels/kernel_mask.hpp"
 #include "reference/layout.hpp"
@@ -51,11 +55,58 @@ RankGeometry::RankGeometry(const Plan& plan, int64_t rank_, Dtype dtype_)
   heads = plan.heads_per_rank(), kv_heads = plan.kv_heads_per_rank();
 }
 
+// ---- [fused finalize] --------------------------------------------------------------------------
+
+FusedFinalize plan_fused_finalize(const std::vector<Op>& ops, int64_t rows, Dtype dtype) {
+  if (dtype == Dtype::fp32) return {};
+  // The forward computes before FinalizeOp, and last[row]: (compute, block) of the row's last block.
+  std::vector<const ComputeOp*> computes;
+  std::vector<std::pair<size_t, size_t>> last(static_cast<size_t>(rows), {SIZE_MAX, SIZE_MAX});
+  auto launches = [](const KernelBlock& kb) { return !kb.q_rows.empty() && !kb.kv_rows.empty(); };
+  bool finalize_op = false;
+  for (const Op& op : ops) {
+    if (std::holds_alternative<FinalizeOp>(op.body)) {
+      finalize_op = true;
+      break;
+    }
+    const auto* compute = std::get_if<ComputeOp>(&op.body);
+    if (compute == nullptr || compute->pass != Pass::forward) continue;
+    for (size_t k = 0; k < compute->kernels.size(); ++k) {
+      const KernelBlock& kb = compute->kernels[k];
+      if (!launches(kb)) continue;
+      if (kb.q_rows.begin < 0 || kb.q_rows.end > rows) {
+        throw std::logic_error("gpu rank: a kernel block's query rows lie outside the rank's block");
+      }
+      for (int64_t r = kb.q_rows.begin; r < kb.q_rows.end; ++r) last[static_cast<size_t>(r)] = {computes.size(), k};
+    }
+    computes.push_back(compute);
+  }
+  if (!finalize_op) return {};
+
+  FusedFinalize fused;
+  fused.fused = true;
+  for (size_t c = 0; c < computes.size(); ++c) {
+    const std::vector<KernelBlock>& kernels = computes[c]->kernels;
+    std::vector<bool>& finalizes = fused.finalizes.emplace_back(kernels.size(), false);
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      const RowRange q = kernels[k].q_rows;
+      finalizes[k] = launches(kernels[k]) && std::all_of(last.begin() + q.begin, last.begin() + q.end, [&](auto at) {
+                       return at == std::pair<size_t, size_t>{c, k};
+                     });
+    }
+  }
+  for (const auto& [c, k] : last) {
+    const bool untouched = c == SIZE_MAX;
+    if (untouched || !fused.finalizes[c][k]) return {};
+  }
+  return fused;
+}
+
 // ---- [construction] ----------------------------------------------------------------------------
 
 GpuRank::GpuRank(const Plan& plan, int64_t rank, Dtype dtype, const AttentionInputs<float>& inputs)
     : geo_(plan, rank, dtype), local_positions_(plan.layout().positions(rank)), backward_(plan.spec().backward),
-      separate_working_(geo_.U > 1) {
+      separate_working_(geo_.U > 1), fused_finalize_(plan_fused_finalize(expand(plan, rank), geo_.n, dtype)) {
   const RankGeometry& g = geo_;
   const int64_t es = g.element_bytes();
   local_q_ = upload_tensor(gather_rows(inputs.q, local_positions_, 1), dtype);
@@ -143,6 +194,7 @@ void GpuRank::pack_own_kv(cudaStream_t stream) {
 // ---- [local ops] -------------------------------------------------------------------------------
 
 void GpuRank::reset(cudaStream_t stream) {
+  forward_computes_ = 0;
   const int64_t rows = geo_.B * geo_.heads * geo_.n;
   init_accumulator(acc_max_.as<float>(), acc_sum_.as<float>(), acc_out_.as<float>(), rows, static_cast<int>(geo_.D),
                    stream);
@@ -165,6 +217,13 @@ void GpuRank::compute(const ComputeOp& op, cudaStream_t stream) {
     DeviceBuffer& grad = slots_[static_cast<size_t>(op.grad_slot)];
     RINGLAB_CUDA_CHECK(cudaMemsetAsync(slot_block(op.grad_slot), 0, grad.bytes(), stream));
   }
+  // This op's row of FusedFinalize::finalizes (counted for skipped computes too, as the pass counts them).
+  const std::vector<bool>* finalizes = nullptr;
+  if (op.pass == Pass::forward) {
+    const auto index = static_cast<size_t>(forward_computes_++);
+    if (fused_finalize_.fused && index < fused_finalize_.finalizes.size())
+      finalizes = &fused_finalize_.finalizes[index];
+  }
   if (op.kernels.empty()) return;
   const int64_t half = g.B * g.n * g.kv_heads * g.D;  // elements of K (or V) in a block
   const char* kv = static_cast<const char*>(slot_block(op.kv_slot, block));
@@ -180,7 +239,8 @@ void GpuRank::compute(const ComputeOp& op, cudaStream_t stream) {
   a.kv_heads = static_cast<int>(g.kv_heads);
   a.dim = static_cast<int>(g.D);
   a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(g.D)));
-  for (const KernelBlock& kb : op.kernels) {
+  for (size_t k = 0; k < op.kernels.size(); ++k) {
+    const KernelBlock& kb = op.kernels[k];
     a.q_pos = kb.erratum_local_query_index ? local_index_.as<int32_t>() : positions_.as<int32_t>() + g.g * g.n;
     a.q_begin = static_cast<int>(kb.q_rows.begin);
     a.q_end = static_cast<int>(kb.q_rows.end);
@@ -207,6 +267,7 @@ void GpuRank::compute(const ComputeOp& op, cudaStream_t stream) {
       p.acc_max = acc_max_.as<float>();
       p.acc_sum = acc_sum_.as<float>();
       p.acc_out = acc_out_.as<float>();
+      if (finalizes != nullptr && (*finalizes)[k]) p.out = out_.as<float>(), p.lse = lse_.as<float>();
       forward_accumulate(g.dtype, p, stream);
     } else {
       float* grad = static_cast<float*>(slot_block(op.grad_slot, op.grad_slot == Slot::gathered_dkv ? block : 0));
@@ -230,6 +291,14 @@ void GpuRank::accumulate(const AccumulateOp& op, cudaStream_t stream) {
 
 void GpuRank::finalize(cudaStream_t stream) {
   const RankGeometry& g = geo_;
+  if (fused_finalize_.fused) {  // the forward's last launches wrote out and lse
+    if (forward_computes_ != static_cast<int64_t>(fused_finalize_.finalizes.size())) {
+      throw std::logic_error("gpu rank: FinalizeOp after " + std::to_string(forward_computes_) +
+                             " forward computes, where the plan has " +
+                             std::to_string(fused_finalize_.finalizes.size()));
+    }
+    return;
+  }
   finalize_accumulator(acc_max_.as<float>(), acc_sum_.as<float>(), acc_out_.as<float>(), static_cast<int>(g.B),
                        static_cast<int>(g.heads), static_cast<int>(g.n), static_cast<int>(g.D), out_.as<float>(),
                        lse_.as<float>(), stream);

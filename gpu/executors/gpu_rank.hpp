@@ -16,10 +16,13 @@
 //     passes the kernels the window and its queries' document bounds (kernel_params.hpp); padding
 //     rows (uneven S) are empty rows there, as the sim's mask makes them;
 //   * a backward compute that does not accumulate zeroes its grad slot first; PrepareBackward
-//     computes delta, zeroes dq, dkv0 and gathered_dkv.
+//     computes delta, zeroes dq, dkv0 and gathered_dkv;
+//   * with bf16 / fp16, a rank whose every row is finished by a launch that finishes all of its
+//     rows has those launches finalise in the kernel and its FinalizeOp does nothing
+//     (plan_fused_finalize); otherwise FinalizeOp runs finalize_accumulator.
 // Slots hold K then V (or dK then dV): [2][B][n][HKV/U][D]; gathered slots hold R such blocks in
 // ring order, so a compute on block g of a gathered slot reads block g like any other slot.
-// Sections: [geometry] [buffers] [local ops] [all-to-all geometry]
+// Sections: [geometry] [fused finalize] [buffers] [local ops] [all-to-all geometry]
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -61,6 +64,29 @@ struct RankGeometry {
   int64_t slot_block_bytes(Slot slot) const { return kv_block_elements() * (is_grad_slot(slot) ? 4 : element_bytes()); }
 };
 
+// ---- [fused finalize] --------------------------------------------------------------------------
+
+// Which of a rank's forward kernel launches finalise their query rows in the kernel
+// (ForwardParams::out / lse: out = o / l, lse = m + log l) instead of leaving that to FinalizeOp's
+// finalize_accumulator.
+struct FusedFinalize {
+  bool fused = false;
+  // [forward ComputeOp, counted in op order][its kernel block]: that launch finalises. Empty when
+  // not fused.
+  std::vector<std::vector<bool>> finalizes;
+};
+
+// The rule, over a rank's ops (expand(plan, rank)) and its `rows` working query rows. A row's last
+// block is the last kernel block, in launch order (op order, then block order within an op), of a
+// forward ComputeOp before FinalizeOp whose query rows contain it (a block with no query or no key
+// rows launches nothing and does not count). A block finalises when it is the last block of every
+// row it covers. A launch that finalises leaves its rows' accumulator state un-updated, so a later
+// finalize_accumulator over all rows would be wrong for them: the fusion is all or nothing. It
+// happens only if the dtype has the fused kernel (bf16 / fp16: fp32 refuses it), there is a
+// FinalizeOp, and every row has a last block that finalises; otherwise nothing is fused (a row that
+// no block touches included: nothing would write its out and lse).
+FusedFinalize plan_fused_finalize(const std::vector<Op>& ops, int64_t rows, Dtype dtype);
+
 class GpuRank {
  public:
   // Allocates this rank's buffers on the current device and uploads its local inputs (rounded to
@@ -85,7 +111,8 @@ class GpuRank {
   // ---- [local ops] -----------------------------------------------------------------------------
 
   // Each enqueues its work on `stream` and returns.
-  void reset(cudaStream_t stream);  // accumulator back to m = -inf, l = 0, o = 0 (before a re-run)
+  // Before every run: the accumulator back to m = -inf, l = 0, o = 0, the forward computes' count to 0.
+  void reset(cudaStream_t stream);
   void load_kv(const LoadKvOp& op, cudaStream_t stream);
   void compute(const ComputeOp& op, cudaStream_t stream);
   void accumulate(const AccumulateOp& op, cudaStream_t stream);
@@ -123,6 +150,8 @@ class GpuRank {
   std::vector<int64_t> local_positions_;
   bool backward_ = false;
   bool separate_working_ = false;  // U > 1: working tensors are their own buffers
+  FusedFinalize fused_finalize_;   // computed once from the plan
+  int64_t forward_computes_ = 0;   // forward ComputeOps run since reset: FusedFinalize's first index
 
   // Inputs, dtype: local (B, n_local, H|HKV, D) and working (B, n, heads|kv_heads, D).
   DeviceBuffer local_q_, local_k_, local_v_, local_dout_;

@@ -5,6 +5,8 @@
 #include "gpu/emulation/warp_emulator.hpp"  // first: it stands in for nvcc
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <string>
 
 #include "gpu/kernels/attention_kernels.hpp"
@@ -48,6 +50,11 @@ void backward_mma(const BackwardParams& p) {
 
 }  // namespace
 
+// What the executor tests count to see whether the fused finalize happened
+// (test_executor_emulated.cpp). Atomic: gpu-nccl's ranks are threads.
+std::atomic<int64_t> emulated_fused_forward_launches{0};
+std::atomic<int64_t> emulated_finalize_accumulator_launches{0};
+
 std::string kernel_support(Dtype dtype, int64_t dim) {
   if (dtype == Dtype::fp32) return dim >= 1 && dim <= 128 ? "" : "fp32: D <= 128";
   return dim == 64 || dim == 128 ? "" : "tensor cores: D = 64 or 128";
@@ -56,6 +63,7 @@ std::string kernel_support(Dtype dtype, int64_t dim) {
 void forward_accumulate(Dtype dtype, const ForwardParams& p, cudaStream_t) {
   if (p.a.q_end <= p.a.q_begin || p.a.kv_end <= p.a.kv_begin) return;
   if (const std::string why = kernel_support(dtype, p.a.dim); !why.empty()) throw UsageError(why);
+  if (p.out != nullptr && dtype != Dtype::fp32) ++emulated_fused_forward_launches;
   const bool d64 = p.a.dim == 64;
   switch (dtype) {
     case Dtype::bf16: return d64 ? forward_fa2<__nv_bfloat16, 64>(p) : forward_fa2<__nv_bfloat16, 128>(p);
@@ -98,6 +106,7 @@ void init_accumulator(float* max, float* sum, float* out, int64_t rows, int dim,
 
 void finalize_accumulator(const float* max, const float* sum, const float* acc_out, int batch, int heads, int q_seq,
                           int dim, float* out, float* lse, cudaStream_t) {
+  ++emulated_finalize_accumulator_launches;
   emu::launch(small_grid(int64_t(batch) * heads * q_seq * dim), 256, 0,
               [&] { finalize_kernel(max, sum, acc_out, batch, heads, q_seq, dim, out, lse); });
 }

@@ -6,8 +6,14 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
+#include <map>
+#include <random>
+#include <set>
 #include <tuple>
 
+#include "gpu/executors/gpu_rank.hpp"
 #include "reference/layout.hpp"
 #include "sim/cost/dry_executor.hpp"
 #include "tests/gpu/gpu_test_support.hpp"
@@ -18,6 +24,10 @@
 void ringlab_mock_set_device_count(int count);  // mock_cuda_runtime.cpp
 
 namespace ringlab {
+namespace gpu {  // emulated_launchers.cpp
+extern std::atomic<int64_t> emulated_fused_forward_launches;
+extern std::atomic<int64_t> emulated_finalize_accumulator_launches;
+}  // namespace gpu
 namespace {
 
 using gpu::Dtype;
@@ -238,6 +248,211 @@ TEST_CASE("emulated gpu-streams and the dry executor: the same blocks, pairs, FL
           }
           CHECK(compute_events(check.result.trace) == compute_events(predicted.trace));
         }
+}
+
+// ---- the fused finalize (plan_fused_finalize) ----------------------------------------------------
+
+namespace {
+
+// A forward compute of kernel blocks {q_begin, q_end, kv_begin, kv_end}.
+Op forward_compute(const std::vector<std::array<int64_t, 4>>& blocks) {
+  ComputeOp compute;
+  for (const auto& [q0, q1, k0, k1] : blocks) {
+    KernelBlock kb;
+    kb.q_rows = {q0, q1};
+    kb.kv_rows = {k0, k1};
+    compute.kernels.push_back(kb);
+  }
+  return Op{0, 0, compute};
+}
+
+// What any choice of finalising launches must achieve, by brute force over every choice: the
+// launches (forward kernel blocks with rows, before FinalizeOp) in order, each a contribution to
+// its rows; an accumulating one adds to its rows' state, a finalising one writes out = state + its
+// own contribution and leaves the state as it was. With FinalizeOp doing nothing, a choice is right
+// iff every row's out ends up holding every contribution to it. Returns the right choices (as
+// FusedFinalize::finalizes): at most one exists (a row's writer must be its last launch).
+std::vector<std::vector<std::vector<bool>>> right_choices(const std::vector<Op>& ops, int64_t rows) {
+  std::vector<std::pair<size_t, size_t>> launches;  // (forward compute, block)
+  std::vector<std::vector<bool>> shape;
+  std::vector<const ComputeOp*> computes;
+  for (const Op& op : ops) {
+    if (std::holds_alternative<FinalizeOp>(op.body)) break;
+    const auto* c = std::get_if<ComputeOp>(&op.body);
+    if (c == nullptr || c->pass != Pass::forward) continue;
+    for (size_t k = 0; k < c->kernels.size(); ++k)
+      if (!c->kernels[k].q_rows.empty() && !c->kernels[k].kv_rows.empty()) launches.emplace_back(computes.size(), k);
+    shape.emplace_back(c->kernels.size(), false);
+    computes.push_back(c);
+  }
+  REQUIRE(launches.size() < 16);
+  std::vector<std::vector<std::vector<bool>>> right;
+  for (uint32_t choice = 0; choice < (1u << launches.size()); ++choice) {
+    std::vector<std::set<size_t>> state(static_cast<size_t>(rows)), out(static_cast<size_t>(rows)), all = state;
+    std::vector<bool> written(static_cast<size_t>(rows), false);
+    std::vector<std::vector<bool>> finalizes = shape;
+    for (size_t l = 0; l < launches.size(); ++l) {
+      const auto [c, k] = launches[l];
+      const bool finalizing = (choice >> l) & 1u;
+      finalizes[c][k] = finalizing;
+      const RowRange q = computes[c]->kernels[k].q_rows;
+      for (int64_t r = q.begin; r < q.end; ++r) {
+        const auto row = static_cast<size_t>(r);
+        all[row].insert(l);
+        if (finalizing) {
+          out[row] = state[row], out[row].insert(l), written[row] = true;
+        } else {
+          state[row].insert(l);
+        }
+      }
+    }
+    bool ok = true;
+    for (size_t row = 0; row < static_cast<size_t>(rows); ++row) ok = ok && written[row] && out[row] == all[row];
+    if (ok) right.push_back(finalizes);
+  }
+  return right;
+}
+
+void expect_rule(const std::vector<Op>& ops, int64_t rows) {
+  const std::vector<std::vector<std::vector<bool>>> right = right_choices(ops, rows);
+  REQUIRE(right.size() <= 1);
+  const bool finalize_op =
+      std::any_of(ops.begin(), ops.end(), [](const Op& op) { return std::holds_alternative<FinalizeOp>(op.body); });
+  for (const Dtype dtype : {Dtype::bf16, Dtype::fp16}) {
+    const gpu::FusedFinalize fused = gpu::plan_fused_finalize(ops, rows, dtype);
+    CHECK(fused.fused == (finalize_op && right.size() == 1));
+    if (fused.fused) CHECK(fused.finalizes == right.front());
+    if (!fused.fused) CHECK(fused.finalizes.empty());
+  }
+  CHECK_FALSE(gpu::plan_fused_finalize(ops, rows, Dtype::fp32).fused);  // fp32 has no fused kernel
+}
+
+}  // namespace
+
+TEST_CASE("plan_fused_finalize: the launches that finalise, against every choice of them", "[gpu][fused]") {
+  const Op finalize{0, 0, FinalizeOp{}};
+  SECTION("one block over every row, then skipped computes") {
+    ComputeOp skipped;
+    const std::vector<Op> ops = {forward_compute({{0, 8, 0, 8}}), forward_compute({{0, 8, 0, 8}}), Op{0, 0, skipped},
+                                 finalize};
+    expect_rule(ops, 8);
+    const gpu::FusedFinalize fused = gpu::plan_fused_finalize(ops, 8, Dtype::bf16);
+    CHECK(fused.fused);  // the second compute finalises; the skipped one is counted, with no block
+    CHECK(fused.finalizes == std::vector<std::vector<bool>>{{false}, {true}, {}});
+  }
+  SECTION("rows finished in an earlier op") {
+    const std::vector<Op> ops = {forward_compute({{0, 4, 0, 8}, {4, 8, 0, 8}}), forward_compute({{4, 8, 0, 8}}),
+                                 finalize};
+    expect_rule(ops, 8);
+    CHECK(gpu::plan_fused_finalize(ops, 8, Dtype::bf16).fused);
+  }
+  SECTION("overlapping blocks in one op: the earlier one's rows are not all its") {
+    const std::vector<Op> ops = {forward_compute({{0, 8, 0, 8}}), forward_compute({{0, 4, 0, 8}, {2, 8, 0, 8}}),
+                                 finalize};
+    expect_rule(ops, 8);
+    CHECK_FALSE(gpu::plan_fused_finalize(ops, 8, Dtype::bf16).fused);
+  }
+  SECTION("an untouched row, a block without keys") {
+    expect_rule({forward_compute({{0, 6, 0, 8}}), finalize}, 8);
+    expect_rule({forward_compute({{0, 8, 0, 8}}), forward_compute({{0, 8, 3, 3}}), finalize}, 8);
+    CHECK_FALSE(gpu::plan_fused_finalize({forward_compute({{0, 6, 0, 8}}), finalize}, 8, Dtype::bf16).fused);
+  }
+  SECTION("no FinalizeOp; computes after it") {
+    expect_rule({forward_compute({{0, 8, 0, 8}})}, 8);
+    ComputeOp backward;
+    backward.pass = Pass::backward;
+    backward.kernels = std::get<ComputeOp>(forward_compute({{0, 4, 0, 8}}).body).kernels;
+    const std::vector<Op> ops = {forward_compute({{0, 8, 0, 8}}), finalize, Op{0, 0, PrepareBackwardOp{}},
+                                 Op{0, 0, backward}};
+    expect_rule(ops, 8);
+    CHECK(gpu::plan_fused_finalize(ops, 8, Dtype::fp16).fused);
+  }
+  SECTION("random op lists") {
+    std::mt19937 random(16);
+    auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(random); };
+    int fused = 0;
+    for (int trial = 0; trial < 300; ++trial) {
+      std::vector<Op> ops;
+      for (int64_t c = uniform(1, 3); c > 0; --c) {
+        std::vector<std::array<int64_t, 4>> blocks;
+        for (int64_t k = uniform(0, 3); k > 0; --k) {
+          const int64_t q0 = uniform(0, 5), kv0 = uniform(0, 3);
+          blocks.push_back({q0, uniform(q0, 6), kv0, uniform(kv0 + (uniform(0, 9) > 0 ? 1 : 0), 4)});
+        }
+        ops.push_back(forward_compute(blocks));
+      }
+      ops.push_back(finalize);
+      INFO("trial " << trial);
+      expect_rule(ops, 6);
+      fused += gpu::plan_fused_finalize(ops, 6, Dtype::bf16).fused ? 1 : 0;
+    }
+    CHECK(fused > 10);  // both outcomes are exercised
+    CHECK(fused < 290);
+  }
+}
+
+namespace {
+
+// Runs the spec on the executor `make` returns, verifies its outputs, and checks that each rank
+// fused its finalize exactly as plan_fused_finalize says (counting the emulated launches: a run
+// that silently fell back to finalize_accumulator fails). Returns how many ranks fused.
+template <class Make = decltype(streams)>
+int64_t expect_fusion_as_planned(PlanSpec spec, Dtype dtype, Make make = streams) {
+  spec.element_bytes = gpu::dtype_bytes(dtype);  // as run_and_verify builds the plan
+  const Plan plan = build_plan(spec);
+  int64_t fused_ranks = 0, fused_launches = 0;
+  for (int64_t r = 0; r < plan.ranks(); ++r) {
+    const gpu::FusedFinalize fused = gpu::plan_fused_finalize(expand(plan, r), plan.block_tokens(), dtype);
+    fused_ranks += fused.fused ? 1 : 0;
+    for (const std::vector<bool>& blocks : fused.finalizes)
+      fused_launches += std::count(blocks.begin(), blocks.end(), true);
+  }
+  const int64_t fused_before = gpu::emulated_fused_forward_launches;
+  const int64_t finalize_before = gpu::emulated_finalize_accumulator_launches;
+  expect_verified(spec, dtype, make);
+  INFO(spec.describe() << " [" << gpu::dtype_name(dtype) << "]");
+  CHECK(gpu::emulated_fused_forward_launches - fused_before == fused_launches);
+  CHECK(gpu::emulated_finalize_accumulator_launches - finalize_before == plan.ranks() - fused_ranks);
+  return fused_ranks;
+}
+
+}  // namespace
+
+TEST_CASE("emulated gpu-streams and gpu-nccl: the fused finalize, where it applies and where not",
+          "[gpu][emulated][streams][fused]") {
+  SECTION("every rank's rows finished by whole launches: every rank fuses") {
+    // Once with the backward (softmax_delta reads the fused out; the emulated backward is slow), the
+    // plain and the general mask, padding.
+    CHECK(expect_fusion_as_planned(gpu_spec("ring", "contiguous", 3, true, true), Dtype::bf16) == 3);
+    const PlanSpec ring3 = gpu_spec("ring", "contiguous", 3, true, false);
+    CHECK(expect_fusion_as_planned(masked_spec(ring3, 20, documents_for(ring3)), Dtype::fp16) == 3);
+    const PlanSpec zigzag3 = gpu_spec("ring", "zigzag", 3, true, false);
+    CHECK(expect_fusion_as_planned(masked_spec(zigzag3, 24, documents_for(zigzag3)), Dtype::bf16) == 3);
+    CHECK(expect_fusion_as_planned(masked_spec(gpu_spec("ulysses", "zigzag", 4, true, false), 10, {}), Dtype::bf16) ==
+          4);
+    CHECK(expect_fusion_as_planned(gpu_spec("hybrid", "contiguous", 4, true, false, 2), Dtype::bf16) == 4);
+    CHECK(expect_fusion_as_planned(masked_spec(gpu_spec("ring", "contiguous", 4, true, false), 0, {}, 97),
+                                   Dtype::fp16) == 4);  // padding rows: rows that see no key, 0 and -inf
+  }
+  SECTION("zig-zag causal: some ranks' first half is finished by a launch that does not finish the second") {
+    for (const PlanSpec& spec :
+         {gpu_spec("ring", "zigzag", 3, true, false), gpu_spec("hybrid", "zigzag", 4, true, false, 2)}) {
+      const int64_t fused = expect_fusion_as_planned(spec, Dtype::bf16);
+      CHECK(fused > 0);  // both paths in one run
+      CHECK(fused < spec.ranks);
+    }
+  }
+  SECTION("fp32 has no fused kernel: finalize_accumulator on every rank") {
+    CHECK(expect_fusion_as_planned(gpu_spec("ring", "contiguous", 3, true, true), Dtype::fp32) == 0);
+  }
+#ifdef RINGLAB_WITH_NCCL
+  SECTION("gpu-nccl: the same GpuRank code on rank threads") {
+    auto nccl = [](const gpu::GpuRunOptions& options) { return gpu::NcclExecutor(options); };
+    ringlab_mock_set_device_count(4);
+    CHECK(expect_fusion_as_planned(gpu_spec("ring", "contiguous", 4, true, false), Dtype::bf16, nccl) == 4);
+    ringlab_mock_set_device_count(1);
+  }
+#endif
 }
 
 #ifdef RINGLAB_WITH_NCCL
