@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 
 #include <cstring>
+#include <stdexcept>
 
 #include "reference/error.hpp"
 #include "reference/names.hpp"
@@ -52,6 +53,25 @@ std::vector<unsigned char> encode(std::span<const float> values, Dtype dtype) {
     }
   }
   return bytes;
+}
+
+void decode(std::span<const unsigned char> bytes, Dtype dtype, std::span<float> values) {
+  const auto size = static_cast<size_t>(dtype_bytes(dtype));
+  if (bytes.size() != values.size() * size) throw std::invalid_argument("decode: byte count does not match");
+  for (size_t i = 0; i < values.size(); ++i) {
+    const unsigned char* at = bytes.data() + i * size;
+    if (dtype == Dtype::bf16) {
+      __nv_bfloat16_raw raw;
+      std::memcpy(&raw.x, at, 2);
+      values[i] = __bfloat162float(__nv_bfloat16(raw));
+    } else if (dtype == Dtype::fp16) {
+      __half_raw raw;
+      std::memcpy(&raw.x, at, 2);
+      values[i] = __half2float(__half(raw));
+    } else {
+      std::memcpy(&values[i], at, 4);
+    }
+  }
 }
 
 namespace {

@@ -25,6 +25,8 @@ float round_to_dtype(Dtype dtype, float x);
 Tensor<double> rounded_to_dtype(const Tensor<double>& tensor, Dtype dtype);
 // Host bytes of the tensor in the dtype (dtype_bytes each), ready for cudaMemcpy.
 std::vector<unsigned char> encode(std::span<const float> values, Dtype dtype);
+// The inverse: host bytes of values.size() elements in the dtype, widened (exactly) to float.
+void decode(std::span<const unsigned char> bytes, Dtype dtype, std::span<float> values);
 
 // Tolerances of a GPU executor's outputs against the float64 oracle computed on inputs rounded
 // to the dtype, per tensor ("out", "lse", "dq", "dk", "dv"). fp32 is reference/compare's

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <vector>
 
 #include "bench/gpu/bench_gpu_common.hpp"
 #include "gpu/dtype.hpp"
@@ -55,7 +56,7 @@ Buffers allocate(const Problem& s, Dtype dtype, cudaStream_t stream) {
   b.acc_max = DeviceBuffer(static_cast<size_t>(rows) * 4);
   b.acc_sum = DeviceBuffer(static_cast<size_t>(rows) * 4);
   b.acc_out = DeviceBuffer(static_cast<size_t>(elements) * 4);
-  b.out = DeviceBuffer(static_cast<size_t>(elements) * 4);
+  b.out = DeviceBuffer(static_cast<size_t>(elements * gpu::dtype_bytes(dtype)));  // out in the dtype
   b.lse = DeviceBuffer(static_cast<size_t>(rows) * 4);
   b.delta = DeviceBuffer(static_cast<size_t>(rows) * 4);
   b.dq = DeviceBuffer(static_cast<size_t>(elements) * 4);
@@ -82,7 +83,7 @@ void forward(Dtype dtype, const Problem& s, Buffers& b, cudaStream_t stream) {
   p.a = params(s, b);
   p.acc_max = b.acc_max.as<float>(), p.acc_sum = b.acc_sum.as<float>(), p.acc_out = b.acc_out.as<float>();
   gpu::forward_accumulate(dtype, p, stream);
-  gpu::finalize_accumulator(p.acc_max, p.acc_sum, p.acc_out, s.B, s.H, s.S, s.D, b.out.as<float>(), b.lse.as<float>(),
+  gpu::finalize_accumulator(dtype, p.acc_max, p.acc_sum, p.acc_out, s.B, s.H, s.S, s.D, b.out.get(), b.lse.as<float>(),
                             stream);
 }
 
@@ -90,7 +91,7 @@ void backward(Dtype dtype, const Problem& s, Buffers& b, cudaStream_t stream) {
   b.dq.zero_async(stream);
   b.dk.zero_async(stream);
   b.dv.zero_async(stream);
-  gpu::softmax_delta(dtype, b.dout.get(), b.out.as<float>(), s.B, s.S, s.H, s.D, b.delta.as<float>(), stream);
+  gpu::softmax_delta(dtype, b.dout.get(), b.out.get(), s.B, s.S, s.H, s.D, b.delta.as<float>(), stream);
   gpu::BackwardParams p;
   p.a = params(s, b);
   p.dout = b.dout.get(), p.lse = b.lse.as<float>(), p.delta = b.delta.as<float>();
@@ -101,6 +102,15 @@ void backward(Dtype dtype, const Problem& s, Buffers& b, cudaStream_t stream) {
 Tensor<float> fetch(const DeviceBuffer& b, ringlab::Shape shape) {
   Tensor<float> t(std::move(shape));
   b.download(t.data(), static_cast<size_t>(t.size()) * 4);
+  return t;
+}
+
+// A tensor stored in the dtype (out), widened to float.
+Tensor<float> fetch(const DeviceBuffer& b, ringlab::Shape shape, Dtype dtype) {
+  Tensor<float> t(std::move(shape));
+  std::vector<unsigned char> bytes(static_cast<size_t>(t.size() * gpu::dtype_bytes(dtype)));
+  b.download(bytes.data(), bytes.size());
+  gpu::decode(bytes, dtype, {t.data(), static_cast<size_t>(t.size())});
   return t;
 }
 
@@ -124,7 +134,7 @@ bool check(Dtype dtype, Problem s, cudaStream_t stream, std::string& detail) {
   const AttentionOutput<float> want = flash_attention(x.q, x.k, x.v, mask);
   const AttentionGrads<float> grads = flash_attention_backward(x.q, x.k, x.v, want, x.dout, mask);
   const std::pair<const char*, CompareResult> results[] = {
-      {"out", compare(fetch(b.out, shape), want.out, gpu::gpu_tolerance(dtype, "out"))},
+      {"out", compare(fetch(b.out, shape, dtype), want.out, gpu::gpu_tolerance(dtype, "out"))},
       {"lse", compare(fetch(b.lse, {s.B, s.H, s.S}), want.lse, gpu::gpu_tolerance(dtype, "lse"))},
       {"dq", compare(fetch(b.dq, shape), grads.dq, gpu::gpu_tolerance(dtype, "dq"))},
       {"dk", compare(fetch(b.dk, shape), grads.dk, gpu::gpu_tolerance(dtype, "dk"))},

@@ -131,7 +131,7 @@ GpuRank::GpuRank(const Plan& plan, int64_t rank, Dtype dtype, const AttentionInp
   acc_out_ = DeviceBuffer(floats(rows * g.D));
   init_accumulator(acc_max_.as<float>(), acc_sum_.as<float>(), acc_out_.as<float>(), rows, static_cast<int>(g.D),
                    nullptr);
-  out_ = zeroed(floats(g.B * g.n * g.heads * g.D));
+  out_ = zeroed(static_cast<size_t>(g.B * g.n * g.heads * g.D * g.element_bytes()));  // in the dtype
   lse_ = zeroed(floats(g.B * g.heads * g.n));
   if (backward_) {
     delta_ = zeroed(floats(g.B * g.heads * g.n));
@@ -140,7 +140,7 @@ GpuRank::GpuRank(const Plan& plan, int64_t rank, Dtype dtype, const AttentionInp
     dv_ = zeroed(floats(g.B * g.n * g.kv_heads * g.D));
   }
   if (separate_working_) {
-    local_out_ = zeroed(floats(g.B * g.n_local * g.H * g.D));
+    local_out_ = zeroed(static_cast<size_t>(g.B * g.n_local * g.H * g.D * g.element_bytes()));
     local_lse_ = zeroed(floats(g.B * g.H * g.n_local));
     if (backward_) {
       local_dq_ = zeroed(floats(g.B * g.n_local * g.H * g.D));
@@ -267,7 +267,7 @@ void GpuRank::compute(const ComputeOp& op, cudaStream_t stream) {
       p.acc_max = acc_max_.as<float>();
       p.acc_sum = acc_sum_.as<float>();
       p.acc_out = acc_out_.as<float>();
-      if (finalizes != nullptr && (*finalizes)[k]) p.out = out_.as<float>(), p.lse = lse_.as<float>();
+      if (finalizes != nullptr && (*finalizes)[k]) p.out = out_.get(), p.lse = lse_.as<float>();
       forward_accumulate(g.dtype, p, stream);
     } else {
       float* grad = static_cast<float*>(slot_block(op.grad_slot, op.grad_slot == Slot::gathered_dkv ? block : 0));
@@ -299,16 +299,16 @@ void GpuRank::finalize(cudaStream_t stream) {
     }
     return;
   }
-  finalize_accumulator(acc_max_.as<float>(), acc_sum_.as<float>(), acc_out_.as<float>(), static_cast<int>(g.B),
-                       static_cast<int>(g.heads), static_cast<int>(g.n), static_cast<int>(g.D), out_.as<float>(),
+  finalize_accumulator(g.dtype, acc_max_.as<float>(), acc_sum_.as<float>(), acc_out_.as<float>(), static_cast<int>(g.B),
+                       static_cast<int>(g.heads), static_cast<int>(g.n), static_cast<int>(g.D), out_.get(),
                        lse_.as<float>(), stream);
 }
 
 void GpuRank::prepare_backward(cudaStream_t stream) {
   const RankGeometry& g = geo_;
   if (!backward_) throw std::logic_error("gpu rank: PrepareBackward in a forward-only run");
-  softmax_delta(g.dtype, dout_, out_.as<float>(), static_cast<int>(g.B), static_cast<int>(g.n),
-                static_cast<int>(g.heads), static_cast<int>(g.D), delta_.as<float>(), stream);
+  softmax_delta(g.dtype, dout_, out_.get(), static_cast<int>(g.B), static_cast<int>(g.n), static_cast<int>(g.heads),
+                static_cast<int>(g.D), delta_.as<float>(), stream);
   dq_.zero_async(stream);
   slots_[static_cast<size_t>(Slot::dkv0)].zero_async(stream);
   if (!slots_[static_cast<size_t>(Slot::gathered_dkv)].empty()) {
@@ -333,7 +333,12 @@ LocalOutputs GpuRank::download_outputs(bool backward) const {
     return t;
   };
   LocalOutputs local;
-  local.out = fetch(local_output(0), {g.B, g.n_local, g.H, g.D});
+  {  // out is in the dtype: its bytes, widened to float (exact) on the host
+    local.out = Tensor<float>({g.B, g.n_local, g.H, g.D});
+    std::vector<unsigned char> bytes(static_cast<size_t>(local.out.size() * g.element_bytes()));
+    RINGLAB_CUDA_CHECK(cudaMemcpy(bytes.data(), local_output(0), bytes.size(), cudaMemcpyDeviceToHost));
+    decode(bytes, g.dtype, {local.out.data(), static_cast<size_t>(local.out.size())});
+  }
   local.lse = fetch(local_output(1), {g.B, g.H, g.n_local});
   if (backward) {
     local.dq = fetch(local_output(2), {g.B, g.n_local, g.H, g.D});
@@ -361,7 +366,7 @@ std::vector<GpuRank::A2aTensor> GpuRank::a2a_tensors(Collective collective) {
               {local_v_.get(), v_, HKV, es, false}};
     case Collective::all_to_all_dout: return {{local_dout_.get(), dout_, H, es, false}};
     case Collective::all_to_all_out:
-      return {{local_out_ptr(), out_.get(), H, 4, false}, {local_lse_ptr(), lse_.get(), H, 4, true}};
+      return {{local_out_ptr(), out_.get(), H, es, false}, {local_lse_ptr(), lse_.get(), H, 4, true}};  // out in dtype
     case Collective::all_to_all_grads:
       return {{local_dq_ptr(), dq_.get(), H, 4, false},
               {local_dk_ptr(), dk_.get(), HKV, 4, false},

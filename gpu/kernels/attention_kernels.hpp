@@ -36,10 +36,12 @@ void backward_accumulate(Dtype dtype, const BackwardParams& params, cudaStream_t
 // rows accumulator rows (B*H*Sq) of width dim: m = -inf, l = 0, o = 0 (the merge's identity).
 void init_accumulator(float* max, float* sum, float* out, int64_t rows, int dim, cudaStream_t stream);
 // out (B, Sq, H, D) = o / l, lse (B, H, Sq) = m + log l; out 0 and lse -inf where no key was seen.
-void finalize_accumulator(const float* max, const float* sum, const float* acc_out, int batch, int heads, int q_seq,
-                          int dim, float* out, float* lse, cudaStream_t stream);
-// delta (B, H, Sq) = rowsum(dout o out); dout (B, Sq, H, D) in dtype, out fp32.
-void softmax_delta(Dtype dtype, const void* dout, const float* out, int batch, int q_seq, int heads, int dim,
+// out is stored in dtype (bf16 / fp16 rounded to nearest even; the executors pass the input dtype),
+// lse in fp32.
+void finalize_accumulator(Dtype dtype, const float* max, const float* sum, const float* acc_out, int batch, int heads,
+                          int q_seq, int dim, void* out, float* lse, cudaStream_t stream);
+// delta (B, H, Sq) = rowsum(dout o out), fp32; dout and out (B, Sq, H, D) in dtype.
+void softmax_delta(Dtype dtype, const void* dout, const void* out, int batch, int q_seq, int heads, int dim,
                    float* delta, cudaStream_t stream);
 
 // ---- [data movement] ---------------------------------------------------------------------------

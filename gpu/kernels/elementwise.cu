@@ -26,31 +26,46 @@ void init_accumulator(float* max, float* sum, float* out, int64_t rows, int dim,
   RINGLAB_CUDA_CHECK(cudaGetLastError());
 }
 
-void finalize_accumulator(const float* max, const float* sum, const float* acc_out, int batch, int heads, int q_seq,
-                          int dim, float* out, float* lse, cudaStream_t stream) {
+void finalize_accumulator(Dtype dtype, const float* max, const float* sum, const float* acc_out, int batch, int heads,
+                          int q_seq, int dim, void* out, float* lse, cudaStream_t stream) {
   const int64_t total = static_cast<int64_t>(batch) * q_seq * heads * dim;
   if (total == 0) return;
-  finalize_kernel<<<blocks_for(total), kThreads, 0, stream>>>(max, sum, acc_out, batch, heads, q_seq, dim, out, lse);
+  const unsigned blocks = blocks_for(total);
+  switch (dtype) {
+    case Dtype::bf16:
+      finalize_kernel<<<blocks, kThreads, 0, stream>>>(max, sum, acc_out, batch, heads, q_seq, dim,
+                                                       static_cast<__nv_bfloat16*>(out), lse);
+      break;
+    case Dtype::fp16:
+      finalize_kernel<<<blocks, kThreads, 0, stream>>>(max, sum, acc_out, batch, heads, q_seq, dim,
+                                                       static_cast<__half*>(out), lse);
+      break;
+    case Dtype::fp32:
+      finalize_kernel<<<blocks, kThreads, 0, stream>>>(max, sum, acc_out, batch, heads, q_seq, dim,
+                                                       static_cast<float*>(out), lse);
+      break;
+  }
   RINGLAB_CUDA_CHECK(cudaGetLastError());
 }
 
-void softmax_delta(Dtype dtype, const void* dout, const float* out, int batch, int q_seq, int heads, int dim,
+void softmax_delta(Dtype dtype, const void* dout, const void* out, int batch, int q_seq, int heads, int dim,
                    float* delta, cudaStream_t stream) {
   const int64_t rows = static_cast<int64_t>(batch) * q_seq * heads;
   if (rows == 0) return;
   const unsigned blocks = blocks_for(rows * 32);
   switch (dtype) {
     case Dtype::bf16:
-      delta_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(dout), out, batch, q_seq, heads,
-                                                    dim, delta);
+      delta_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(dout),
+                                                    static_cast<const __nv_bfloat16*>(out), batch, q_seq, heads, dim,
+                                                    delta);
       break;
     case Dtype::fp16:
-      delta_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const __half*>(dout), out, batch, q_seq, heads, dim,
-                                                    delta);
+      delta_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const __half*>(dout), static_cast<const __half*>(out),
+                                                    batch, q_seq, heads, dim, delta);
       break;
     case Dtype::fp32:
-      delta_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(dout), out, batch, q_seq, heads, dim,
-                                                    delta);
+      delta_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(dout), static_cast<const float*>(out),
+                                                    batch, q_seq, heads, dim, delta);
       break;
   }
   RINGLAB_CUDA_CHECK(cudaGetLastError());

@@ -24,9 +24,11 @@ RINGLAB_KERNEL void init_accumulator_kernel(float* max, float* sum, float* out, 
   }
 }
 
-// One thread per (b, i, h, d) output element; the row's d == 0 thread writes lse.
+// One thread per (b, i, h, d) output element; the row's d == 0 thread writes lse. out is stored in
+// O, the input dtype (rounded to nearest even); lse stays fp32.
+template <class O>
 RINGLAB_KERNEL void finalize_kernel(const float* max, const float* sum, const float* acc_out, int batch, int heads,
-                                    int q_seq, int dim, float* out, float* lse) {
+                                    int q_seq, int dim, O* out, float* lse) {
   const int64_t total = static_cast<int64_t>(batch) * q_seq * heads * dim;
   for (int64_t e = global_thread(); e < total; e += grid_threads()) {
     const int d = static_cast<int>(e % dim);
@@ -36,21 +38,22 @@ RINGLAB_KERNEL void finalize_kernel(const float* max, const float* sum, const fl
     const int64_t row = (b * heads + h) * q_seq + i;  // accumulator row (b, h, i), also lse's index
     const float m = max[row], l = sum[row];
     const bool empty = m == -INFINITY || l == 0.f;
-    out[e] = empty ? 0.f : acc_out[row * dim + d] / l;
+    out[e] = dev::from_float<O>(empty ? 0.f : acc_out[row * dim + d] / l);
     if (d == 0) lse[row] = empty ? -INFINITY : m + logf(l);
   }
 }
 
-// One warp per (b, i, h) row of dout and out (B, S, H, D); delta is (B, H, S).
+// One warp per (b, i, h) row of dout and out (B, S, H, D), both in T; delta is (B, H, S), fp32.
+// As in FlashAttention, delta is computed from out as stored (16-bit for bf16 / fp16), not from the
+// fp32 values before finalize rounded them.
 template <class T>
-RINGLAB_KERNEL void delta_kernel(const T* dout, const float* out, int batch, int q_seq, int heads, int dim,
-                                 float* delta) {
+RINGLAB_KERNEL void delta_kernel(const T* dout, const T* out, int batch, int q_seq, int heads, int dim, float* delta) {
   const int64_t rows = static_cast<int64_t>(batch) * q_seq * heads;
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int64_t warps = grid_threads() / 32;
   for (int64_t row = global_thread() / 32; row < rows; row += warps) {  // the same row for a whole warp
     float acc = 0.f;
-    for (int d = lane; d < dim; d += 32) acc += dev::to_float(dout[row * dim + d]) * out[row * dim + d];
+    for (int d = lane; d < dim; d += 32) acc += dev::to_float(dout[row * dim + d]) * dev::to_float(out[row * dim + d]);
     RINGLAB_UNROLL
     for (int mask = 16; mask > 0; mask >>= 1) acc += dev::shfl_xor(acc, mask);
     if (lane == 0) {

@@ -27,7 +27,7 @@
 //   prefetch V(t+1)
 //   O += P V                    P re-packed from the S accumulators, V by ldmatrix.trans
 // On the rows' last step (ForwardParams::out set) the merged state is finalised here, out = o / l
-// and lse = m + log l, instead of going back to the accumulator for finalize_accumulator: one pass
+// (stored in T, pairs packed by cvt.rn) and lse = m + log l (fp32), instead of going back to the accumulator for finalize_accumulator: one pass
 // over the (B H Sq) x D fp32 state less per forward, and no finalize launch.
 // The state (m, l, o) in the accumulators is in natural units (m = max of scale s): converted to
 // log2 units on loading (m log2(e)) and back on storing (m ln 2). Needs scale > 0 (1/sqrt(D)), so
@@ -378,11 +378,11 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_fa2_kernel(ForwardParams 
         const bool empty = m[mb][r] == -INFINITY || row_sum == 0.f;
         const float inverse = empty ? 0.f : 1.f / row_sum;
         if (t == 0) p.lse[acc_offset() + q_row] = empty ? -INFINITY : m[mb][r] * kLn2 + logf(row_sum);
-        float* out_row = p.out + q_offset() + static_cast<int64_t>(q_row) * a.heads * D;
+        T* out_row = static_cast<T*>(p.out) + q_offset() + static_cast<int64_t>(q_row) * a.heads * D;
         RINGLAB_UNROLL
-        for (int nt = 0; nt < kOutTiles; ++nt) {
-          out_row[nt * 8 + 2 * t] = o[mb][nt][2 * r] * inverse;
-          out_row[nt * 8 + 2 * t + 1] = o[mb][nt][2 * r + 1] * inverse;
+        for (int nt = 0; nt < kOutTiles; ++nt) {  // columns 2t, 2t + 1: one aligned 32-bit store
+          *reinterpret_cast<uint32_t*>(out_row + nt * 8 + 2 * t) =
+              pack2<T>(o[mb][nt][2 * r] * inverse, o[mb][nt][2 * r + 1] * inverse);
         }
       }
     }

@@ -54,9 +54,10 @@ struct ForwardParams {
   // Set (both) when this launch is the last to accumulate its query rows [q_begin, q_end): the
   // merged state is finalised in the kernel instead of stored, out = o / l (B, Sq, H, D) and
   // lse = m + log l (B, H, Sq) for those rows (0 and -inf for a row that saw no key), as
-  // finalize_accumulator would; the accumulator rows are then left as they were. fp32, like the
-  // executors' out and lse. Null: accumulate only (every step but a row's last).
-  float* out = nullptr;
+  // finalize_accumulator would; the accumulator rows are then left as they were. out is in the
+  // input dtype T (rounded to nearest even, like the executors' out), lse fp32. Null: accumulate
+  // only (every step but a row's last).
+  void* out = nullptr;
   float* lse = nullptr;
 };
 

@@ -9,6 +9,7 @@
 //   exp2_approx                       2^x, ex2.approx.ftz itself
 //   sync_threads, sync_site<N>        __syncthreads(); sync_site names the kernel's barrier site N
 //   pack2<T>, to_float                two floats -> one 32-bit register of T; T -> float
+//   from_float<T>                     one float -> T, rounded as pack2 rounds (float: itself)
 //   swizzle<D>                        XOR-swizzled offset in a (rows x D) tile of 16-bit elements
 //
 // Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"), lane = 4 * g + t:
@@ -29,6 +30,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__CUDACC__)
 #define RINGLAB_DEVICE __device__ __forceinline__
@@ -172,6 +174,20 @@ RINGLAB_DEVICE int imax(int a, int b) { return a > b ? a : b; }
 RINGLAB_DEVICE float to_float(float x) { return x; }
 RINGLAB_DEVICE float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 RINGLAB_DEVICE float to_float(__half x) { return __half2float(x); }
+
+// One float -> T with pack2's rounding (cvt.rn, the emulator's own cvt on the CPU); float is itself.
+template <class T>
+RINGLAB_DEVICE T from_float(float x) {
+  if constexpr (std::is_same_v<T, float>) {
+    return x;
+  } else {
+    // CUDA's raw types carry the bits; T is constructible from them on the host and the device.
+    using Raw = std::conditional_t<std::is_same_v<T, __nv_bfloat16>, __nv_bfloat16_raw, __half_raw>;
+    Raw raw;
+    raw.x = static_cast<unsigned short>(pack2<T>(x, 0.f));  // x is the low half
+    return T(raw);
+  }
+}
 
 // Offset of element (row, col) in a tile of rows of D 16-bit elements, with the 16-byte chunks of
 // each row XOR-permuted by the row's low three bits. ldmatrix reads 8 rows at the same column

@@ -35,8 +35,10 @@ void launch_through_accumulator(const Problem& problem, const void* q, const voi
   p.acc_sum = acc_sum;
   p.acc_out = acc_out;
   forward(Dtype::bf16, p, stream);
-  finalize_accumulator(acc_max, acc_sum, acc_out, problem.batch, problem.heads, problem.seq, problem.dim, out, lse,
-                       stream);
+  // Every rung returns out in fp32 (ladder.hpp), so finalize stores it so here, not in the bf16 the
+  // executors would store.
+  finalize_accumulator(Dtype::fp32, acc_max, acc_sum, acc_out, problem.batch, problem.heads, problem.seq, problem.dim,
+                       out, lse, stream);
 }
 
 void launch_05(const Problem& problem, const void* q, const void* k, const void* v, float* out, float* lse,

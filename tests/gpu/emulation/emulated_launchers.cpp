@@ -104,21 +104,34 @@ void init_accumulator(float* max, float* sum, float* out, int64_t rows, int dim,
   emu::launch(small_grid(rows * dim), 256, 0, [&] { init_accumulator_kernel(max, sum, out, rows, dim); });
 }
 
-void finalize_accumulator(const float* max, const float* sum, const float* acc_out, int batch, int heads, int q_seq,
-                          int dim, float* out, float* lse, cudaStream_t) {
+void finalize_accumulator(Dtype dtype, const float* max, const float* sum, const float* acc_out, int batch, int heads,
+                          int q_seq, int dim, void* out, float* lse, cudaStream_t) {
   ++emulated_finalize_accumulator_launches;
-  emu::launch(small_grid(int64_t(batch) * heads * q_seq * dim), 256, 0,
-              [&] { finalize_kernel(max, sum, acc_out, batch, heads, q_seq, dim, out, lse); });
+  emu::launch(small_grid(int64_t(batch) * heads * q_seq * dim), 256, 0, [&] {
+    switch (dtype) {
+      case Dtype::bf16:
+        return finalize_kernel(max, sum, acc_out, batch, heads, q_seq, dim, static_cast<__nv_bfloat16*>(out), lse);
+      case Dtype::fp16:
+        return finalize_kernel(max, sum, acc_out, batch, heads, q_seq, dim, static_cast<__half*>(out), lse);
+      case Dtype::fp32:
+        return finalize_kernel(max, sum, acc_out, batch, heads, q_seq, dim, static_cast<float*>(out), lse);
+    }
+  });
 }
 
-void softmax_delta(Dtype dtype, const void* dout, const float* out, int batch, int q_seq, int heads, int dim,
+void softmax_delta(Dtype dtype, const void* dout, const void* out, int batch, int q_seq, int heads, int dim,
                    float* delta, cudaStream_t) {
   emu::launch(small_grid(int64_t(batch) * q_seq * heads * 32), 256, 0, [&] {
     switch (dtype) {
       case Dtype::bf16:
-        return delta_kernel(static_cast<const __nv_bfloat16*>(dout), out, batch, q_seq, heads, dim, delta);
-      case Dtype::fp16: return delta_kernel(static_cast<const __half*>(dout), out, batch, q_seq, heads, dim, delta);
-      case Dtype::fp32: return delta_kernel(static_cast<const float*>(dout), out, batch, q_seq, heads, dim, delta);
+        return delta_kernel(static_cast<const __nv_bfloat16*>(dout), static_cast<const __nv_bfloat16*>(out), batch,
+                            q_seq, heads, dim, delta);
+      case Dtype::fp16:
+        return delta_kernel(static_cast<const __half*>(dout), static_cast<const __half*>(out), batch, q_seq, heads, dim,
+                            delta);
+      case Dtype::fp32:
+        return delta_kernel(static_cast<const float*>(dout), static_cast<const float*>(out), batch, q_seq, heads, dim,
+                            delta);
     }
   });
 }

@@ -15,6 +15,7 @@
 
 #include "gpu/executors/gpu_rank.hpp"
 #include "reference/layout.hpp"
+#include "reference/precision.hpp"
 #include "sim/cost/dry_executor.hpp"
 #include "tests/gpu/gpu_test_support.hpp"
 #ifdef RINGLAB_WITH_NCCL
@@ -37,10 +38,11 @@ using test::run_and_verify;
 auto streams = [](const gpu::GpuRunOptions& options) { return gpu::StreamsExecutor(options); };
 
 template <class Make = decltype(streams)>
-void expect_verified(const PlanSpec& spec, Dtype dtype, Make make = streams) {
-  const test::GpuCheck check = run_and_verify(spec, dtype, make);
+test::GpuCheck expect_verified(const PlanSpec& spec, Dtype dtype, Make make = streams) {
+  test::GpuCheck check = run_and_verify(spec, dtype, make);
   INFO(spec.describe() << " [" << gpu::dtype_name(dtype) << "]: " << test::describe(check.verification));
   CHECK(check.verification.ok());
+  return check;
 }
 
 // The general mask on a gpu_spec: a window, packed documents, and S (before padding) uneven as
@@ -393,6 +395,22 @@ TEST_CASE("plan_fused_finalize: the launches that finalise, against every choice
 
 namespace {
 
+// out comes back in the input dtype, whichever path finalised it (the fused forward or
+// finalize_accumulator): for bf16 / fp16 every element is a value of that type; fp32 is not
+// rounded — most of its elements are not bf16 values.
+void expect_out_stored_in(Dtype dtype, const Tensor<float>& out) {
+  REQUIRE(out.size() > 0);
+  int64_t unrepresentable = 0;
+  const Precision storage = dtype == Dtype::fp16 ? Precision::fp16 : Precision::bf16;
+  for (int64_t i = 0; i < out.size(); ++i) unrepresentable += round_to(storage, out[i]) != out[i] ? 1 : 0;
+  INFO(unrepresentable << " of " << out.size() << " out elements are not " << precision_name(storage) << " values");
+  if (dtype == Dtype::fp32) {
+    CHECK(unrepresentable > out.size() / 2);
+  } else {
+    CHECK(unrepresentable == 0);
+  }
+}
+
 // Runs the spec on the executor `make` returns, verifies its outputs, and checks that each rank
 // fused its finalize exactly as plan_fused_finalize says (counting the emulated launches: a run
 // that silently fell back to finalize_accumulator fails). Returns how many ranks fused.
@@ -409,8 +427,9 @@ int64_t expect_fusion_as_planned(PlanSpec spec, Dtype dtype, Make make = streams
   }
   const int64_t fused_before = gpu::emulated_fused_forward_launches;
   const int64_t finalize_before = gpu::emulated_finalize_accumulator_launches;
-  expect_verified(spec, dtype, make);
+  const test::GpuCheck check = expect_verified(spec, dtype, make);
   INFO(spec.describe() << " [" << gpu::dtype_name(dtype) << "]");
+  expect_out_stored_in(dtype, check.result.outputs.out);
   CHECK(gpu::emulated_fused_forward_launches - fused_before == fused_launches);
   CHECK(gpu::emulated_finalize_accumulator_launches - finalize_before == plan.ranks() - fused_ranks);
   return fused_ranks;

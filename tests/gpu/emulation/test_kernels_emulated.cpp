@@ -226,9 +226,11 @@ Verdict run_forward(Kind kind, Problem pr, Tolerance out_tol, Tolerance lse_tol)
   const std::vector<T> qd = device_copy<T>(q), kd = device_copy<T>(k), vd = device_copy<T>(v);
   const std::vector<int32_t> qp = to_int32(pr.q_pos), kp = to_int32(pr.k_pos);
   SoftmaxState<float> actual = make_accumulator(pr.B, pr.H, pr.Sq, pr.D);
-  // The fused finalize writes only its rows: the rest keep finalize's values for an empty row.
+  // The fused finalize writes only its rows: the rest keep finalize's values for an empty row. It
+  // stores out in T (fused_out, widened below) and lse in fp32.
   AttentionOutput<float> fused{Tensor<float>({pr.B, pr.Sq, pr.H, pr.D}), Tensor<float>({pr.B, pr.H, pr.Sq})};
   for (int64_t i = 0; i < fused.lse.size(); ++i) fused.lse[i] = -INFINITY;
+  std::vector<T> fused_out = device_copy<T>(fused.out);
   REQUIRE((!pr.fused_finalize || (kKernel == Forward::fa2 && !std::is_same_v<T, float>)));
   for (const RowRange& kv : pr.kv_blocks) {
     ForwardParams p;
@@ -237,7 +239,7 @@ Verdict run_forward(Kind kind, Problem pr, Tolerance out_tol, Tolerance lse_tol)
     p.acc_sum = actual.sum.data();
     p.acc_out = actual.out.data();
     if (pr.fused_finalize && &kv == &pr.kv_blocks.back()) {
-      p.out = fused.out.data();
+      p.out = fused_out.data();
       p.lse = fused.lse.data();
     }
     if constexpr (std::is_same_v<T, float>) {
@@ -258,6 +260,7 @@ Verdict run_forward(Kind kind, Problem pr, Tolerance out_tol, Tolerance lse_tol)
           name.c_str());
     }
   }
+  for (int64_t i = 0; i < fused.out.size(); ++i) fused.out[i] = gpu::dev::to_float(fused_out[static_cast<size_t>(i)]);
   const AttentionOutput<float> want = finalize_accumulator(expected, pr.B, pr.H, pr.Sq, pr.D);
   const AttentionOutput<float> got = pr.fused_finalize ? fused : finalize_accumulator(actual, pr.B, pr.H, pr.Sq, pr.D);
   Verdict verdict;
