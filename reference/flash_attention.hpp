@@ -4,7 +4,7 @@
 // backward, float32 storage and accumulation.
 //
 // Low-precision operands (KernelOptions::operands, bf16 / fp16): the rounding points of ringlab's
-// tensor-core kernels (gpu/kernels/forward_mma.cuh, backward_mma.cuh), whose mma takes 16-bit
+// tensor-core kernels (gpu/kernels/forward_fa2.cuh, backward_mma.cuh), whose mma takes 16-bit
 // operands. The forward rounds P = exp(s - m) to the precision before O += P V (the row sum l
 // adds the unrounded P, as the GPU's does); the backward computes dS = P o (dP - delta) from the
 // unrounded P, then rounds P before dV += P^T dO and dS before dK += dS^T Q and dQ += dS K.

@@ -1,7 +1,8 @@
-// The tile loop of a tensor-core attention forward, on mma.sync m16n8k16 fragments: what the
-// production kernel (forward_mma.cuh) and ladder rungs 03 and 04 share. Each takes the layout of
-// its shared-memory tiles as a function, so padded rows (rung 03) and XOR-swizzled rows (rung 04,
-// production) run the same code.
+// The tile loop of a tensor-core attention forward, on mma.sync m16n8k16 fragments: what ladder
+// rungs 03, 04 and 05 (forward_mma.cuh) share; the production forward (forward_fa2.cuh) uses the
+// quad reductions and keeps its own loop (two row blocks per warp, the softmax in log2 units). Each
+// takes the layout of its shared-memory tiles as a function, so padded rows (rung 03) and
+// XOR-swizzled rows (rungs 04, 05) run the same code.
 //
 // A warp holds 16 query rows; lane = 4 g + t owns rows g and g + 8 ("row 0" and "row 1") and, of
 // every n-tile of 8 columns, columns 2t and 2t + 1 (primitives.cuh, "Fragment layouts"):
