@@ -6,7 +6,7 @@
 
 #include "reference/error.hpp"
 #include "reference/formulas.hpp"
-#include "sim/cost/dry_executor.hpp"
+#include "executors/dry/dry_executor.hpp"
 
 namespace ringlab::exercises {
 

@@ -35,7 +35,7 @@ void decode(std::span<const unsigned char> bytes, Dtype dtype, std::span<float> 
 // The CPU emulation of the kernels (gpu/emulation) uses about a sixth of these at its
 // sizes; a wrong block, mask or rescale is O(1) off.
 Tolerance gpu_tolerance(Dtype dtype, const std::string& tensor);
-// The same as a plain function of the tensor name, the form sim/run/verification.hpp's verify takes.
+// The same as a plain function of the tensor name, the form sim/pipeline/verification.hpp's verify takes.
 using ToleranceFunction = Tolerance (*)(const std::string& tensor);
 ToleranceFunction gpu_tolerance_function(Dtype dtype);
 

@@ -41,8 +41,8 @@
 #include "bench/report_row.hpp"
 #include "reference/inputs.hpp"
 #include "sim/cost/cpu_calibration.hpp"
-#include "sim/cost/dry_executor.hpp"
-#include "sim/executor/sim_executor.hpp"
+#include "executors/dry/dry_executor.hpp"
+#include "executors/sim/sim_executor.hpp"
 
 using namespace ringlab;
 

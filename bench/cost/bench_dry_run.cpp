@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "bench/report_row.hpp"
-#include "sim/cost/dry_executor.hpp"
+#include "executors/dry/dry_executor.hpp"
 
 using namespace ringlab;
 

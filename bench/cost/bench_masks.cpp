@@ -24,8 +24,8 @@
 #include "reference/compare.hpp"
 #include "reference/flash_attention.hpp"
 #include "reference/inputs.hpp"
-#include "sim/cost/dry_executor.hpp"
-#include "sim/executor/sim_executor.hpp"
+#include "executors/dry/dry_executor.hpp"
+#include "executors/sim/sim_executor.hpp"
 #include "sim/plan/queries.hpp"
 
 using namespace ringlab;

@@ -16,7 +16,7 @@
 #include "reference/compare.hpp"
 #include "reference/flash_attention.hpp"
 #include "reference/inputs.hpp"
-#include "sim/executor/sim_executor.hpp"
+#include "executors/sim/sim_executor.hpp"
 
 using namespace ringlab;
 using bench::best_seconds;

@@ -15,7 +15,7 @@
 //   simple     a step costs max(compute, transfers): compute = the step's FLOPs over all ranks /
 //              the FLOP rate of the P = 1 run (the ranks share one GPU), transfers = the step's
 //              bytes / the measured device-to-device copy bandwidth
-//   dry run    the simulator's cost model (sim/cost/dry_executor.hpp) walking the same plan, on a
+//   dry run    the simulator's cost model (executors/dry/dry_executor.hpp) walking the same plan, on a
 //              machine description calibrated in this run: one device whose FLOP rate (the P = 1
 //              run's) the P ranks share (DeviceModel::shared_cores = 1), links that share the
 //              measured copy bandwidth, launch latency and elementwise work at the device's rate.
@@ -28,11 +28,11 @@
 
 #include "bench/gpu/bench_gpu_common.hpp"
 #include "bench/report_row.hpp"
-#include "gpu/executors/executor.hpp"
+#include "executors/gpu/executor.hpp"
 #include "reference/inputs.hpp"
-#include "sim/cost/dry_executor.hpp"
-#include "sim/run/tables.hpp"
-#include "sim/run/verification.hpp"
+#include "executors/dry/dry_executor.hpp"
+#include "sim/pipeline/tables.hpp"
+#include "sim/pipeline/verification.hpp"
 
 namespace ringlab {
 namespace {

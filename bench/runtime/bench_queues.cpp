@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "bench/report_row.hpp"
-#include "sim/runtime/world.hpp"
+#include "sim/ranks/world.hpp"
 
 using namespace ringlab;
 using Clock = std::chrono::steady_clock;
@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
   }
   const int repeat = quick ? 1 : 5;
 
-  std::printf("bench_queues: the simulator's message queues (sim/runtime/world.hpp); best of %d\n\n", repeat);
+  std::printf("bench_queues: the simulator's message queues (sim/ranks/world.hpp); best of %d\n\n", repeat);
   std::printf("message rate: 4-byte messages, pairs of ranks, window 64\n");
   std::printf("%6s %8s %12s %12s\n", "P", "pairs", "messages", "msgs/s");
   std::vector<double> rates;

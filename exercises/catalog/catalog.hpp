@@ -8,7 +8,7 @@
 #pragma once
 
 #include "exercises/exercise.hpp"
-#include "sim/run/config.hpp"
+#include "sim/pipeline/config.hpp"
 
 namespace ringlab::exercises::catalog {
 

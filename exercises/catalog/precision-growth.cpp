@@ -1,10 +1,10 @@
 // Exercise precision-growth - the error of a bf16 (or fp16) ring against P: how much the dV error
 // grows from one rank to P ranks when the travelling dK/dV are rounded after every hop, how much
 // when they stay fp32, and which accumulator keeps the error independent of P. The answers are
-// measured by the precision study (sim/executor/precision_study.hpp) on the exercise's problem.
+// measured by the precision study (executors/sim/precision_study.hpp) on the exercise's problem.
 #include "exercises/catalog/catalog.hpp"
 #include "exercises/catalog/support.hpp"
-#include "sim/executor/precision_study.hpp"
+#include "executors/sim/precision_study.hpp"
 
 namespace ringlab::exercises::catalog {
 

@@ -4,7 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "sim/run/command_line.hpp"
+#include "sim/pipeline/command_line.hpp"
 
 namespace ringlab::cli {
 

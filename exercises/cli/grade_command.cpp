@@ -14,7 +14,7 @@
 #include "exercises/grader/grader.hpp"
 #include "exercises/grader/handout.hpp"
 #include "reference/error.hpp"
-#include "sim/run/output_files.hpp"
+#include "sim/pipeline/output_files.hpp"
 
 namespace ringlab::cli {
 

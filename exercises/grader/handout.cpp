@@ -10,7 +10,7 @@
 #include "exercises/grader/grader_config.hpp"
 #include "exercises/grader/split.hpp"
 #include "reference/error.hpp"
-#include "sim/run/output_files.hpp"
+#include "sim/pipeline/output_files.hpp"
 
 namespace ringlab::grader {
 

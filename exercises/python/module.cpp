@@ -22,7 +22,7 @@
 #include "exercises/verify.hpp"
 #include "reference/error.hpp"
 #include "reference/exact_attention.hpp"
-#include "sim/executor/sim_executor.hpp"
+#include "executors/sim/sim_executor.hpp"
 #include "sim/plan/check.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/plan/print.hpp"

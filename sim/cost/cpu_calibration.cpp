@@ -20,8 +20,8 @@
 #include "reference/flash_attention.hpp"
 #include "reference/formulas.hpp"
 #include "reference/inputs.hpp"
-#include "sim/runtime/message.hpp"
-#include "sim/runtime/world.hpp"
+#include "sim/ranks/message.hpp"
+#include "sim/ranks/world.hpp"
 
 namespace ringlab {
 

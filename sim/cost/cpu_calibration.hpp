@@ -1,5 +1,5 @@
 // The `cpu` preset: this machine measured, so that the cost model describes ringlab's own
-// simulator (sim/executor/sim_executor.hpp) — P rank threads time-sharing the cores, each kernel call on
+// simulator (executors/sim/sim_executor.hpp) — P rank threads time-sharing the cores, each kernel call on
 // max(1, cores/P) threads, messages copied into queues by the sending thread.
 //
 // What is measured (about a second on two cores, once per process and head dimension):
@@ -11,7 +11,7 @@
 //     per rank at P = 1, 2, ...), cores/t calls at once, against t single-threaded calls: how far
 //     from linear the kernel scales, measured rather than assumed;
 //   * the per-call overhead of a tiny kernel call;
-//   * the queue: a send's copy into a pooled payload (copy and checksum, sim/runtime/message.hpp
+//   * the queue: a send's copy into a pooled payload (copy and checksum, sim/ranks/message.hpp
 //     make_payload), the receiver's checksum pass, and the latency of a small message through a
 //     2-rank world;
 //   * memory bandwidth of an elementwise add (what dK/dV accumulation does), and the rate of

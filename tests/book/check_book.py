@@ -10,7 +10,9 @@ Checks every page of book/ against the binaries that were just built:
   output    every output line the block shows under the command must appear in the real output
             (stdout, then stderr), in the same order, after collapsing runs of whitespace. A line
             that is just `...` marks a cut; `...` inside a line matches anything (a timing column,
-            a path). Lines not shown are not checked: shown output may be trimmed freely;
+            a path). Lines not shown are not checked: shown output may be trimmed freely. Numbers
+            with a fraction or exponent agree within 1e-4 relative or one unit of their last shown
+            digit (it can depend on the CPU: -march=native), integers exactly;
   stray     a `ringlab` command in any other fenced block is an error (it would not be run);
             `ringlab-gpu` commands are exempt (they need a GPU) and must sit in ```sh blocks;
   snippets  a fenced block right after `<!-- snippet: PATH -->` must be a verbatim run of lines of
@@ -125,16 +127,47 @@ class Page:
             self.commands.append(Command(self.name, number, text.strip(), expected, output))
 
 
+def numbers_agree(shown, real):
+    """A number the book shows against the one printed now. Integers must be equal; a number with a
+    fraction or an exponent may differ by 1e-4 relative or by one unit of its last shown digit,
+    because its last digit can depend on the CPU's instruction set (FMA contraction, vector width)
+    and the book must hold on any x86-64 machine."""
+    if not re.search(r"[.eE]", shown) and not re.search(r"[.eE]", real):
+        return shown == real
+    a, b = float(shown), float(real)
+    mantissa = re.match(r"-?\d+(?:\.(\d+))?(?:[eE]([-+]?\d+))?$", shown)
+    decimals = len(mantissa.group(1) or "")
+    exponent = int(mantissa.group(2) or 0)
+    last_digit = 10.0 ** (exponent - decimals)
+    return abs(a - b) <= max(1e-4 * max(abs(a), abs(b)), last_digit * 1.000001)
+
+
 def wildcard_matcher(shown):
-    """A predicate on normalised real lines, or None for a cut (a line that is just `...`)."""
+    """A predicate on normalised real lines, or None for a cut (a line that is just `...`).
+
+    Text must match exactly; `...` matches anything; numbers are compared by numbers_agree."""
     shown = normalise(shown)
     if not shown or shown == "...":
         return None
-    if "..." in shown:
-        parts = [re.escape(p.strip()) for p in shown.split("...")]
-        pattern = re.compile(r"\s*.*?\s*".join(parts) if len(parts) > 1 else parts[0])
-        return lambda real: pattern.fullmatch(real) is not None
-    return lambda real: real == shown
+    pieces = []
+    for k, part in enumerate(shown.split("...")):
+        if k:
+            pieces.append(r"\s*.*?\s*")
+        part = part.strip() if "..." in shown else part
+        position = 0
+        for number in NUMBER.finditer(part):
+            pieces.append(re.escape(part[position:number.start()]))
+            pieces.append(r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)")
+            position = number.end()
+        pieces.append(re.escape(part[position:]))
+    pattern = re.compile("".join(pieces))
+    shown_numbers = NUMBER.findall(shown)
+
+    def matches(real):
+        found = pattern.fullmatch(real)
+        return found is not None and all(numbers_agree(s, r) for s, r in zip(shown_numbers, found.groups()))
+
+    return matches
 
 
 def match_in_order(shown_lines, real_lines):

@@ -14,7 +14,7 @@
 #include "reference/exact_attention.hpp"
 #include "reference/inputs.hpp"
 #include "reference/npy.hpp"
-#include "sim/run/trace.hpp"
+#include "sim/pipeline/trace.hpp"
 #include "tests/cli/run_binary.hpp"
 
 using namespace ringlab;

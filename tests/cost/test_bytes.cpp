@@ -5,8 +5,8 @@
 
 #include "reference/formulas.hpp"
 #include "reference/inputs.hpp"
-#include "sim/cost/dry_executor.hpp"
-#include "sim/executor/sim_executor.hpp"
+#include "executors/dry/dry_executor.hpp"
+#include "executors/sim/sim_executor.hpp"
 
 using namespace ringlab;
 

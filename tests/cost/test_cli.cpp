@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "sim/run/trace.hpp"
+#include "sim/pipeline/trace.hpp"
 
 namespace {
 

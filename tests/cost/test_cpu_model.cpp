@@ -10,7 +10,7 @@
 #include <cmath>
 
 #include "sim/cost/cpu_calibration.hpp"
-#include "sim/cost/dry_executor.hpp"
+#include "executors/dry/dry_executor.hpp"
 
 using namespace ringlab;
 

@@ -9,7 +9,7 @@
 #include "reference/error.hpp"
 #include "reference/formulas.hpp"
 #include "sim/cost/cpu_calibration.hpp"
-#include "sim/cost/dry_executor.hpp"
+#include "executors/dry/dry_executor.hpp"
 
 using namespace ringlab;
 using nlohmann::json;

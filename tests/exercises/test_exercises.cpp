@@ -20,7 +20,7 @@
 #include "exercises/exercise.hpp"
 #include "reference/error.hpp"
 #include "reference/inputs.hpp"
-#include "sim/executor/sim_executor.hpp"
+#include "executors/sim/sim_executor.hpp"
 
 using namespace ringlab;
 using namespace ringlab::exercises;

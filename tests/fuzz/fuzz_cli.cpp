@@ -9,7 +9,7 @@
 
 #include "reference/error.hpp"
 #include "sim/plan/plan.hpp"
-#include "sim/run/config.hpp"
+#include "sim/pipeline/config.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::string> args{"run"};

@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "reference/error.hpp"
-#include "sim/run/trace.hpp"
+#include "sim/pipeline/trace.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -1,7 +1,7 @@
 // Shared by the GPU tests: the device check every real-GPU test starts with, and one schedule run
 // through a GPU executor and verified exactly as `ringlab-gpu run` verifies it (inputs rounded to
 // the dtype, float64 oracle, per-dtype tolerances of gpu/dtype.hpp), through the executor contract
-// (sim/run/executor.hpp).
+// (sim/pipeline/executor.hpp).
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -11,10 +11,10 @@
 
 #include "gpu/device.hpp"
 #include "gpu/dtype.hpp"
-#include "gpu/executors/executor.hpp"
+#include "executors/gpu/executor.hpp"
 #include "reference/inputs.hpp"
 #include "sim/plan/plan.hpp"
-#include "sim/run/verification.hpp"
+#include "sim/pipeline/verification.hpp"
 
 // Catch2 v2 has no SKIP: a test without a device ends its process with status 77, which ctest
 // reports as skipped (gpu_tests is registered with SKIP_RETURN_CODE 77, one process per test

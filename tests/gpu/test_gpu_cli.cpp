@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "gpu/cli/gpu_command.hpp"
-#include "sim/run/trace.hpp"
+#include "cli/ringlab-gpu/gpu_command.hpp"
+#include "sim/pipeline/trace.hpp"
 #include "tests/gpu/gpu_test_support.hpp"
 
 namespace ringlab {

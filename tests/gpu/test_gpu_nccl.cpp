@@ -4,7 +4,7 @@
 // staging and NCCL's calls with a single rank — and P = 2, 4 only where that many GPUs exist.
 #include <catch2/catch.hpp>
 
-#include "gpu/executors/nccl_executor.hpp"
+#include "executors/gpu/nccl_executor.hpp"
 #include "reference/error.hpp"
 #include "tests/gpu/gpu_test_support.hpp"
 

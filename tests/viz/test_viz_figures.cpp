@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "reference/error.hpp"
-#include "sim/cost/dry_executor.hpp"
+#include "executors/dry/dry_executor.hpp"
 #include "viz/figures/bitmap_font.hpp"
 #include "viz/figures/book_figures.hpp"
 

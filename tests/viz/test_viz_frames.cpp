@@ -13,9 +13,9 @@
 #include <fstream>
 
 #include "reference/inputs.hpp"
-#include "sim/executor/sim_executor.hpp"
-#include "sim/run/trace.hpp"
-#include "sim/runtime/world_options.hpp"
+#include "executors/sim/sim_executor.hpp"
+#include "sim/pipeline/trace.hpp"
+#include "sim/ranks/world_options.hpp"
 #include "viz/view/viewer.hpp"
 #include "viz_test_support.hpp"
 

@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "reference/error.hpp"
-#include "sim/cost/dry_executor.hpp"
+#include "executors/dry/dry_executor.hpp"
 #include "sim/cost/hardware.hpp"
 #include "viz_test_support.hpp"
 

@@ -6,9 +6,9 @@
 
 #include "reference/error.hpp"
 #include "reference/inputs.hpp"
-#include "sim/executor/sim_executor.hpp"
-#include "sim/run/trace.hpp"
-#include "sim/runtime/world_options.hpp"
+#include "executors/sim/sim_executor.hpp"
+#include "sim/pipeline/trace.hpp"
+#include "sim/ranks/world_options.hpp"
 #include "viz/model/live_run.hpp"
 #include "viz_test_support.hpp"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "reference/error.hpp"
-#include "sim/run/output_files.hpp"
+#include "sim/pipeline/output_files.hpp"
 
 #ifdef RINGLAB_VIZ_HAVE_PNG
 #include <stb_image_write.h>

@@ -13,8 +13,8 @@
 
 #include "reference/error.hpp"
 #include "sim/cost/hardware.hpp"
-#include "sim/run/command_line.hpp"
-#include "sim/run/config.hpp"
+#include "sim/pipeline/command_line.hpp"
+#include "sim/pipeline/config.hpp"
 #include "viz/app/gl_app.hpp"
 
 namespace {

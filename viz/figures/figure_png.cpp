@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/run/output_files.hpp"
+#include "sim/pipeline/output_files.hpp"
 #include "viz/figures/bitmap_font.hpp"
 #include "viz/figures/figure.hpp"
 

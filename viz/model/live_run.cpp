@@ -7,7 +7,7 @@
 #include "reference/error.hpp"
 #include "reference/inputs.hpp"
 #include "sim/plan/queries.hpp"
-#include "sim/runtime/world_options.hpp"
+#include "sim/ranks/world_options.hpp"
 
 namespace ringlab::viz {
 

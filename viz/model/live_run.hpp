@@ -12,9 +12,9 @@
 #include <string>
 #include <thread>
 
-#include "sim/executor/sim_executor.hpp"
+#include "executors/sim/sim_executor.hpp"
 #include "sim/plan/plan.hpp"
-#include "sim/run/verification.hpp"
+#include "sim/pipeline/verification.hpp"
 #include "viz/model/schedule_model.hpp"
 
 namespace ringlab::viz {

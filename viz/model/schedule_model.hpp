@@ -21,7 +21,7 @@
 #include "sim/cost/hardware.hpp"
 #include "sim/plan/check.hpp"
 #include "sim/plan/plan.hpp"
-#include "sim/run/trace.hpp"
+#include "sim/pipeline/trace.hpp"
 
 namespace ringlab::viz {
 
@@ -345,7 +345,7 @@ ScheduleModel model_from_plan(const Plan& plan, const std::string& hardware = kD
 // communication + idle; the timeline ends at its makespan.
 void attach_predicted_time(ScheduleModel& model, const Plan& plan, const Hardware& hardware);
 
-// From a Chrome trace's complete events (sim/run/trace.hpp): phases from the events' labels, steps
+// From a Chrome trace's complete events (sim/pipeline/trace.hpp): phases from the events' labels, steps
 // and blocks from their args, measured time. Throws UsageError when the events describe no
 // ringlab schedule (no rank has an event with a step).
 ScheduleModel model_from_trace(std::span<const TraceEvent> events, const std::string& title);

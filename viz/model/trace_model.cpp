@@ -17,7 +17,7 @@
 
 #include "reference/bytes_text.hpp"
 #include "reference/error.hpp"
-#include "sim/cost/dry_executor.hpp"
+#include "executors/dry/dry_executor.hpp"
 #include "sim/plan/queries.hpp"
 #include "viz/model/schedule_model.hpp"
 

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "reference/error.hpp"
-#include "sim/run/trace.hpp"
+#include "sim/pipeline/trace.hpp"
 #include "viz/view/draw_util.hpp"
 #include "viz/view/panels.hpp"
 

@@ -18,7 +18,7 @@
 #include "exercises/labs/common/harness.hpp"
 #include "reference/bytes_text.hpp"
 #include "reference/flash_attention.hpp"
-#include "sim/runtime/world.hpp"
+#include "sim/ranks/world.hpp"
 
 namespace ringlab::lab03 {
 

@@ -18,7 +18,7 @@
 #include "exercises/labs/04-ring-backward/lab.hpp"
 #include "exercises/labs/common/harness.hpp"
 #include "reference/flash_attention.hpp"
-#include "sim/runtime/world.hpp"
+#include "sim/ranks/world.hpp"
 
 namespace ringlab::lab04 {
 

@@ -9,7 +9,7 @@
 
 #include "exercises/labs/common/lab_support.hpp"
 #include "reference/attention.hpp"
-#include "sim/runtime/communicator.hpp"
+#include "sim/ranks/communicator.hpp"
 
 namespace ringlab::lab04 {
 

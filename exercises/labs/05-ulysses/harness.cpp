@@ -13,7 +13,7 @@
 #include "exercises/labs/05-ulysses/lab.hpp"
 #include "exercises/labs/common/harness.hpp"
 #include "reference/flash_attention.hpp"
-#include "sim/runtime/world.hpp"
+#include "sim/ranks/world.hpp"
 
 namespace ringlab::lab05 {
 

@@ -16,7 +16,7 @@
 #include "exercises/labs/06-causal-skip/lab.hpp"
 #include "exercises/labs/common/harness.hpp"
 #include "reference/flash_attention.hpp"
-#include "sim/runtime/world.hpp"
+#include "sim/ranks/world.hpp"
 
 namespace ringlab::lab06 {
 

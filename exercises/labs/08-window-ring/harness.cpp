@@ -24,7 +24,7 @@
 #include "reference/exact_attention.hpp"
 #include "reference/mask.hpp"
 #include "sim/plan/plan.hpp"
-#include "sim/runtime/world.hpp"
+#include "sim/ranks/world.hpp"
 
 namespace ringlab::lab08 {
 

@@ -13,7 +13,7 @@
 #include "reference/exact_attention.hpp"
 #include "reference/flash_attention.hpp"
 #include "reference/inputs.hpp"
-#include "sim/runtime/world.hpp"
+#include "sim/ranks/world.hpp"
 
 namespace ringlab::lab {
 

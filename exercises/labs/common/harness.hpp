@@ -24,8 +24,8 @@
 #include "reference/attention.hpp"
 #include "reference/compare.hpp"
 #include "reference/layout.hpp"
-#include "sim/runtime/report.hpp"
-#include "sim/runtime/world_options.hpp"
+#include "sim/ranks/report.hpp"
+#include "sim/ranks/world_options.hpp"
 
 namespace ringlab {
 class Communicator;

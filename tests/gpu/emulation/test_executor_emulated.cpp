@@ -13,13 +13,13 @@
 #include <set>
 #include <tuple>
 
-#include "gpu/executors/gpu_rank.hpp"
+#include "executors/gpu/gpu_rank.hpp"
 #include "reference/layout.hpp"
 #include "reference/precision.hpp"
-#include "sim/cost/dry_executor.hpp"
+#include "executors/dry/dry_executor.hpp"
 #include "tests/gpu/gpu_test_support.hpp"
 #ifdef RINGLAB_WITH_NCCL
-#include "gpu/executors/nccl_executor.hpp"
+#include "executors/gpu/nccl_executor.hpp"
 #endif
 
 void ringlab_mock_set_device_count(int count);  // mock_cuda_runtime.cpp
@@ -46,7 +46,7 @@ test::GpuCheck expect_verified(const PlanSpec& spec, Dtype dtype, Make make = st
 }
 
 // The general mask on a gpu_spec: a window, packed documents, and S (before padding) uneven as
-// ringlab's config makes it (sim/run/config.cpp: padded up to the layout's units, hidden by the mask).
+// ringlab's config makes it (sim/pipeline/config.cpp: padded up to the layout's units, hidden by the mask).
 PlanSpec masked_spec(PlanSpec spec, int64_t window, std::vector<int64_t> documents, int64_t seq = 0) {
   if (seq > 0) {
     spec.dims.seq = seq;
@@ -208,7 +208,7 @@ TEST_CASE("emulated gpu-streams: summaries and trace", "[gpu][emulated][streams]
 
 // The executor contract across executors: gpu-streams reports, rank by rank, the work and traffic
 // the dry executor's cost model predicts for the same plan, and traces the same compute events
-// (tests/run/test_executors_agree.cpp holds the sim executor to the same).
+// (tests/pipeline/test_executors_agree.cpp holds the sim executor to the same).
 TEST_CASE("emulated gpu-streams and the dry executor: the same blocks, pairs, FLOPs and bytes per rank",
           "[gpu][emulated][streams][agree]") {
   using ComputeKey = std::tuple<int, std::string, int, std::string, int, int, std::string, double>;

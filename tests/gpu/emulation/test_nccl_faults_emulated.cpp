@@ -16,11 +16,11 @@
 #include <thread>
 #include <vector>
 
-#include "gpu/cli/gpu_command.hpp"
+#include "cli/ringlab-gpu/gpu_command.hpp"
 #include "reference/error.hpp"
 #include "tests/gpu/gpu_test_support.hpp"
 #ifdef RINGLAB_WITH_NCCL
-#include "gpu/executors/nccl_executor.hpp"
+#include "executors/gpu/nccl_executor.hpp"
 #endif
 
 void ringlab_mock_set_device_count(int count);  // mock_cuda_runtime.cpp

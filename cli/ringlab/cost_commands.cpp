@@ -1,0 +1,234 @@
+// `ringlab compare` and `ringlab figure`: the cost model's commands.
+//   ringlab compare [schedule flags] [--hw PRESET|FILE] [--scenario NAME] [--json]
+//       one fixed-width table across algorithms and layouts (executors/dry/compare.hpp); --algo or
+//       --layout given restrict the rows to that algorithm or layout
+//   ringlab figure KIND [schedule flags] [--hw ...] [--pass forward|backward] --out FILE.svg [--png FILE.png]
+//       KIND = grid-step | grid-rank | load | timeline (viz/figures/book_figures.hpp: the viewer's
+//       model and colours, the cost model's time on --hw)
+// Exit status 0, or 2 for bad input (one line naming the problem and the fix).
+// Sections: [compare] [figure] [registration]
+#include <iostream>
+#include <memory>
+
+#include "reference/error.hpp"
+#include "cli/ringlab/commands.hpp"
+#include "executors/dry/compare.hpp"
+#include "executors/sim/precision_study.hpp"
+#include "sim/pipeline/config.hpp"
+#include "sim/pipeline/output_files.hpp"
+#include "viz/figures/book_figures.hpp"
+
+namespace ringlab::cli {
+
+namespace {
+
+// ---- [compare] -------------------------------------------------------------------------------
+
+struct CompareFlags {
+  RunConfig config;
+  std::string scenario;
+  bool json = false;
+  bool help_hw = false;
+};
+
+int compare_command(CompareFlags& flags, const CLI::App& command) {
+  if (flags.help_hw) {
+    std::cout << "hardware presets: ";
+    for (const std::string& name : hardware_preset_names()) std::cout << name << " ";
+    std::cout << "\n" << hardware_json_help() << "\n";
+    return kExitVerified;
+  }
+  RunConfig& config = flags.config;
+  // Random documents are drawn in multiples of 2P, so that every layout compared can take them.
+  if (command.count("--layout") == 0) config.layout = "zigzag";
+  validate(config);
+  std::vector<CompareCase> cases;
+  std::string hw_name = config.hw;
+  Scenario scenario;
+  const bool has_scenario = !flags.scenario.empty();
+  if (has_scenario) {
+    scenario = make_scenario(flags.scenario);
+    if (command.count("--hw") == 0) hw_name = scenario.hardware;
+    cases = scenario.cases;
+    if (command.count("--backward") > 0) {
+      for (CompareCase& c : cases) c.spec.backward = true;
+    }
+  }
+  const int64_t head_dim = has_scenario ? cases.front().spec.dims.dim : config.dims.dim;
+  const Hardware hardware = load_hardware(hw_name, head_dim);
+  if (!has_scenario) {
+    cases = compare_cases(plan_spec(config), config.ulysses, hardware);
+    // --algo / --layout given: only those rows (Ulysses has no layout and stays with any layout).
+    const PlanSpec asked = plan_spec(config);
+    std::erase_if(cases, [&](const CompareCase& c) {
+      const bool algo_out = command.count("--algo") > 0 && c.spec.algo != asked.algo;
+      const bool layout_out =
+          command.count("--layout") > 0 && c.spec.algo != Algorithm::ulysses && c.spec.layout != asked.layout;
+      return algo_out || layout_out;
+    });
+  }
+  const std::vector<CompareRow> rows = run_compare(cases, hardware);
+  if (flags.json) {
+    nlohmann::json document = compare_json(rows, hardware);
+    if (has_scenario)
+      document["scenario"] = {{"name", scenario.name}, {"title", scenario.title}, {"source", scenario.source}};
+    std::cout << document.dump() << "\n";
+    return kExitVerified;
+  }
+  if (has_scenario) {
+    std::cout << "ringlab compare --scenario " << scenario.name << " | " << scenario.title << "\n";
+    std::cout << "source: " << scenario.source << "\n";
+    std::cout << "sizes: " << cases.front().spec.dims.to_string() << ", P=" << cases.front().spec.ranks << " | hw "
+              << hardware.name << "\n\n";
+  } else {
+    const PlanSpec spec = plan_spec(config);
+    std::cout << "ringlab compare | P=" << spec.ranks << " | " << spec.dims.to_string() << " | "
+              << (spec.masked() ? spec.mask().describe() + (spec.skip ? "" : ", no skip") : "full") << " | "
+              << (spec.backward ? "fwd+bwd" : "fwd") << " | hw " << hardware.name << "\n\n";
+  }
+  print_compare_table(std::cout, rows);
+  std::cout << "\nof ideal: (the same attention on one device) / P / time, as in ring-flash-attention's "
+               "published table; imbalance: max/mean compute time per rank\n";
+  for (const std::string& note : scenario.notes) std::cout << "note: " << note << "\n";
+  std::cout << "hardware: " << hardware.name << " - " << hardware.description << " (ringlab run --dry-run --hw "
+            << hardware.name << " prints the model and its sources)\n";
+  return kExitVerified;
+}
+
+// ---- [figure] --------------------------------------------------------------------------------
+
+struct FigureFlags {
+  RunConfig config;
+  std::string kind;
+  std::string out;
+  std::string png;
+  std::string pass = "forward";
+};
+
+// Before any work: the SVG (and PNG) can be written, and PNG output is built in.
+void check_figure_outputs(const FigureFlags& flags) {
+  check_output_file(flags.out);
+  if (!flags.png.empty()) {
+    if (!viz::png_supported()) {
+      std::string error;
+      (void)viz::write_png({}, flags.png, error);
+      throw UsageError(error);
+    }
+    check_output_file(flags.png);
+  }
+}
+
+void write_png_if_asked(const FigureFlags& flags, const viz::Figure& figure) {
+  if (flags.png.empty()) return;
+  std::string error;
+  if (!viz::write_png(figure, flags.png, error)) throw UsageError(error);
+  std::cout << "wrote " << flags.png << "\n";
+}
+
+// `ringlab figure precision`: the precision study at P = 1, 2, 4, ... up to --ranks, drawn as each
+// tensor's RMS error ratio to P = 1: solid with fp32 accumulation, dashed with storage accumulation,
+// thin with fused accumulation.
+int precision_figure_command(FigureFlags& flags) {
+  RunConfig& config = flags.config;
+  if (config.precision == "fp32") config.precision = "bf16";
+  validate(config);
+  check_figure_outputs(flags);
+  std::vector<int64_t> ranks;
+  for (int64_t p = 1; p <= config.ranks; p *= 2) ranks.push_back(p);
+  const PrecisionStudy study = run_precision_study(config, ranks);
+  const std::pair<const char*, viz::Rgba> tensors[] = {{"out", viz::palette::compute_span},
+                                                       {"dq", viz::palette::collective_span},
+                                                       {"dk", viz::palette::send_span},
+                                                       {"dv", viz::palette::wait_span}};
+  std::vector<viz::ErrorSeries> series;
+  for (const std::string accumulate : kStudiedAccumulations) {
+    for (const auto& [tensor, colour] : tensors) {
+      viz::ErrorSeries s{std::string(tensor) + ", accumulate " + accumulate,
+                         colour,
+                         accumulate == "storage",
+                         accumulate == "fused" ? 1.0 : 2.0,
+                         {}};
+      for (const int64_t p : study.ranks) s.points.emplace_back(p, study.row(accumulate, p, tensor).rms_ratio);
+      series.push_back(std::move(s));
+    }
+  }
+  const viz::Figure figure = viz::precision_figure("error against P: " + study.config, series);
+  write_file_atomically(flags.out, viz::to_svg(figure));
+  std::cout << "wrote " << flags.out << " (precision, " << study.ranks.size() << " rank counts, " << figure.lines.size()
+            << " line segments)\n";
+  write_png_if_asked(flags, figure);
+  return kExitVerified;
+}
+
+int figure_command(FigureFlags& flags) {
+  if (flags.kind == "precision") {
+    if (flags.out.empty()) throw UsageError("ringlab figure needs --out FILE.svg; e.g. --out precision.svg");
+    return precision_figure_command(flags);
+  }
+  const viz::FigureKind kind = viz::parse_figure_kind(flags.kind);
+  RunConfig& config = flags.config;
+  validate(config);
+  if (flags.out.empty()) throw UsageError("ringlab figure needs --out FILE.svg; e.g. --out grid.svg");
+  check_figure_outputs(flags);
+  if (flags.pass != "forward" && flags.pass != "backward") {
+    throw UsageError("--pass " + flags.pass + " is not a pass; use --pass forward or --pass backward");
+  }
+  const Pass pass = flags.pass == "forward" ? Pass::forward : Pass::backward;
+  const Hardware hardware = load_hardware(config.hw, config.dims.dim);
+  PlanSpec spec = plan_spec(config);
+  spec.element_bytes = hardware.element_bytes;
+  const Plan plan = build_plan(spec);
+  viz::check_figure_size(kind, plan.ring(), plan.ranks());  // before the model: it walks every rank
+  if (pass == Pass::backward && !spec.backward) {
+    throw UsageError("--pass backward needs a plan with a backward pass; add --backward");
+  }
+  const viz::Figure figure = viz::draw_figure(kind, viz::model_from_plan(plan, hardware), pass);
+  write_file_atomically(flags.out, viz::to_svg(figure));
+  std::cout << "wrote " << flags.out << " (" << viz::figure_kind_name(kind) << ", " << figure.rects.size()
+            << " rectangles)\n";
+  write_png_if_asked(flags, figure);
+  return kExitVerified;
+}
+
+}  // namespace
+
+// ---- [registration] --------------------------------------------------------------------------
+
+void add_cost_commands(CLI::App& app, Registry& registry) {
+  {
+    auto flags = std::make_shared<CompareFlags>();
+    CLI::App* command = app.add_subcommand(
+        "compare",
+        "cost one configuration across algorithms and layouts (dry runs); --algo / --layout restrict the rows");
+    add_schedule_flags(*command, flags->config);
+    command->add_option("--hw", flags->config.hw, "hardware preset (h100-nvlink, h100-ib, h100-pcie, cpu) or JSON file")
+        ->capture_default_str();
+    std::string names;
+    for (const std::string& name : scenario_names()) names += (names.empty() ? "" : ", ") + name;
+    command->add_option("--scenario", flags->scenario, "a scenario of the source material: " + names);
+    command->add_flag("--json", flags->json, "one JSON object on stdout");
+    command->add_flag("--help-hw", flags->help_hw, "list the presets and the JSON machine format");
+    registry.add(command, [flags, command] { return compare_command(*flags, *command); });
+  }
+  {
+    auto flags = std::make_shared<FigureFlags>();
+    CLI::App* command =
+        app.add_subcommand("figure",
+                           "draw a figure for the book: grid-step, grid-rank, load, timeline (SVG, PNG); precision "
+                           "(the low-precision study's error against P)");
+    command->add_option("kind", flags->kind, "grid-step | grid-rank | load | timeline | precision")->required();
+    add_schedule_flags(*command, flags->config);
+    command->add_option("--hw", flags->config.hw, "hardware preset or JSON file (load, timeline)")
+        ->capture_default_str();
+    command
+        ->add_option("--precision", flags->config.precision,
+                     "precision: the storage precision studied, bf16 | fp16 (P = 1, 2, 4, ... up to --ranks)")
+        ->default_str("bf16");
+    command->add_option("--pass", flags->pass, "grids: forward | backward")->capture_default_str();
+    command->add_option("--out", flags->out, "the SVG file to write")->required();
+    command->add_option("--png", flags->png, "also write a PNG (needs stb_image_write)");
+    registry.add(command, [flags] { return figure_command(*flags); });
+  }
+}
+
+}  // namespace ringlab::cli

@@ -1,0 +1,88 @@
+// `ringlab plan`: print a plan as a step x rank grid and check it.
+// Exit status: 0 the plan checks clean, 1 the checker found problems (the erratum variants do) or,
+// with --strict, the balance lint warned (max/mean FLOPs above --max-imbalance, default 1.10), 2 bad input.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "reference/error.hpp"
+#include "cli/ringlab/commands.hpp"
+#include "sim/plan/check.hpp"
+#include "sim/plan/print.hpp"
+#include "sim/plan/queries.hpp"
+#include "sim/pipeline/config.hpp"
+
+namespace ringlab::cli {
+
+namespace {
+
+struct BalanceLint {
+  double max_imbalance = 1.10;  // max/mean FLOPs above which the plan gets a warning
+  bool strict = false;          // ... and exit status 1
+};
+
+// The balance lint: one warning line when max/mean FLOPs exceed the threshold; true if they do.
+bool lint_balance(const Plan& plan, const BalanceLint& lint) {
+  std::vector<RankWork> work;
+  for (int64_t r = 0; r < plan.ranks(); ++r) work.push_back(rank_work(plan, r, expand(plan, r)));
+  const FlopsBalance balance = flops_balance(work);
+  if (balance.ratio <= lint.max_imbalance) return false;
+  const PlanSpec& spec = plan.spec();
+  std::string fix = "--layout balanced assigns work to ranks by the mask";
+  if (spec.layout == LayoutKind::contiguous && spec.causal)
+    fix =
+        spec.documents.size() > 1 ? "--layout zigzag (per document) or balanced share it" : "--layout zigzag shares it";
+  char line[320];
+  std::snprintf(
+      line, sizeof line,
+      "warning: max/mean FLOPs %.3f is above --max-imbalance %.2f: rank %lld does %.2fx the mean work; %s%s\n",
+      balance.ratio, lint.max_imbalance, static_cast<long long>(balance.busiest), balance.ratio, fix.c_str(),
+      lint.strict ? " (--strict: exit 1)" : "");
+  std::cout << line;
+  return true;
+}
+
+int plan_command(RunConfig& config, int64_t max_ranks, const BalanceLint& lint) {
+  validate(config);
+  if (!(lint.max_imbalance >= 1.0)) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", lint.max_imbalance);
+    throw UsageError(std::string("--max-imbalance must be at least 1 (max/mean FLOPs of a perfect balance), got ") +
+                     got + "; e.g. --max-imbalance 1.10");
+  }
+  const Plan plan = build_plan(plan_spec(config));
+  print_plan(std::cout, plan, {max_ranks});
+  if (plan.ranks() > 1024) {
+    std::cout << "\nplan checker: skipped above P = 1024 (the test suite checks the same templates at small P)\n";
+    return kExitVerified;
+  }
+  const bool unbalanced = lint_balance(plan, lint);
+  const PlanCheck check = check_plan(plan);
+  std::cout << "\nplan checker: " << check.ops << " ops, " << check.messages << " messages matched, "
+            << check.pairs_checked << " unit pairs covered"
+            << (check.coverage_checked ? "" : " (coverage skipped: too many units)") << "\n";
+  for (const PlanFinding& finding : check.findings) std::cout << "  " << finding.describe() << "\n";
+  std::cout << (check.ok() ? "OK: the plan is well formed\n" : "FOUND PROBLEMS: the plan is wrong as listed above\n");
+  return check.ok() && !(unbalanced && lint.strict) ? kExitVerified : kExitMismatch;
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app, Registry& registry) {
+  auto config = std::make_shared<RunConfig>();
+  auto max_ranks = std::make_shared<int64_t>(16);
+  auto lint = std::make_shared<BalanceLint>();
+  CLI::App* command = app.add_subcommand("plan", "print a schedule's plan as a step x rank grid and check it");
+  add_schedule_flags(*command, *config);
+  command->add_option("--show-ranks", *max_ranks, "columns shown for wide plans")->capture_default_str();
+  command
+      ->add_option("--max-imbalance", lint->max_imbalance,
+                   "warn when the busiest rank's FLOPs exceed this multiple of the mean (the balance lint)")
+      ->capture_default_str();
+  command->add_flag("--strict", lint->strict, "exit 1 when the balance lint warns");
+  registry.add(command, [config, max_ranks, lint] { return plan_command(*config, *max_ranks, *lint); });
+}
+
+}  // namespace ringlab::cli

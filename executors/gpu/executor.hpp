@@ -1,0 +1,85 @@
+// The GPU executors of the executor contract (sim/pipeline/executor.hpp). Both interpret the expanded
+// per-rank op lists of a plan (sim/plan/plan.hpp: expand) generically — no algorithm is
+// special-cased — through the op interpreter (sim/pipeline/op_interpreter.hpp) on top of GpuRank
+// (executors/gpu/gpu_rank.hpp) and its timed local ops (executors/gpu/local_ops.hpp), and report
+// what the sim executor reports: the outputs in global token order, a RankSummary per rank, and a
+// Chrome trace whose times are CUDA-event times (the run's time is device time).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "gpu/dtype.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/pipeline/executor.hpp"
+
+namespace ringlab::gpu {
+
+struct GpuRunOptions {
+  Dtype dtype = Dtype::bf16;
+  int device = 0;         // gpu-streams: the device every virtual rank shares
+  double timeout = 60.0;  // gpu-nccl: seconds without progress before aborting (exit 3)
+};
+
+// What both GPU executors need of the pipeline: the dtype's element size on the wire, the inputs
+// rounded to it (the oracle then computes on exactly the numbers the kernels read), its
+// tolerances; no diagnosis (the simulator's job). configure() refuses what only the simulator does
+// (--dry-run, --inject), sizes the kernels do not support, and a machine without a device.
+class GpuExecutor : public Executor {
+ public:
+  explicit GpuExecutor(GpuRunOptions options) : options_(options) {}
+
+  void configure(const RunConfig& config) override;
+  void check_sizes(const AttentionDims& dims) const override;  // kernel support for the dtype and D
+  PipelineNeeds needs() const override;
+  void prepare_inputs(AttentionInputs<double>& inputs) const override;
+  const GpuRunOptions& options() const { return options_; }
+
+ protected:
+  GpuRunOptions options_;
+};
+
+// A CommError thrown by `run` (a deadlock, a communication fault) as the result's failure: the
+// line "communication fault: <what>", exit status 3, the executor's label. Other errors pass.
+ExecutionResult with_comm_faults(const std::string& label, const std::function<ExecutionResult()>& run);
+
+// gpu-streams: P virtual ranks on one GPU. Each rank has a compute stream and a transfer stream;
+// a link is a device-to-device copy on the receiver's transfer stream, ordered by events after
+// the sender's data is ready and the receiver's slot is free, so transfers overlap compute
+// exactly as the plan's Exchange / Wait placement allows. The host walks the P op lists
+// round-robin and only enqueues (a Wait whose peer has not posted yet moves on to the next
+// rank); a round in which no rank can move is a deadlock, reported as the result's failure.
+class StreamsExecutor final : public GpuExecutor {
+ public:
+  using GpuExecutor::GpuExecutor;
+  // "gpu-streams, 4 virtual ranks on NVIDIA H100 80GB HBM3 (bf16)"
+  std::string label(const Plan& plan) const override;
+  // Prepares a StreamsRun, runs it once and downloads the outputs.
+  ExecutionResult execute(const Plan& plan, const AttentionInputs<float>& inputs,
+                          const ExecuteOptions& options) override;
+};
+
+// The buffers of a gpu-streams run, allocated once and run as often as wanted (benchmarks).
+class StreamsRun {
+ public:
+  // Allocates every rank's buffers on options.device and uploads its inputs (rounded to dtype).
+  StreamsRun(const Plan& plan, const AttentionInputs<float>& inputs, const GpuRunOptions& options);
+  ~StreamsRun();
+  StreamsRun(const StreamsRun&) = delete;
+  StreamsRun& operator=(const StreamsRun&) = delete;
+
+  // Runs the whole plan once (resetting the accumulators first) and waits for the device. With
+  // download, the result holds the outputs; without, only timings (benchmarks); with trace, one
+  // trace event per op. A deadlock throws CommError.
+  ExecutionResult run(bool download = true, bool trace = false);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// "gpu-streams, 4 virtual ranks on NVIDIA H100 80GB HBM3 (bf16)"
+std::string streams_label(const Plan& plan, const GpuRunOptions& options);
+
+}  // namespace ringlab::gpu

@@ -1,0 +1,144 @@
+#include "executors/sim/precision_study.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <iterator>
+#include <ostream>
+#include <stdexcept>
+
+#include "reference/error.hpp"
+#include "executors/sim/sim_executor.hpp"
+#include "sim/pipeline/inputs.hpp"
+#include "sim/pipeline/verification.hpp"
+
+namespace ringlab {
+
+const PrecisionStudyRow& PrecisionStudy::row(const std::string& accumulate, int64_t p,
+                                             const std::string& tensor) const {
+  for (const PrecisionStudyRow& r : rows)
+    if (r.accumulate == accumulate && r.ranks == p && r.tensor == tensor) return r;
+  throw std::out_of_range("the precision study has no row " + accumulate + " P=" + std::to_string(p) + " " + tensor);
+}
+
+namespace {
+
+// The configuration at P ranks, checked as a run checks it, and its plan's spec.
+PlanSpec spec_at(RunConfig& config, int64_t p) {
+  config.ranks = p;
+  validate(config);
+  PlanSpec spec = plan_spec(config);
+  if (spec.padding > 0 || spec.padding_heads > 0) {
+    throw UsageError("S=" + std::to_string(config.dims.seq) + " does not split evenly at P=" + std::to_string(p) +
+                     " with --layout " + config.layout +
+                     " and the study does not pad; pick S a multiple of the largest P (2P for zigzag)");
+  }
+  return spec;
+}
+
+// Each tensor's (max, rms) error of one run at P ranks.
+Verification run_once(RunConfig config, int64_t p, const std::string& accumulate, const AttentionInputs<float>& x,
+                      const ReferenceOutputs& reference) {
+  config.accumulate = accumulate;
+  const PlanSpec spec = spec_at(config, p);
+  SimExecutor executor;
+  executor.configure(config);
+  const Plan plan = build_plan(spec);
+  ExecutionResult result = executor.execute(plan, x, {});
+  if (result.failure) {
+    if (result.failure->exit_status == kExitUsage) throw UsageError(result.failure->description);
+    throw std::runtime_error("P=" + std::to_string(p) + ", accumulate " + accumulate + ": " +
+                             result.failure->description);
+  }
+  return verify(result.outputs, reference, result.executor, executor.needs().tolerance);
+}
+
+}  // namespace
+
+PrecisionStudy run_precision_study(RunConfig config, std::vector<int64_t> ranks) {
+  const auto start = std::chrono::steady_clock::now();
+  if (std::find(ranks.begin(), ranks.end(), 1) == ranks.end()) ranks.push_back(1);
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  if (ranks.front() < 1) {
+    throw UsageError("--ranks must list positive rank counts, got " + std::to_string(ranks.front()) +
+                     "; e.g. --ranks 1,2,4,8");
+  }
+  config.backward = true;  // forward and backward errors come from the same runs
+  config.accumulate = "fp32";
+  validate(config);
+  if (config.precision == "fp32") {
+    throw UsageError("the precision study compares low-precision storage with float64; pick --precision bf16 or fp16");
+  }
+  SimExecutor executor;
+  executor.configure(config);
+  AttentionInputs<double> inputs = load_inputs(config);  // with --in, the files' sizes
+  resolve_documents(config);
+  for (const int64_t p : ranks) spec_at(config, p);  // every P checked before any is run
+  executor.prepare_inputs(inputs);                   // rounded to the storage precision: the problem studied
+  const AttentionInputs<float> x = inputs.cast<float>();
+  const ReferenceOutputs reference = compute_reference(inputs, config.mask(), true);
+
+  PrecisionStudy study;
+  study.precision = config.precision;
+  study.ranks = ranks;
+  const Verification single = run_once(config, 1, "fp32", x, reference);
+  for (const std::string accumulate : kStudiedAccumulations) {
+    for (const int64_t p : ranks) {
+      const Verification v = p == 1 ? single : run_once(config, p, accumulate, x, reference);
+      for (size_t t = 0; t < v.checks.size(); ++t) {
+        const CompareResult& r = v.checks[t].result;
+        const CompareResult& one = single.checks[t].result;
+        PrecisionStudyRow row{p, accumulate, v.checks[t].name, r.max_abs_error, r.rms_error, 1, 1};
+        row.max_ratio = one.max_abs_error > 0 ? r.max_abs_error / one.max_abs_error : 1;
+        row.rms_ratio = one.rms_error > 0 ? r.rms_error / one.rms_error : 1;
+        study.rows.push_back(row);
+      }
+    }
+  }
+  config.ranks = ranks.back();
+  study.config = plan_spec(config).describe() + " | " + config.precision + ", merge " + config.merge;
+  study.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return study;
+}
+
+void print_precision_study(std::ostream& out, const PrecisionStudy& study) {
+  char line[160];
+  out << "ringlab study precision | " << study.config << "\n";
+  out << "errors against exact attention (float64) on the " << study.precision
+      << "-rounded inputs; ratio: this P's error / P=1's\n";
+  out << "accumulate fp32: each step's result stored in " << study.precision
+      << ", the running output, dq, dK/dV kept in fp32; storage: those rounded to " << study.precision
+      << " after every merge; fused: each step added into the fp32 accumulators unrounded\n\n";
+  std::snprintf(line, sizeof line, "%4s  %-10s %-6s %11s %11s %8s %8s\n", "P", "accumulate", "tensor", "max_err",
+                "rms_err", "max/P=1", "rms/P=1");
+  out << line;
+  std::string previous;
+  for (const PrecisionStudyRow& r : study.rows) {
+    const std::string group = r.accumulate + std::to_string(r.ranks);
+    if (!previous.empty() && group != previous) out << "\n";
+    previous = group;
+    std::snprintf(line, sizeof line, "%4lld  %-10s %-6s %11.3e %11.3e %7.2fx %7.2fx\n", static_cast<long long>(r.ranks),
+                  r.accumulate.c_str(), r.tensor.c_str(), r.max_error, r.rms_error, r.max_ratio, r.rms_ratio);
+    out << line;
+  }
+  std::snprintf(line, sizeof line, "\n%zu runs in %.1f s\n",
+                (study.ranks.size() - 1) * std::size(kStudiedAccumulations) + 1, study.seconds);
+  out << line;
+}
+
+nlohmann::json to_json(const PrecisionStudy& study) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const PrecisionStudyRow& r : study.rows) {
+    rows.push_back({{"ranks", r.ranks},
+                    {"accumulate", r.accumulate},
+                    {"tensor", r.tensor},
+                    {"max_abs_error", r.max_error},
+                    {"rms_error", r.rms_error},
+                    {"max_ratio", r.max_ratio},
+                    {"rms_ratio", r.rms_ratio}});
+  }
+  return {{"command", "study precision"}, {"config", study.config},   {"precision", study.precision},
+          {"ranks", study.ranks},         {"seconds", study.seconds}, {"rows", rows}};
+}
+
+}  // namespace ringlab

@@ -1,0 +1,37 @@
+// What the command lines (ringlab, ringlab-gpu, ringlab-viz) share: parsing with help and one-line
+// errors, and subcommand registration — each part adds its subcommands to the CLI11 app and
+// registers the function that runs when the subcommand was parsed; main() runs exactly one. It
+// lives with the pipeline so that every part that brings subcommands (cli/ringlab, exercises/cli) can
+// use it without depending on another's command line.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ringlab::cli {
+
+// Parses argv into `app`. --help (and --help-all where the app has it) prints to `out`; a parse
+// error is one line on `err`, "<prefix>error: <what>; <hint>", newlines folded. Returns the exit
+// status when the program stops there (0 after help, 2 after an error), nothing when it runs.
+std::optional<int> parse_command_line(CLI::App& app, int argc, const char* const* argv, std::ostream& out,
+                                      std::ostream& err, const std::string& prefix, const std::string& hint);
+
+class Registry {
+ public:
+  void add(CLI::App* command, std::function<int()> action) { entries_.emplace_back(command, std::move(action)); }
+  int run() const {
+    for (const auto& [command, action] : entries_)
+      if (command->parsed()) return action();
+    return 2;
+  }
+
+ private:
+  std::vector<std::pair<CLI::App*, std::function<int()>>> entries_;
+};
+
+}  // namespace ringlab::cli

@@ -1,0 +1,182 @@
+#include "sim/pipeline/config.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "reference/error.hpp"
+#include "reference/precision.hpp"
+
+namespace ringlab {
+
+std::string RunConfig::describe() const {
+  std::string text = algo;
+  if (algo == "hybrid") text += "(U=" + std::to_string(ulysses) + ")";
+  text += " | " + layout + (block ? "(block=" + std::to_string(block) + ")" : "");
+  text += " | P=" + std::to_string(ranks) + " | " + dims.to_string();
+  const Mask m = mask();
+  text += m.none() ? " | full" : " | " + m.describe() + (no_skip ? ", no skip" : "") + (full_ring ? ", full ring" : "");
+  text += backward ? " | fwd+bwd" : " | fwd";
+  text += " | seed " + std::to_string(seed);
+  if (!erratum.empty()) text += " | erratum " + erratum;
+  if (precision != "fp32")
+    text += " | " + precision + ", accumulate " + (accumulate == "storage" ? precision : accumulate);
+  if (merge != "exp") text += " | merge " + merge;
+  return text;
+}
+
+void add_run_flags(CLI::App& command, RunConfig& config) {
+  add_schedule_flags(command, config);
+  command.add_option("--seed", config.seed, "seed of the generated inputs")->capture_default_str();
+  command.add_option("--in", config.in_dir, "read q.npy k.npy v.npy [dout.npy] from DIR");
+  command.add_option("--save", config.save_dir, "write out.npy lse.npy [dq.npy dk.npy dv.npy] into DIR");
+  command.add_option("--trace", config.trace_file, "write a Chrome trace event JSON file");
+  command.add_flag("--json", config.json, "one JSON summary object on stdout");
+  command.add_flag("--dry-run", config.dry_run, "plan and cost model only, no tensors");
+  command
+      .add_option("--hw", config.hw,
+                  "cost-model machine for --dry-run: h100-nvlink | h100-ib | h100-pcie | cpu, or a JSON file")
+      ->capture_default_str();
+  command.add_option("--inject", config.inject, "fault injection KIND@RANK:STEP, KIND = drop|duplicate|corrupt|delay");
+  command.add_option("--timeout", config.timeout, "deadlock watchdog: seconds without progress")->capture_default_str();
+  command.add_flag("!--no-progress", config.progress, "no progress bar on stderr");
+  add_precision_flags(command, config);
+}
+
+void add_precision_flags(CLI::App& command, RunConfig& config) {
+  command
+      .add_option("--precision", config.precision,
+                  "storage precision of the inputs, K/V on the wire and each step's partial results: fp32 | bf16 | "
+                  "fp16 (rounded to nearest even, emulated on the CPU)")
+      ->capture_default_str();
+  command
+      .add_option("--accumulate", config.accumulate,
+                  "precision of the running output and the dq, dK/dV accumulators: fp32 (each step's result "
+                  "stored in the storage precision, then added in fp32) | storage (rounded after every merge) | "
+                  "fused (each step added into fp32 accumulators by the kernel itself, never rounded)")
+      ->check(CLI::IsMember({"fp32", "storage", "fused"}))
+      ->capture_default_str();
+  command
+      .add_option("--merge", config.merge,
+                  "the LSE merge: exp (max-shifted exponentials) | logsigmoid (sigmoid form, no exponential of a "
+                  "difference that can overflow)")
+      ->check(CLI::IsMember({"exp", "logsigmoid"}))
+      ->capture_default_str();
+}
+
+void add_schedule_flags(CLI::App& command, RunConfig& config, bool ranks) {
+  command.add_option("--algo", config.algo, "communication pattern: ring | allgather | ulysses | hybrid")
+      ->check(CLI::IsMember({"ring", "allgather", "ulysses", "hybrid"}))
+      ->capture_default_str();
+  command
+      .add_option("--layout", config.layout,
+                  "token-to-rank mapping: contiguous | zigzag | striped (per document with --docs) | balanced "
+                  "(units placed by their work under the mask)")
+      ->check(CLI::IsMember({"contiguous", "zigzag", "striped", "balanced"}))
+      ->capture_default_str();
+  command.add_option("--block", config.block,
+                     "tokens per layout unit (default: contiguous S/P, zigzag S/(2P), striped 1)");
+  if (ranks) command.add_option("--ranks,-P", config.ranks, "number of ranks P")->capture_default_str();
+  command.add_option("--ulysses", config.ulysses, "hybrid: Ulysses degree U (ring degree P/U)");
+  // Size flags remember that they were given, so that --in files that contradict them are an error.
+  auto size = [&](const char* flag, int64_t& value, const char* text) {
+    return command.add_option(flag, value, text)->each([&config, flag](const std::string&) {
+      config.sizes_given.emplace_back(flag);
+    });
+  };
+  size("--batch", config.dims.batch, "batch B")->capture_default_str();
+  size("--seq", config.dims.seq, "sequence length S (tokens)")->capture_default_str();
+  size("--heads", config.dims.heads, "query heads H")->capture_default_str();
+  size("--kv-heads", config.dims.kv_heads, "key/value heads HKV (default H; fewer is GQA)");
+  size("--dim", config.dims.dim, "head dimension D")->capture_default_str();
+  command.add_flag("--causal", config.causal, "causal mask by global token position");
+  size("--window", config.window,
+       "sliding window W: a query sees the W keys up to itself (causal), or within W-1 either side");
+  command.add_option("--docs", config.docs,
+                     "packed documents: lengths L1,L2,... summing to S, or random:N (N long-tailed lengths from "
+                     "--seed); attention never crosses a document");
+  command.add_flag("--no-skip", config.no_skip, "compute fully masked blocks instead of skipping them");
+  command.add_flag("--full-ring", config.full_ring,
+                   "a plain ring: every K/V block makes all P-1 hops, even where a window or documents leave no rank "
+                   "that needs it (ringlab's ring stops each block where the last rank that needs it is)");
+  command.add_flag("--backward", config.backward, "also run the backward pass (dq, dk, dv)");
+  command
+      .add_option("--erratum", config.erratum,
+                  "run a source-material mistake: reverse-dkv (dK/dV against the K/V direction) | "
+                  "kv-offset-mask (causal mask by kv offset)")
+      ->check(CLI::IsMember({"reverse-dkv", "kv-offset-mask"}));
+}
+
+PlanSpec plan_spec(const RunConfig& config) {
+  PlanSpec spec;
+  spec.algo = parse_algorithm(config.algo);
+  spec.layout = parse_layout(config.layout);
+  spec.block = config.block;
+  spec.ranks = config.ranks;
+  spec.ulysses = config.ulysses;
+  spec.dims = config.dims;
+  spec.causal = config.causal;
+  spec.window = config.window;
+  spec.documents = config.documents;
+  // Uneven shapes: pad S to what the layout needs; the mask hides the padding, the pipeline crops it.
+  spec.padding = layout_padding(spec.layout, spec.dims.seq, spec.ranks, spec.block);
+  spec.dims.seq += spec.padding;
+  // Heads that do not divide over the Ulysses degree U: HKV padded up to a multiple of U, with the
+  // query heads of its group (H = group x HKV), all zero and cut from the outputs. Not when U > HKV:
+  // every rank would then hold a zero head or more per real one (that needs K/V heads replicated
+  // across ranks, which ringlab does not do: build_plan refuses it with the fix).
+  const int64_t U = spec.algo == Algorithm::ulysses ? spec.ranks : spec.algo == Algorithm::hybrid ? spec.ulysses : 1;
+  if (U > 1 && spec.ranks % U == 0 && spec.dims.kv_heads > 0 && spec.dims.heads % spec.dims.kv_heads == 0 &&
+      spec.dims.kv_heads > U && spec.dims.kv_heads % U != 0) {
+    const int64_t group = spec.dims.heads / spec.dims.kv_heads;
+    const int64_t kv_heads = (spec.dims.kv_heads + U - 1) / U * U;
+    spec.padding_heads = (kv_heads - spec.dims.kv_heads) * group;
+    spec.dims.kv_heads = kv_heads;
+    spec.dims.heads = kv_heads * group;
+  }
+  spec.skip = !config.no_skip;
+  spec.full_ring = config.full_ring;
+  spec.backward = config.backward;
+  spec.erratum = parse_erratum(config.erratum);
+  return spec;
+}
+
+void validate(RunConfig& config) {
+  if (config.dims.kv_heads == 0) config.dims.kv_heads = config.dims.heads;
+  if (config.ranks <= 0) {
+    throw UsageError("--ranks must be positive, got " + std::to_string(config.ranks) + "; pass --ranks N with N >= 1");
+  }
+  config.dims.validate();
+  if (config.timeout <= 0) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%g", config.timeout);
+    throw UsageError(std::string("--timeout must be positive seconds, got ") + text + "; e.g. --timeout 10");
+  }
+  if (!config.save_dir.empty() && config.dry_run) {
+    throw UsageError("--save needs tensors but --dry-run computes none; drop one of them");
+  }
+  if (!config.in_dir.empty() && config.dry_run) {
+    throw UsageError("--in reads tensors but --dry-run computes none; drop one of them");
+  }
+  const bool window_given =
+      std::find(config.sizes_given.begin(), config.sizes_given.end(), "--window") != config.sizes_given.end();
+  if (window_given && config.window <= 0) {
+    throw UsageError("--window must be at least 1 (the keys a query sees, its own included), got " +
+                     std::to_string(config.window) + "; e.g. --window 4096, or leave it out for no window");
+  }
+  parse_precision(config.precision);  // an unknown one: one line with the choices
+  if (config.dry_run && (config.precision != "fp32" || config.accumulate != "fp32" || config.merge != "exp")) {
+    throw UsageError(
+        "--precision, --accumulate and --merge round the simulator's tensors but --dry-run computes none; drop "
+        "them (the cost model's element size comes from --hw) or drop --dry-run");
+  }
+  if (config.in_dir.empty()) resolve_documents(config);  // else once the files have given S
+}
+
+void resolve_documents(RunConfig& config) {
+  config.documents.clear();
+  if (config.docs.empty()) return;
+  config.documents = layout_documents(config.docs, config.dims.seq, config.seed, parse_layout(config.layout),
+                                      config.ranks, config.block);
+}
+
+}  // namespace ringlab
