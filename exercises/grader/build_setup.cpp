@@ -106,7 +106,8 @@ std::string resolve(const LabInfo& lab, const std::string& file) {
   if (file.empty()) return own_copy(lab, "starter.cpp");
   if (fs::is_regular_file(file)) return fs::absolute(file).string();
   for (const std::string& candidate : {file, file + ".cpp"})
-    if ((candidate == "starter.cpp" || candidate == "solution.cpp") && fs::is_regular_file(lab.directory + "/" + candidate))
+    if ((candidate == "starter.cpp" || candidate == "solution.cpp") &&
+        fs::is_regular_file(lab.directory + "/" + candidate))
       return own_copy(lab, candidate);
   std::string name = file;  // broken/NAME: "broken/", ".cpp" and ".patch" optional
   if (name.starts_with("broken/")) name.erase(0, std::strlen("broken/"));

@@ -78,7 +78,8 @@ void add_grade_options(CLI::App& command, const std::shared_ptr<GradeArgs>& args
   command.add_option("--run-as", args->run_as,
                      "run the submission's program as this user (a name or UID[:GID]; needs root): in its own "
                      "folder, its processes killed after each criterion - what an autograder does");
-  command.add_option("--memory-limit", args->memory_mib, "MiB of address space per criterion's process (with --run-as)")
+  command
+      .add_option("--memory-limit", args->memory_mib, "MiB of address space per criterion's process (with --run-as)")
       ->check(CLI::PositiveNumber);
 }
 
@@ -96,7 +97,8 @@ int run_grade(GradeArgs& args) {
   if (args.options.lab.empty())
     throw UsageError("grade needs a lab; run '" + setup().command + " --list' for them, then '" + setup().command +
                      " LAB your_file.cpp'");
-  if (args.json && args.format == "gradescope") throw UsageError("--json and --format gradescope disagree; give one of them");
+  if (args.json && args.format == "gradescope")
+    throw UsageError("--json and --format gradescope disagree; give one of them");
   if (args.memory_mib > 0 && args.run_as.empty())
     throw UsageError("--memory-limit goes with --run-as (the limits are the sandbox's); add --run-as USER");
   const std::string format = args.json ? "json" : args.format;

@@ -451,15 +451,16 @@ bool GradeReport::passed() const {
 
 namespace {
 
-// The lab's criteria when the submission gave none to ask: a kit's listing, or the hand-out's
-// starter compiled and listed (cached like any file).
+// The lab's criteria when the submission gave none to ask: a kit's listing, or the lab's starter
+// compiled and listed (cached like any file).
 std::vector<Listed> lab_listing(const LabInfo& lab, const std::string& headers) {
   std::vector<Listed> listed;
   if (lab.criteria.is_array()) {
     for (const nlohmann::json& j : lab.criteria) listed.push_back(listed_from(j));
     return listed;
   }
-  const Compiled starter = compile(lab, headers + "/starter.cpp", true, headers, false);
+  const std::string file = setup().resolve ? setup().resolve(lab, "") : headers + "/starter.cpp";
+  const Compiled starter = compile(lab, file, true, headers, false);
   if (!starter.ok) return listed;
   std::string problem;
   return list_criteria(starter.binary, problem, {}, "");
@@ -500,7 +501,7 @@ GradeReport grade(const GradeOptions& options) {
   const std::string source = fs::weakly_canonical(fs::absolute(resolve_student_file(lab, options.file))).string();
   GradeReport report;
   report.lab = lab.id;
-  report.file = source;
+  report.file = options.file.empty() ? "starter" : options.file;  // as the student named it
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   report.environment = {{"ringlab", setup().kit ? "kit" : "build"},

@@ -112,7 +112,7 @@ struct CriterionReport {
 
 struct GradeReport {
   std::string lab;
-  std::string file;
+  std::string file;  // as given: a path, or starter / solution / broken/NAME
   bool compiled = false;
   bool cached = false;  // the binary came from the grader's cache
   double compile_seconds = 0;

@@ -36,7 +36,8 @@ class KitWriter {
                        " instrumentation; make kits from a default build (cmake --preset default)");
     runner_ = runner_binary();
     if (runner_.empty() || !fs::is_regular_file(runner_))
-      throw UsageError("the grader program ringlab-grade is not built; build it (cmake --build build --target ringlab-grade)");
+      throw UsageError(
+          "the grader program ringlab-grade is not built; build it (cmake --build build --target ringlab-grade)");
     compiler_ = kit_compiler();
   }
 
@@ -78,9 +79,9 @@ class KitWriter {
 
   void finish(bool native_warning_to_readme) {
     copy(runner_, "grader/ringlab-grade");
-    fs::permissions(staged_.path("grader/ringlab-grade"),
-                    fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
-                        fs::perms::others_exec);
+    fs::permissions(staged_.path("grader/ringlab-grade"), fs::perms::owner_all | fs::perms::group_read |
+                                                              fs::perms::group_exec | fs::perms::others_read |
+                                                              fs::perms::others_exec);
     nlohmann::json libraries = nlohmann::json::array();
     std::set<std::string> names;
     for (const std::string& library : setup().toolchain.libraries) {
@@ -122,12 +123,16 @@ std::string setup_script(const std::string& compiler) {
          "# It installs the one thing the grader needs, the C++ compiler that built its archives, and\n"
          "# creates the unprivileged user that submissions run as.\n"
          "set -euo pipefail\n"
-         "compiler=" + compiler + "\n"
+         "compiler=" +
+         compiler +
+         "\n"
          "if ! command -v \"$compiler\" > /dev/null 2>&1; then\n"
          "  apt-get update\n"
          "  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \"$compiler\"\n"
          "fi\n"
-         "user=${RINGLAB_STUDENT_USER:-" + kStudentUser + "}\n"
+         "user=${RINGLAB_STUDENT_USER:-" +
+         kStudentUser +
+         "}\n"
          "if ! id -u \"$user\" > /dev/null 2>&1; then\n"
          "  useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin \"$user\"\n"
          "fi\n";
@@ -141,11 +146,13 @@ std::string run_script(const LabInfo& lab) {
 # in its own folder, under time and memory limits, and cannot read source/ or write results/.
 # RINGLAB_AUTOGRADER_ROOT overrides where /autograder is (a test tree).
 set -uo pipefail
-lab=)SH" + lab.id + R"SH(
+lab=)SH" +
+         lab.id + R"SH(
 here=$(cd "$(dirname "$0")" && pwd)
 if [ -d "$here/grader" ]; then root=$(dirname "$here"); else root=$here; fi
 root=${RINGLAB_AUTOGRADER_ROOT:-$root}
-user=${RINGLAB_STUDENT_USER:-)SH" + kStudentUser + R"SH(}
+user=${RINGLAB_STUDENT_USER:-)SH" +
+         kStudentUser + R"SH(}
 memory_mib=${RINGLAB_MEMORY_MIB:-2048}
 results=$root/results
 mkdir -p "$results"
@@ -202,14 +209,16 @@ std::vector<std::string> write_autograder(const LabInfo& lab, const std::string&
   kit.lab(lab);
   kit.text("setup.sh", setup_script(kit.compiler()), true);
   kit.text("run_autograder", run_script(lab), true);
-  kit.text("README.md", "# Autograder: " + lab.title +
-                            "\n\nUpload this folder's contents as a zip (`cd` into it, then `zip -r ../autograder.zip .`) "
-                            "as a Gradescope programming assignment's autograder (any Ubuntu base image).\n"
-                            "`setup.sh` installs " + kit.compiler() +
-                            " and creates the user submissions run as; `run_autograder` grades the one .cpp "
-                            "of a submission and writes `results/results.json`. `grader/` holds the grader, the "
-                            "lab's prebuilt archives and its hand-out headers: no solution, broken version or "
-                            "hidden test source.\n");
+  kit.text("README.md",
+           "# Autograder: " + lab.title +
+               "\n\nUpload this folder's contents as a zip (`cd` into it, then `zip -r ../autograder.zip .`) "
+               "as a Gradescope programming assignment's autograder (any Ubuntu base image).\n"
+               "`setup.sh` installs " +
+               kit.compiler() +
+               " and creates the user submissions run as; `run_autograder` grades the one .cpp "
+               "of a submission and writes `results/results.json`. `grader/` holds the grader, the "
+               "lab's prebuilt archives and its hand-out headers: no solution, broken version or "
+               "hidden test source.\n");
   kit.finish(false);
   return kit.written();
 }
@@ -229,12 +238,14 @@ std::vector<std::string> write_student_kit(const std::string& directory) {
            "here=$(cd \"$(dirname \"$0\")\" && pwd)\n"
            "exec \"$here/grader/ringlab-grade\" --kit \"$here/grader\" \"$@\"\n",
            true);
-  kit.text("README.md", "# ringlab code labs\n\nOne folder per lab, each with its README, `starter.cpp`, `lab.hpp` and "
-                        "the headers it uses:\n\n" + list +
-                            "\nGrade a file with `./ringlab-grade LAB FILE.cpp` (or `make grade` in the lab's "
-                            "folder); it needs " + kit.compiler() +
-                            " on Linux x86-64 (Debian 12, Ubuntu 22.04 or newer: `apt-get install " +
-                            kit.compiler() + "`). No solution is in this folder.\n");
+  kit.text("README.md",
+           "# ringlab code labs\n\nOne folder per lab, each with its README, `starter.cpp`, `lab.hpp` and "
+           "the headers it uses:\n\n" +
+               list +
+               "\nGrade a file with `./ringlab-grade LAB FILE.cpp` (or `make grade` in the lab's "
+               "folder); it needs " +
+               kit.compiler() + " on Linux x86-64 (Debian 12, Ubuntu 22.04 or newer: `apt-get install " +
+               kit.compiler() + "`). No solution is in this folder.\n");
   kit.finish(false);
   return kit.written();
 }

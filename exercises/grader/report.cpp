@@ -106,7 +106,7 @@ void print_details(std::ostream& out, const CriterionReport& c, const std::strin
 }  // namespace
 
 void print_report(std::ostream& out, const GradeReport& report) {
-  out << "ringlab grade " << report.lab << " | " << report.file << "\n";
+  out << setup().command << " " << report.lab << " | " << report.file << "\n";
   if (report.compiled) {
     out << (report.cached ? std::string("compiled (cached)") : "compiled in " + seconds(report.compile_seconds))
         << " with " << report.environment.value("compiler", std::string("?")) << "\n";

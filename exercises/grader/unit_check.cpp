@@ -94,8 +94,8 @@ std::vector<std::string> identifiers(const std::string& line, std::string& raw) 
       names.push_back(line.substr(i, end - i));
       i = end;
     } else if (std::isdigit(static_cast<unsigned char>(c))) {
-      while (i < line.size() && (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '.' ||
-                                 line[i] == '\'' || line[i] == '_'))
+      while (i < line.size() &&
+             (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '.' || line[i] == '\'' || line[i] == '_'))
         ++i;
     } else {
       ++i;

@@ -19,10 +19,10 @@
 namespace ringlab::grader {
 
 struct UnitRules {
-  std::string submission;                   // the submitted file (any spelling: it is resolved)
-  std::vector<std::string> handout;         // folders of the hand-out's headers
-  std::vector<std::string> system;          // the compiler's own include folders
-  std::vector<std::string> forbidden;       // never, even inside the submission's folder
+  std::string submission;              // the submitted file (any spelling: it is resolved)
+  std::vector<std::string> handout;    // folders of the hand-out's headers
+  std::vector<std::string> system;     // the compiler's own include folders
+  std::vector<std::string> forbidden;  // never, even inside the submission's folder
 };
 
 // The files a preprocessed unit entered, in order, each once, as the line markers spell them

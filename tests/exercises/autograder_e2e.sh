@@ -13,20 +13,23 @@
 # A negative control grades the attacks without the sandbox: the write then succeeds.
 # Needs root (the package runs submissions as another user): exits 77 (skipped) otherwise.
 #
-#   autograder_e2e.sh RINGLAB SOURCE_DIR BUILD_DIR
+# Also the student kit (`ringlab student-kit`): complete, answer-free, and its grader runs.
+#
+#   autograder_e2e.sh RINGLAB SOURCE_DIR BUILD_DIR [GRADE_CACHE]
 set -euo pipefail
 ringlab=$1 src=$2 build=$3
+cache=${4:-${RINGLAB_GRADE_CACHE:-/tmp/ringlab-grade-$(id -u)}}
 if [ "$(id -u)" -ne 0 ]; then
   echo "skipped: the autograder test needs root (run_autograder switches to an unprivileged user)"
   exit 77
 fi
 work=$(mktemp -d /tmp/ringlab-autograder-XXXXXX)
-trap 'rm -rf "$work"' EXIT
+[ -n "${RINGLAB_KEEP_WORK:-}" ] || trap 'rm -rf "$work"' EXIT
 chmod 755 "$work"
 lab=03-ring-forward
 labdir=$src/exercises/labs/$lab
 fail() { echo "FAILED: $*" >&2; exit 1; }
-json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); $2" "${@:3}"; }
+json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); $2" "$1" "${@:3}"; }
 
 # ---- the package -----------------------------------------------------------------------------
 pkg=$work/package
@@ -45,6 +48,27 @@ du -sk "$pkg" | awk '{print "package: " $1 " KiB"}'
 # setup.sh, as Gradescope runs it once per image (idempotent: the compiler is there, the user too)
 bash "$pkg/setup.sh"
 id -u ringlab-student > /dev/null || fail "setup.sh did not create the user submissions run as"
+
+# ---- the student kit: every hand-out and the same grader, no answer ----------------------------
+kit=$work/kit
+RINGLAB_GRADE_CACHE=$cache "$ringlab" student-kit "$kit" > /dev/null
+if grep -rl -e "$src" -e "$build" "$kit"; then fail "the student kit names a path of the machine that made it (above)"; fi
+if find "$kit" -name 'solution*' -o -name '*.patch' -o -name 'harness.cpp' -o -name broken | grep .; then
+  fail "the student kit holds an answer file (above)"
+fi
+for readme in "$src"/exercises/labs/0*/harness.cpp; do
+  id=$(basename "$(dirname "$readme")")
+  [ -f "$kit/$id/starter.cpp" ] || [ ! -f "$build/exercises/libringlab_lab_$id.a" ] || fail "the kit lacks $id"
+done
+make -s -C "$kit/01-softmax-merge" check || fail "make check in the kit's lab 01"
+set +e
+(cd "$kit" && RINGLAB_GRADE_CACHE=$work/kit-cache ./ringlab-grade 01-softmax-merge 01-softmax-merge/starter.cpp) \
+  > "$work/kit.log" 2>&1
+status=$?
+set -e
+[ $status -eq 1 ] && grep -q -- "-- FAILED" "$work/kit.log" || fail "the kit's grader on a starter: $(cat "$work/kit.log")"
+grep -q "reproduce: ./ringlab-grade 01-softmax-merge 01-softmax-merge/starter.cpp --only" "$work/kit.log" ||
+  fail "the kit's reproduce lines: $(cat "$work/kit.log")"
 
 # ---- one submission in a fresh /autograder tree ------------------------------------------------
 graded() {  # NAME FILE...: grades FILE... as a submission; prints the results.json path
@@ -71,8 +95,8 @@ full=$(max_score "$solution")
 tests=$(json "$solution" 'print(len(r["tests"]))')
 
 # a broken version: less, and not 0
-RINGLAB_GRADE_CACHE=$work/cache "$ringlab" grade $lab broken/missing_rescale --only compiles > /dev/null || true
-broken=$(graded broken "$work/cache/broken/$lab/missing_rescale.cpp")
+RINGLAB_GRADE_CACHE=$cache "$ringlab" grade $lab broken/missing_rescale --only compiles > /dev/null || true
+broken=$(graded broken "$cache/broken/$lab/missing_rescale.cpp")
 json "$broken" 'assert 0 < r["score"] < float(sys.argv[2]), r["score"]' "$full" || fail "the broken version's score"
 
 # a file that does not compile: every criterion at 0, not run, the first error, no grader path
@@ -125,6 +149,12 @@ assert "FORGED" not in json.dumps(r)
 ' || fail "the attacks' results: $attack"
 [ ! -e "$work/attack/flags/lingering-process-was-alive" ] || fail "the lingering process outlived the grading"
 json "$root/source/grader/grader.json" 'assert r["format"] == "ringlab-grader-kit 1"' || fail "grader.json was changed"
+
+json "$attack" '
+for t in r["tests"]:
+    if t["score"] == 0 and t["name"].split(":")[0] in ("p2", "p3", "p8", "p4-causal"):
+        print("  attack", t["name"].split(":")[0] + ":", t["output"].split("\n")[1])
+'
 
 # negative control: without the sandbox the same write succeeds (the test can see a hole)
 RINGLAB_GRADE_CACHE=$root/work/cache "$root/source/grader/ringlab-grade" --kit "$root/source/grader" $lab \

@@ -123,25 +123,28 @@ TEST_CASE("integrity: a submission compiles against the hand-out's headers only"
   refused(write(dir / "up" / "sub" / "cheat.cpp", "#include \"../solution.cpp\"\n"), "one of the course's own files");
   refused(write(dir / "up" / "sub" / "cheat2.cpp", "#include \"../ring.cpp\"\n"),
           "neither one of the hand-out's headers nor a file next to your submission");
-  refused(write(dir / "macro" / "cheat.cpp", "#define STR(x) #x\n#define AT(d) STR(d/exercises/labs/03-ring-forward/solution.cpp)\n"
-                                             "#include AT(" + kSource + ")\n"),
+  refused(write(dir / "macro" / "cheat.cpp",
+                "#define STR(x) #x\n#define AT(d) STR(d/exercises/labs/03-ring-forward/solution.cpp)\n"
+                "#include AT(" +
+                    kSource + ")\n"),
           "one of the course's own files");
   fs::create_directories(dir / "link");
   fs::create_symlink(solution, dir / "link" / "merge.hpp");
   refused(write(dir / "link" / "cheat.cpp", "#include \"merge.hpp\"\n"), "one of the course's own files");
-  refused(write(dir / "probe" / "cheat.cpp",
-                "#if __has_include(\"" + solution + "\")\n#include \"" + solution + "\"\n#else\n#include \"lab.hpp\"\n#endif\n"),
+  refused(write(dir / "probe" / "cheat.cpp", "#if __has_include(\"" + solution + "\")\n#include \"" + solution +
+                                                 "\"\n#else\n#include \"lab.hpp\"\n#endif\n"),
           "one of the course's own files");
   // .incbin reads a file at assembly time, where no line marker shows it: asm is refused, however spelled.
   refused(write(dir / "asm" / "cheat.cpp", solution_with("asm(\".incbin \\\"" + solution + "\\\"\");\n")),
           "inline assembly (asm)");
-  refused(write(dir / "asm" / "cheat2.cpp",
-                solution_with("#define GLUE(a, b) a##b\nGLUE(__as, m__)(\".inc\" \"bin \\\"" + solution + "\\\"\");\n")),
-          "inline assembly (__asm__)");
+  refused(
+      write(dir / "asm" / "cheat2.cpp",
+            solution_with("#define GLUE(a, b) a##b\nGLUE(__as, m__)(\".inc\" \"bin \\\"" + solution + "\\\"\");\n")),
+      "inline assembly (__asm__)");
   // What is not refused: a probe alone tells whether a file exists, never what it holds.
   const Graded probe = grade("03-ring-forward",
-                             write(dir / "probe" / "ok.cpp",
-                                   solution_with("#if __has_include(\"" + solution + "\")\nstatic int probed = 1;\n#endif\n"))
+                             write(dir / "probe" / "ok.cpp", solution_with("#if __has_include(\"" + solution +
+                                                                           "\")\nstatic int probed = 1;\n#endif\n"))
                                  .string(),
                              {"--only", "p1"});
   CHECK(probe.report["compiled"] == true);
@@ -181,13 +184,14 @@ TEST_CASE("integrity: the grade cache is keyed on every header compiled", "[exer
   CHECK(again.report["cached"] == true);  // nothing changed: the cache serves it
 }
 
-TEST_CASE("integrity: a compile failure lists every criterion at 0 with the first error", "[exercises][grader][integrity]") {
+TEST_CASE("integrity: a compile failure lists every criterion at 0 with the first error",
+          "[exercises][grader][integrity]") {
   setenv("RINGLAB_GRADE_CACHE", RINGLAB_GRADE_CACHE_DIR, 1);
   const fs::path dir = scratch("compile-failure");
   const fs::path file = write(dir / "typo.cpp", "#include \"lab.hpp\"\nint broken = ;\n");
   const std::string results = (dir / "results.json").string();
-  const auto run =
-      run_binary(kBinary, {"grade", "03-ring-forward", file.string(), "--format", "gradescope", "--output", results}, 600);
+  const auto run = run_binary(
+      kBinary, {"grade", "03-ring-forward", file.string(), "--format", "gradescope", "--output", results}, 600);
   CHECK(run.status == 1);
   const nlohmann::json j = nlohmann::json::parse(read(results));
   const Graded solution = grade("03-ring-forward", "solution");
@@ -251,7 +255,8 @@ TEST_CASE("integrity: lab 07 reaches full marks without a GPU (the device criter
   }
   // A kernel that fails the emulated criteria still scores less: the device criterion's absence
   // lowers the maximum, not the bar.
-  const auto broken = run_binary(kBinary, {"grade", "07-block-kernel", "broken/nan_on_empty", "--format", "gradescope"}, 600);
+  const auto broken =
+      run_binary(kBinary, {"grade", "07-block-kernel", "broken/nan_on_empty", "--format", "gradescope"}, 600);
   const nlohmann::json b = nlohmann::json::parse(broken.out);
   CHECK(b["score"].get<double>() < most);
 }
@@ -332,10 +337,10 @@ TEST_CASE("integrity: the hand-outs' CUDA stand-ins convert as the toolkit does"
   auto half = [](unsigned short bits) { return __half2float(__half(__half_raw{bits})); };
   CHECK(half(0x3C00) == 1.0f);
   CHECK(half(0xC000) == -2.0f);
-  CHECK(half(0x7BFF) == 65504.0f);                      // the largest finite
-  CHECK(half(0x0001) == std::ldexp(1.0f, -24));         // the smallest subnormal
-  CHECK(half(0x03FF) == std::ldexp(1023.0f, -24));      // the largest subnormal
-  CHECK(half(0x0400) == std::ldexp(1.0f, -14));         // the smallest normal
+  CHECK(half(0x7BFF) == 65504.0f);                  // the largest finite
+  CHECK(half(0x0001) == std::ldexp(1.0f, -24));     // the smallest subnormal
+  CHECK(half(0x03FF) == std::ldexp(1023.0f, -24));  // the largest subnormal
+  CHECK(half(0x0400) == std::ldexp(1.0f, -14));     // the smallest normal
   CHECK(std::isinf(half(0xFC00)));
   CHECK(half(0xFC00) < 0);
   CHECK(std::isnan(half(0x7E00)));
