@@ -147,7 +147,7 @@ std::string relative_paths(std::string text, const std::vector<std::string>& pre
 // Makes `binary` runnable by a sandbox's user: every folder from the cache root down traversable.
 void open_for_sandbox(const fs::path& entry) {
   std::error_code error;
-  for (fs::path folder : {fs::path(cache_root()), entry})
+  for (const fs::path& folder : {fs::path(cache_root()), entry})
     fs::permissions(folder, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec, error);
 }
 
