@@ -352,3 +352,21 @@ TEST_CASE("integrity: the hand-outs' CUDA stand-ins convert as the toolkit does"
   CHECK(sizeof(__half) == 2);
   CHECK(sizeof(__nv_bfloat16) == 2);
 }
+
+TEST_CASE("integrity: kits and the sandbox refuse bad input with one line", "[exercises][grader][integrity]") {
+  const fs::path dir = scratch("bad-input");
+  write(dir / "taken" / "file.txt", "something\n");
+  auto one_line = [](const ringlab::test::BinaryRun& run) {
+    INFO(run.err);
+    CHECK(run.status == 2);
+    CHECK(run.err_lines().size() == 1);
+  };
+  one_line(run_binary(kBinary, {"autograder", "03", (dir / "taken").string()}));
+  CHECK(read(dir / "taken" / "file.txt") == "something\n");
+  one_line(run_binary(kBinary, {"autograder", "99-nothing", (dir / "fresh").string()}));
+  one_line(run_binary(kBinary, {"student-kit", (dir / "taken").string()}));
+  CHECK_FALSE(fs::exists(dir / "fresh"));
+  one_line(run_binary(kBinary, {"grade", "03", "solution", "--memory-limit", "100"}));
+  one_line(run_binary(kBinary, {"grade", "03", "solution", "--run-as", "no-such-user-of-ringlab"}));
+  one_line(run_binary(kBinary, {"grade", "03", "solution", "--run-as", "root"}));
+}
