@@ -346,7 +346,7 @@ std::string sanitizer_headline(const std::string& output) {
 }
 
 CriterionReport run_criterion(const Listed& c, const std::string& binary, const std::string& source,
-                              const std::string& scratch, double limit, Sandbox sandbox) {
+                              const std::string& headers, const std::string& scratch, double limit, Sandbox sandbox) {
   CriterionReport report;
   report.id = c.id;
   report.title = c.title;
@@ -358,7 +358,8 @@ CriterionReport run_criterion(const Listed& c, const std::string& binary, const 
   const std::string result_file = (sandbox.active() ? sandbox.directory : scratch) + "/" + c.id + ".json";
   std::error_code error;
   fs::remove(result_file, error);
-  std::vector<std::string> environment{"OMP_NUM_THREADS=1", "RINGLAB_GRADE_SOURCE=" + source};
+  std::vector<std::string> environment{"OMP_NUM_THREADS=1", "RINGLAB_GRADE_SOURCE=" + source,
+                                       "RINGLAB_LAB_HEADERS=" + headers};
   environment.insert(environment.end(), setup().environment.begin(), setup().environment.end());
   const ProcessResult run =
       run_process({binary, "--run", c.id, "--result", result_file}, limit, environment, 64 * 1024, sandbox);
@@ -594,7 +595,7 @@ GradeReport grade(const GradeOptions& options) {
       r.status = Status::skipped;
       r.message = "performance is graded once every correctness criterion passes";
     } else {
-      r = run_criterion(c, compiled.binary, source, scratch_template,
+      r = run_criterion(c, compiled.binary, source, headers, scratch_template,
                         options.timeout_seconds > 0 ? options.timeout_seconds : c.timeout, options.sandbox);
       if (!c.performance && r.status != Status::passed && r.status != Status::needs_gpu) correctness_ok = false;
     }

@@ -300,9 +300,13 @@ CriterionResult device_criterion(const std::vector<Case>& cases) {
   const std::string source_dir = from_environment("RINGLAB_LAB_SOURCE_DIR", ".");
   const std::string lab_dir = source_dir + "/exercises/labs/07-block-kernel";
   const std::string runner = scratch + "/runner";
+  // The student's file sees the hand-out's headers only, as in the grader's host compile (the real
+  // CUDA headers here: nvcc finds them itself).
+  const std::string headers = from_environment("RINGLAB_LAB_HEADERS", "");
+  const std::string includes = headers.empty() ? " -I" + quote(source_dir) + " -I" + quote(lab_dir)
+                                               : " -I" + quote(headers) + " -I" + quote(headers + "/include");
   const std::string compile = quote(from_environment("RINGLAB_LAB_NVCC", "nvcc")) +
-                              " -std=c++20 -O2 -arch=sm_" RINGLAB_LAB_CUDA_ARCH " -I" + quote(source_dir) + " -I" +
-                              quote(lab_dir) + " " +
+                              " -std=c++20 -O2 -arch=sm_" RINGLAB_LAB_CUDA_ARCH + includes + " " +
                               quote("-DRINGLAB_LAB07_STUDENT_FILE=\"" + std::string(source) + "\"") + " " +
                               quote(lab_dir + "/device_runner.cu") + " -o " + quote(runner);
   std::string output;
