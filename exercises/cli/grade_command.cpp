@@ -1,7 +1,7 @@
 // `ringlab grade LAB [FILE] [--only CRITERION]... [--format text|json|gradescope] [--output FILE]`:
-// compile a student's file against a code lab's hidden tests and report per criterion. Exit 0
-// every criterion passed, 1 some did not (or it did not compile), 2 an unknown lab, file or
-// criterion, or an output file that cannot be written.
+// compile a student's file against a code lab's hand-out and hidden tests and report per
+// criterion (grade_cli.hpp). `ringlab handout LAB DIR`, `ringlab autograder LAB DIR` and
+// `ringlab student-kit DIR`: what students and Gradescope get (handout.hpp, kit.hpp).
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -11,75 +11,50 @@
 #include <vector>
 
 #include "exercises/cli/commands.hpp"
+#include "exercises/grader/build_setup.hpp"
+#include "exercises/grader/grade_cli.hpp"
 #include "exercises/grader/grader.hpp"
 #include "exercises/grader/handout.hpp"
+#include "exercises/grader/kit.hpp"
 #include "reference/error.hpp"
 #include "sim/pipeline/output_files.hpp"
 
 namespace ringlab::cli {
 
 void add_grade_command(CLI::App& app, Registry& registry) {
-  struct GradeArgs {
-    grader::GradeOptions options;
-    bool json = false, list = false, no_cache = false;
-    std::string format = "text", output;
-  };
-  auto args = std::make_shared<GradeArgs>();
-  CLI::App* command =
-      app.add_subcommand("grade", "grade a code lab: compile FILE against the lab's hidden tests and report");
-  command->add_option("lab", args->options.lab, "lab id, number or name (run 'ringlab grade --list')");
-  command->add_option("file", args->options.file,
-                      "your .cpp (default: the lab's starter); also starter, solution or broken/NAME of the lab");
-  command->add_option("--only", args->options.only, "run only these criteria (repeatable)");
-  command->add_option("--timeout", args->options.timeout_seconds, "seconds per criterion, overriding the lab's limits");
-  command->add_flag("--no-cache", args->no_cache, "compile again even if this exact file was graded before");
-  command->add_flag("--list", args->list, "list the labs");
-  command->add_flag("--json", args->json, "the report as one JSON object (--format json)");
-  command
-      ->add_option("--format", args->format,
-                   "text (default), json (the report as one object), or gradescope (Gradescope's "
-                   "autograder results.json: score and one test per criterion, with the lab's points)")
-      ->check(CLI::IsMember({"text", "json", "gradescope"}));
-  command->add_option("--output", args->output,
-                      "write the report to this file instead of standard output (written whole, or not at all); "
-                      "for Gradescope: --output /autograder/results/results.json");
-  registry.add(command, [args] {
-    if (args->list) {
-      // In lab order, those this build left out in their place.
-      std::vector<std::pair<std::string, std::string>> lines;
-      for (const grader::LabInfo& lab : grader::labs()) lines.emplace_back(lab.id, lab.title);
-      for (const grader::AbsentLab& lab : grader::absent_labs())
-        lines.emplace_back(lab.id, "not in this build: " + lab.reason);
-      std::sort(lines.begin(), lines.end());
-      std::cout << "code labs (ringlab grade LAB [FILE]):\n";
-      for (const auto& [id, text] : lines) std::cout << "  " << id << "  " << text << "\n";
-      return kExitVerified;
-    }
-    if (args->options.lab.empty()) {
-      throw UsageError(
-          "grade needs a lab; run 'ringlab grade --list' for them, then 'ringlab grade LAB your_file.cpp'");
-    }
-    if (args->json && args->format == "gradescope") {
-      throw UsageError("--json and --format gradescope disagree; give one of them");
-    }
-    const std::string format = args->json ? "json" : args->format;
-    if (!args->output.empty()) check_output_file(args->output);
-    args->options.use_cache = !args->no_cache;
-    const grader::GradeReport report = grader::grade(args->options);
-    std::ostringstream text;
-    if (format == "json") {
-      text << grader::to_json(report).dump(2) << "\n";
-    } else if (format == "gradescope") {
-      text << grader::to_gradescope(report).dump(2) << "\n";
-    } else {
-      grader::print_report(text, report);
-    }
-    if (args->output.empty()) {
-      std::cout << text.str();
-    } else {
-      write_file_atomically(args->output, text.str());
-    }
-    return report.passed() ? kExitVerified : kExitMismatch;
+  grader::install_setup(grader::build_setup());
+  auto args = std::make_shared<grader::GradeArgs>();
+  CLI::App* command = app.add_subcommand(
+      "grade", "grade a code lab: compile FILE against the lab's hand-out and hidden tests, and report");
+  grader::add_grade_options(*command, args);
+  registry.add(command, [args] { return grader::run_grade(*args); });
+
+  auto kit = std::make_shared<std::pair<std::string, std::string>>();
+  CLI::App* autograder = app.add_subcommand(
+      "autograder", "write a lab's Gradescope autograder: setup.sh, run_autograder and the grader, relocatable");
+  autograder->add_option("lab", kit->first, "lab id, number or name (run 'ringlab grade --list')")->required();
+  autograder->add_option("dir", kit->second, "the folder to create (must not exist, or be empty)")->required();
+  registry.add(autograder, [kit] {
+    const grader::LabInfo lab = grader::find_lab(kit->first);
+    const std::vector<std::string> files = grader::write_autograder(lab, kit->second);
+    std::cout << "ringlab autograder " << lab.id << ": " << files.size() << " files in " << kit->second << "\n"
+              << "  setup.sh          installs the compiler, creates the user submissions run as\n"
+              << "  run_autograder    grades the submission's .cpp into results/results.json\n"
+              << "  grader/           the grader, the lab's prebuilt archives and hand-out headers\n"
+              << "upload: cd " << kit->second << " && zip -r ../autograder.zip .\n";
+    return kExitVerified;
+  });
+  auto student = std::make_shared<std::string>();
+  CLI::App* student_kit = app.add_subcommand(
+      "student-kit", "write the students' distribution: every lab's hand-out and a grader, no solution");
+  student_kit->add_option("dir", *student, "the folder to create (must not exist, or be empty)")->required();
+  registry.add(student_kit, [student] {
+    const std::vector<std::string> files = grader::write_student_kit(*student);
+    std::cout << "ringlab student-kit: " << files.size() << " files in " << *student << "\n";
+    for (const grader::LabInfo& lab : grader::labs()) std::cout << "  " << lab.id << "/\n";
+    std::cout << "  ringlab-grade     grades: ./ringlab-grade LAB FILE.cpp\n"
+              << "share: tar czf ringlab-labs.tar.gz -C " << *student << " .\n";
+    return kExitVerified;
   });
 }
 

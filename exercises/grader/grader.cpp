@@ -14,10 +14,8 @@
 #include <sstream>
 #include <thread>
 
-#include "exercises/grader/grader_config.hpp"
-#include "exercises/grader/patch.hpp"
 #include "exercises/grader/process.hpp"
-#include "exercises/grader/split.hpp"
+#include "exercises/grader/unit_check.hpp"
 #include "reference/error.hpp"
 
 namespace ringlab::grader {
@@ -38,44 +36,25 @@ uint64_t fnv1a(const std::string& text, uint64_t hash = 0xCBF29CE484222325ull) {
   return hash;
 }
 
-// Where compiled binaries (and the labs' broken versions, built from their patches) are kept.
+Setup& installed() {
+  static Setup setup;
+  return setup;
+}
+
+}  // namespace
+
 std::string cache_root() {
   if (const char* dir = std::getenv("RINGLAB_GRADE_CACHE"); dir && *dir) return dir;
   return (fs::temp_directory_path() / ("ringlab-grade-" + std::to_string(getuid()))).string();
 }
 
-}  // namespace
-
 // ---- [labs] ------------------------------------------------------------------------------------
 
-std::vector<LabInfo> labs() {
-  std::vector<LabInfo> result;
-  for (const std::string& entry : split(config::kLabs, ';')) {
-    const size_t eq = entry.find('=');
-    if (eq == std::string::npos) continue;
-    LabInfo lab;
-    lab.id = entry.substr(0, eq);
-    lab.harness = entry.substr(eq + 1);
-    lab.directory = std::string(config::kSourceDir) + "/exercises/labs/" + lab.id;
-    std::ifstream readme(lab.directory + "/README.md");
-    for (std::string line; std::getline(readme, line);)
-      if (line.rfind("# ", 0) == 0) {
-        lab.title = line.substr(2);
-        break;
-      }
-    result.push_back(lab);
-  }
-  return result;
-}
+void install_setup(Setup setup) { installed() = std::move(setup); }
+const Setup& setup() { return installed(); }
 
-std::vector<AbsentLab> absent_labs() {
-  std::vector<AbsentLab> result;
-  for (const std::string& entry : split(config::kAbsentLabs, ';')) {
-    const size_t eq = entry.find('=');
-    if (eq != std::string::npos) result.push_back({entry.substr(0, eq), entry.substr(eq + 1)});
-  }
-  return result;
-}
+std::vector<LabInfo> labs() { return setup().labs; }
+std::vector<AbsentLab> absent_labs() { return setup().absent; }
 
 namespace {
 
@@ -97,77 +76,16 @@ LabInfo find_lab(const std::string& name) {
                        "); configure ringlab where the CUDA toolkit is installed");
   std::string known;
   for (const LabInfo& lab : all) known += (known.empty() ? "" : ", ") + lab.id;
+  if (all.empty())
+    throw UsageError("this grader has no labs; make it again with 'ringlab autograder' or 'ringlab student-kit'");
   throw UsageError("unknown lab '" + name + "'; the labs are " + known + " (by id, number or name)");
 }
 
-namespace {
-
-// The text of broken/NAME: solution.cpp with broken/NAME.patch applied.
-std::string broken_version(const LabInfo& lab, const std::string& name) {
-  const std::string patch = lab.directory + "/broken/" + name + ".patch";
-  try {
-    return apply_patch(read_file(lab.directory + "/solution.cpp"), read_file(patch));
-  } catch (const PatchError& e) {
-    throw UsageError(patch + " no longer applies to the lab's solution.cpp: " + e.what());
-  }
-}
-
-// broken/NAME as a file to compile: the patched solution, under the grader's cache folder. Written
-// to a fresh name and moved into place, so concurrent graders never read half a file; its path
-// stays the same, so the compiled binary is cached like any other file's.
-std::string write_broken_version(const LabInfo& lab, const std::string& name) {
-  const std::string text = broken_version(lab, name);
-  const fs::path folder = fs::path(cache_root()) / "broken" / lab.id;
-  const fs::path path = folder / (name + ".cpp");
-  if (fs::is_regular_file(path) && read_file(path.string()) == text) return path.string();
-  std::error_code error;
-  fs::create_directories(folder, error);
-  std::string scratch = (folder / (name + ".cpp.XXXXXX")).string();
-  const int fd = mkstemp(scratch.data());
-  if (fd < 0)
-    throw UsageError("cannot write under " + folder.string() + "; set RINGLAB_GRADE_CACHE to a writable folder");
-  close(fd);
-  std::ofstream(scratch, std::ios::binary) << text;
-  fs::permissions(scratch,
-                  fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read,
-                  error);  // as a file written by hand: mkstemp made it private
-  fs::rename(scratch, path, error);
-  if (error) {
-    fs::remove(scratch, error);
-    throw UsageError("cannot write " + path.string() + "; set RINGLAB_GRADE_CACHE to a writable folder");
-  }
-  return path.string();
-}
-
-// The lab's broken versions: the names of its broken/NAME.patch, sorted.
-std::vector<std::string> broken_versions(const LabInfo& lab) {
-  std::vector<std::string> names;
-  if (fs::is_directory(lab.directory + "/broken"))
-    for (const auto& entry : fs::directory_iterator(lab.directory + "/broken"))
-      if (entry.path().extension() == ".patch") names.push_back(entry.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-}  // namespace
-
 std::string resolve_student_file(const LabInfo& lab, const std::string& file) {
-  if (file.empty()) return lab.directory + "/starter.cpp";
-  if (fs::is_regular_file(file)) return fs::absolute(file).string();
-  for (const std::string& candidate : {file, file + ".cpp"}) {
-    std::string path = lab.directory + "/" + candidate;
-    if (fs::is_regular_file(path)) return path;
-  }
-  std::string name = file;  // broken/NAME: "broken/", ".cpp" and ".patch" optional
-  if (name.starts_with("broken/")) name.erase(0, std::strlen("broken/"));
-  for (const std::string suffix : {".cpp", ".patch"})
-    if (name.size() > suffix.size() && name.ends_with(suffix)) name.resize(name.size() - suffix.size());
-  const std::vector<std::string> broken = broken_versions(lab);
-  if (std::find(broken.begin(), broken.end(), name) != broken.end()) return write_broken_version(lab, name);
-  std::string known;
-  for (const std::string& b : broken) known += ", broken/" + b;
-  throw UsageError("no file '" + file + "'; give the path of your .cpp, or one of the lab's own: starter, solution" +
-                   known);
+  if (setup().resolve) return setup().resolve(lab, file);
+  if (!file.empty() && fs::is_regular_file(file)) return fs::absolute(file).string();
+  throw UsageError(file.empty() ? "grade needs your file: ringlab-grade LAB FILE.cpp"
+                                : "no file '" + file + "'; give the path of your .cpp");
 }
 
 // ---- [compiling] -------------------------------------------------------------------------------
@@ -179,8 +97,9 @@ struct Compiled {
   bool cached = false;
   double seconds = 0;
   std::string binary;
-  std::string command;  // as shown to the student
-  std::string output;
+  std::string command;  // as shown to the student: relative to the hand-out
+  std::string output;   // paths relative to the hand-out and the submission's folder
+  std::string refusal;  // the unit check's one line, when it refused the submission
 };
 
 std::string file_stamp(const std::string& path) {
@@ -189,71 +108,166 @@ std::string file_stamp(const std::string& path) {
   return path + ":" + std::to_string(info.st_size) + ":" + std::to_string(info.st_mtime);
 }
 
-std::vector<std::string> compile_argv(const LabInfo& lab, const std::string& source, const std::string& binary) {
-  std::vector<std::string> argv{config::kCompiler};
-  for (const std::string& flag : split(config::kCompileFlags, ';')) argv.push_back(flag);
-  argv.push_back("-I" + std::string(config::kSourceDir));
-  argv.push_back("-I" + lab.directory);
-  argv.push_back(source);
-  argv.push_back("-o");
-  argv.push_back(binary);
-  argv.push_back(lab.harness);
-  for (const std::string& library : split(config::kLinkLibraries, ';')) argv.push_back(library);
-  for (const std::string& flag : split(config::kLinkFlags, ';')) argv.push_back(flag);
-  return argv;
+// The compiler as a path: a bare name is looked up in PATH.
+std::string compiler_path() {
+  const std::string& name = setup().toolchain.compiler;
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "/usr/bin:/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');)
+    if (!dir.empty() && access((dir + "/" + name).c_str(), X_OK) == 0) return dir + "/" + name;
+  throw UsageError("the grader's compiler " + name + " is not installed; install it (apt-get install " + name +
+                   ", as the autograder's setup.sh does)");
 }
 
-std::string shown_command(const std::vector<std::string>& argv) {
-  std::string text;
-  for (const std::string& a : argv) text += (text.empty() ? "" : " ") + a;
+const std::vector<std::string>& system_include_dirs() {
+  static const std::vector<std::string> dirs = compiler_include_dirs(compiler_path(), setup().toolchain.compile_flags);
+  return dirs;
+}
+
+// The -I flags of a submission: the hand-out's folder, its include/ and, for a GPU lab, its
+// stand-ins for the CUDA toolkit's type headers (include/no-cuda).
+std::vector<std::string> include_flags(const std::string& headers) {
+  std::vector<std::string> flags{"-I" + headers, "-I" + headers + "/include"};
+  if (fs::is_directory(headers + "/include/no-cuda")) flags.push_back("-I" + headers + "/include/no-cuda");
+  return flags;
+}
+
+// `text` with every `prefixes` folder cut from the paths in it ("/x/handout/lab.hpp" -> "lab.hpp").
+std::string relative_paths(std::string text, const std::vector<std::string>& prefixes) {
+  for (const std::string& prefix : prefixes) {
+    if (prefix.empty() || prefix == "/") continue;
+    const std::string folder = prefix.back() == '/' ? prefix : prefix + "/";
+    for (size_t at = text.find(folder); at != std::string::npos; at = text.find(folder, at))
+      text.erase(at, folder.size());
+  }
   return text;
 }
 
-Compiled compile(const LabInfo& lab, const std::string& source, bool use_cache) {
-  Compiled compiled;
-  const std::vector<std::string> probe = compile_argv(lab, source, "BINARY");
-  compiled.command = shown_command(probe);
-  uint64_t key = fnv1a(read_file(source));
-  key = fnv1a(compiled.command, key);
-  key = fnv1a(file_stamp(lab.harness), key);
-  for (const std::string& library : split(config::kLinkLibraries, ';')) key = fnv1a(file_stamp(library), key);
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(key));
-  const fs::path root = cache_root();
-  const fs::path entry = root / (lab.id + "-" + hex);
-  const fs::path binary = entry / "lab";
+// Makes `binary` runnable by a sandbox's user: every folder from the cache root down traversable.
+void open_for_sandbox(const fs::path& entry) {
   std::error_code error;
-  if (use_cache && fs::is_regular_file(binary, error)) {
-    compiled.ok = compiled.cached = true;
-    compiled.binary = binary.string();
-    compiled.output = read_file((entry / "compile.log").string());  // the warnings, if any
-    return compiled;
-  }
+  for (const fs::path& folder : {fs::path(cache_root()), entry})
+    fs::permissions(folder, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec, error);
+}
+
+// Preprocesses the submission against the hand-out's headers, checks the unit (unit_check.hpp),
+// and compiles that unit: what was checked is what runs. The cache key is the unit itself (every
+// header's content, as compiled), the flags, and the libraries' stamps.
+Compiled compile(const LabInfo& lab, const std::string& source, bool use_cache, const std::string& headers,
+                 bool for_sandbox) {
+  Compiled compiled;
+  const Toolchain& tc = setup().toolchain;
+  const std::string compiler = compiler_path();
+  const std::string own_folder = fs::path(source).parent_path().string();
+  std::vector<std::string> prefixes{headers, own_folder};
+  for (const std::string& library : tc.libraries) prefixes.push_back(fs::path(library).parent_path().string());
+  prefixes.push_back(fs::path(lab.harness).parent_path().string());
+  std::string shown = fs::path(compiler).filename().string();
+  for (const std::string& flag : tc.compile_flags) shown += " " + flag;
+  shown += " -I. -Iinclude" + std::string(fs::is_directory(headers + "/include/no-cuda") ? " -Iinclude/no-cuda" : "") +
+           " " + fs::path(source).filename().string() + " (linked with the lab's harness)";
+  compiled.command = shown;
+
+  const fs::path root = cache_root();
+  std::error_code error;
   fs::create_directories(root, error);
-  // Build in a fresh directory, then move it into place: concurrent graders never see half a binary.
   std::string scratch_template = (root / (lab.id + "-build-XXXXXX")).string();
   if (!mkdtemp(scratch_template.data()))
     throw UsageError("cannot create a build directory under " + root.string() +
                      "; set RINGLAB_GRADE_CACHE to a writable folder");
   const fs::path scratch = scratch_template;
-  const ProcessResult run = run_process(compile_argv(lab, source, (scratch / "lab").string()), 300);
-  compiled.seconds = run.seconds;
-  compiled.output = run.output;
-  compiled.ok = !run.timed_out && run.exit_status == 0 && fs::is_regular_file(scratch / "lab");
-  if (run.timed_out) compiled.output += "\n(the compiler ran past 300 s and was stopped)";
-  if (!compiled.ok) {
-    fs::remove_all(scratch, error);
+  struct Cleanup {
+    fs::path path;
+    bool keep = false;
+    ~Cleanup() {
+      std::error_code e;
+      if (!keep) fs::remove_all(path, e);
+    }
+  } cleanup{scratch};
+
+  // 1. The unit: the submission preprocessed against the hand-out's headers only.
+  std::vector<std::string> argv{compiler};
+  argv.insert(argv.end(), tc.compile_flags.begin(), tc.compile_flags.end());
+  for (const std::string& flag : include_flags(headers)) argv.push_back(flag);
+  for (const char* a : {"-E", "-o"}) argv.emplace_back(a);
+  argv.push_back((scratch / "unit.ii").string());
+  argv.push_back(source);
+  const ProcessResult pre = run_process(argv, 120);
+  compiled.seconds = pre.seconds;
+  if (pre.timed_out || pre.exit_status != 0) {
+    compiled.output = relative_paths(pre.output, prefixes);
+    if (pre.timed_out) compiled.output += "\n(the preprocessor ran past 120 s and was stopped)";
     return compiled;
   }
+  const std::string unit = read_file((scratch / "unit.ii").string());
+
+  // 2. What it may include.
+  UnitRules rules;
+  rules.submission = source;
+  rules.handout = {headers};
+  rules.system = system_include_dirs();
+  rules.forbidden = setup().forbidden;
+  compiled.refusal = check_unit(unit, rules);
+  if (!compiled.refusal.empty()) return compiled;
+
+  // 3. The cache.
+  uint64_t key = fnv1a(unit);
+  for (const std::string& flag : tc.compile_flags) key = fnv1a(flag + ";", key);
+  for (const std::string& flag : tc.link_flags) key = fnv1a(flag + ";", key);
+  key = fnv1a(file_stamp(lab.harness), key);
+  for (const std::string& library : tc.libraries) key = fnv1a(file_stamp(library), key);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(key));
+  const fs::path entry = root / (lab.id + "-" + hex);
+  const fs::path binary = entry / "lab";
+  if (use_cache && fs::is_regular_file(binary, error)) {
+    compiled.ok = compiled.cached = true;
+    compiled.binary = binary.string();
+    compiled.output = read_file((entry / "compile.log").string());  // the warnings, if any
+    if (for_sandbox) open_for_sandbox(entry);
+    return compiled;
+  }
+
+  // 4. Compile the checked unit and link it with the lab's harness.
+  std::vector<std::string> link{compiler};
+  link.insert(link.end(), tc.compile_flags.begin(), tc.compile_flags.end());
+  link.push_back((scratch / "unit.ii").string());
+  link.push_back("-o");
+  link.push_back((scratch / "lab").string());
+  link.push_back(lab.harness);
+  link.insert(link.end(), tc.libraries.begin(), tc.libraries.end());
+  link.insert(link.end(), tc.link_flags.begin(), tc.link_flags.end());
+  const ProcessResult run = run_process(link, 300);
+  compiled.seconds += run.seconds;
+  compiled.output = relative_paths(run.output, prefixes);
+  compiled.ok = !run.timed_out && run.exit_status == 0 && fs::is_regular_file(scratch / "lab");
+  if (run.timed_out) compiled.output += "\n(the compiler ran past 300 s and was stopped)";
+  if (!compiled.ok) return compiled;
+  fs::remove(scratch / "unit.ii", error);
   if (!use_cache) {
+    cleanup.keep = true;
     compiled.binary = (scratch / "lab").string();
+    if (for_sandbox) open_for_sandbox(scratch);
     return compiled;
   }
   std::ofstream((scratch / "compile.log").string()) << compiled.output;
   fs::rename(scratch, entry, error);
-  if (error) fs::remove_all(scratch, error);  // another grader got there first: use its copy
+  if (!error) cleanup.keep = true;  // else another grader got there first: use its copy
   compiled.binary = binary.string();
+  if (for_sandbox) open_for_sandbox(entry);
   return compiled;
+}
+
+// The compiler's first error line ("my.cpp:12:3: error: ..."), or its first line.
+std::string first_error(const std::string& output) {
+  std::istringstream lines(output);
+  std::string first;
+  for (std::string line; std::getline(lines, line);) {
+    if (first.empty() && !line.empty()) first = line;
+    if (line.find("error:") != std::string::npos || line.find("fatal error") != std::string::npos) return line;
+  }
+  return first;
 }
 
 // ---- [criteria] --------------------------------------------------------------------------------
@@ -265,8 +279,24 @@ struct Listed {
   double points = 1;
 };
 
-std::vector<Listed> list_criteria(const std::string& binary, std::string& problem) {
-  const ProcessResult run = run_process({binary, "--list"}, 30);
+Listed listed_from(const nlohmann::json& j) {
+  return {j.at("id"), j.at("title"), j.at("timeout"), j.at("performance"), j.at("needs_gpu"), j.value("points", 1.0)};
+}
+
+// A folder for one sandboxed run, owned by the sandbox's user; "" without a sandbox.
+std::string sandbox_folder(const std::string& parent, const Sandbox& sandbox) {
+  if (!sandbox.active()) return "";
+  std::string folder = parent + "/run-XXXXXX";
+  if (!mkdtemp(folder.data()) || chown(folder.c_str(), sandbox.uid, sandbox.gid) != 0)
+    throw UsageError("cannot prepare a work folder for the sandbox's user under " + parent +
+                     " (the grader must run as root to use --run-as)");
+  return folder;
+}
+
+std::vector<Listed> list_criteria(const std::string& binary, std::string& problem, Sandbox sandbox,
+                                  const std::string& scratch) {
+  sandbox.directory = sandbox_folder(scratch, sandbox);
+  const ProcessResult run = run_process({binary, "--list"}, 30, {}, 64 * 1024, sandbox);
   std::vector<Listed> listed;
   if (run.timed_out || run.exit_status != 0) {
     problem = run.timed_out ? "listing the criteria timed out (does a global constructor of your file loop?)"
@@ -277,9 +307,7 @@ std::vector<Listed> list_criteria(const std::string& binary, std::string& proble
   for (std::string line; std::getline(lines, line);) {
     if (line.empty() || line[0] != '{') continue;
     try {
-      const nlohmann::json j = nlohmann::json::parse(line);
-      listed.push_back(
-          {j.at("id"), j.at("title"), j.at("timeout"), j.at("performance"), j.at("needs_gpu"), j.value("points", 1.0)});
+      listed.push_back(listed_from(nlohmann::json::parse(line)));
     } catch (const nlohmann::json::exception&) {
       // a line your file printed at start-up; ignore it
     }
@@ -318,18 +346,25 @@ std::string sanitizer_headline(const std::string& output) {
 }
 
 CriterionReport run_criterion(const Listed& c, const std::string& binary, const std::string& source,
-                              const std::string& scratch, double limit) {
+                              const std::string& headers, const std::string& scratch, double limit, Sandbox sandbox) {
   CriterionReport report;
   report.id = c.id;
   report.title = c.title;
   report.performance = c.performance;
   report.limit_seconds = limit;
-  const std::string result_file = scratch + "/" + c.id + ".json";
+  // Under a sandbox, a fresh folder of the student's user for each criterion: nothing one
+  // criterion's process leaves there can stand for the next one's result.
+  sandbox.directory = sandbox_folder(scratch, sandbox);
+  const std::string result_file = (sandbox.active() ? sandbox.directory : scratch) + "/" + c.id + ".json";
   std::error_code error;
   fs::remove(result_file, error);
-  const ProcessResult run = run_process({binary, "--run", c.id, "--result", result_file}, limit,
-                                        {"OMP_NUM_THREADS=1", "RINGLAB_GRADE_SOURCE=" + source});
+  std::vector<std::string> environment{"OMP_NUM_THREADS=1", "RINGLAB_GRADE_SOURCE=" + source,
+                                       "RINGLAB_LAB_HEADERS=" + headers};
+  environment.insert(environment.end(), setup().environment.begin(), setup().environment.end());
+  const ProcessResult run =
+      run_process({binary, "--run", c.id, "--result", result_file}, limit, environment, 64 * 1024, sandbox);
   report.seconds = run.seconds;
+  // Read only now: the process and everything it started are gone.
   std::string text = read_file(result_file);
   if (run.timed_out) {
     report.status = Status::timeout;
@@ -369,6 +404,19 @@ CriterionReport run_criterion(const Listed& c, const std::string& binary, const 
     report.status = Status::failed;
     report.message = "exited with status " + std::to_string(run.exit_status) + " before reporting a result";
   }
+  if (sandbox.memory_bytes > 0 && report.status == Status::failed &&
+      (report.message.find("bad_alloc") != std::string::npos || run.output.find("bad_alloc") != std::string::npos ||
+       run.output.find("out of memory") != std::string::npos)) {
+    report.details.insert(report.details.begin(), "(was: " + report.message + ")");
+    report.message =
+        "ran out of memory: the limit is " + std::to_string(sandbox.memory_bytes >> 20) + " MiB per criterion";
+  }
+  if (run.lingering > 0) {
+    if (!report.message.empty()) report.details.insert(report.details.begin(), "(and: " + report.message + ")");
+    report.status = Status::failed;
+    report.message = "left " + std::to_string(run.lingering) + (run.lingering == 1 ? " process" : " processes") +
+                     " running after it ended (killed): a submission must not outlive its test";
+  }
   if (report.status != Status::passed) report.output = run.output;
   return report;
 }
@@ -402,62 +450,130 @@ bool GradeReport::passed() const {
                      [](const auto& c) { return c.status == Status::passed || c.status == Status::needs_gpu; });
 }
 
+namespace {
+
+// The lab's criteria when the submission gave none to ask: a kit's listing, or the lab's starter
+// compiled and listed (cached like any file).
+std::vector<Listed> lab_listing(const LabInfo& lab, const std::string& headers) {
+  std::vector<Listed> listed;
+  if (lab.criteria.is_array()) {
+    for (const nlohmann::json& j : lab.criteria) listed.push_back(listed_from(j));
+    return listed;
+  }
+  const std::string file = setup().resolve ? setup().resolve(lab, "") : headers + "/starter.cpp";
+  const Compiled starter = compile(lab, file, true, headers, false);
+  if (!starter.ok) return listed;
+  std::string problem;
+  return list_criteria(starter.binary, problem, {}, "");
+}
+
+// Every criterion at 0, not run, when there is no binary to run them with.
+void not_run(GradeReport& report, const LabInfo& lab, const std::string& headers, const std::string& why,
+             const std::string& detail, const std::vector<std::string>& only) {
+  for (const Listed& c : lab_listing(lab, headers)) {
+    if (!only.empty() && std::find(only.begin(), only.end(), c.id) == only.end()) continue;
+    CriterionReport r;
+    r.id = c.id, r.title = c.title, r.performance = c.performance, r.points = c.points;
+    r.status = Status::not_run;
+    r.message = why;
+    if (!detail.empty()) r.details.push_back(detail);
+    report.criteria.push_back(r);
+  }
+}
+
+}  // namespace
+
+nlohmann::json list_lab_criteria(const LabInfo& lab) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const Listed& c : lab_listing(lab, setup().headers(lab)))
+    list.push_back({{"id", c.id},
+                    {"title", c.title},
+                    {"timeout", c.timeout},
+                    {"performance", c.performance},
+                    {"needs_gpu", c.needs_gpu},
+                    {"points", c.points}});
+  if (list.empty())
+    throw UsageError("lab " + lab.id + ": its starter does not compile, so its criteria cannot be listed");
+  return list;
+}
+
 GradeReport grade(const GradeOptions& options) {
   const LabInfo lab = find_lab(options.lab);
-  const std::string source = resolve_student_file(lab, options.file);
+  const std::string source = fs::weakly_canonical(fs::absolute(resolve_student_file(lab, options.file))).string();
   GradeReport report;
   report.lab = lab.id;
-  report.file = source;
+  report.file = options.file.empty() ? "starter" : options.file;  // as the student named it
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
-  report.environment = {{"ringlab", config::kVersion},
-                        {"compiler", config::kCompilerVersion},
+  report.environment = {{"ringlab", setup().kit ? "kit" : "build"},
+                        {"compiler", setup().toolchain.compiler_version},
                         {"host", host},
                         {"cores", std::thread::hardware_concurrency()},
                         {"gpu", gpu_present()},
+                        {"sandbox", options.sandbox.active()},
                         {"time", static_cast<int64_t>(std::chrono::duration_cast<std::chrono::seconds>(
                                                           std::chrono::system_clock::now().time_since_epoch())
                                                           .count())}};
+  if (options.sandbox.active() && geteuid() != 0)
+    throw UsageError("--run-as needs the grader to run as root (it switches to that user for each criterion)");
+  const std::string headers = setup().headers(lab);
+  const std::string file_argument = quote(options.file.empty() ? "starter" : options.file);
 
-  const Compiled compiled = compile(lab, source, options.use_cache);
+  const Compiled compiled = compile(lab, source, options.use_cache, headers, options.sandbox.active());
   report.compiled = compiled.ok;
   report.cached = compiled.cached;
   report.compile_seconds = compiled.seconds;
   report.compile_command = compiled.command;
   report.compile_output = compiled.output;
+  report.refusal = compiled.refusal;
   CriterionReport compiles;
   compiles.id = "compiles";
   compiles.title = "your file compiles and links against the lab";
   compiles.status = compiled.ok ? Status::passed : Status::failed;
   compiles.seconds = compiled.seconds;
-  if (!compiled.ok) {
+  compiles.reproduce = setup().command + " " + lab.id + " " + file_argument;
+  if (!compiled.refusal.empty()) {
+    compiles.message = compiled.refusal;
+  } else if (!compiled.ok) {
     compiles.message = "compilation failed; the compiler's first lines are below";
     compiles.output = compiled.output;
     compiles.hint = "keep the function signatures of lab.hpp; include \"lab.hpp\"";
   }
-  compiles.reproduce = compiled.command;
   report.criteria.push_back(compiles);
-  if (!compiled.ok) return report;
+  if (!compiled.refusal.empty()) {
+    not_run(report, lab, headers, "not run: the submission was refused (see compiles)", "", options.only);
+    return report;
+  }
+  if (!compiled.ok) {
+    not_run(report, lab, headers, "not run: the submission did not compile",
+            "first error: " + first_error(compiled.output), options.only);
+    return report;
+  }
 
+  std::string scratch_template = (fs::temp_directory_path() / "ringlab-grade-run-XXXXXX").string();
+  if (!mkdtemp(scratch_template.data())) throw UsageError("cannot create a temporary directory; check $TMPDIR");
+  std::error_code error;
+  if (options.sandbox.active())  // the sandbox's user enters only its own folders below
+    fs::permissions(scratch_template, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec, error);
   std::string problem;
-  const std::vector<Listed> listed = list_criteria(compiled.binary, problem);
+  const std::vector<Listed> listed = list_criteria(compiled.binary, problem, options.sandbox, scratch_template);
   if (!problem.empty()) {
+    fs::remove_all(scratch_template, error);
     report.criteria.front().status = Status::failed;
     report.criteria.front().message = problem;
+    not_run(report, lab, headers, "not run: the criteria could not be listed (see compiles)", "", options.only);
     return report;
   }
   for (const std::string& id : options.only) {
     if (std::none_of(listed.begin(), listed.end(), [&](const Listed& c) { return c.id == id; }) && id != "compiles") {
       std::string known;
       for (const Listed& c : listed) known += (known.empty() ? "" : ", ") + c.id;
+      fs::remove_all(scratch_template, error);
       throw UsageError("no criterion '" + id + "' in lab " + lab.id + "; its criteria are " + known);
     }
   }
-  std::string scratch_template = (fs::temp_directory_path() / "ringlab-grade-run-XXXXXX").string();
-  if (!mkdtemp(scratch_template.data())) throw UsageError("cannot create a temporary directory; check $TMPDIR");
-  const bool gpu = gpu_present();
+  const bool gpu = gpu_present() && !setup().kit;  // a kit has no nvcc nor the device runner
   bool correctness_ok = true;
-  const std::string file_argument = quote(options.file.empty() ? "starter" : options.file);
   // Correctness first, then performance (graded only when every correctness criterion passed).
   std::vector<Listed> ordered;
   for (const Listed& c : listed)
@@ -472,21 +588,21 @@ GradeReport grade(const GradeOptions& options) {
     if (c.needs_gpu && !gpu) {
       r.id = c.id, r.title = c.title, r.performance = c.performance;
       r.status = Status::needs_gpu;
-      r.message = "needs a GPU; none on this machine";
+      r.message = setup().kit ? "needs a GPU and the CUDA toolkit; not run here, and not counted in the score"
+                              : "needs a GPU; none on this machine, so it is not counted in the score";
     } else if (c.performance && !correctness_ok && options.only.empty()) {
       r.id = c.id, r.title = c.title, r.performance = true;
       r.status = Status::skipped;
       r.message = "performance is graded once every correctness criterion passes";
     } else {
-      r = run_criterion(c, compiled.binary, source, scratch_template,
-                        options.timeout_seconds > 0 ? options.timeout_seconds : c.timeout);
+      r = run_criterion(c, compiled.binary, source, headers, scratch_template,
+                        options.timeout_seconds > 0 ? options.timeout_seconds : c.timeout, options.sandbox);
       if (!c.performance && r.status != Status::passed && r.status != Status::needs_gpu) correctness_ok = false;
     }
     r.points = c.points;
-    r.reproduce = "ringlab grade " + lab.id + " " + file_argument + " --only " + c.id;
+    r.reproduce = setup().command + " " + lab.id + " " + file_argument + " --only " + c.id;
     report.criteria.push_back(r);
   }
-  std::error_code error;
   fs::remove_all(scratch_template, error);
   if (!options.use_cache) fs::remove_all(fs::path(compiled.binary).parent_path(), error);
   return report;

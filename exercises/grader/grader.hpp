@@ -12,42 +12,80 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "exercises/grader/process.hpp"
+
 namespace ringlab::grader {
 
 // ---- [labs] ------------------------------------------------------------------------------------
 
 struct LabInfo {
-  std::string id;         // "03-ring-forward"
-  std::string directory;  // exercises/labs/03-ring-forward
-  std::string harness;    // the prebuilt harness library
-  std::string title;      // the README's first heading
+  std::string id;           // "03-ring-forward"
+  std::string directory;    // the instructor's lab folder (exercises/labs/03-ring-forward); "" in a kit
+  std::string harness;      // the prebuilt harness library
+  std::string title;        // the README's first heading
+  std::string headers;      // a kit's folder of the hand-out's headers; "" = made from `directory`
+  nlohmann::json criteria;  // a kit's listing of the criteria (array); null = list a compiled starter
 };
 
-// The labs this build was configured with, in order.
-std::vector<LabInfo> labs();
 // Labs of the source tree this build left out (a GPU lab without the CUDA toolkit's headers):
 // id and why.
 struct AbsentLab {
   std::string id, reason;
 };
+
+// How a submission is compiled and linked.
+struct Toolchain {
+  std::string compiler;  // a path, or a name looked up in PATH
+  std::string compiler_version;
+  std::vector<std::string> compile_flags, libraries, link_flags;
+};
+
+// Where the grader finds its compiler, labs and headers: this build (build_setup.hpp: the
+// instructor's tree, with the labs' own starter, solution and broken versions), or a kit folder
+// (kit.hpp: an autograder package or a student distribution, which holds none of them).
+struct Setup {
+  Toolchain toolchain;
+  std::vector<LabInfo> labs;
+  std::vector<AbsentLab> absent;
+  std::vector<std::string> forbidden;    // folders no submission may include from (the labs' sources)
+  std::vector<std::string> environment;  // added to every criterion's environment ("NAME=value")
+  bool kit = false;
+  std::string command = "ringlab grade";  // how a student runs this grader (reproduce lines)
+  std::string sanitize;                   // the sanitizers this build's libraries carry ("" = none)
+  // The folder of a lab's hand-out headers (lab.hpp, include/...): what a submission compiles against.
+  std::function<std::string(const LabInfo&)> headers;
+  // FILE as a user names it: a path, or one of the lab's own files (nullptr in a kit: paths only).
+  std::function<std::string(const LabInfo&, const std::string&)> resolve;
+};
+// The setup grade() uses; install one before grading (ringlab installs build_setup()).
+void install_setup(Setup setup);
+const Setup& setup();
+
+// The labs of the installed setup, in order.
+std::vector<LabInfo> labs();
 std::vector<AbsentLab> absent_labs();
 // By id, number ("03") or name ("ring-forward"); throws UsageError naming the labs otherwise.
 LabInfo find_lab(const std::string& name);
-// FILE as given: a path, or one of the lab's own files: starter, solution (".cpp" optional), or
-// broken/NAME, a negative control: the lab's solution.cpp with broken/NAME.patch applied
-// (patch.hpp), written under the grader's cache folder. Empty means the starter. Throws UsageError
-// when there is no such file, or when the lab's patch no longer applies to its solution.
+// FILE as given: a path, or (in this build) one of the lab's own files: starter, solution (".cpp"
+// optional), or broken/NAME, a negative control: the lab's solution.cpp with broken/NAME.patch
+// applied (patch.hpp), written under the grader's cache folder. Empty means the starter. Throws
+// UsageError when there is no such file, or when the lab's patch no longer applies to its solution.
 std::string resolve_student_file(const LabInfo& lab, const std::string& file);
+// Where compiled binaries and hand-out headers are kept: $RINGLAB_GRADE_CACHE, or a folder of the
+// system's temporary directory.
+std::string cache_root();
 
 // ---- [reports] ---------------------------------------------------------------------------------
 
-enum class Status : uint8_t { passed, failed, timeout, needs_gpu, skipped };
+// not_run: the submission did not compile, or was refused, so nothing ran.
+enum class Status : uint8_t { passed, failed, timeout, needs_gpu, skipped, not_run };
 const char* status_name(Status status);
 
 struct Divergence {
@@ -74,12 +112,13 @@ struct CriterionReport {
 
 struct GradeReport {
   std::string lab;
-  std::string file;
+  std::string file;  // as given: a path, or starter / solution / broken/NAME
   bool compiled = false;
   bool cached = false;  // the binary came from the grader's cache
   double compile_seconds = 0;
   std::string compile_command;
-  std::string compile_output;  // errors and warnings
+  std::string compile_output;  // errors and warnings, paths relative to the hand-out and your folder
+  std::string refusal;         // why the submission was not compiled at all ("" when it was)
   std::vector<CriterionReport> criteria;
   nlohmann::json environment;
 
@@ -101,11 +140,16 @@ struct GradeOptions {
   std::vector<std::string> only;  // criterion ids; empty = all
   double timeout_seconds = 0;     // > 0 overrides every criterion's own limit
   bool use_cache = true;
+  Sandbox sandbox;  // the criteria (and the listing) run as this user, under these limits
 };
 
 // Throws UsageError for an unknown lab, file or criterion id. Each criterion's process gets the
 // graded file's path in RINGLAB_GRADE_SOURCE (a GPU lab's device criterion compiles it with nvcc).
 GradeReport grade(const GradeOptions& options);
+
+// The lab's criteria as its binary lists them (one JSON object each): the hand-out's starter
+// compiled and asked. For kits, which carry the list.
+nlohmann::json list_lab_criteria(const LabInfo& lab);
 
 // ---- [printing] --------------------------------------------------------------------------------
 
@@ -113,7 +157,9 @@ void print_report(std::ostream& out, const GradeReport& report);
 nlohmann::json to_json(const GradeReport& report);
 // Gradescope's autograder results.json: "score" (the points of the criteria passed), and per
 // criterion a test with name, score, max_score, output and visibility. A criterion that did not
-// run (needs a GPU, or performance before correctness passed) scores 0 and says why.
+// run scores 0 and says why (performance before correctness passed; every criterion when the
+// submission did not compile or was refused); one that needs a GPU where there is none is listed
+// with max_score 0: it neither passes nor fails, and the score is out of the others.
 nlohmann::json to_gradescope(const GradeReport& report);
 
 }  // namespace ringlab::grader

@@ -94,28 +94,44 @@ std::string student_readme(const LabInfo& lab, const std::string& readme) {
   return text;
 }
 
-std::string makefile(const LabInfo& lab) {
+std::string makefile(const LabInfo& lab, bool no_cuda) {
   std::string flags;
   for (const std::string& flag : split(config::kCompileFlags, ';')) flags += (flags.empty() ? "" : " ") + flag;
   return "# " + lab.id +
          ": build and grade your file with ringlab.\n"
          "#   make check               compile FILE alone (syntax and types; no hidden tests)\n"
-         "#   make grade               ringlab grade " +
-         lab.id +
-         " FILE\n"
+         "#   make grade               grade FILE: with ../ringlab-grade in a student kit, else ringlab\n"
          "#   make grade FILE=my.cpp RINGLAB=/path/to/build/ringlab\n"
          "RINGLAB ?= ringlab\n"
+         "GRADE ?= $(if $(wildcard ../ringlab-grade),../ringlab-grade,$(RINGLAB) grade)\n"
          "FILE ?= starter.cpp\n"
          "CXX ?= c++\n"
          "CXXFLAGS ?= " +
-         flags +
-         "\n\n"
+         flags + "\n" +
+         (no_cuda ? "# The kernel compiles as host C++ under the warp emulator: the CUDA toolkit is not needed\n"
+                    "# (include/no-cuda stands in for the two type headers the emulator names).\n"
+                    "INCLUDES = -I. -Iinclude -Iinclude/no-cuda\n"
+                  : "INCLUDES = -I. -Iinclude\n") +
+         "\n"
          ".PHONY: check grade\n"
          "check:\n"
-         "\t$(CXX) $(CXXFLAGS) -fsyntax-only -I. -Iinclude $(FILE)\n"
+         "\t$(CXX) $(CXXFLAGS) -fsyntax-only $(INCLUDES) $(FILE)\n"
          "grade:\n"
-         "\t$(RINGLAB) grade " +
+         "\t$(GRADE) " +
          lab.id + " $(FILE)\n";
+}
+
+// The repository headers a README names (`reference/compare.hpp`): part of the hand-out, so that
+// every file it names is there to read.
+std::vector<std::string> cited_headers(const fs::path& source_dir, const std::string& readme) {
+  static const std::regex cited("`([A-Za-z0-9_./-]+\\.(hpp|h|cuh))`");
+  std::vector<std::string> found;
+  for (auto it = std::sregex_iterator(readme.begin(), readme.end(), cited); it != std::sregex_iterator(); ++it) {
+    const std::string path = (*it)[1];
+    if (path.find('/') != std::string::npos && fs::is_regular_file(source_dir / path) && !is_answer_file(path))
+      found.push_back(path);
+  }
+  return found;
 }
 
 }  // namespace
@@ -131,13 +147,27 @@ bool is_answer_file(const std::string& relative_path) {
 std::vector<HandoutFile> handout_files(const LabInfo& lab) {
   const fs::path source_dir(config::kSourceDir), lab_dir(lab.directory);
   std::vector<HandoutFile> files;
-  files.push_back({"README.md", student_readme(lab, read_text(lab_dir / "README.md"))});
+  const std::string readme = read_text(lab_dir / "README.md");
+  files.push_back({"README.md", student_readme(lab, readme)});
   files.push_back({"starter.cpp", read_text(lab_dir / "starter.cpp")});
   files.push_back({"lab.hpp", read_text(lab_dir / "lab.hpp")});
-  for (const std::string& header :
-       reachable_headers(source_dir, lab_dir, {lab_dir / "lab.hpp", lab_dir / "starter.cpp"}))
-    files.push_back({"include/" + header, read_text(source_dir / header)});
-  files.push_back({"Makefile", makefile(lab)});
+  std::vector<fs::path> roots{lab_dir / "lab.hpp", lab_dir / "starter.cpp"};
+  std::set<std::string> headers;
+  for (const std::string& header : cited_headers(source_dir, readme)) {
+    roots.push_back(source_dir / header);
+    if (headers.insert(header).second) files.push_back({"include/" + header, read_text(source_dir / header)});
+  }
+  for (const std::string& header : reachable_headers(source_dir, lab_dir, roots))
+    if (headers.insert(header).second) files.push_back({"include/" + header, read_text(source_dir / header)});
+  // A GPU lab's kernel compiles as host C++ under the warp emulator, which names CUDA's bf16 and
+  // fp16 type headers: the hand-out brings small stand-ins, so neither students nor the grader
+  // need the CUDA toolkit.
+  const bool no_cuda = headers.count("gpu/emulation/warp_emulator.hpp") > 0;
+  if (no_cuda)
+    for (const char* name : {"cuda_bf16.h", "cuda_fp16.h"})
+      files.push_back({std::string("include/no-cuda/") + name,
+                       read_text(source_dir / "exercises" / "labs" / "common" / "no-cuda" / name)});
+  files.push_back({"Makefile", makefile(lab, no_cuda)});
   for (const HandoutFile& file : files)
     if (is_answer_file(file.path)) throw std::logic_error("a hand-out must not hold " + file.path);
   return files;

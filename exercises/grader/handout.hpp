@@ -12,8 +12,10 @@ namespace ringlab::grader {
 
 // The files of `lab`'s hand-out, relative to its folder, with their contents: README.md (the lab's
 // README, its paths made relative to the hand-out and its list of files rewritten), starter.cpp,
-// lab.hpp, the ringlab headers these include (include/..., kept at their repository paths, so the
-// grader's include path finds the same ones), and a Makefile (make check: compile alone; make grade).
+// lab.hpp, the ringlab headers these include and those the README names (include/..., at their
+// repository paths: the grader compiles submissions against exactly these), for a GPU lab the
+// stand-ins for CUDA's two type headers (include/no-cuda/), and a Makefile (make check: compile
+// alone; make grade) with no path of this machine in it.
 struct HandoutFile {
   std::string path, content;
 };

@@ -1,15 +1,20 @@
 // Child processes with a wall-clock limit (process.hpp).
 #include "exercises/grader/process.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 namespace ringlab::grader {
 
@@ -25,8 +30,68 @@ std::string signal_text(int signal) {
   }
 }
 
+namespace {
+
+// In the child, before exec: only system calls from here on (the parent may have threads).
+void enter_sandbox(const Sandbox& sandbox, double timeout_seconds) {
+  auto fail = [](const char* what) {
+    (void)!write(STDERR_FILENO, what, strlen(what));
+    _exit(126);
+  };
+  auto limit = [](int resource, rlim_t value) {
+    const rlimit r{value, value};
+    return setrlimit(resource, &r) == 0;
+  };
+  if (sandbox.memory_bytes > 0 && !limit(RLIMIT_AS, sandbox.memory_bytes)) fail("could not set the memory limit\n");
+  // CPU seconds over all threads: a backstop behind the wall clock, which is the limit that counts.
+  const auto cpu = static_cast<rlim_t>(std::ceil(timeout_seconds)) * 4 + 10;
+  if (!limit(RLIMIT_CPU, cpu) || !limit(RLIMIT_CORE, 0) || !limit(RLIMIT_FSIZE, rlim_t{256} << 20) ||
+      !limit(RLIMIT_NPROC, 512))
+    fail("could not set the process limits\n");
+  if (!sandbox.directory.empty() && chdir(sandbox.directory.c_str()) != 0) fail("could not enter the work folder\n");
+  if (setgroups(0, nullptr) != 0 || setresgid(sandbox.gid, sandbox.gid, sandbox.gid) != 0 ||
+      setresuid(sandbox.uid, sandbox.uid, sandbox.uid) != 0)
+    fail("could not switch to the sandbox's user (the grader must run as root to use one)\n");
+  if (geteuid() == 0 && sandbox.uid != 0) fail("still root after switching users\n");
+}
+
+}  // namespace
+
+int count_user_processes(int uid) {
+  int count = 0;
+  DIR* proc = opendir("/proc");
+  if (!proc) return 0;
+  while (const dirent* entry = readdir(proc)) {
+    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+    std::ifstream status(std::string("/proc/") + entry->d_name + "/status");
+    bool zombie = false, mine = false;
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("State:", 0) == 0) zombie = line.find('Z') != std::string::npos;
+      if (line.rfind("Uid:", 0) == 0) mine = std::atoi(line.c_str() + 4) == uid;
+    }
+    count += mine && !zombie ? 1 : 0;
+  }
+  closedir(proc);
+  return count;
+}
+
+int kill_user_processes(int uid) {
+  const int found = count_user_processes(uid);
+  for (int round = 0; round < 50 && count_user_processes(uid) > 0; ++round) {
+    const pid_t killer = fork();
+    if (killer == 0) {
+      // kill(-1) from this user reaches every process it may signal: exactly its own.
+      if (setresuid(uid, uid, uid) == 0) kill(-1, SIGKILL);
+      _exit(0);
+    }
+    if (killer > 0) waitpid(killer, nullptr, 0);
+    usleep(20000);
+  }
+  return found;
+}
+
 ProcessResult run_process(const std::vector<std::string>& argv, double timeout_seconds,
-                          const std::vector<std::string>& environment, size_t max_output) {
+                          const std::vector<std::string>& environment, size_t max_output, const Sandbox& sandbox) {
   ProcessResult result;
   int pipe_fds[2];
   if (argv.empty() || pipe(pipe_fds) != 0) {
@@ -46,6 +111,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s
     dup2(pipe_fds[1], STDERR_FILENO);
     close(pipe_fds[0]), close(pipe_fds[1]);
     for (const std::string& entry : environment) putenv(const_cast<char*>(entry.c_str()));
+    if (sandbox.active()) enter_sandbox(sandbox, timeout_seconds);
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -59,8 +125,16 @@ ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s
   const auto deadline = start + std::chrono::duration<double>(timeout_seconds);
   pollfd fd{pipe_fds[0], POLLIN, 0};
   bool open = true;
+  int status = 0;
+  bool reaped = false;
+  auto reaped_at = start;
   while (open) {
     const auto now = std::chrono::steady_clock::now();
+    if (sandbox.active() && !reaped && !result.timed_out && waitpid(child, &status, WNOHANG) == child) {
+      reaped = true;  // it ended; a process it left behind may still hold the output open
+      reaped_at = now;
+    }
+    if (reaped && now - reaped_at > std::chrono::milliseconds(500)) break;
     if (now >= deadline && !result.timed_out) {
       kill(-child, SIGKILL);
       result.timed_out = true;
@@ -86,8 +160,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s
     }
   }
   close(pipe_fds[0]);
-  int status = 0;
-  while (!result.timed_out && waitpid(child, &status, WNOHANG) == 0) {
+  while (!reaped && !result.timed_out && waitpid(child, &status, WNOHANG) == 0) {
     // Output closed but the child still runs (it closed its stdout): wait for it, up to the limit.
     if (std::chrono::steady_clock::now() >= deadline) {
       kill(-child, SIGKILL);
@@ -96,11 +169,14 @@ ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s
     }
     usleep(10000);
   }
-  if (result.timed_out) {
+  if (result.timed_out && !reaped) {
     kill(-child, SIGKILL);  // the whole group; its id stays ours until the child is reaped here
     waitpid(child, &status, 0);
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Whatever it left behind (a child that called setsid() escaped the group kill) goes now, before
+  // the caller reads any result.
+  if (sandbox.active()) result.lingering = kill_user_processes(sandbox.uid);
   if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
   if (result.output.size() > max_output) result.output.erase(0, result.output.size() - max_output);

@@ -1,7 +1,11 @@
 // Child processes for the grader: run a program in its own process group, capture what it prints,
-// and kill the whole group when it outlives its wall-clock limit.
+// and kill the whole group when it outlives its wall-clock limit. Optionally as another user, under
+// resource limits (Sandbox): how an autograder keeps a submission away from the grade.
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,11 +18,32 @@ struct ProcessResult {
   bool timed_out = false;
   double seconds = 0;
   std::string output;  // stdout and stderr together; the last `max_output` bytes
+  int lingering = 0;   // processes of the sandbox's user still alive after it ended (then killed)
+};
+
+// Where and as whom a child runs. uid < 0: as the caller, with no limit but the wall clock.
+// With a uid (the caller must be root): the child drops to uid/gid with no supplementary groups,
+// in `directory`, under RLIMIT_AS `memory_bytes` (0: none), RLIMIT_CPU, RLIMIT_NPROC, RLIMIT_FSIZE
+// and no core files; after it ends, every process of that user is killed (a child that left the
+// process group with setsid() included) and counted in ProcessResult::lingering. The user must be
+// one that nothing else runs as (a dedicated account, such as the autograder's ringlab-student).
+struct Sandbox {
+  int uid = -1, gid = -1;
+  uint64_t memory_bytes = 0;
+  std::string directory;  // the child's working directory ("" = the caller's)
+  bool active() const { return uid >= 0; }
 };
 
 // Runs argv[0] with argv; `environment` entries ("NAME=value") are added to the inherited ones.
 ProcessResult run_process(const std::vector<std::string>& argv, double timeout_seconds,
-                          const std::vector<std::string>& environment = {}, size_t max_output = 64 * 1024);
+                          const std::vector<std::string>& environment = {}, size_t max_output = 64 * 1024,
+                          const Sandbox& sandbox = {});
+
+// Kills every process of `uid` (from a child that takes that uid: kill(-1) reaches exactly the
+// processes that user may signal) until none is left; returns how many there were.
+int kill_user_processes(int uid);
+// The processes of `uid` alive now (from /proc).
+int count_user_processes(int uid);
 
 // "SIGSEGV (segmentation fault)"
 std::string signal_text(int signal);

@@ -16,6 +16,7 @@ const char* status_name(Status status) {
     case Status::timeout: return "timeout";
     case Status::needs_gpu: return "needs-GPU";
     case Status::skipped: return "skipped";
+    case Status::not_run: return "not-run";
   }
   return "?";
 }
@@ -26,6 +27,7 @@ std::string shown_status(Status status) {
   switch (status) {
     case Status::failed: return "FAILED";
     case Status::timeout: return "TIMEOUT";
+    case Status::not_run: return "not run";
     default: return status_name(status);
   }
 }
@@ -80,7 +82,9 @@ std::vector<std::string> head_lines(const std::string& text, size_t count) {
 // and the command that reproduces it. Each line starts with `indent`.
 void print_details(std::ostream& out, const CriterionReport& c, const std::string& indent) {
   if (!c.message.empty()) out << indent << c.message << "\n";
-  if (c.status == Status::skipped || c.status == Status::needs_gpu) return;
+  if (c.status == Status::not_run)
+    for (const std::string& line : c.details) out << indent << line << "\n";
+  if (c.status == Status::skipped || c.status == Status::needs_gpu || c.status == Status::not_run) return;
   if (c.observed_error >= 0 && c.status == Status::failed)
     out << indent << "observed error " << scientific(c.observed_error) << " vs tolerance " << scientific(c.tolerance)
         << "\n";
@@ -102,7 +106,7 @@ void print_details(std::ostream& out, const CriterionReport& c, const std::strin
 }  // namespace
 
 void print_report(std::ostream& out, const GradeReport& report) {
-  out << "ringlab grade " << report.lab << " | " << report.file << "\n";
+  out << setup().command << " " << report.lab << " | " << report.file << "\n";
   if (report.compiled) {
     out << (report.cached ? std::string("compiled (cached)") : "compiled in " + seconds(report.compile_seconds))
         << " with " << report.environment.value("compiler", std::string("?")) << "\n";
@@ -121,14 +125,14 @@ void print_report(std::ostream& out, const GradeReport& report) {
   }
   out << "\n";
   if (!report.compiled) {
-    out << "did not compile -- FAILED\n";
+    out << (report.refusal.empty() ? "did not compile" : "refused") << " -- FAILED\n";
     return;
   }
   const int perf_total = report.performance_total();
   int perf_skipped = 0;
   for (const CriterionReport& c : report.criteria) perf_skipped += c.performance && c.status == Status::skipped ? 1 : 0;
   out << "correctness " << report.correctness_passed() << "/" << report.correctness_total() << " passed";
-  if (report.needs_gpu() > 0) out << " (" << report.needs_gpu() << " not run: needs a GPU)";
+  if (report.needs_gpu() > 0) out << " (" << report.needs_gpu() << " not run: needs a GPU, not counted)";
   if (perf_total > 0) {
     out << ", performance " << report.performance_passed() << "/" << perf_total;
     if (perf_skipped > 0) out << " (" << perf_skipped << " skipped until correctness passes)";
@@ -148,7 +152,8 @@ nlohmann::json to_json(const GradeReport& report) {
                         {"message", c.message},
                         {"hint", c.hint},
                         {"details", c.details},
-                        {"reproduce", c.reproduce}};
+                        {"reproduce", c.reproduce},
+                        {"points", c.points}};
     if (c.observed_error >= 0) {
       j["observed_error"] = std::isfinite(c.observed_error) ? nlohmann::json(c.observed_error) : nlohmann::json("inf");
       j["tolerance"] = c.tolerance;
@@ -170,6 +175,7 @@ nlohmann::json to_json(const GradeReport& report) {
           {"compile_seconds", report.compile_seconds},
           {"compile_command", report.compile_command},
           {"compile_output", report.compile_output},
+          {"refusal", report.refusal},
           {"criteria", criteria},
           {"score",
            {{"correctness_passed", report.correctness_passed()},
@@ -187,13 +193,16 @@ nlohmann::json to_gradescope(const GradeReport& report) {
   for (const CriterionReport& c : report.criteria) {
     if (c.id == "compiles" && c.status == Status::passed) continue;  // worth nothing; the others show it
     const bool passed = c.status == Status::passed;
+    // A criterion that needs a GPU where there is none neither passes nor fails: it is listed, out
+    // of nothing, and the score is out of the others.
+    const double max_score = c.status == Status::needs_gpu ? 0.0 : c.points;
     std::ostringstream output;
     output << status_name(c.status) << (c.performance ? " (performance)" : "") << ": " << c.title << "\n";
     if (!passed) print_details(output, c, "");
     score += passed ? c.points : 0;
     tests.push_back({{"name", c.id + ": " + c.title},
                      {"score", passed ? c.points : 0.0},
-                     {"max_score", c.points},
+                     {"max_score", max_score},
                      {"output", output.str()},
                      {"visibility", "visible"}});
   }

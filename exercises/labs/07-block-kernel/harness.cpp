@@ -220,11 +220,16 @@ CriterionResult emulated(const std::vector<Case>& cases, const std::string& hint
 
 // ---- [device] ----------------------------------------------------------------------------------
 
-#ifndef RINGLAB_LAB_NVCC
-#define RINGLAB_LAB_NVCC "nvcc"
+#ifndef RINGLAB_LAB_CUDA_ARCH
 #define RINGLAB_LAB_CUDA_ARCH "90"
-#define RINGLAB_LAB_SOURCE_DIR "."
 #endif
+
+// Where nvcc and the lab's device runner are: the grader says (RINGLAB_LAB_NVCC, RINGLAB_LAB_SOURCE_DIR),
+// so that no path of the machine that built this harness is in it.
+std::string from_environment(const char* name, const char* otherwise) {
+  const char* value = std::getenv(name);
+  return value && *value ? value : otherwise;
+}
 
 std::string quote(const std::string& text) {
   std::string quoted = "'";
@@ -292,10 +297,16 @@ CriterionResult device_criterion(const std::vector<Case>& cases) {
     result.fail("cannot create a temporary directory for the device build");
     return result;
   }
-  const std::string lab_dir = std::string(RINGLAB_LAB_SOURCE_DIR) + "/exercises/labs/07-block-kernel";
+  const std::string source_dir = from_environment("RINGLAB_LAB_SOURCE_DIR", ".");
+  const std::string lab_dir = source_dir + "/exercises/labs/07-block-kernel";
   const std::string runner = scratch + "/runner";
-  const std::string compile = quote(RINGLAB_LAB_NVCC) + " -std=c++20 -O2 -arch=sm_" RINGLAB_LAB_CUDA_ARCH " -I" +
-                              quote(RINGLAB_LAB_SOURCE_DIR) + " -I" + quote(lab_dir) + " " +
+  // The student's file sees the hand-out's headers only, as in the grader's host compile (the real
+  // CUDA headers here: nvcc finds them itself).
+  const std::string headers = from_environment("RINGLAB_LAB_HEADERS", "");
+  const std::string includes = headers.empty() ? " -I" + quote(source_dir) + " -I" + quote(lab_dir)
+                                               : " -I" + quote(headers) + " -I" + quote(headers + "/include");
+  const std::string compile = quote(from_environment("RINGLAB_LAB_NVCC", "nvcc")) +
+                              " -std=c++20 -O2 -arch=sm_" RINGLAB_LAB_CUDA_ARCH + includes + " " +
                               quote("-DRINGLAB_LAB07_STUDENT_FILE=\"" + std::string(source) + "\"") + " " +
                               quote(lab_dir + "/device_runner.cu") + " -o " + quote(runner);
   std::string output;

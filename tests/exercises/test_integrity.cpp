@@ -1,0 +1,372 @@
+// What a submission can and cannot do to its grade (issue: solutions out of students' reach).
+//   compiling against the hand-out only: the cheating includes of every kind - a name next to a
+//     solution, an absolute path, "..", a name built by a macro, include_next, a symbolic link,
+//     a __has_include probe, inline assembly (.incbin) - each refused with score 0 and one line,
+//     or never found; while a header of the student's own beside the file compiles;
+//   the cache keyed on everything compiled: a fix in an included local header changes the grade;
+//   a compile failure: every criterion listed at 0, not run, with the compiler's first error and
+//     paths relative to the hand-out;
+//   lab 07 without a GPU: its device criterion out of the score, full marks reachable;
+//   self-contained hand-outs: every path a README names is in the hand-out, no machine path in
+//     the Makefile, lab 07's `make check` without the CUDA toolkit (and failing without the
+//     hand-out's stand-ins, the negative control).
+// The autograder package end to end is tests/exercises/autograder_e2e.sh.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "exercises/labs/common/no-cuda/cuda_bf16.h"
+#include "exercises/labs/common/no-cuda/cuda_fp16.h"
+#include "tests/cli/run_binary.hpp"
+
+using ringlab::test::run_binary;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kBinary = RINGLAB_BINARY;
+const std::string kSource = RINGLAB_TEST_SOURCE_DIR;
+const std::string kLab03 = kSource + "/exercises/labs/03-ring-forward";
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::path(RINGLAB_TEST_BROKEN_DIR) / "integrity" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+fs::path write(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+struct Graded {
+  int status = -1;
+  nlohmann::json report;
+  std::string err;
+  const nlohmann::json& criterion(const std::string& id) const {
+    for (const auto& c : report["criteria"])
+      if (c["id"] == id) return c;
+    static const nlohmann::json none;
+    return none;
+  }
+};
+
+Graded grade(const std::string& lab, const std::string& file, std::vector<std::string> extra = {}) {
+  setenv("RINGLAB_GRADE_CACHE", RINGLAB_GRADE_CACHE_DIR, 1);
+  std::vector<std::string> args{"grade", lab, file, "--json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const auto run = run_binary(kBinary, args, 600);
+  Graded g;
+  g.status = run.status;
+  g.err = run.err;
+  INFO(run.err);
+  REQUIRE_NOTHROW(g.report = nlohmann::json::parse(run.out));
+  return g;
+}
+
+// Refused: exit 1, nothing compiled or run, one line naming `what`.
+void refused(const fs::path& file, const std::string& what) {
+  INFO(file.string() << "\n" << read(file));
+  const Graded g = grade("03-ring-forward", file.string(), {"--only", "p1"});
+  INFO(g.report.dump(2));
+  CHECK(g.status == 1);
+  CHECK(g.report["compiled"] == false);
+  const std::string refusal = g.report["refusal"];
+  CHECK(refusal.rfind("refused: ", 0) == 0);
+  CHECK(refusal.find('\n') == std::string::npos);
+  CHECK(refusal.find(what) != std::string::npos);
+  CHECK(g.criterion("p1")["status"] == "not-run");
+  CHECK(g.report["score"]["correctness_passed"] == 0);
+}
+
+// Never found: it does not compile (the hand-out has no such file); score 0.
+void not_found(const fs::path& file, const std::string& name) {
+  INFO(file.string());
+  const Graded g = grade("03-ring-forward", file.string(), {"--only", "p1"});
+  CHECK(g.status == 1);
+  CHECK(g.report["compiled"] == false);
+  CHECK(g.report["refusal"] == "");
+  CHECK(g.report["compile_output"].get<std::string>().find(name + ": No such file") != std::string::npos);
+  CHECK(g.report["score"]["correctness_passed"] == 0);
+}
+
+std::string solution_with(const std::string& before) { return before + read(kLab03 + "/solution.cpp"); }
+
+}  // namespace
+
+TEST_CASE("integrity: a submission compiles against the hand-out's headers only", "[exercises][grader][integrity]") {
+  const fs::path dir = scratch("includes");
+  const std::string solution = kLab03 + "/solution.cpp";
+  // The issue's file: it scored 14/14 when the lab's folder was on the include path.
+  not_found(write(dir / "plain" / "cheat.cpp", "#include \"solution.cpp\"\n"), "solution.cpp");
+  // include_next reaches only the folders after the one a file was found in: the hand-out's.
+  not_found(write(dir / "next" / "cheat.cpp", "#include_next \"solution.cpp\"\n"), "solution.cpp");
+  refused(write(dir / "absolute" / "cheat.cpp", "#include \"" + solution + "\"\n"), "one of the course's own files");
+  write(dir / "up" / "ring.cpp", read(solution));
+  write(dir / "up" / "solution.cpp", read(solution));
+  refused(write(dir / "up" / "sub" / "cheat.cpp", "#include \"../solution.cpp\"\n"), "one of the course's own files");
+  refused(write(dir / "up" / "sub" / "cheat2.cpp", "#include \"../ring.cpp\"\n"),
+          "neither one of the hand-out's headers nor a file next to your submission");
+  refused(write(dir / "macro" / "cheat.cpp",
+                "#define STR(x) #x\n#define AT(d) STR(d/exercises/labs/03-ring-forward/solution.cpp)\n"
+                "#include AT(" +
+                    kSource + ")\n"),
+          "one of the course's own files");
+  fs::create_directories(dir / "link");
+  fs::create_symlink(solution, dir / "link" / "merge.hpp");
+  refused(write(dir / "link" / "cheat.cpp", "#include \"merge.hpp\"\n"), "one of the course's own files");
+  refused(write(dir / "probe" / "cheat.cpp", "#if __has_include(\"" + solution + "\")\n#include \"" + solution +
+                                                 "\"\n#else\n#include \"lab.hpp\"\n#endif\n"),
+          "one of the course's own files");
+  // .incbin reads a file at assembly time, where no line marker shows it: asm is refused, however spelled.
+  refused(write(dir / "asm" / "cheat.cpp", solution_with("asm(\".incbin \\\"" + solution + "\\\"\");\n")),
+          "inline assembly (asm)");
+  refused(
+      write(dir / "asm" / "cheat2.cpp",
+            solution_with("#define GLUE(a, b) a##b\nGLUE(__as, m__)(\".inc\" \"bin \\\"" + solution + "\\\"\");\n")),
+      "inline assembly (__asm__)");
+  // What is not refused: a probe alone tells whether a file exists, never what it holds.
+  const Graded probe = grade("03-ring-forward",
+                             write(dir / "probe" / "ok.cpp", solution_with("#if __has_include(\"" + solution +
+                                                                           "\")\nstatic int probed = 1;\n#endif\n"))
+                                 .string(),
+                             {"--only", "p1"});
+  CHECK(probe.report["compiled"] == true);
+}
+
+TEST_CASE("integrity: the grade cache is keyed on every header compiled", "[exercises][grader][integrity]") {
+  // The merge moved into a header of the student's own, beside the file: a fix there must regrade.
+  const fs::path dir = scratch("local-header");
+  std::string text = read(kLab03 + "/solution.cpp");
+  const size_t begin = text.find("// acc <- acc (+) part");
+  const size_t end = text.find("}  // namespace\n", begin);
+  REQUIRE(begin != std::string::npos);
+  REQUIRE(end != std::string::npos);
+  const std::string merge = text.substr(begin, end - begin);
+  // A token of this run, so that the cache starts cold for these units whatever ran before.
+  text.replace(begin, end - begin,
+               "#include \"merge.hpp\"\n[[maybe_unused]] const char* kRun = \"" +
+                   std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "\";\n");
+  write(dir / "ring.cpp", text);
+  // Broken: the old state is not rescaled (wa = 1).
+  std::string broken = merge;
+  const size_t rescale = broken.find("wa * acc.out(b, i, h, d)");
+  REQUIRE(rescale != std::string::npos);
+  broken.replace(rescale, 2, "1.f");
+  write(dir / "merge.hpp", broken);
+  const Graded before = grade("03-ring-forward", (dir / "ring.cpp").string(), {"--only", "p2"});
+  INFO(before.report.dump(2));
+  CHECK(before.report["compiled"] == true);
+  CHECK(before.report["cached"] == false);
+  CHECK(before.criterion("p2")["status"] == "failed");
+  write(dir / "merge.hpp", merge);  // the fix, in the header only
+  const Graded after = grade("03-ring-forward", (dir / "ring.cpp").string(), {"--only", "p2"});
+  INFO(after.report.dump(2));
+  CHECK(after.report["cached"] == false);
+  CHECK(after.criterion("p2")["status"] == "passed");
+  const Graded again = grade("03-ring-forward", (dir / "ring.cpp").string(), {"--only", "p2"});
+  CHECK(again.report["cached"] == true);  // nothing changed: the cache serves it
+}
+
+TEST_CASE("integrity: a compile failure lists every criterion at 0 with the first error",
+          "[exercises][grader][integrity]") {
+  setenv("RINGLAB_GRADE_CACHE", RINGLAB_GRADE_CACHE_DIR, 1);
+  const fs::path dir = scratch("compile-failure");
+  const fs::path file = write(dir / "typo.cpp", "#include \"lab.hpp\"\nint broken = ;\n");
+  const std::string results = (dir / "results.json").string();
+  const auto run = run_binary(
+      kBinary, {"grade", "03-ring-forward", file.string(), "--format", "gradescope", "--output", results}, 600);
+  CHECK(run.status == 1);
+  const nlohmann::json j = nlohmann::json::parse(read(results));
+  const Graded solution = grade("03-ring-forward", "solution");
+  CHECK(j["score"] == 0);
+  // compiles, plus every criterion the solution is graded on
+  REQUIRE(j["tests"].size() == solution.report["criteria"].size());
+  double most = 0;
+  for (const auto& t : j["tests"]) {
+    INFO(t.dump(2));
+    CHECK(t["score"] == 0);
+    most += t["max_score"].get<double>();
+    const std::string output = t["output"];
+    if (t["name"].get<std::string>().rfind("compiles", 0) == 0) {
+      CHECK(output.find("typo.cpp:2:") != std::string::npos);
+    } else {
+      CHECK(output.find("not run: the submission did not compile") != std::string::npos);
+      CHECK(output.find("first error: typo.cpp:2:14: error:") != std::string::npos);
+    }
+    // Paths relative to the hand-out and the student's folder: none of the grader's (the
+    // reproduce line repeats the file as it was given).
+    const std::string shown = output.substr(0, output.find("reproduce: "));
+    CHECK(shown.find(RINGLAB_GRADE_CACHE_DIR) == std::string::npos);
+    CHECK(shown.find(dir.string()) == std::string::npos);
+    CHECK(shown.find("exercises/labs") == std::string::npos);
+    CHECK(shown.find("handouts/") == std::string::npos);
+  }
+  CHECK(most > 0);
+  const auto text = run_binary(kBinary, {"grade", "03-ring-forward", file.string()}, 600);
+  CHECK(text.out.find("p2             not run") != std::string::npos);
+  CHECK(text.out.find("reproduce: ringlab grade 03-ring-forward " + file.string()) != std::string::npos);
+  CHECK(text.out.find(RINGLAB_GRADE_CACHE_DIR) == std::string::npos);
+}
+
+#ifdef RINGLAB_WITH_LAB07
+TEST_CASE("integrity: lab 07 reaches full marks without a GPU (the device criterion is not counted)",
+          "[exercises][grader][integrity]") {
+  setenv("RINGLAB_GRADE_CACHE", RINGLAB_GRADE_CACHE_DIR, 1);
+  const fs::path dir = scratch("lab07");
+  const std::string results = (dir / "results.json").string();
+  const auto run =
+      run_binary(kBinary, {"grade", "07-block-kernel", "solution", "--format", "gradescope", "--output", results}, 600);
+  CHECK(run.status == 0);
+  const nlohmann::json j = nlohmann::json::parse(read(results));
+  double most = 0, device_max = -1;
+  std::string device_output;
+  for (const auto& t : j["tests"]) {
+    most += t["max_score"].get<double>();
+    if (t["name"].get<std::string>().rfind("device:", 0) == 0) {
+      device_max = t["max_score"];
+      device_output = t["output"];
+    }
+  }
+  CHECK(j["score"].get<double>() == most);  // full marks
+  CHECK(most > 0);
+  const bool gpu = fs::exists("/dev/nvidiactl") || fs::exists("/dev/nvidia0");
+  if (!gpu) {
+    CHECK(device_max == 0);  // listed, out of nothing
+    CHECK(device_output.find("not counted") != std::string::npos);
+    const auto text = run_binary(kBinary, {"grade", "07-block-kernel", "solution"}, 600);
+    CHECK(text.out.find("(1 not run: needs a GPU, not counted) -- PASSED") != std::string::npos);
+  }
+  // A kernel that fails the emulated criteria still scores less: the device criterion's absence
+  // lowers the maximum, not the bar.
+  const auto broken =
+      run_binary(kBinary, {"grade", "07-block-kernel", "broken/nan_on_empty", "--format", "gradescope"}, 600);
+  const nlohmann::json b = nlohmann::json::parse(broken.out);
+  CHECK(b["score"].get<double>() < most);
+}
+#endif
+
+namespace {
+
+// The paths a README names in backticks: a file with an extension, or a folder ending in '/'.
+std::vector<std::string> named_paths(const std::string& readme) {
+  static const std::regex path("`([A-Za-z0-9_./-]+(\\.(cpp|hpp|h|cu|cuh|md|patch|py|json)|/))`");
+  std::vector<std::string> names;
+  for (auto it = std::sregex_iterator(readme.begin(), readme.end(), path); it != std::sregex_iterator(); ++it)
+    names.push_back((*it)[1]);
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("integrity: every hand-out is self-contained", "[exercises][grader][integrity]") {
+  const auto list = run_binary(kBinary, {"grade", "--list"});
+  std::vector<std::string> labs;
+  std::istringstream lines(list.out);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("  0", 0) == 0 && line.find("not in this build") == std::string::npos)
+      labs.push_back(line.substr(2, line.find(' ', 2) - 2));
+  REQUIRE(labs.size() >= 7);
+  for (const std::string& lab : labs) {
+    INFO(lab);
+    const fs::path dir = scratch("handout-" + lab);
+    fs::remove_all(dir);
+    REQUIRE(run_binary(kBinary, {"handout", lab, dir.string()}).status == 0);
+    const std::string readme = read(dir / "README.md");
+    const std::vector<std::string> names = named_paths(readme);
+    for (const std::string& name : names) {
+      INFO(name);
+      CHECK((fs::exists(dir / name) || fs::exists(dir / "include" / name)));
+    }
+    // Negative control of the scan: the repository's README names files the hand-out lacks.
+    const std::vector<std::string> repository = named_paths(read(kSource + "/exercises/labs/" + lab + "/README.md"));
+    CHECK(std::any_of(repository.begin(), repository.end(), [&](const std::string& name) {
+      return !fs::exists(dir / name) && !fs::exists(dir / "include" / name);
+    }));
+    // No path of the machine that made it.
+    for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+      if (!entry.is_regular_file()) continue;
+      const std::string text = read(entry.path());
+      INFO(entry.path().string());
+      CHECK(text.find(kSource) == std::string::npos);
+      CHECK(text.find("/usr/local/cuda") == std::string::npos);
+    }
+  }
+}
+
+#ifdef RINGLAB_WITH_LAB07
+TEST_CASE("integrity: lab 07's hand-out passes make check without the CUDA toolkit", "[exercises][grader][integrity]") {
+  const fs::path dir = scratch("lab07-make") / "lab07";
+  REQUIRE(run_binary(kBinary, {"handout", "07-block-kernel", dir.string()}).status == 0);
+  // The toolkit hidden: no CUDA folder on any include path (CPATH emptied; the compiler searches
+  // none by default). -M lists every header the check reads: none of the toolkit's.
+  const std::string make = "env -u CPATH -u CPLUS_INCLUDE_PATH make -s -C " + dir.string();
+  const auto check = run_binary("/bin/sh", {"-c", make + " check 2>&1"}, 300);
+  INFO(check.out);
+  CHECK(check.status == 0);
+  const auto deps = run_binary("/bin/sh", {"-c", make + " check CXXFLAGS='-std=c++20 -M' 2>&1"}, 300);
+  CHECK(deps.status == 0);
+  CHECK(deps.out.find("cuda_bf16.h") != std::string::npos);  // the hand-out's stand-in
+  CHECK(deps.out.find("/usr/local/cuda") == std::string::npos);
+  CHECK(deps.out.find("/cuda-") == std::string::npos);
+  // Negative control: without the stand-ins the same check fails for want of the toolkit.
+  fs::remove_all(dir / "include" / "no-cuda");
+  const auto bare = run_binary("/bin/sh", {"-c", make + " check 2>&1"}, 300);
+  CHECK(bare.status != 0);
+  CHECK(bare.out.find("cuda_bf16.h") != std::string::npos);
+}
+#endif
+
+TEST_CASE("integrity: the hand-outs' CUDA stand-ins convert as the toolkit does", "[exercises][grader][integrity]") {
+  auto half = [](unsigned short bits) { return __half2float(__half(__half_raw{bits})); };
+  CHECK(half(0x3C00) == 1.0f);
+  CHECK(half(0xC000) == -2.0f);
+  CHECK(half(0x7BFF) == 65504.0f);                  // the largest finite
+  CHECK(half(0x0001) == std::ldexp(1.0f, -24));     // the smallest subnormal
+  CHECK(half(0x03FF) == std::ldexp(1023.0f, -24));  // the largest subnormal
+  CHECK(half(0x0400) == std::ldexp(1.0f, -14));     // the smallest normal
+  CHECK(std::isinf(half(0xFC00)));
+  CHECK(half(0xFC00) < 0);
+  CHECK(std::isnan(half(0x7E00)));
+  CHECK(std::signbit(half(0x8000)));
+  auto bf16 = [](unsigned short bits) { return __bfloat162float(__nv_bfloat16(__nv_bfloat16_raw{bits})); };
+  CHECK(bf16(0x3F80) == 1.0f);
+  CHECK(bf16(0xC040) == -3.0f);
+  CHECK(std::isinf(bf16(0x7F80)));
+  CHECK(sizeof(__half) == 2);
+  CHECK(sizeof(__nv_bfloat16) == 2);
+}
+
+TEST_CASE("integrity: kits and the sandbox refuse bad input with one line", "[exercises][grader][integrity]") {
+  const fs::path dir = scratch("bad-input");
+  write(dir / "taken" / "file.txt", "something\n");
+  auto one_line = [](const ringlab::test::BinaryRun& run) {
+    INFO(run.err);
+    CHECK(run.status == 2);
+    CHECK(run.err_lines().size() == 1);
+  };
+  one_line(run_binary(kBinary, {"autograder", "03", (dir / "taken").string()}));
+  CHECK(read(dir / "taken" / "file.txt") == "something\n");
+  one_line(run_binary(kBinary, {"autograder", "99-nothing", (dir / "fresh").string()}));
+  one_line(run_binary(kBinary, {"student-kit", (dir / "taken").string()}));
+  CHECK_FALSE(fs::exists(dir / "fresh"));
+  one_line(run_binary(kBinary, {"grade", "03", "solution", "--memory-limit", "100"}));
+  one_line(run_binary(kBinary, {"grade", "03", "solution", "--run-as", "no-such-user-of-ringlab"}));
+  one_line(run_binary(kBinary, {"grade", "03", "solution", "--run-as", "root"}));
+}
