@@ -31,16 +31,19 @@ def forward(q, k, v, mask, scale):
     return out, lse
 
 
-def backward(q, k, v, dout, mask, scale):
+def backward(q, k, v, dout, mask, scale, within=None):
+    """Gradients of sum(out * dout). `within` (a sub-mask): only the contributions of those (query, key)
+    pairs, still normalised by the full mask's softmax - one block's share of the ring's gradients."""
     q, k, v, dout = (np.asarray(a, dtype=np.float64) for a in (q, k, v, dout))
     out, lse = forward(q, k, v, mask, scale)
+    part = mask if within is None else (mask & within)
     dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
     b, _, h, _ = q.shape
     for bi in range(b):
         for hi, kh in _heads(h, k.shape[2]):
             l = np.where(np.isfinite(lse[bi, hi]), lse[bi, hi], 0.0)
             scores = scale * q[bi, :, hi] @ k[bi, :, kh].T
-            p = np.where(mask, np.exp(scores - l[:, None]), 0.0)
+            p = np.where(part, np.exp(scores - l[:, None]), 0.0)
             dv[bi, :, kh] += p.T @ dout[bi, :, hi]
             dp = dout[bi, :, hi] @ v[bi, :, kh].T
             delta = (dout[bi, :, hi] * out[bi, :, hi]).sum(axis=1)
