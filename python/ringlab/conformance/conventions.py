@@ -35,7 +35,6 @@ sequence: what an implementation that indexes the padded tensor believes the row
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -140,7 +139,7 @@ def zigzag(seq: int, ranks: int, docs: Sequence[int]) -> ShardMap:
                    slot_pos)
 
 
-def zigzag_per_document(seq: int, ranks: int, docs: Sequence[int], rank_major: bool = False) -> ShardMap:
+def zigzag_per_document(seq: int, ranks: int, docs: Sequence[int]) -> ShardMap:
     """Chunks r and 2P-1-r of every document, each document padded to a multiple of 2P."""
     padded, slot_pos = _padded_layout(docs, 2 * ranks, per_document=True)
     slots = []
@@ -303,6 +302,3 @@ def describe() -> str:
     width = max(len(n) for n in CONVENTIONS)
     return "\n".join(f"  {n:<{width}}  {c.project}: {c.summary}" for n, c in CONVENTIONS.items())
 
-
-def ceil_div(a: int, b: int) -> int:
-    return math.ceil(a / b)
