@@ -46,7 +46,7 @@ class Case:
 
     def arrays(self) -> Dict[str, np.ndarray]:
         if self._arrays is None:
-            self._arrays = {}
+            arrays = {}
             shapes = {"q": (self.B, self.S, self.H, self.D), "dout": (self.B, self.S, self.H, self.D),
                       "k": (self.B, self.S, self.HKV, self.D), "v": (self.B, self.S, self.HKV, self.D),
                       "out": (self.B, self.S, self.H, self.D), "dq": (self.B, self.S, self.H, self.D),
@@ -63,7 +63,8 @@ class Case:
                     raise CaseError(f"case {self.name}: {name}.npy cannot be read ({e})") from e
                 if a.shape != shape:
                     raise CaseError(f"case {self.name}: {name}.npy has shape {a.shape}, case.json says {shape}")
-                self._arrays[name] = a.astype(np.float64)
+                arrays[name] = a.astype(np.float64)
+            self._arrays = arrays
         return self._arrays
 
     def family(self) -> str:
@@ -120,6 +121,10 @@ def load_case(folder: str) -> Case:
     for name in OUTPUTS:
         if name not in case.tolerances:
             raise CaseError(f"{path}: no tolerance for {name}")
+    for name in INPUTS + OUTPUTS:
+        if not os.path.exists(os.path.join(folder, name + ".npy")):
+            raise CaseError(f"case {case.name}: {name}.npy is missing in {folder}; write the cases again with "
+                            "`ringlab conformance cases DIR --force`")
     return case
 
 

@@ -212,6 +212,8 @@ def run(impls: List[str], root: str, nproc: Optional[int], layout: Optional[str]
         p.header(width)
         for e in broken:
             p.line(f"ERROR: {e}")
+        if not cases:
+            continue
         by_p: Dict[int, List[Case]] = {}
         for c in cases:
             by_p.setdefault(c.P, []).append(c)
