@@ -220,6 +220,7 @@ def run(impls: List[str], root: str, nproc: Optional[int], layout: Optional[str]
         for P in sorted(by_p):
             results += _run_group(impl, impl_index, impls, by_p[P], P, layout, backend, timeout, verbose, threads, p)
         p.line()
+    _p_trend(results)
     _print_diagnoses(results, p)
     wrong = [r for r in results if not r.ok]
     total = len(results) + len(broken) * len(impls)
@@ -275,13 +276,32 @@ def _run_group(impl, impl_index, impls, cases, P, layout, backend, timeout, verb
         if not res.ok and not res.failure:
             res.diagnosis = diagnose(res.case, shard_map_for(res.case, layout, P), res.outputs, res.comparisons)
             res.outputs = None
-    _p_trend(results)
     return results
 
 
 def _p_trend(results: List[CaseResult]) -> None:
-    """Attach to each low-precision diagnosis how the error of its case family grows with P."""
-    return None
+    """Follow each failed case's problem across P: how a low-precision error grows with P, and whether a
+    direction bug passes at P = 2 (where sending to r + 1 and to r - 1 reach the same rank)."""
+    families: Dict[tuple, List[CaseResult]] = {}
+    for r in results:
+        families.setdefault((r.impl, r.case.family(), r.layout), []).append(r)
+    for r in results:
+        d = r.diagnosis
+        if d is None:
+            continue
+        same = sorted(families[(r.impl, r.case.family(), r.layout)], key=lambda x: x.nproc)
+        if len(same) < 2:
+            continue
+        if d.cause == "low-precision accumulation":
+            trend = []
+            for x in same:
+                worst = max((c for c in x.comparisons if c.output in ("dk", "dv")), key=lambda c: c.ratio, default=None)
+                if worst is not None:
+                    trend.append(f"P = {x.nproc}: {worst.ratio:.2g}x")
+            d.details.append("worst dK/dV error over its tolerance, the same problem at each P: " + ", ".join(trend))
+        passed = [x.nproc for x in same if x.ok]
+        if passed:
+            d.details.append(f"the same problem passes at P = {', '.join(map(str, passed))}")
 
 
 def _print_diagnoses(results: List[CaseResult], p: Printer) -> None:
