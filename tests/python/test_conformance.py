@@ -2,8 +2,10 @@
 """The conformance harness as its users run it: python3 -m ringlab.conformance run ... on a case folder.
 
     test_conformance.py reference CASES [--ranks 2,3,4,8]   the reference passes every case, at each P
-    test_conformance.py broken CASES --nproc P              every broken variant fails, each with its
-                                                            own named cause and no other's
+    test_conformance.py broken CASES --nproc P [--layout L --only NAMES --variants V,... --expect-pass V,...]
+                                                            every broken variant fails, each with its
+                                                            own named cause and no other's (those named
+                                                            by --expect-pass must pass at this P)
     test_conformance.py hides-at-2 CASES                    the dK/dV direction bug passes at P = 2
     test_conformance.py robust CASES                        unknown module, hang, raise, wrong shape,
                                                             a case folder missing a file
@@ -85,8 +87,13 @@ def reference(a):
 
 
 def broken(a):
+    variants = {v: c for v, c in BROKEN.items() if not a.variants or v.split(":")[1] in a.variants}
     args = ["--nproc", str(a.nproc), a.cases]
-    for v in BROKEN:
+    if a.layout:
+        args = ["--layout", a.layout] + args
+    if a.only:
+        args = ["--cases", a.only] + args
+    for v in variants:
         args = ["--impl", v] + args
     code, out, err, res = harness(["--impl", REFERENCE] + args)
     check(code == 1 and res is not None, f"the broken variants make the run fail (exit {code})")
@@ -98,9 +105,12 @@ def broken(a):
         by_impl.setdefault(r["impl"], []).append(r)
     ref = by_impl.get(REFERENCE, [])
     check(ref and all(r["ok"] for r in ref), f"control: the reference passes the same {len(ref)} cases at P = {a.nproc}")
-    for v, cause in BROKEN.items():
+    for v, cause in variants.items():
         runs = by_impl.get(v, [])
         wrong = [r for r in runs if not r["ok"]]
+        if v.split(":")[1] in a.expect_pass:
+            check(runs and not wrong, f"{v.split(':')[1]} passes all {len(runs)} cases at P = {a.nproc}")
+            continue
         causes = sorted({(r.get("diagnosis") or {}).get("cause", r.get("failure", {}).get("line", "?")) for r in wrong})
         check(bool(wrong), f"{v.split(':')[1]} fails {len(wrong)} of {len(runs)} cases")
         check(causes == [cause], f"{v.split(':')[1]}: every failure is diagnosed '{cause}' (got {causes})")
@@ -166,8 +176,14 @@ def main():
     parser.add_argument("cases")
     parser.add_argument("--ranks", default="2,3,4,8")
     parser.add_argument("--nproc", type=int, default=3)
+    parser.add_argument("--layout", help="broken: shard by this convention (cases then run at --nproc)")
+    parser.add_argument("--only", help="broken: only the cases whose names contain one of these (comma separated)")
+    parser.add_argument("--variants", default="", help="broken: only these variants (comma separated)")
+    parser.add_argument("--expect-pass", default="", help="broken: variants that must pass at this P")
     a = parser.parse_args()
     a.ranks = [int(x) for x in a.ranks.split(",")]
+    a.variants = [v for v in a.variants.split(",") if v]
+    a.expect_pass = [v for v in a.expect_pass.split(",") if v]
     if not os.path.isdir(a.cases):
         print(f"FAIL no case folder {a.cases}")
         return 1

@@ -6,6 +6,7 @@ import json
 import os
 import sys
 import tempfile
+import textwrap
 import time
 from typing import Any, Dict, List, Optional, TextIO
 
@@ -305,14 +306,22 @@ def _p_trend(results: List[CaseResult]) -> None:
 
 
 def _print_diagnoses(results: List[CaseResult], p: Printer) -> None:
+    """Each failed case's diagnosis; a cause already explained for the same implementation is named
+    again in one line, with where its rows are."""
     failed = [r for r in results if r.diagnosis is not None]
     if not failed:
         return
     p.line("diagnosis")
+    explained: Dict[tuple, str] = {}
     for r in failed:
+        d = r.diagnosis
         p.line(f"  {r.case.name} ({r.impl}, P = {r.nproc}, layout {r.layout}):")
-        for line in r.diagnosis.lines():
-            p.line("    " + line)
+        first = explained.get((r.impl, d.cause))
+        lines = [f"likely cause: {d.cause} (as in {first})", d.details[0]] if first else d.lines()
+        explained.setdefault((r.impl, d.cause), r.case.name)
+        for line in lines:
+            for i, part in enumerate(textwrap.wrap(line, width=110) or [""]):
+                p.line(("    " if i == 0 else "      ") + part)
     p.line()
 
 
