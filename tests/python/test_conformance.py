@@ -7,6 +7,7 @@
                                                             own named cause and no other's (those named
                                                             by --expect-pass must pass at this P)
     test_conformance.py hides-at-2 CASES                    the dK/dV direction bug passes at P = 2
+    test_conformance.py trace CASES                         the step trace names the first wrong partial
     test_conformance.py robust CASES                        unknown module, hang, raise, wrong shape,
                                                             a case folder missing a file
 Exit 0 when the checks hold, 1 when not, 77 (skipped) without PyTorch.
@@ -35,6 +36,7 @@ BROKEN = {  # variant -> the cause the diagnosis must name
     "broken_impls:window_ignored": "window ignored",
     "broken_impls:unstable_merge": "unstable exp merge",
     "broken_impls:bf16_dkv_accumulators": "low-precision accumulation",
+    "broken_impls:lagging_send": "stale K/V chunk",  # the forward's send buffer one step behind (P >= 3)
 }
 failures = []
 
@@ -170,9 +172,29 @@ def robust(a):
         check(seconds < 60, f"nothing hangs: the whole run took {seconds:.0f} s")
 
 
+def trace(a):
+    """Step trace: the reference's partials all match; a lagging send buffer is named at step 2."""
+    p3 = [n for n in sorted(os.listdir(a.cases)) if os.path.exists(os.path.join(a.cases, n, "case.json")) and
+          json.load(open(os.path.join(a.cases, n, "case.json")))["P"] == 3 and
+          json.load(open(os.path.join(a.cases, n, "case.json")))["causal"]]
+    check(bool(p3), "the suite has a causal case at P = 3")
+    if not p3:
+        return
+    code, out, err, res = harness(["--trace", "--impl", REFERENCE, "--impl", "broken_impls:lagging_send",
+                                   "--impl", "broken_impls:dkv_reversed", os.path.join(a.cases, p3[0])])
+    rows = {r["impl"].split(":")[1]: r for r in res["results"]} if res else {}
+    line = rows.get("attention", {}).get("trace", "")
+    check(line.startswith("step trace: every partial matches the ring through step 2"), f"reference: {line}")
+    line = rows.get("lagging_send", {}).get("trace", "")
+    check("the first partial that differs is rank" in line and "after step 2" in line, f"lagging send: {line}")
+    line = rows.get("dkv_reversed", {}).get("trace", "")
+    check(line.startswith("step trace: every partial matches"), f"a backward-only bug leaves the forward trace "
+          f"clean: {line}")
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("part", choices=["reference", "broken", "hides-at-2", "robust"])
+    parser.add_argument("part", choices=["reference", "broken", "hides-at-2", "robust", "trace"])
     parser.add_argument("cases")
     parser.add_argument("--ranks", default="2,3,4,8")
     parser.add_argument("--nproc", type=int, default=3)
@@ -187,7 +209,7 @@ def main():
     if not os.path.isdir(a.cases):
         print(f"FAIL no case folder {a.cases}")
         return 1
-    {"reference": reference, "broken": broken, "hides-at-2": hides_at_2, "robust": robust}[a.part](a)
+    {"reference": reference, "broken": broken, "hides-at-2": hides_at_2, "robust": robust, "trace": trace}[a.part](a)
     print(f"{len(failures)} checks failed" if failures else "all checks passed")
     return 1 if failures else 0
 

@@ -46,6 +46,9 @@ def main(argv=None) -> int:
     run.add_argument("--cases", metavar="NAME,...", help="only the cases whose names contain one of these")
     run.add_argument("--json", metavar="FILE", help="also write the results as JSON (written whole, or not at all)")
     run.add_argument("--threads", type=int, default=1, metavar="N", help="torch threads per rank (1)")
+    run.add_argument("--trace", action="store_true",
+                     help="step trace: give ctx.trace(step, out, lse) to the implementation and name the first "
+                          "(rank, step) whose running partial differs from what the ring should hold")
     run.add_argument("--verbose", action="store_true", help="show the ranks' own output (normally kept back)")
     sub.add_parser("layouts", help="list the layout conventions")
     args = parser.parse_args(argv)
@@ -90,7 +93,7 @@ def _run(args) -> int:
     try:
         return run(args.impl, args.dir, args.nproc, args.layout, args.backend, args.timeout, args.json, sys.stdout,
                    verbose=args.verbose, case_filter=args.cases.split(",") if args.cases else None,
-                   threads=args.threads)
+                   threads=args.threads, trace=args.trace)
     except CaseError as e:
         return usage(str(e))
 

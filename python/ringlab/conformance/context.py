@@ -18,6 +18,10 @@ class Context:
     cu_seqlens: [0, L0, L0+L1, ...] of the real documents (the whole sequence is one without docs).
     cu_seqlens_padded: the same in the padded sequence (where the convention pads per document).
     slots: LongTensor (S_local,): each row's index in the convention's padded sequence.
+    trace: None, or (with `run --trace`) a callable trace(step, out, lse) the implementation may call
+    after merging each ring step's block, with its running out (B, S_local, H, D) and lse
+    (B, H, S_local); the harness names the first (rank, step) whose partial is not what the ring
+    should hold by then.
     """
 
     rank: int
@@ -35,3 +39,4 @@ class Context:
     cu_seqlens_padded: List[int]
     slots: Any
     case: str = ""
+    trace: Optional[Any] = None

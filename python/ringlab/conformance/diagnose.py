@@ -261,6 +261,10 @@ def _forward(c: _Ctx, wrong) -> Optional[Diagnosis]:
     if best is not None:
         details.append(f"the implementation's out matches that what-if within {best[0]:.2g} of the tolerance")
         return Diagnosis(best[1], best[2], details)
+    fit = _forward_block_fit(c, rows)
+    if fit is not None:
+        cause, why, lines = fit
+        return Diagnosis(cause, why, details + lines)
     # A merge that forgets to rescale: rows whose keys span several steps are wrong, single-step rows right.
     multi = np.array([len(s) > 1 for s in c.row_steps])
     wrong_set = np.zeros(case.S, dtype=bool)
@@ -271,6 +275,102 @@ def _forward(c: _Ctx, wrong) -> Optional[Diagnosis]:
                          "exp(lse_old - lse_new) when a new block is merged", details)
     return Diagnosis("wrong forward blocks", "no single broken mask rule explains the output; the ring steps "
                      "below are where the wrong rows get their keys", details)
+
+
+def _forward_block_fit(c: _Ctx, rows):
+    """Which K/V blocks each rank merged, from its lse: exp(lse) = sum of exp(lse) of the merged blocks.
+
+    The candidates for a rank are, for every ring step, the block it should merge there and - where the
+    ranks hold equally many rows and S is small - every other block's K/V laid row for row under that
+    step's positions and mask (what a stale or lagging buffer gives). Counts (non-negative integers,
+    shared by all the rank's rows) other than one on the right blocks name what went wrong, and where."""
+    if "lse" not in c.outputs:
+        return None
+    case, a, P, smap = c.case, c.a, c.P, c.smap
+    equal = len({len(p) for p in smap.positions}) == 1 and case.S <= 512
+    lines, stale, missing = [], False, False
+    for r in sorted({int(c.owner[i]) for i in rows}):
+        mine = np.nonzero(c.owner == r)[0]
+        cands, labels = [], []
+        for y in range(P):
+            keys = c.owner == y
+            for x in (range(P) if equal else [y]):
+                k, v = a["k"], a["v"]
+                if x != y:
+                    k, v = k.copy(), v.copy()
+                    py, px = smap.positions[y], smap.positions[x]
+                    both = (py >= 0)
+                    k[:, py[both]] = np.where((px[both] >= 0)[None, :, None, None], a["k"][:, px[both]], 0.0)
+                    v[:, py[both]] = np.where((px[both] >= 0)[None, :, None, None], a["v"][:, px[both]], 0.0)
+                _, lse_b = oracle.forward(a["q"], k, v, c.mask & keys[None, :], case.scale)
+                cands.append(lse_b[:, :, mine])
+                labels.append((x, y))
+        cands = np.stack(cands)
+        got = c.outputs["lse"][:, :, mine]
+        top = np.max(np.where(np.isfinite(cands), cands, -np.inf), axis=0)
+        ok = np.isfinite(top) & np.isfinite(got)
+        if not ok.any():
+            continue
+        z = np.where(np.isfinite(cands), np.exp(cands - np.where(ok, top, 0)), 0.0)[:, ok]
+        target = np.exp(got - np.where(ok, top, 0))[ok]
+        index = {lab: i for i, lab in enumerate(labels)}
+        # Each step y merges one block's data x_y (or none); start from the right ones and change one step at
+        # a time while that lowers the residual (candidates of blocks a row sees whole are interchangeable,
+        # so the smallest change that explains the lse is the one named).
+        choice = {y: y for y in range(P)}
+
+        def residual(ch):
+            total = np.zeros_like(target)
+            for y, x in ch.items():
+                if x is not None:
+                    total += z[index[(x, y)]]
+            return float(np.abs(total - target).max() / max(target.max(), 1e-300))
+
+        best = residual(choice)
+        improved = True
+        while improved and best > 1e-3:
+            improved = False
+            for y in range(P):
+                for x in [None] + ([xx for xx in range(P)] if equal else [y]):
+                    trial = dict(choice)
+                    trial[y] = x
+                    r_trial = residual(trial)
+                    if r_trial < best - 1e-9:
+                        choice, best, improved = trial, r_trial, True
+        if best > 1e-3:  # two steps wrong at once (a lagging buffer shifts every later step): try pairs
+            options = [None] + (list(range(P)) if equal else [])
+            start = {y: y for y in range(P)}
+            for y1 in range(P):
+                for y2 in range(y1 + 1, P):
+                    for x1 in options + [y1]:
+                        for x2 in options + [y2]:
+                            trial = dict(start)
+                            trial[y1], trial[y2] = x1, x2
+                            r_trial = residual(trial)
+                            if r_trial < best:
+                                choice, best = trial, r_trial
+        if best > 1e-3:
+            return None
+        words = []
+        for y, x in choice.items():
+            step = (r - y) % P
+            needed = z[index[(y, y)]].max() > 0
+            if x is None and needed:
+                words.append(f"never merged the block of rank {y} (step {step})")
+                missing = True
+            elif x is not None and x != y:
+                words.append(f"at step {step} merged the K/V of rank {x} where rank {y}'s belong")
+                stale = True
+        if words:
+            lines.append(f"rank {r} " + "; ".join(words))
+    if not lines:
+        return None
+    if stale:
+        return ("stale K/V chunk", "a rank computed with a K/V block other than the one due at that step (merged "
+                "one block twice, or an old block under a new block's positions): a send or receive buffer that "
+                "lags the ring", lines)
+    return ("missing blocks", "a rank never merged some K/V blocks it needs: the ring stopped early or skipped a step "
+            "(or a block was wrongly judged fully masked)", lines)
 
 
 def _step_lines(c: _Ctx, rows) -> List[str]:

@@ -16,6 +16,7 @@ from . import conventions
 from .cases import OUTPUTS, Case, CaseError, list_cases, load_case
 from .diagnose import Diagnosis, diagnose
 from .runner import Group, Outcome
+from .trace import check_trace
 
 
 @dataclasses.dataclass
@@ -63,6 +64,7 @@ class CaseResult:
     diagnosis: Optional[Diagnosis] = None
     seconds: float = 0.0
     outputs: Optional[Dict[str, np.ndarray]] = None
+    trace_line: str = ""
 
     @property
     def ok(self) -> bool:
@@ -78,6 +80,8 @@ class CaseResult:
                         for c in self.comparisons}
         if self.diagnosis is not None:
             d["diagnosis"] = self.diagnosis.to_json()
+        if self.trace_line:
+            d["trace"] = self.trace_line
         return d
 
 
@@ -91,7 +95,7 @@ def shard_map_for(case: Case, layout: Optional[str], nproc: int) -> conventions.
     return conventions.shard_map(layout, case.S, nproc, case.docs, case.causal, case.window)
 
 
-def payloads(case: Case, smap: conventions.ShardMap, backward: bool = True) -> List[Dict[str, Any]]:
+def payloads(case: Case, smap: conventions.ShardMap, backward: bool = True, trace: bool = False) -> List[Dict[str, Any]]:
     arrays = case.arrays()
     store = np.float64 if case.dtype == "fp64" else np.float32
     doc_of = case.doc_ids()
@@ -117,6 +121,7 @@ def payloads(case: Case, smap: conventions.ShardMap, backward: bool = True) -> L
                         "layout": smap.convention, "seq": case.S, "docs": case.docs, "cu_seqlens": cu,
                         "cu_seqlens_padded": cu_pad, "case": case.name}
         local["dtype"] = case.torch_dtype
+        local["trace"] = trace
         if not backward:
             local["dout"] = None
         result.append(local)
@@ -177,11 +182,13 @@ class Printer:
             verdict = "ok" if c.ok else f"WRONG ({c.bad} of {c.count})"
             self.line(f"{(name if i == 0 else ''):<{self.case_width}}  {c.output:<6}  {err:>10}  {tol:<22}  "
                       f"{ratio:>8}  {verdict}")
+        if res.trace_line:
+            self.line(f"{'':<{self.case_width}}  {res.trace_line}")
 
 
 def run(impls: List[str], root: str, nproc: Optional[int], layout: Optional[str], backend: str, timeout: float,
         json_path: Optional[str], stream: TextIO, verbose: bool = False, case_filter: Optional[List[str]] = None,
-        threads: int = 1) -> int:
+        threads: int = 1, trace: bool = False) -> int:
     p = Printer(stream)
     folders = list_cases(root)
     cases = []
@@ -219,7 +226,8 @@ def run(impls: List[str], root: str, nproc: Optional[int], layout: Optional[str]
         for c in cases:
             by_p.setdefault(c.P, []).append(c)
         for P in sorted(by_p):
-            results += _run_group(impl, impl_index, impls, by_p[P], P, layout, backend, timeout, verbose, threads, p)
+            results += _run_group(impl, impl_index, impls, by_p[P], P, layout, backend, timeout, verbose, threads, p,
+                                  trace)
         p.line()
     _p_trend(results)
     _print_diagnoses(results, p)
@@ -236,14 +244,15 @@ def run(impls: List[str], root: str, nproc: Optional[int], layout: Optional[str]
     return 0 if not wrong and not broken else 1
 
 
-def _run_group(impl, impl_index, impls, cases, P, layout, backend, timeout, verbose, threads, p) -> List[CaseResult]:
+def _run_group(impl, impl_index, impls, cases, P, layout, backend, timeout, verbose, threads, p,
+               trace=False) -> List[CaseResult]:
     results = []
     group: Optional[Group] = None
     for case in cases:
         res = CaseResult(impl, case, P, layout or case.layout)
         try:
             smap = shard_map_for(case, layout, P)
-            loads = payloads(case, smap)
+            loads = payloads(case, smap, trace=trace)
         except (ValueError, KeyError, CaseError) as e:
             res.failure, res.failure_kind = f"cannot shard: {e}", "error"
             results.append(res)
@@ -267,6 +276,9 @@ def _run_group(impl, impl_index, impls, cases, P, layout, backend, timeout, verb
         else:
             outputs = gather(case, smap, outcome.results)
             res.comparisons = check(case, outputs)
+            if trace:
+                res.trace_line = check_trace(case, smap, outcome.results) or \
+                    "step trace: the implementation reported no partials (it does not call ctx.trace)"
             if not res.ok:
                 res.outputs = outputs
         results.append(res)
@@ -315,6 +327,8 @@ def _print_diagnoses(results: List[CaseResult], p: Printer) -> None:
     explained: Dict[tuple, str] = {}
     for r in failed:
         d = r.diagnosis
+        if r.trace_line:
+            d.details.append(r.trace_line)
         p.line(f"  {r.case.name} ({r.impl}, P = {r.nproc}, layout {r.layout}):")
         first = explained.get((r.impl, d.cause))
         lines = [f"likely cause: {d.cause} (as in {first})", d.details[0]] if first else d.lines()

@@ -77,6 +77,10 @@ class RingAttention:
         """The K/V block the backward computes with at this step: the one that arrived."""
         return k_now, v_now
 
+    def kv_to_send(self, step, kv_now, kv_before):
+        """The K/V block the forward passes on at this step: the one it just used."""
+        return kv_now
+
     def dkv_peers(self):
         """(send_to, receive_from) of the dK/dV accumulators: with their K/V block, forward."""
         return (self.rank + 1) % self.world, (self.rank - 1) % self.world
@@ -130,15 +134,20 @@ class RingAttention:
         acc_out = torch.zeros(B, S, H, D, dtype=self.compute, device=q.device)
         acc_lse = torch.full((B, H, S), float("-inf"), dtype=self.compute, device=q.device)
         kc, vc = k, v
+        before = (k, v)
         for t in range(P):
             origin = (r - t) % P
             posted = None
             if t < P - 1:
-                posted = self.exchange([kc, vc], (r + 1) % P, (r - 1) % P, self.sizes[(r - t - 1) % P], KV_TAG)
+                send = self.kv_to_send(t, (kc, vc), before)
+                before = (kc, vc)
+                posted = self.exchange(list(send), (r + 1) % P, (r - 1) % P, self.sizes[(r - t - 1) % P], KV_TAG)
             mask = self.mask(self.pos[r], self.doc[r], self.pos[origin], self.doc[origin])
             if bool(mask.any()):
                 part_out, part_lse = self.block_forward(q, kc, vc, mask)
                 acc_out, acc_lse = self.merge(acc_out, acc_lse, part_out, part_lse)
+            if self.ctx.trace is not None:
+                self.ctx.trace(t, acc_out, acc_lse)
             if posted is not None:
                 kc, vc = self.finish(posted)
         return acc_out, acc_lse

@@ -120,6 +120,12 @@ def _run_one(fn, payload: Dict[str, Any], rank: int, world: int, group, device, 
     if payload["ctx"]["doc_ids"] is not None:
         ctx.doc_ids = torch.from_numpy(payload["ctx"]["doc_ids"]).to(device)
     ctx.slots = torch.from_numpy(payload["ctx"]["slots"]).to(device)
+    partials = []
+    if payload.get("trace"):
+        def trace(step, out_partial, lse_partial):
+            partials.append((int(step), out_partial.detach().double().cpu().numpy(),
+                             lse_partial.detach().double().cpu().numpy()))
+        ctx.trace = trace
     result = fn(q, k, v, ctx)
     lse = None
     if isinstance(result, (tuple, list)):
@@ -141,6 +147,8 @@ def _run_one(fn, payload: Dict[str, Any], rank: int, world: int, group, device, 
     answer = {"out": out.detach().double().cpu().numpy(), "forward_s": forward_s}
     if lse is not None:
         answer["lse"] = lse.detach().double().cpu().numpy()
+    if partials:
+        answer["partials"] = partials
     if payload.get("dout") is not None:
         if not out.requires_grad:
             raise ValueError("out does not require grad: the backward is not connected to q, k, v")

@@ -76,6 +76,18 @@ class Bf16DkvAccumulators(RingAttention):
         return torch.bfloat16
 
 
+class LaggingSend(RingAttention):
+    """The forward's send buffer lags one step: from step 1 on it passes on the block it held before,
+    so from step 2 on a rank computes with a block it already merged (the step trace's example)."""
+
+    def kv_to_send(self, step, kv_now, kv_before):
+        return kv_before if step >= 1 else kv_now
+
+
+def lagging_send(q, k, v, ctx):
+    return attention(q, k, v, ctx, LaggingSend)
+
+
 def stale_kv_backward(q, k, v, ctx):
     return attention(q, k, v, ctx, StaleKV)
 
