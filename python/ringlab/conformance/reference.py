@@ -37,20 +37,20 @@ class RingAttention:
             raise ValueError(f"H = {self.heads} is not a multiple of HKV = {self.kv_heads}")
         self.group_size = self.heads // self.kv_heads
         # Every rank's row metadata (positions and documents), once: the mask of any block is known.
-        sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(self.world)]
-        dist.all_gather(sizes, torch.tensor([q.shape[1]], dtype=torch.int64), group=self.group)
+        # (On the process group's device: NCCL collectives take CUDA tensors only.)
+        dev = q.device
+        sizes = [torch.zeros(1, dtype=torch.int64, device=dev) for _ in range(self.world)]
+        dist.all_gather(sizes, torch.tensor([q.shape[1]], dtype=torch.int64, device=dev), group=self.group)
         self.sizes = [int(s) for s in sizes]
         longest = max(self.sizes)
-        mine = torch.full((2, longest), -1, dtype=torch.int64)
-        mine[0, : q.shape[1]] = ctx.positions.cpu()
+        mine = torch.full((2, longest), -1, dtype=torch.int64, device=dev)
+        mine[0, : q.shape[1]] = ctx.positions.to(dev)
         if ctx.doc_ids is not None:
-            mine[1, : q.shape[1]] = ctx.doc_ids.cpu()
+            mine[1, : q.shape[1]] = ctx.doc_ids.to(dev)
         everyone = [torch.empty_like(mine) for _ in range(self.world)]
         dist.all_gather(everyone, mine, group=self.group)
-        dev = q.device
-        self.pos = [everyone[r][0, : self.sizes[r]].to(dev) for r in range(self.world)]
-        self.doc = [everyone[r][1, : self.sizes[r]].to(dev) if ctx.doc_ids is not None else None
-                    for r in range(self.world)]
+        self.pos = [everyone[r][0, : self.sizes[r]] for r in range(self.world)]
+        self.doc = [everyone[r][1, : self.sizes[r]] if ctx.doc_ids is not None else None for r in range(self.world)]
 
     # ---- the points where implementations go wrong --------------------------------------------
     def mask(self, qpos, qdoc, kpos, kdoc):
