@@ -131,10 +131,10 @@ def hides_at_2(a):
 def robust(a):
     with tempfile.TemporaryDirectory() as tmp:
         # Two small cases at the smallest P: one kept whole, one missing its dv.npy.
-        names = sorted(n for n in os.listdir(a.cases) if os.path.exists(os.path.join(a.cases, n, "case.json")))
-        p_min = min(case_ps(a.cases))
-        names = [n for n in names if json.load(open(os.path.join(a.cases, n, "case.json")))["P"] == p_min]
-        names.sort(key=lambda n: json.load(open(os.path.join(a.cases, n, "case.json")))["S"])
+        meta = {n: json.load(open(os.path.join(a.cases, n, "case.json"))) for n in sorted(os.listdir(a.cases))
+                if os.path.exists(os.path.join(a.cases, n, "case.json"))}
+        p_min = min(p for p in case_ps(a.cases) if sum(m["P"] == p for m in meta.values()) >= 2)
+        names = sorted((n for n, m in meta.items() if m["P"] == p_min), key=lambda n: meta[n]["S"])
         keep, hole = names[0], names[1]
         for n in (keep, hole):
             shutil.copytree(os.path.join(a.cases, n), os.path.join(tmp, n))

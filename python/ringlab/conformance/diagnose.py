@@ -196,8 +196,9 @@ def _what_if_masks(c: _Ctx, wrong_out) -> List[Tuple[str, str, np.ndarray, Optio
     # The last real token of a document taken for padding (a length rounded down).
     docs = c.case.docs or [case.S]
     ends = np.cumsum(docs) - 1
-    if len(wrong_out) and set(wrong_out.tolist()) <= set(ends.tolist()):
-        dropped = np.asarray(wrong_out)
+    # The dropped tokens' own rows are wrong (their output is lost); under a causal mask nothing else is.
+    dropped = np.intersect1d(wrong_out, ends)
+    if len(dropped):
         m = visible(pos, pos, c.docs, c.docs, case.causal, case.window)
         m[:, dropped] = False
         m[dropped, :] = False

@@ -165,6 +165,11 @@ class RingAttention:
         dvc = torch.zeros(v.shape, dtype=acc, device=v.device)
         send_to, recv_from = self.dkv_peers()
         B, S, H, D = q.shape
+        # dQ = scale dS K, and every row of dS sums to zero over the keys it sees: subtracting one key vector
+        # k_bar from all keys changes nothing in exact arithmetic, but removes the cancellation of a large
+        # component the keys share (large logits), which would otherwise cost dQ digits.
+        real = (self.pos[r] >= 0).to(self.compute)[None, :, None, None]
+        k_bar = (k * real).sum(1, keepdim=True) / real.sum().clamp(min=1.0)
         for t in range(P):
             origin = (r - t) % P
             kv_posted = None
@@ -179,7 +184,7 @@ class RingAttention:
                 dv_h = torch.einsum("bhqk,bqhd->bkhd", p, do)
                 dp = torch.einsum("bqhd,bkhd->bhqk", do, vh)
                 ds = p * (dp - delta.unsqueeze(-1))
-                dq += torch.einsum("bhqk,bkhd->bqhd", ds, kh) * self.ctx.scale
+                dq += torch.einsum("bhqk,bkhd->bqhd", ds, self.expand(ku - k_bar)) * self.ctx.scale
                 dk_h = torch.einsum("bhqk,bqhd->bkhd", ds, q) * self.ctx.scale
                 if self.group_size > 1:
                     dk_h = dk_h.reshape(B, -1, self.kv_heads, self.group_size, D).sum(3)
