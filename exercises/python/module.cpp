@@ -20,10 +20,10 @@
 
 #include <sstream>
 
+#include "executors/sim/sim_executor.hpp"
 #include "exercises/verify.hpp"
 #include "reference/error.hpp"
 #include "reference/exact_attention.hpp"
-#include "executors/sim/sim_executor.hpp"
 #include "sim/plan/check.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/plan/print.hpp"
