@@ -37,6 +37,10 @@ BROKEN = {  # variant -> the cause the diagnosis must name
     "broken_impls:unstable_merge": "unstable exp merge",
     "broken_impls:bf16_dkv_accumulators": "low-precision accumulation",
     "broken_impls:lagging_send": "stale K/V chunk",  # the forward's send buffer one step behind (P >= 3)
+    "broken_impls:documents_ignored": "document boundaries ignored",
+    "broken_impls:padding_as_keys": "padding read as keys",
+    "broken_impls:causal_offset": "causal offset",
+    "broken_impls:missing_rescale": "missing rescale",
 }
 failures = []
 

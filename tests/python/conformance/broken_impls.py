@@ -131,3 +131,59 @@ def hangs(q, k, v, ctx):
         buf = torch.empty(1)
         dist.recv(buf, src=1 % ctx.world_size, group=ctx.group, tag=999)
     return attention(q, k, v, ctx)
+
+
+# ---- more mask and merge mistakes, each with its own cause --------------------------------------
+
+class DocumentsIgnored(RingAttention):
+    """Packed documents not applied on the context-parallel path: attention crosses documents."""
+
+    def mask(self, qpos, qdoc, kpos, kdoc):
+        return super().mask(qpos, None, kpos, None)
+
+
+class PaddingAsKeys(RingAttention):
+    """Positions taken from the padded tensor (the slot), padding rows included: the padding's zeros are
+    keys that real queries see (TransformerEngine #3331's family)."""
+
+    def __init__(self, q, k, v, ctx):
+        padded = ctx.cu_seqlens_padded
+        ctx.positions = ctx.slots.clone()
+        ctx.doc_ids = torch.bucketize(ctx.slots, torch.tensor(padded[1:], device=ctx.slots.device), right=True) \
+            if ctx.doc_ids is not None else None
+        super().__init__(q, k, v, ctx)
+
+
+class CausalOffset(RingAttention):
+    """The causal test written j < i: a query does not see its own key."""
+
+    def mask(self, qpos, qdoc, kpos, kdoc):
+        m = super().mask(qpos, qdoc, kpos, kdoc)
+        return m & (qpos[:, None] != kpos[None, :]) if self.ctx.causal else m
+
+
+class MissingRescale(RingAttention):
+    """The running output is not rescaled when a new block is merged (its lse is)."""
+
+    def merge(self, acc_out, acc_lse, part_out, part_lse):
+        new = torch.logaddexp(acc_lse, part_lse)
+        safe = torch.where(torch.isfinite(new), new, torch.zeros_like(new))
+        w_part = torch.exp(part_lse - safe).transpose(1, 2).unsqueeze(-1)
+        first = torch.isneginf(acc_lse).transpose(1, 2).unsqueeze(-1)
+        return torch.where(first, w_part * part_out, acc_out + w_part * part_out), new
+
+
+def documents_ignored(q, k, v, ctx):
+    return attention(q, k, v, ctx, DocumentsIgnored)
+
+
+def padding_as_keys(q, k, v, ctx):
+    return attention(q, k, v, ctx, PaddingAsKeys)
+
+
+def causal_offset(q, k, v, ctx):
+    return attention(q, k, v, ctx, CausalOffset)
+
+
+def missing_rescale(q, k, v, ctx):
+    return attention(q, k, v, ctx, MissingRescale)
