@@ -54,6 +54,10 @@ case.json keys:
                  head-tail); with documents, per document (TransformerEngine's THD: each document
                  padded at its end to a multiple of 2P, then cut into 2P chunks).
   padding        {"rows": padding rows over all ranks, "rule": text}
+  cu_seqlens     prefix sums of the documents ([0, S] with one document)
+  cu_seqlens_padded   the same over the padded documents the ranks hold: document d's real rows are
+                 [cu_seqlens_padded[d], cu_seqlens_padded[d] + len_d), its padding up to
+                 cu_seqlens_padded[d + 1] (tail padding: the last entry is S plus the padding)
   no_key_rows    what out/lse are for a row that sees no key and how the harness treats them
   tolerances     {"out"|"lse"|"dq"|"dk"|"dv": {"abs", "rel"}, "compare": text, "why": text}:
                  an element passes when |actual - oracle| <= abs + rel |oracle|, compared over

@@ -384,6 +384,16 @@ CaseData build_case(const ConformanceCase& c) {
                  {"padding_rule", padding_rule(c, spec)},
                  {"positions", positions}};
   j["padding"] = {{"rows", spec.padding_tokens()}, {"rule", padding_rule(c, spec)}};
+  // cu_seqlens of the documents, and of the padded documents the ranks hold (THD adapters).
+  std::vector<int64_t> cu{0}, cu_padded{0};
+  const std::vector<int64_t> spans =
+      plan.mask().has_documents() ? plan.mask().document_lengths() : std::vector<int64_t>{spec.dims.seq};
+  for (const int64_t length : c.documents.empty() ? std::vector<int64_t>{c.dims.seq} : c.documents)
+    cu.push_back(cu.back() + length);
+  for (const int64_t length : spans) cu_padded.push_back(cu_padded.back() + length);
+  if (plan.mask().has_documents()) cu_padded.back() += spec.padding;  // tail padding after the last document
+  j["cu_seqlens"] = cu;
+  j["cu_seqlens_padded"] = cu_padded;
   j["no_key_rows"] =
       "every real row sees at least one key (a causal row sees itself, a row its own document), so the global "
       "out and lse have no row that sees none; the rows that see no key are padding rows (position -1). The harness "

@@ -150,6 +150,19 @@ TEST_CASE("conformance cases: the files and case.json agree, and the oracle is t
     CHECK(std::all_of(seen.begin(), seen.end(), [](int64_t n) { return n == 1; }));
     CHECK(padding == j.at("padding").at("rows").get<int64_t>());
     CHECK(positions == expected_positions(j));
+    // cu_seqlens, and cu_seqlens_padded: each document padded (per-document layouts) or the tail.
+    std::vector<int64_t> cu{0}, cu_padded{0};
+    for (const int64_t length : j.at("documents").get<std::vector<int64_t>>()) cu.push_back(cu.back() + length);
+    if (cu.size() == 1) cu.push_back(S);
+    const int64_t granule = j.at("layout").at("name") == "zigzag" ? 2 * P : P;
+    for (size_t d = 0; d + 1 < cu.size(); ++d) {
+      const int64_t length = cu[d + 1] - cu[d];
+      cu_padded.push_back(cu_padded.back() +
+                          (j.at("layout").at("per_document") ? (length + granule - 1) / granule * granule : length));
+    }
+    if (!j.at("layout").at("per_document")) cu_padded.back() += padding;
+    CHECK(j.at("cu_seqlens").get<std::vector<int64_t>>() == cu);
+    CHECK(j.at("cu_seqlens_padded").get<std::vector<int64_t>>() == cu_padded);
 
     // The ring: K/V of rank (r - t) mod P at step t; its pairs under the mask; the work per rank.
     const Mask mask = case_mask(j);
