@@ -82,6 +82,15 @@ def reference(a):
     ps = case_ps(a.cases)
     for p in a.ranks:
         check(p in ps, f"the suite has cases at P = {p}")
+    # ringlab's C++ layouts (case.json) against the Python conventions: the same maps where they exist.
+    from ringlab.conformance.cases import list_cases, load_case
+    from ringlab.conformance.harness import case_convention
+    cases = [load_case(f) for f in list_cases(a.cases)]
+    same = [c.name for c in cases if case_convention(c) is not None]
+    striped_docs = [c.name for c in cases if c.layout == "striped" and c.docs]
+    check(len(same) == len(cases) - len(striped_docs),
+          f"{len(same)} of {len(cases)} case layouts equal the Python convention of the same name (zig-zag per "
+          f"document = te-thd; striped per document has none: {', '.join(striped_docs) or '-'})")
     code, out, err, res = harness(["--impl", REFERENCE, a.cases])
     bad = [r for r in res["results"] if not r["ok"]] if res else []
     for r in bad:

@@ -85,9 +85,23 @@ def _num(x: float):
     return x if np.isfinite(x) else ("nan" if np.isnan(x) else "inf")
 
 
+def case_convention(case: Case) -> Optional[conventions.ShardMap]:
+    """The convention map equal to the case's own layout (ringlab's zig-zag per document is
+    TransformerEngine's THD map), or None: it brings the padded sequence (slots, cu_seqlens_padded)."""
+    per_document = bool(case.meta.get("layout", {}).get("per_document")) and case.docs
+    name = "te-thd" if per_document and case.layout == "zigzag" else case.layout
+    if per_document and case.layout != "zigzag" or name not in conventions.CONVENTIONS:
+        return None
+    m = conventions.shard_map(name, case.S, case.P, case.docs)
+    if len(m.positions) != len(case.positions) or not all(
+            np.array_equal(a, b) for a, b in zip(m.positions, case.positions)):
+        return None
+    return dataclasses.replace(m, convention=case.layout)
+
+
 def shard_map_for(case: Case, layout: Optional[str], nproc: int) -> conventions.ShardMap:
     if not layout or layout == "case":
-        return conventions.from_positions(case.layout, case.S, case.docs, case.positions)
+        return case_convention(case) or conventions.from_positions(case.layout, case.S, case.docs, case.positions)
     return conventions.shard_map(layout, case.S, nproc, case.docs, case.causal, case.window)
 
 
