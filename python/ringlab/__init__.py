@@ -3,7 +3,6 @@ where outputs computed elsewhere go wrong (the compiled part, ringlab._core), an
 the harness that verifies torch.distributed context-parallel implementations."""
 try:
     from ._core import *  # noqa: F401,F403  (attention, attention_backward, plan, run, verify, ...)
-    from ._core import __doc__ as _core_doc  # noqa: F401
 except ImportError as _error:  # the pure-Python parts (ringlab.conformance) work without it
     _core_error = _error
 

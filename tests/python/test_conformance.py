@@ -22,7 +22,7 @@ import tempfile
 import time
 
 try:
-    import torch  # noqa: F401
+    import torch  # noqa: F401  (only: is it there)
 except ImportError:
     print("skipped: PyTorch is not installed (Debian python3-torch)")
     sys.exit(77)
@@ -119,7 +119,8 @@ def broken(a):
     for r in res["results"]:
         by_impl.setdefault(r["impl"], []).append(r)
     ref = by_impl.get(REFERENCE, [])
-    check(ref and all(r["ok"] for r in ref), f"control: the reference passes the same {len(ref)} cases at P = {a.nproc}")
+    check(ref and all(r["ok"] for r in ref),
+          f"control: the reference passes the same {len(ref)} cases at P = {a.nproc}")
     for v, cause in variants.items():
         runs = by_impl.get(v, [])
         wrong = [r for r in runs if not r["ok"]]
@@ -162,8 +163,9 @@ def robust(a):
         check(code == 2, "--nproc 0: exit 2")
 
         t0 = time.monotonic()
-        code, out, err, res = harness(["--timeout", "4", "--impl", "broken_impls:hangs", "--impl", "broken_impls:raises",
-                                       "--impl", "broken_impls:wrong_shape", "--impl", REFERENCE, tmp])
+        code, out, err, res = harness(["--timeout", "4", "--impl", "broken_impls:hangs", "--impl",
+                                       "broken_impls:raises", "--impl", "broken_impls:wrong_shape", "--impl",
+                                       REFERENCE, tmp])
         seconds = time.monotonic() - t0
         print("\n".join("     | " + line for line in out.splitlines()))
         rows = {(r["impl"].split(":")[1], r["case"]): r for r in res["results"]} if res else {}

@@ -11,7 +11,6 @@ imports from the venv, and `python -m ringlab.conformance run` passes a case. Ne
 same venv without the install cannot import ringlab.
 """
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -54,8 +53,9 @@ def main():
               f"ringlab and ringlab._core import from the venv ({' '.join(files) or where.stderr.strip()[-200:]})")
         one = sorted(os.listdir(cases))
         pick = next(n for n in one if os.path.exists(os.path.join(cases, n, "case.json")))
-        run = subprocess.run([py, "-m", "ringlab.conformance", "run", "--impl", "ringlab.conformance.reference:attention",
-                              os.path.join(cases, pick)], cwd=empty, env=env, capture_output=True, text=True)
+        run = subprocess.run([py, "-m", "ringlab.conformance", "run", "--impl",
+                              "ringlab.conformance.reference:attention", os.path.join(cases, pick)],
+                             cwd=empty, env=env, capture_output=True, text=True)
         check(run.returncode == 0 and "1 of 1 case runs within tolerance" in run.stdout,
               f"python -m ringlab.conformance run passes case {pick} from the venv")
         if run.returncode != 0:

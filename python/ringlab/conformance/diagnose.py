@@ -127,7 +127,7 @@ class _Ctx:
 def diagnose(case, smap: ShardMap, outputs: Dict[str, np.ndarray], comparisons) -> Diagnosis:
     c = _Ctx(case, smap, outputs)
     wrong = {name: c.wrong(name) for name in ("out", "lse", "dq", "dk", "dv")}
-    summary = [f"wrong rows: " + "; ".join(f"{n} {len(w)} of {case.S}" for n, w in wrong.items() if len(w))]
+    summary = ["wrong rows: " + "; ".join(f"{n} {len(w)} of {case.S}" for n, w in wrong.items() if len(w))]
     forward_wrong = len(wrong["out"]) or len(wrong["lse"])
     for find in (_nonfinite, _forward if forward_wrong else _backward):
         d = find(c, wrong)
@@ -254,7 +254,8 @@ def _forward(c: _Ctx, wrong) -> Optional[Diagnosis]:
     if pad is not None:
         r = c.ratio_against("out", pad)
         if r <= 1 and (best is None or r < best[0]):
-            best = (r, "padding read as keys", f"the output is exact attention with the {c.smap.padded_length - case.S} "
+            pads = c.smap.padded_length - case.S
+            best = (r, "padding read as keys", f"the output is exact attention with the {pads} "
                     f"padding rows of layout {c.smap.convention} taken as real tokens: mask them (position -1, or "
                     "cu_seqlens without the padding)")
     details = [f"wrong output rows: {c.where(rows)}"]
@@ -289,7 +290,7 @@ def _forward_block_fit(c: _Ctx, rows):
         return None
     case, a, P, smap = c.case, c.a, c.P, c.smap
     equal = len({len(p) for p in smap.positions}) == 1 and case.S <= 512
-    lines, stale, missing = [], False, False
+    lines, stale = [], False
     for r in sorted({int(c.owner[i]) for i in rows}):
         mine = np.nonzero(c.owner == r)[0]
         cands, labels = [], []
@@ -358,7 +359,6 @@ def _forward_block_fit(c: _Ctx, rows):
             needed = z[index[(y, y)]].max() > 0
             if x is None and needed:
                 words.append(f"never merged the block of rank {y} (step {step})")
-                missing = True
             elif x is not None and x != y:
                 words.append(f"at step {step} merged the K/V of rank {x} where rank {y}'s belong")
                 stale = True
@@ -401,7 +401,7 @@ def _backward(c: _Ctx, wrong) -> Optional[Diagnosis]:
     if not bad:
         return None
     rel = {n: float(np.abs(c.outputs[n] - a[n]).max() / max(np.abs(a[n]).max(), 1e-300)) for n in bad}
-    details = [f"forward (out, lse) within tolerance; wrong: " +
+    details = ["forward (out, lse) within tolerance; wrong: " +
                "; ".join(f"{n} at {c.where(wrong[n])} (largest error {rel[n]:.2g} of the largest |{n}|)"
                          for n in bad)]
     if all(r < PRECISION_REL for r in rel.values()):

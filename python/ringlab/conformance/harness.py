@@ -4,7 +4,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import sys
 import tempfile
 import textwrap
 import time
@@ -105,7 +104,8 @@ def shard_map_for(case: Case, layout: Optional[str], nproc: int) -> conventions.
     return conventions.shard_map(layout, case.S, nproc, case.docs, case.causal, case.window)
 
 
-def payloads(case: Case, smap: conventions.ShardMap, backward: bool = True, trace: bool = False) -> List[Dict[str, Any]]:
+def payloads(case: Case, smap: conventions.ShardMap, backward: bool = True,
+             trace: bool = False) -> List[Dict[str, Any]]:
     arrays = case.arrays()
     store = np.float64 if case.dtype == "fp64" else np.float32
     doc_of = case.doc_ids()

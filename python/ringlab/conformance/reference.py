@@ -18,8 +18,6 @@ real implementation's mistakes live; the test suite subclasses them to make brok
 """
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
-
 import torch
 import torch.distributed as dist
 
