@@ -39,7 +39,8 @@ def main(argv=None) -> int:
     run.add_argument("--impl", action="append", required=True, metavar="MODULE:FUNCTION",
                      help="the per-rank function; repeat to run several implementations on the same cases")
     run.add_argument("--nproc", type=int, metavar="P",
-                     help="processes (ranks): run the cases written for P ranks (default: every case at its own P)")
+                     help="processes (ranks): run the cases written for P ranks (default: every case at its own "
+                          "P); with --layout, every case at P ranks")
     run.add_argument("--layout", metavar="L", help="token-to-rank convention the implementation expects")
     run.add_argument("--backend", choices=["gloo", "nccl"], default="gloo", help="torch.distributed backend (gloo)")
     run.add_argument("--timeout", type=float, default=60.0, metavar="S", help="per-case watchdog in seconds (60)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 import tempfile
 import textwrap
 import time
@@ -219,8 +220,9 @@ def run(impls: List[str], root: str, nproc: Optional[int], layout: Optional[str]
         else:
             cases = [dataclasses.replace(c, P=nproc) for c in cases]
     if not cases and not broken:
-        p.line(f"no case runs at --nproc {nproc}: the cases are written for P = "
-               f"{sorted({c.P for c in (load_case(f) for f in folders)})} (leave out --nproc to run each at its P)")
+        ps = sorted({c.P for c in (load_case(f) for f in folders)})
+        sys.stderr.write(f"ringlab.conformance: no case runs at --nproc {nproc}: the cases are written for P = {ps} "
+                         "(leave out --nproc to run each at its P, or add --layout to run them all at P)\n")
         return 2
     results: List[CaseResult] = []
     width = max([len(c.name) for c in cases] + [4])
