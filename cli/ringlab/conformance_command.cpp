@@ -59,9 +59,13 @@ case.json keys:
                  [cu_seqlens_padded[d], cu_seqlens_padded[d] + len_d), its padding up to
                  cu_seqlens_padded[d + 1] (tail padding: the last entry is S plus the padding)
   no_key_rows    what out/lse are for a row that sees no key and how the harness treats them
-  tolerances     {"out"|"lse"|"dq"|"dk"|"dv": {"abs", "rel"}, "compare": text, "why": text}:
-                 an element passes when |actual - oracle| <= abs + rel |oracle|, compared over
-                 every element of the global tensors (real rows only); NaN always fails
+  tolerances     {"out"|"lse"|"dq"|"dk"|"dv": {"abs", "rel"[, "rms", "rms_single_device"]},
+                  "compare": text, "why": text}: an output passes when every element has
+                 |actual - oracle| <= abs + rel |oracle| and, where "rms" is given (bf16, fp16),
+                 sqrt(mean((actual - oracle)^2)) <= rms — over every element of the global tensors
+                 (real rows only); NaN or inf never passes. rms_single_device: the RMS error of
+                 the same problem on one device with the dtype's rounding points; rms = 1.5 times
+                 it (an error that grows with P, such as bf16 accumulators, crosses it)
   ring           ringlab's ring schedule for this layout, for diagnosis:
                  {"direction": text, "steps": P, "kv_origin": [[...]]: kv_origin[r][t] = the rank
                  whose K/V block rank r computes with at step t ((r - t) mod P: K/V travel from

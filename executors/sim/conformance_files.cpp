@@ -152,6 +152,11 @@ Tolerance CaseFolder::tolerance(const std::string& tensor) const {
   return {t.at("abs").get<double>(), t.at("rel").get<double>()};
 }
 
+double CaseFolder::rms_tolerance(const std::string& tensor) const {
+  const nlohmann::json& t = json.at("tolerances").at(tensor);
+  return t.contains("rms") ? t.at("rms").get<double>() : -1;
+}
+
 CaseFolder read_case(const std::string& folder) {
   const fs::path dir(folder);
   std::error_code error;

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
+#include <stdexcept>
 
 #include "executors/sim/sim_executor.hpp"
 #include "reference/error.hpp"
@@ -37,6 +39,12 @@ const CaseReport kTorch189902{"PyTorch PR #189902",
                               "the per-document load balancer split the work 26 vs 62 while the numbers were right"};
 const CaseReport kRfa42{"ring-flash-attention #42",
                         "the bf16 backward error grew with the ring size, catastrophic at 4 to 8 ranks"};
+
+constexpr const char* kLargeLogitsNote =
+    "the merge written as exp(lse_a) + exp(lse_b) without subtracting the maximum: any implementation that merges that "
+    "way fails once a row's lse passes 88, whatever its dtype (kernels keep the lse in fp32; bf16 has fp32's range). "
+    "The case is fp32: with bf16 inputs the keys' shared large component makes dq's rounding error relative to |k| "
+    "(about 20) rather than to dq, which the elementwise bound does not model";
 
 ConformanceCase make(std::string name, std::string title, std::vector<CaseReport> reports, int64_t seq, int64_t ranks,
                      std::string layout, bool causal) {
@@ -149,9 +157,7 @@ std::vector<ConformanceCase> quick_cases() {
                              "gives inf or NaN",
                              {}, 64, 4, "zigzag", true);
   big.logit_shift = 100;
-  big.stands_for_note =
-      "the merge written as exp(lse_a) + exp(lse_b) without subtracting the maximum: any implementation that merges "
-      "that way fails once a row's lse passes 88";
+  big.stands_for_note = kLargeLogitsNote;
   add(big);
   // bf16 as P grows.
   for (int64_t p : {4, 8}) {
@@ -160,10 +166,6 @@ std::vector<ConformanceCase> quick_cases() {
     b.dtype = "bf16", b.dims.heads = 2, b.dims.dim = 32;
     add(b);
   }
-  ConformanceCase bl = big;
-  bl.name = "large-logits-bf16-zigzag-p4", bl.title = "bf16 with every score shifted up by about 100";
-  bl.dtype = "bf16";
-  add(bl);
   return cases;
 }
 
@@ -198,9 +200,9 @@ std::vector<ConformanceCase> full_cases() {
   bd.dtype = "bf16";
   add(bd);
   ConformanceCase big =
-      make("large-logits-bf16-zigzag-p8", "bf16, scores shifted up by about 100, P=8", {}, 1024, 8, "zigzag", true);
-  big.dtype = "bf16", big.logit_shift = 100;
-  big.stands_for_note = quick_cases().back().stands_for_note;
+      make("large-logits-zigzag-p8-s1024", "scores shifted up by about 100, P=8, S=1024", {}, 1024, 8, "zigzag", true);
+  big.logit_shift = 100;
+  big.stands_for_note = kLargeLogitsNote;
   add(big);
   return cases;
 }
@@ -208,6 +210,12 @@ std::vector<ConformanceCase> full_cases() {
 // ---- [tolerances] ----------------------------------------------------------------------------
 
 Precision dtype_precision(const std::string& dtype) { return parse_precision(dtype, "dtype"); }
+
+// The RMS criterion of low-precision cases: this many times the single-device RMS error. A ring
+// that accumulates in fp32 measures 1.16 to 1.24 times it at P = 2 to 32 (flat in P); one that
+// rounds its accumulators to bf16 after every merge 1.4 to 2.1 times at P = 8 and 1.7 to 2.8 times
+// at P = 16 (dk and dv the highest: `ringlab run --precision bf16 --accumulate storage`).
+constexpr double kRmsGrowth = 1.5;
 
 }  // namespace
 
@@ -245,11 +253,18 @@ std::string case_tolerance_why(const std::string& dtype, int64_t ranks) {
                   "abs = rel = 8u = %.3g leaves room for the gradients' cancellation (abs covers elements of order "
                   "1, as the N(0,1) inputs give). This tolerance does not depend on P: an implementation that "
                   "accumulates out, dq and the travelling dK/dV in fp32 has an error flat in P (ringlab's precision "
-                  "study: 1.2 times the single-device RMS error from P=2 to P=32), while one that rounds its "
-                  "accumulators to %s after every merge gains about u per merge and crosses 8u as P grows (P=%lld "
-                  "here). lse stays fp32 (every kernel returns it in fp32): the fp32 tolerance, abs 2e-5 rel 1e-5.",
-                  precision_name(precision), u, precision_name(precision), 8 * u, precision_name(precision),
-                  static_cast<long long>(ranks));
+                  "study: 1.16 to 1.24 times the single-device RMS error from P=2 to P=32). An elementwise bound "
+                  "is too coarse to see an error that grows with P (accumulators rounded to %s after every merge "
+                  "stay within 8u up to P=16 and beyond), so out, dq, dk and dv also carry an RMS bound: rms = "
+                  "%.1f times rms_single_device, the RMS error of the same problem on one device computed with "
+                  "these rounding points (ringlab's sim executor at P=1). fp32 accumulators stay below it at every "
+                  "P; %s accumulators cross it from about P=8 (dk, dv: 1.9 to 2.1 times at P=8, 2.5 to 2.8 at "
+                  "P=16; P=%lld here). An implementation whose own single-device error is larger (scores or "
+                  "softmax rounded to %s) fails the RMS bound at every P, which running the case on one rank "
+                  "shows. lse stays fp32 (every kernel returns it in fp32): the fp32 tolerance, abs 2e-5 rel 1e-5, "
+                  "no RMS bound.",
+                  precision_name(precision), u, precision_name(precision), 8 * u, precision_name(precision), kRmsGrowth,
+                  precision_name(precision), static_cast<long long>(ranks), precision_name(precision));
     why += text;
   }
   return why;
@@ -293,6 +308,26 @@ AttentionInputs<float> case_inputs(const ConformanceCase& c) {
   round_tensor(x.v, precision, "v");
   round_tensor(x.dout, precision, "dout");
   return x;
+}
+
+// Low precision: the RMS error of each output of the same problem on one device — ringlab's sim
+// executor at P = 1 with the dtype's rounding points (a FlashAttention-style kernel: fp32
+// arithmetic, P and dS rounded before their GEMMs, outputs stored in the dtype). Empty for fp32.
+std::map<std::string, double> single_device_rms(const ConformanceCase& c, const AttentionInputs<float>& x,
+                                                const ReferenceOutputs& oracle) {
+  std::map<std::string, double> rms;
+  if (c.dtype == "fp32") return rms;
+  ConformanceCase one = c;
+  one.ranks = 1, one.layout = "contiguous";
+  const RunConfig config = case_config(one);
+  const Plan plan = build_plan(plan_spec(config));
+  SimExecutor sim;
+  sim.configure(config);
+  const ExecutionResult result = sim.execute(plan, x, {});
+  if (result.failure) throw std::runtime_error("conformance case " + c.name + ": the single-device run failed");
+  for (const TensorCheck& check : verify(result.outputs, oracle, "sim").checks)
+    rms[check.name] = check.result.rms_error;
+  return rms;
 }
 
 nlohmann::json reports_json(const ConformanceCase& c) {
@@ -355,13 +390,19 @@ CaseData build_case(const ConformanceCase& c) {
   const double mean = static_cast<double>(total) / static_cast<double>(P);
 
   nlohmann::json tolerances = nlohmann::json::object();
+  const std::map<std::string, double> single = single_device_rms(c, data.inputs, data.oracle);
   for (const char* tensor : kCaseTensors) {
     const Tolerance t = case_tolerance(c.dtype, P, tensor);
     tolerances[tensor] = {{"abs", t.abs}, {"rel", t.rel}};
+    if (!single.empty() && std::string(tensor) != "lse") {
+      tolerances[tensor]["rms_single_device"] = single.at(tensor);
+      tolerances[tensor]["rms"] = kRmsGrowth * single.at(tensor);
+    }
   }
   tolerances["compare"] =
-      "element passes when |actual - oracle| <= abs + rel * |oracle|; every element of the global out, lse, dq, dk, "
-      "dv (padding rows are not part of them); NaN or inf never passes";
+      "an output passes when every element has |actual - oracle| <= abs + rel * |oracle| and, where \"rms\" is "
+      "given, sqrt(mean((actual - oracle)^2)) over the tensor <= rms; over every element of the global out, lse, "
+      "dq, dk, dv (padding rows are not part of them); NaN or inf never passes";
   tolerances["why"] = case_tolerance_why(c.dtype, P);
 
   nlohmann::json j;

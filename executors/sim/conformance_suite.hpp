@@ -85,6 +85,7 @@ struct CaseFolder {
   AttentionInputs<double> inputs;
   ReferenceOutputs oracle;
   Tolerance tolerance(const std::string& tensor) const;  // from case.json
+  double rms_tolerance(const std::string& tensor) const;  // tolerances[tensor].rms; -1 when none
 };
 CaseFolder read_case(const std::string& folder);
 
