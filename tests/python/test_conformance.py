@@ -6,6 +6,8 @@
                                                             every broken variant fails, each with its
                                                             own named cause and no other's (those named
                                                             by --expect-pass must pass at this P)
+    test_conformance.py growth CASES                        bf16 dK/dV accumulators: right at P = 4, wrong
+                                                            at P = 8 by the RMS bound, the reference right
     test_conformance.py trace CASES                         the step trace names the first wrong partial
     test_conformance.py robust CASES                        unknown module, hang, raise, wrong shape,
                                                             a case folder missing a file
@@ -198,9 +200,29 @@ def trace(a):
           f"clean: {line}")
 
 
+def growth(a):
+    """ring-flash-attention #42's story: bf16 dK/dV accumulators stay within every element's tolerance at
+    small P and cross the RMS bound as P grows; the reference (float32 accumulators) passes both."""
+    code, out, err, res = harness(["--cases", "bf16-zigzag", "--impl", REFERENCE, "--impl",
+                                   "broken_impls:bf16_dkv_accumulators", a.cases])
+    runs = [r for r in (res or {}).get("results", [])]
+    ref = [r for r in runs if r["impl"] == REFERENCE]
+    bad = sorted((r for r in runs if r["impl"] != REFERENCE), key=lambda r: r["P"])
+    check(len(ref) >= 2 and all(r["ok"] for r in ref), f"control: the reference passes the bf16 cases at P = "
+          f"{', '.join(str(r['P']) for r in ref)}")
+    fails = [r for r in bad if not r["ok"]]
+    check(bool(fails) and fails[-1]["P"] == bad[-1]["P"], "bf16 accumulators fail at the largest P " +
+          ", ".join(f"(P = {r['P']}: {'ok' if r['ok'] else 'wrong'})" for r in bad))
+    cause = {(r.get("diagnosis") or {}).get("cause") for r in fails}
+    check(cause == {"low-precision accumulation"}, f"diagnosed as low-precision accumulation ({cause})")
+    details = " ".join(d for r in fails for d in (r.get("diagnosis") or {}).get("details", []))
+    check("times the single-device RMS" in details and "at each P" in details,
+          "the diagnosis compares the RMS with one device's and follows the error across P")
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("part", choices=["reference", "broken", "robust", "trace"])
+    parser.add_argument("part", choices=["reference", "broken", "robust", "trace", "growth"])
     parser.add_argument("cases")
     parser.add_argument("--ranks", default="2,3,4,8")
     parser.add_argument("--nproc", type=int, default=3)
@@ -215,7 +237,7 @@ def main():
     if not os.path.isdir(a.cases):
         print(f"FAIL no case folder {a.cases}")
         return 1
-    {"reference": reference, "broken": broken, "robust": robust, "trace": trace}[a.part](a)
+    {"reference": reference, "broken": broken, "robust": robust, "trace": trace, "growth": growth}[a.part](a)
     print(f"{len(failures)} checks failed" if failures else "all checks passed")
     return 1 if failures else 0
 

@@ -111,8 +111,8 @@ def load_case(folder: str) -> Case:
                 window=int(meta.get("window", 0) or 0), docs=docs, scale=float(_need(meta, "scale", folder)),
                 P=int(_need(meta, "P", folder)), layout=str(layout.get("name", "")),
                 positions=[np.asarray(p, dtype=np.int64) for p in layout.get("positions", [])],
-                tolerances={k: {"abs": float(v["abs"]), "rel": float(v["rel"])} for k, v in tol.items()
-                            if isinstance(v, dict) and "abs" in v},
+                tolerances={k: {key: float(v[key]) for key in ("abs", "rel", "rms", "rms_single_device") if key in v}
+                            for k, v in tol.items() if isinstance(v, dict) and "abs" in v},
                 title=meta.get("title", ""))
     if case.dtype not in DTYPES:
         raise CaseError(f"{path}: dtype '{case.dtype}' is not one of {', '.join(DTYPES)}")

@@ -28,10 +28,16 @@ class Comparison:
     rel: float
     bad: int  # elements outside the tolerance
     count: int
+    rms: float = 0.0  # sqrt(mean((actual - oracle)^2))
+    rms_bound: float = 0.0  # 0: no RMS criterion (fp32)
+
+    @property
+    def rms_ratio(self) -> float:
+        return self.rms / self.rms_bound if self.rms_bound > 0 else 0.0
 
     @property
     def ok(self) -> bool:
-        return self.ratio <= 1.0
+        return self.ratio <= 1.0 and self.rms_ratio <= 1.0
 
 
 def compare(output: str, actual: np.ndarray, oracle: np.ndarray, tol: Dict[str, float]) -> Comparison:
@@ -44,8 +50,10 @@ def compare(output: str, actual: np.ndarray, oracle: np.ndarray, tol: Dict[str, 
     err = np.where(empty, np.where(np.isneginf(a) | (a < -1e4), 0.0, np.inf), err)
     err = np.where(np.isnan(err), np.inf, err)
     ratio = err / allowed
+    finite = err[~empty]
+    rms = float(np.sqrt(np.mean(finite ** 2))) if finite.size else 0.0
     return Comparison(output, float(err.max()) if err.size else 0.0, float(ratio.max()) if ratio.size else 0.0,
-                      tol["abs"], tol["rel"], int((ratio > 1).sum()), int(err.size))
+                      tol["abs"], tol["rel"], int((ratio > 1).sum()), int(err.size), rms, tol.get("rms", 0.0))
 
 
 @dataclasses.dataclass
@@ -72,7 +80,8 @@ class CaseResult:
         if self.failure:
             d["failure"] = {"kind": self.failure_kind, "line": self.failure}
         d["outputs"] = {c.output: {"max_error": _num(c.max_error), "ratio": _num(c.ratio), "abs": c.abs,
-                                   "rel": c.rel, "bad": c.bad, "count": c.count, "ok": c.ok}
+                                   "rel": c.rel, "bad": c.bad, "count": c.count, "rms": _num(c.rms),
+                                   "rms_bound": c.rms_bound, "ok": c.ok}
                         for c in self.comparisons}
         if self.diagnosis is not None:
             d["diagnosis"] = self.diagnosis.to_json()
@@ -189,8 +198,14 @@ class Printer:
         for i, c in enumerate(res.comparisons):
             tol = f"{c.abs:.0e} + {c.rel:.0e}|x|"
             err = "NaN/inf" if not np.isfinite(c.max_error) else f"{c.max_error:.3e}"
-            ratio = "inf" if not np.isfinite(c.ratio) else f"{c.ratio:.3g}"
-            verdict = "ok" if c.ok else f"WRONG ({c.bad} of {c.count})"
+            worst = max(c.ratio, c.rms_ratio)
+            ratio = "inf" if not np.isfinite(worst) else f"{worst:.3g}"
+            if c.ok:
+                verdict = "ok"
+            elif c.ratio <= 1:
+                verdict = f"WRONG (RMS {c.rms:.2e} over its bound {c.rms_bound:.2e})"
+            else:
+                verdict = f"WRONG ({c.bad} of {c.count})"
             self.line(f"{(name if i == 0 else ''):<{self.case_width}}  {c.output:<6}  {err:>10}  {tol:<22}  "
                       f"{ratio:>8}  {verdict}")
         if res.trace_line:
@@ -320,9 +335,10 @@ def _p_trend(results: List[CaseResult]) -> None:
         if d.cause == "low-precision accumulation":
             trend = []
             for x in same:
-                worst = max((c for c in x.comparisons if c.output in ("dk", "dv")), key=lambda c: c.ratio, default=None)
+                worst = max((max(c.ratio, c.rms_ratio) for c in x.comparisons if c.output in ("dk", "dv")),
+                            default=None)
                 if worst is not None:
-                    trend.append(f"P = {x.nproc}: {worst.ratio:.2g}x")
+                    trend.append(f"P = {x.nproc}: {worst:.2g}x")
             d.details.append("worst dK/dV error over its tolerance, the same problem at each P: " + ", ".join(trend))
         passed = [x.nproc for x in same if x.ok]
         if passed:
