@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 
 #include "reference/error.hpp"
 #include "reference/names.hpp"
@@ -51,16 +52,26 @@ const char* mask_name(MaskKind mask) {
   return name_of(kNames, mask);
 }
 
-Mask::Mask(bool causal, int64_t window, const std::vector<int64_t>& document_lengths, int64_t valid_tokens)
+Mask::Mask(bool causal, int64_t window, const std::vector<int64_t>& document_lengths, int64_t valid_tokens,
+           const std::vector<int64_t>& document_padding)
     : causal_(causal), window_(window), valid_(valid_tokens > 0 ? valid_tokens : kNoPadding) {
   validate_window(window);
-  if (document_lengths.size() > 1) {
+  if (!document_padding.empty() && document_padding.size() != document_lengths.size()) {
+    throw std::logic_error("mask: one padding count per document");
+  }
+  const bool pads = std::any_of(document_padding.begin(), document_padding.end(), [](int64_t p) { return p != 0; });
+  if (document_lengths.size() > 1 || pads) {
     auto starts = std::make_shared<std::vector<int64_t>>(1, 0);
-    for (int64_t length : document_lengths) {
+    auto ends = std::make_shared<std::vector<int64_t>>();
+    for (size_t d = 0; d < document_lengths.size(); ++d) {
+      const int64_t length = document_lengths[d], padding = pads ? document_padding[d] : 0;
       if (length < 1) throw UsageError("a document length must be at least 1, got " + std::to_string(length));
-      starts->push_back(starts->back() + length);
+      if (padding < 0) throw std::logic_error("mask: negative document padding");
+      ends->push_back(starts->back() + length);
+      starts->push_back(starts->back() + length + padding);
     }
     starts_ = std::move(starts);
+    if (pads) ends_ = std::move(ends);
   } else if (document_lengths.size() == 1 && document_lengths[0] < 1) {
     throw UsageError("a document length must be at least 1, got " + std::to_string(document_lengths[0]));
   }
@@ -81,13 +92,42 @@ std::vector<int64_t> Mask::document_lengths() const {
   return lengths;
 }
 
+std::vector<int64_t> Mask::document_tokens() const {
+  std::vector<int64_t> lengths = document_lengths();
+  if (ends_)
+    for (size_t d = 0; d < lengths.size(); ++d) lengths[d] = (*ends_)[d] - (*starts_)[d];
+  return lengths;
+}
+
+std::vector<int64_t> Mask::document_padding() const {
+  std::vector<int64_t> padding;
+  if (ends_)
+    for (size_t d = 0; d < ends_->size(); ++d) padding.push_back((*starts_)[d + 1] - (*ends_)[d]);
+  return padding;
+}
+
+Mask Mask::bounds() const {
+  Mask result = *this;
+  result.causal_ = false;
+  result.window_ = 0;
+  return result;
+}
+
+// The last real position of document d (its padding excluded).
+int64_t Mask::document_last(int64_t d) const {
+  const auto next = static_cast<size_t>(d) + 1;
+  if (ends_) return (*ends_)[static_cast<size_t>(d)] - 1;
+  return next < starts_->size() ? (*starts_)[next] - 1 : kFar;
+}
+
 KeyRange Mask::keys_of(int64_t query) const {
   if (query >= valid_) return {0, -1};  // padding sees nothing
   KeyRange r{-kFar, valid_ - 1};
   if (starts_) {
     const int64_t d = document_of(query);
     r.first = (*starts_)[static_cast<size_t>(d)];
-    if (static_cast<size_t>(d) + 1 < starts_->size()) r.last = (*starts_)[static_cast<size_t>(d) + 1] - 1;
+    r.last = std::min(r.last, document_last(d));
+    if (query > r.last) return {0, -1};  // a document's padding sees nothing
   }
   if (causal_) r.last = std::min(r.last, query);
   if (window_ > 0) {
@@ -119,8 +159,8 @@ int64_t Mask::range_pairs(int64_t q_first, int64_t q_last, int64_t k_first, int6
   const int64_t d_first = document_of(q_first), d_last = document_of(q_last);
   int64_t total = 0;
   for (int64_t d = d_first; d <= d_last; ++d) {
-    int64_t ds = -kFar, de = kFar;  // the document's positions [ds, de]
-    if (starts_) ds = (*starts_)[static_cast<size_t>(d)], de = (*starts_)[static_cast<size_t>(d) + 1] - 1;
+    int64_t ds = -kFar, de = kFar;                                                // the document's positions [ds, de]
+    if (starts_) ds = (*starts_)[static_cast<size_t>(d)], de = document_last(d);  // padding: no pairs
     const int64_t a = std::max(q_first, ds), b = std::min(q_last, de);
     const int64_t lo_k = std::max(k_first, ds), hi_k = std::min(k_last, de);
     if (a > b || lo_k > hi_k) continue;
@@ -167,7 +207,8 @@ std::string Mask::describe() const {
   std::string text = causal_ ? "causal" : (general() ? "" : "none");
   auto add = [&](const std::string& part) { text += (text.empty() ? "" : ", ") + part; };
   if (window_ > 0) add("window " + std::to_string(window_));
-  if (starts_) add(std::to_string(documents()) + " documents (" + documents_string(document_lengths(), 8) + ")");
+  if (starts_) add(std::to_string(documents()) + " documents (" + documents_string(document_tokens(), 8) + ")");
+
   return text;
 }
 
@@ -175,6 +216,7 @@ bool operator==(const Mask& a, const Mask& b) {
   if (a.causal_ != b.causal_ || a.window_ != b.window_ || a.valid_ != b.valid_ ||
       a.has_documents() != b.has_documents())
     return false;
+  if (a.documents_padded() != b.documents_padded() || (a.ends_ && *a.ends_ != *b.ends_)) return false;
   return !a.starts_ || *a.starts_ == *b.starts_;
 }
 

@@ -46,15 +46,21 @@ class Mask {
   // lengths: documents packed in order (empty = one document). Throws UsageError on a length < 1.
   // valid_tokens > 0: positions from valid_tokens on are padding — they see no key and no query
   // sees them (how an uneven S runs on a layout that needs S to divide).
-  Mask(bool causal, int64_t window, const std::vector<int64_t>& document_lengths = {}, int64_t valid_tokens = 0);
+  // document_padding (empty, or one count per document): padding positions at the end of each
+  // document — document d then spans lengths[d] + padding[d] positions, the last padding[d] of
+  // which see nothing and are seen by nothing (how a per-document layout takes any lengths: each
+  // document padded to what the layout cuts, as TransformerEngine pads THD sequences).
+  Mask(bool causal, int64_t window, const std::vector<int64_t>& document_lengths = {}, int64_t valid_tokens = 0,
+       const std::vector<int64_t>& document_padding = {});
 
   bool causal() const { return causal_; }
   int64_t window() const { return window_; }
   bool has_documents() const { return starts_ != nullptr; }
   // Something beyond none/causal: a window or documents (the general path of every consumer).
-  bool general() const { return window_ > 0 || has_documents() || padded(); }
-  bool padded() const { return valid_ < kNoPadding; }
-  int64_t valid_tokens() const { return valid_; }  // positions before the padding
+  bool general() const { return window_ > 0 || has_documents() || padded() || documents_padded(); }
+  bool padded() const { return valid_ < kNoPadding; }         // tail padding (valid_tokens)
+  bool documents_padded() const { return ends_ != nullptr; }  // padding at the end of documents
+  int64_t valid_tokens() const { return valid_; }             // positions before the padding
   bool none() const { return !causal_ && !general(); }
   // The simple kind this mask is, for consumers that only know none/causal (GPU kernels).
   MaskKind kind() const { return causal_ ? MaskKind::causal : MaskKind::none; }
@@ -62,7 +68,15 @@ class Mask {
   int64_t documents() const { return starts_ ? static_cast<int64_t>(starts_->size()) - 1 : 1; }
   int64_t document_of(int64_t position) const;
   int64_t document_start(int64_t document) const;  // requires has_documents()
-  std::vector<int64_t> document_lengths() const;   // empty without documents
+  // The positions each document spans, its padding included (what a per-document layout cuts);
+  // empty without documents.
+  std::vector<int64_t> document_lengths() const;
+  // Each document's real tokens (document_lengths() less the padding); empty without documents.
+  std::vector<int64_t> document_tokens() const;
+  // Padding positions at the end of each document; empty when none.
+  std::vector<int64_t> document_padding() const;
+  // The same documents and padding without causality or window: which keys a row may see at all.
+  Mask bounds() const;
 
   KeyRange keys_of(int64_t query) const;
   bool visible(int64_t query, int64_t key) const { return keys_of(query).contains(key); }
@@ -82,10 +96,13 @@ class Mask {
 
  private:
   static constexpr int64_t kNoPadding = std::numeric_limits<int64_t>::max() / 4;
+  int64_t document_last(int64_t d) const;  // requires starts_
   bool causal_ = false;
   int64_t window_ = 0;
   int64_t valid_ = kNoPadding;
   std::shared_ptr<const std::vector<int64_t>> starts_;  // cu_seqlens: 0 = s0 < s1 < ... < sN = S
+  std::shared_ptr<const std::vector<int64_t>> ends_;    // per-document padding: document d's real
+                                                        // tokens are [s_d, e_d), padding [e_d, s_{d+1})
 };
 
 // ---- the command-line forms ------------------------------------------------------------------

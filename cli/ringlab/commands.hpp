@@ -20,6 +20,8 @@ void add_plan_command(CLI::App& app, Registry& registry);
 void add_cost_commands(CLI::App& app, Registry& registry);
 // `ringlab study precision` (cli/ringlab/study_command.cpp).
 void add_study_commands(CLI::App& app, Registry& registry);
+// `ringlab conformance cases` (cli/ringlab/conformance_command.cpp).
+void add_conformance_commands(CLI::App& app, Registry& registry);
 // `ringlab run --dry-run`: the plan walked by the cost model, no tensors (cli/ringlab/dry_run_command.cpp).
 int run_dry(RunConfig& config);
 

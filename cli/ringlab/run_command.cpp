@@ -32,6 +32,7 @@ void add_sim_commands(CLI::App& app, Registry& registry) {
   add_plan_command(app, registry);
   add_study_commands(app, registry);
   add_cost_commands(app, registry);
+  add_conformance_commands(app, registry);
 }
 
 }  // namespace ringlab::cli

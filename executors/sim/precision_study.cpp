@@ -6,8 +6,8 @@
 #include <ostream>
 #include <stdexcept>
 
-#include "reference/error.hpp"
 #include "executors/sim/sim_executor.hpp"
+#include "reference/error.hpp"
 #include "sim/pipeline/inputs.hpp"
 #include "sim/pipeline/verification.hpp"
 
@@ -27,7 +27,7 @@ PlanSpec spec_at(RunConfig& config, int64_t p) {
   config.ranks = p;
   validate(config);
   PlanSpec spec = plan_spec(config);
-  if (spec.padding > 0 || spec.padding_heads > 0) {
+  if (spec.padding_tokens() > 0 || spec.padding_heads > 0) {
     throw UsageError("S=" + std::to_string(config.dims.seq) + " does not split evenly at P=" + std::to_string(p) +
                      " with --layout " + config.layout +
                      " and the study does not pad; pick S a multiple of the largest P (2P for zigzag)");

@@ -1,5 +1,6 @@
-// The `ringlab` Python module: the oracle, plans, the simulator and the checker of outputs computed
-// elsewhere, on NumPy arrays - for students who write their ring attention in NumPy or PyTorch.
+// The compiled part of the `ringlab` Python package (ringlab._core, re-exported by `import ringlab`):
+// the oracle, plans, the simulator and the checker of outputs computed elsewhere, on NumPy arrays -
+// for students who write their ring attention in NumPy or PyTorch.
 //
 //   import ringlab
 //   out, lse = ringlab.attention(q, k, v, causal=True)              # exact, float64
@@ -19,10 +20,10 @@
 
 #include <sstream>
 
+#include "executors/sim/sim_executor.hpp"
 #include "exercises/verify.hpp"
 #include "reference/error.hpp"
 #include "reference/exact_attention.hpp"
-#include "executors/sim/sim_executor.hpp"
 #include "sim/plan/check.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/plan/print.hpp"
@@ -125,7 +126,7 @@ auto guarded(F&& body) {
 using namespace ringlab;          // NOLINT(google-build-using-namespace): the module's body only
 using namespace ringlab::python;  // NOLINT(google-build-using-namespace)
 
-PYBIND11_MODULE(ringlab, m) {
+PYBIND11_MODULE(_core, m) {  // ringlab._core; ringlab/__init__.py re-exports it
   m.doc() =
       "ringlab: exact attention, sequence-parallel plans, a simulator of P ranks, and a checker that says "
       "where outputs computed elsewhere go wrong";

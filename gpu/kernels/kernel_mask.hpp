@@ -38,7 +38,7 @@ inline KernelMask kernel_mask(const Mask& mask, std::span<const int64_t> positio
     }
   }
   if (!mask.has_documents() && !mask.padded()) return k;
-  const Mask documents(false, 0, mask.document_lengths(), mask.padded() ? mask.valid_tokens() : 0);
+  const Mask documents = mask.bounds();  // documents and padding (tail and per document), no causal, no window
   k.doc_first.reserve(positions.size());
   k.doc_last.reserve(positions.size());
   for (int64_t p : positions) {

@@ -117,9 +117,9 @@ PlanSpec plan_spec(const RunConfig& config) {
   spec.causal = config.causal;
   spec.window = config.window;
   spec.documents = config.documents;
-  // Uneven shapes: pad S to what the layout needs; the mask hides the padding, the pipeline crops it.
-  spec.padding = layout_padding(spec.layout, spec.dims.seq, spec.ranks, spec.block);
-  spec.dims.seq += spec.padding;
+  // Uneven shapes: pad S (or each document) to what the layout needs; the mask hides the padding,
+  // the pipeline crops it.
+  pad_to_layout(spec);
   // Heads that do not divide over the Ulysses degree U: HKV padded up to a multiple of U, with the
   // query heads of its group (H = group x HKV), all zero and cut from the outputs. Not when U > HKV:
   // every rank would then hold a zero head or more per real one (that needs K/V heads replicated

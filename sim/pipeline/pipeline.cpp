@@ -11,12 +11,12 @@
 
 #include "reference/error.hpp"
 #include "reference/layout.hpp"
-#include "sim/plan/check.hpp"
-#include "sim/plan/queries.hpp"
 #include "sim/pipeline/inputs.hpp"
 #include "sim/pipeline/output_files.hpp"
 #include "sim/pipeline/progress.hpp"
 #include "sim/pipeline/tables.hpp"
+#include "sim/plan/check.hpp"
+#include "sim/plan/queries.hpp"
 
 namespace ringlab {
 
@@ -56,44 +56,61 @@ PlanCheck check_or_refuse(const Plan& plan) {
 
 // ---- [uneven shapes] -------------------------------------------------------------------------
 
-// When S does not fit the layout, the plan covers S + padding tokens (PlanSpec::padding) whose
-// rows the mask hides: the inputs gain zero rows at the end, the outputs lose them again. A padded
-// row sees no key and no query sees it, so its out is 0 and its lse -inf, as the padded reference says.
+// When S does not fit the layout, the plan covers S + padding tokens (PlanSpec::padding at the
+// end, PlanSpec::document_padding at the end of each document) whose rows the mask hides: the
+// inputs' rows are scattered to the plan's positions of the real tokens (PlanSpec::token_positions)
+// with zero rows between, and the outputs gathered back from there. A padded row sees no key and
+// no query sees it, so its out is 0 and its lse -inf, as the padded reference says.
 template <class T>
-Tensor<T> padded(const Tensor<T>& t, int axis, int64_t rows, T fill = T(0)) {
+Tensor<T> padded(const Tensor<T>& t, int axis, int64_t rows, std::span<const int64_t> positions, T fill = T(0)) {
   if (t.empty()) return t;
   Shape shape = t.shape();
   shape[static_cast<size_t>(axis)] = rows;
   Tensor<T> result(shape, fill);
-  scatter_rows(t, iota_positions(t.dim(axis)), axis, result);
+  scatter_rows(t, positions, axis, result);
   return result;
 }
 
 template <class T>
+Tensor<T> padded(const Tensor<T>& t, int axis, int64_t rows, T fill = T(0)) {
+  return padded(t, axis, rows, iota_positions(t.empty() ? 0 : t.dim(axis)), fill);
+}
+
+template <class T>
+Tensor<T> cropped(const Tensor<T>& t, int axis, std::span<const int64_t> positions) {
+  if (t.empty() || t.dim(axis) == static_cast<int64_t>(positions.size())) return t;
+  return gather_rows(t, positions, axis);
+}
+
+template <class T>
 Tensor<T> cropped(const Tensor<T>& t, int axis, int64_t rows) {
-  if (t.empty() || t.dim(axis) == rows) return t;
-  return gather_rows(t, iota_positions(rows), axis);
+  return cropped(t, axis, iota_positions(rows));
 }
 
 // The plan's problem from the user's: tokens (axis 1) and heads (axis 2) padded with zeros.
-AttentionInputs<double> padded_inputs(const AttentionInputs<double>& x, const AttentionDims& d) {
-  return {padded(padded(x.q, 1, d.seq), 2, d.heads), padded(padded(x.k, 1, d.seq), 2, d.kv_heads),
-          padded(padded(x.v, 1, d.seq), 2, d.kv_heads), padded(padded(x.dout, 1, d.seq), 2, d.heads)};
+AttentionInputs<double> padded_inputs(const AttentionInputs<double>& x, const PlanSpec& spec) {
+  const AttentionDims& d = spec.dims;
+  const std::vector<int64_t> at = spec.token_positions();
+  return {padded(padded(x.q, 1, d.seq, at), 2, d.heads), padded(padded(x.k, 1, d.seq, at), 2, d.kv_heads),
+          padded(padded(x.v, 1, d.seq, at), 2, d.kv_heads), padded(padded(x.dout, 1, d.seq, at), 2, d.heads)};
 }
 
 // Padding tokens see nothing: out 0, lse -inf, no gradient. (Padding heads are only diagnosed
 // for their real rows: the diagnosis runs without head padding, see run_pipeline.)
-ReferenceOutputs padded_reference(const ReferenceOutputs& r, int64_t seq) {
+ReferenceOutputs padded_reference(const ReferenceOutputs& r, const PlanSpec& spec) {
   const double none = -std::numeric_limits<double>::infinity();
-  return {{padded(r.forward.out, 1, seq), padded(r.forward.lse, 2, seq, none)},
-          {padded(r.grads.dq, 1, seq), padded(r.grads.dk, 1, seq), padded(r.grads.dv, 1, seq)}};
+  const int64_t seq = spec.dims.seq;
+  const std::vector<int64_t> at = spec.token_positions();
+  return {{padded(r.forward.out, 1, seq, at), padded(r.forward.lse, 2, seq, at, none)},
+          {padded(r.grads.dq, 1, seq, at), padded(r.grads.dk, 1, seq, at), padded(r.grads.dv, 1, seq, at)}};
 }
 
 // The user's problem from the plan's outputs: tokens and heads cut back to d.
-void crop_outputs(RunOutputs& o, const AttentionDims& d) {
-  o.out = cropped(cropped(o.out, 1, d.seq), 2, d.heads), o.lse = cropped(cropped(o.lse, 2, d.seq), 1, d.heads);
-  o.dq = cropped(cropped(o.dq, 1, d.seq), 2, d.heads);
-  o.dk = cropped(cropped(o.dk, 1, d.seq), 2, d.kv_heads), o.dv = cropped(cropped(o.dv, 1, d.seq), 2, d.kv_heads);
+void crop_outputs(RunOutputs& o, const PlanSpec& spec, const AttentionDims& d) {
+  const std::vector<int64_t> at = spec.token_positions();
+  o.out = cropped(cropped(o.out, 1, at), 2, d.heads), o.lse = cropped(cropped(o.lse, 2, at), 1, d.heads);
+  o.dq = cropped(cropped(o.dq, 1, at), 2, d.heads);
+  o.dk = cropped(cropped(o.dk, 1, at), 2, d.kv_heads), o.dv = cropped(cropped(o.dv, 1, at), 2, d.kv_heads);
 }
 
 // ---- [execution] -----------------------------------------------------------------------------
@@ -268,7 +285,7 @@ int run_pipeline(RunConfig& config, Executor& executor, std::ostream& out, std::
   const PlanCheck check = needs.computes_outputs ? check_or_refuse(plan) : PlanCheck{};
   const int64_t seq = plan.spec().dims.seq, tokens = plan.spec().tokens();
   const bool pads = tokens < seq || plan.spec().padding_heads > 0;
-  const AttentionInputs<double> run_inputs = pads ? padded_inputs(inputs, plan.spec().dims) : inputs;
+  const AttentionInputs<double> run_inputs = pads ? padded_inputs(inputs, plan.spec()) : inputs;
   const AttentionInputs<float> x = run_inputs.cast<float>();
 
   ExecutionResult result = execute_with_progress(executor, plan, x, config, needs);
@@ -286,7 +303,7 @@ int run_pipeline(RunConfig& config, Executor& executor, std::ostream& out, std::
   }
 
   const ReferenceOutputs reference = compute_reference(inputs, config.mask(), config.backward);
-  if (pads) crop_outputs(result.outputs, config.dims);  // outputs are exactly (B, S, H, D)
+  if (pads) crop_outputs(result.outputs, plan.spec(), config.dims);  // outputs are exactly (B, S, H, D)
   Verification verification = verify(result.outputs, reference, result.executor, needs.tolerance);
   if (needs.single_rank_baseline && plan.ranks() > 1 && config.inject.empty()) {
     if (const auto one = single_rank(executor, config, needs, inputs, reference)) verification.add_single_rank(*one);
@@ -294,8 +311,9 @@ int run_pipeline(RunConfig& config, Executor& executor, std::ostream& out, std::
   // The per-block diagnosis compares against the oracle for the plan's problem: padded tokens have a
   // closed form (nothing); padded heads have none, so a head-padded run is not diagnosed block by block.
   if (!verification.ok() && needs.diagnoses && plan.spec().padding_heads == 0) {
-    result.block_errors = tokens < seq ? diagnose(executor, plan, x, run_inputs, padded_reference(reference, seq))
-                                       : diagnose(executor, plan, x, inputs, reference);
+    result.block_errors = tokens < seq
+                              ? diagnose(executor, plan, x, run_inputs, padded_reference(reference, plan.spec()))
+                              : diagnose(executor, plan, x, inputs, reference);
   }
   if (!config.save_dir.empty()) save_outputs(config.save_dir, result.outputs);
   if (!config.trace_file.empty()) write_chrome_trace(config.trace_file, result.trace, ranks);

@@ -49,6 +49,56 @@ const char* block_shape_name(BlockShape shape) { return name_of(kBlockShapeNames
 
 // ---- [spec and geometry] ---------------------------------------------------------------------
 
+int64_t PlanSpec::padding_tokens() const {
+  return padding + std::accumulate(document_padding.begin(), document_padding.end(), int64_t{0});
+}
+
+bool PlanSpec::padded_documents() const {
+  return std::any_of(document_padding.begin(), document_padding.end(), [](int64_t p) { return p > 0; });
+}
+
+std::vector<int64_t> PlanSpec::token_positions() const {
+  if (!padded_documents()) return iota_positions(tokens());
+  std::vector<int64_t> positions;
+  positions.reserve(static_cast<size_t>(tokens()));
+  int64_t start = 0;
+  for (size_t d = 0; d < documents.size(); ++d) {
+    for (int64_t t = 0; t < documents[d]; ++t) positions.push_back(start + t);
+    start += documents[d] + document_padding[d];
+  }
+  return positions;
+}
+
+std::vector<int64_t> PlanSpec::user_positions() const {
+  std::vector<int64_t> users(static_cast<size_t>(dims.seq), -1);
+  const std::vector<int64_t> positions = token_positions();
+  for (size_t t = 0; t < positions.size(); ++t) users[static_cast<size_t>(positions[t])] = static_cast<int64_t>(t);
+  return users;
+}
+
+void pad_to_layout(PlanSpec& spec) {
+  spec.document_padding.clear();
+  spec.padding = layout_padding(spec.layout, spec.dims.seq, spec.ranks, spec.block);
+  const bool per_document = spec.layout == LayoutKind::zigzag || spec.layout == LayoutKind::striped;
+  const int64_t sum = std::accumulate(spec.documents.begin(), spec.documents.end(), int64_t{0});
+  if (spec.documents.size() > 1 && per_document && sum == spec.dims.seq) {  // else build_plan names the mismatch
+    const int64_t granule = document_granule(spec.layout, spec.ranks, spec.block);
+    std::vector<int64_t> pads;
+    int64_t total = 0;
+    for (int64_t length : spec.documents) {
+      pads.push_back(length > 0 ? (granule - length % granule) % granule : 0);
+      total += length + pads.back();
+    }
+    if (total != spec.dims.seq) {  // some document does not divide: pad each one, not the tail
+      spec.document_padding = std::move(pads);
+      spec.padding = 0;
+      spec.dims.seq = total;
+      return;
+    }
+  }
+  spec.dims.seq += spec.padding;
+}
+
 std::string PlanSpec::describe() const {
   std::string text = algorithm_name(algo);
   if (algo == Algorithm::hybrid) text += "(U=" + std::to_string(ulysses) + ", R=" + std::to_string(ring_degree()) + ")";
@@ -63,6 +113,11 @@ std::string PlanSpec::describe() const {
   if (padding > 0) {
     text += " | +" + std::to_string(padding) + " padding token" + (padding > 1 ? "s" : "") +
             " (S=" + std::to_string(dims.seq) + " on the ranks)";
+  }
+  if (padded_documents()) {
+    const int64_t pads = padding_tokens() - padding;
+    text += " | +" + std::to_string(pads) + " padding token" + (pads > 1 ? "s" : "") +
+            " at document ends (S=" + std::to_string(dims.seq) + " on the ranks)";
   }
   if (padding_heads > 0) {
     text += " | +" + std::to_string(padding_heads) + " padding head" + (padding_heads > 1 ? "s" : "") +
@@ -439,7 +494,13 @@ Plan build_plan(const PlanSpec& input) {
   if (spec.erratum == Erratum::kv_offset_mask && !spec.causal) {
     throw UsageError("--erratum kv-offset-mask changes the causal mask; add --causal to see it");
   }
-  if (spec.documents.size() == 1) spec.documents.clear();  // one document: no document mask
+  if (!spec.document_padding.empty() && spec.document_padding.size() != spec.documents.size()) {
+    throw std::logic_error("plan: one padding count per document");
+  }
+  if (spec.documents.size() == 1 && !spec.padded_documents()) {
+    spec.documents.clear();  // one document: no document mask
+    spec.document_padding.clear();
+  }
   validate_window(spec.window);
   if (!spec.documents.empty()) {
     int64_t sum = 0;
@@ -455,12 +516,12 @@ Plan build_plan(const PlanSpec& input) {
   if (spec.erratum == Erratum::kv_offset_mask && (spec.window > 0 || !spec.documents.empty())) {
     throw UsageError("--erratum kv-offset-mask reproduces a causal-mask mistake; drop --window and --docs");
   }
-  if (spec.erratum == Erratum::kv_offset_mask && spec.padding > 0) {
+  if (spec.erratum == Erratum::kv_offset_mask && spec.padding_tokens() > 0) {
     throw UsageError("--erratum kv-offset-mask reproduces the source's code, which needs S=" +
                      std::to_string(spec.tokens()) + " to divide evenly; pick S a multiple of " +
                      std::to_string(spec.layout == LayoutKind::zigzag ? 2 * spec.ranks : spec.ranks));
   }
-  if (spec.padding < 0 || spec.padding >= spec.dims.seq) throw std::logic_error("plan: padding out of range");
+  if (spec.padding < 0 || spec.padding_tokens() >= spec.dims.seq) throw std::logic_error("plan: padding out of range");
   if (!spec.masked()) spec.skip = true;  // nothing is masked, nothing to skip
   (void)make_layout(spec.layout, spec.dims.seq, spec.ranks, spec.block, spec.mask());  // validates divisibility
   std::vector<Phase> phases;

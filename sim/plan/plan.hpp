@@ -57,7 +57,11 @@ struct PlanSpec {
   bool causal = false;
   int64_t window = 0;                   // sliding window W (keys a query sees, its own included); 0 = none
   std::vector<int64_t> documents = {};  // packed document lengths summing to S - padding; empty = one document
-  int64_t padding = 0;        // the last `padding` of dims.seq tokens are padding: hidden by the mask, never returned
+  int64_t padding = 0;  // the last `padding` of dims.seq tokens are padding: hidden by the mask, never returned
+  // Per-document layouts with any lengths: document_padding[d] padding tokens after document d
+  // (empty = none), so that every document spans a multiple of what the layout cuts it into
+  // (pad_to_layout below). Hidden by the mask, never returned, like `padding`.
+  std::vector<int64_t> document_padding = {};
   int64_t padding_heads = 0;  // the last of dims.heads (and their kv heads) are padding, never returned
   bool skip = true;           // skip fully masked blocks (with any mask)
   bool full_ring = false;     // ring: every K/V block makes all R-1 hops, whatever the mask (a plain ring)
@@ -66,9 +70,17 @@ struct PlanSpec {
   int64_t element_bytes = 4;  // of q, k, v, out on the wire: 4 in the simulator (fp32), 2 for bf16
 
   int64_t ring_degree() const { return ranks / ulysses; }  // R
-  Mask mask() const { return Mask(causal, window, documents, padding > 0 ? dims.seq - padding : 0); }
-  bool masked() const { return causal || window > 0 || documents.size() > 1 || padding > 0; }
-  int64_t tokens() const { return dims.seq - padding; }  // the real tokens
+  Mask mask() const { return Mask(causal, window, documents, padding > 0 ? dims.seq - padding : 0, document_padding); }
+  bool masked() const { return causal || window > 0 || documents.size() > 1 || padding > 0 || padded_documents(); }
+  int64_t padding_tokens() const;                                 // padding + the documents' padding
+  bool padded_documents() const;                                  // some document_padding > 0
+  int64_t tokens() const { return dims.seq - padding_tokens(); }  // the real tokens
+  // Where the user's tokens 0..tokens()-1 sit among the plan's dims.seq positions (ascending;
+  // 0..tokens()-1 unless documents are padded). The pipeline scatters inputs there and gathers
+  // outputs from there.
+  std::vector<int64_t> token_positions() const;
+  // The inverse: for each of the plan's dims.seq positions, the user's token there, -1 for padding.
+  std::vector<int64_t> user_positions() const;
   std::string describe() const;
 };
 
@@ -365,6 +377,19 @@ int64_t payload_bytes(const Plan& plan, Payload payload);
 int64_t collective_bytes(const Plan& plan, Collective collective);
 
 // ---- [building] ------------------------------------------------------------------------------
+
+// Uneven shapes: sets spec.padding and spec.document_padding from the real S (spec.dims.seq) and
+// documents, and grows spec.dims.seq by them, so that the layout divides. Without --block:
+//   * S padded at its end to a multiple of P (2P for zig-zag) — PlanSpec::padding;
+//   * with packed documents on a per-document layout (zig-zag, striped), each document padded at
+//     its own end to a multiple of 2P (zig-zag) or P (striped) — PlanSpec::document_padding — as
+//     TransformerEngine pads each THD sequence to a multiple of 2 cp. Padding rather than uneven
+//     chunks: every rank's block stays the same size (the ring's buffers, the kernels and every
+//     executor are unchanged), for at most 2P - 1 idle rows per document. The mask hides them,
+//     so pairs, FLOPs and the balance figures count real tokens only.
+// With --block only the per-document padding applies (to multiples of 2P block or P block).
+// `ringlab run`, `ringlab plan` and the viewer all pad through here.
+void pad_to_layout(PlanSpec& spec);
 
 // Compiles a spec into a plan; throws UsageError naming what does not fit (divisibility by the
 // layout, H and HKV by U, U by P, an erratum the algorithm does not have).

@@ -88,6 +88,10 @@ TEST_CASE("bad input across run, check, grade and ringlab-viz: exit 2, one line,
   const std::string bad_trace = (root / "bad.json").string();
   std::ofstream(bad_trace) << "{\"traceEvents\": [";
   const std::string png = (root / "shot.png").string();
+  const std::string cases_new = (root / "cases-new").string(), cases_held = (root / "cases-held").string();
+  fs::create_directories(root / "cases-held/some-case");
+  std::ofstream(root / "cases-held/suite.json") << "{}\n";
+  std::ofstream(root / "cases-held/some-case/case.json") << "{}\n";
 
   auto run = [&](std::vector<std::string> args, const char* message) {
     args.insert(args.begin(), {"run", "--no-progress"});
@@ -132,8 +136,6 @@ TEST_CASE("bad input across run, check, grade and ringlab-viz: exit 2, one line,
       run({"--seq", "64", "--docs", "random:0"}, "N >= 1"),
       run({"--window", "0"}, "--window must be at least 1"),
       Row{"", ringlab, {"plan", "--causal", "--max-imbalance", "0.9"}, "--max-imbalance must be at least 1", ""},
-      run({"--seq", "1024", "--layout", "zigzag", "--docs", "100,924"},
-          "document 0 has 100 tokens, not a multiple of 8"),
       run({"--window", "-8", "--causal"}, "--window must be at least 1"),
       run({"--erratum", "kv-offset-mask", "--causal", "--window", "64"}, "drop --window and --docs"),
       run({"--in", good_dir, "--heads", "2"}, "--heads 2 contradicts"),
@@ -156,6 +158,13 @@ TEST_CASE("bad input across run, check, grade and ringlab-viz: exit 2, one line,
        "does not pad",
        ""},
       {"", ringlab, {"study", "nosuch"}, "subcommand is required", ""},
+      // ringlab conformance cases: the suite, the directory
+      {"", ringlab, {"conformance", "cases", cases_new, "--suite", "huge"}, "unknown suite 'huge'", cases_new},
+      {"", ringlab, {"conformance", "cases", (root / "no-dir" / "cases").string()}, "does not exist", ""},
+      {"", ringlab, {"conformance", "cases", (root / "full").string()}, "not conformance cases", ""},
+      {"", ringlab, {"conformance", "cases", cases_held}, "already holds conformance cases; pass --force", ""},
+      {"", ringlab, {"conformance", "cases", (root / "full/keep.txt").string()}, "not a directory", ""},
+      {"", ringlab, {"conformance"}, "subcommand is required", ""},
       // ringlab check: exercises, parts, answers and units
       {"", ringlab, {"check", "nosuch", "x=1"}, "unknown exercise 'nosuch'", ""},
       {"", ringlab, {"check", "overlap-time", "nopart=3"}, "unknown part 'nopart'", ""},
@@ -210,5 +219,6 @@ TEST_CASE("bad input across run, check, grade and ringlab-viz: exit 2, one line,
     CHECK(entry.path().filename().string().find("partial") == std::string::npos);
   }
   CHECK(fs::exists(root / "full/keep.txt"));
+  CHECK(fs::exists(root / "cases-held/some-case/case.json"));  // refused without --force: untouched
   fs::remove_all(root);
 }

@@ -69,9 +69,8 @@ PlanSpec ScheduleControls::spec() const {
   s.skip = skip;
   s.backward = backward;
   s.erratum = parse_erratum(kErratumNames[static_cast<size_t>(std::clamp(erratum, 0, 2))]);
-  // An S that does not fit the layout is padded, as ringlab run does.
-  s.padding = layout_padding(s.layout, s.dims.seq, s.ranks, s.block);
-  s.dims.seq += s.padding;
+  // An S (or a document) that does not fit the layout is padded, as ringlab run does.
+  pad_to_layout(s);
   return s;
 }
 

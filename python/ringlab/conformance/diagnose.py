@@ -1,0 +1,514 @@
+"""Why a case failed: the wrong rows, the ranks and ring steps that own them, and the likely cause.
+
+The ring the diagnosis assumes is the common one: K/V blocks travel from rank r to r + 1, so at
+step t rank r computes with the block that started on rank (r - t) mod P. The cause is derived
+from the error pattern against the case's structure, in this order:
+
+1. non-finite values: in rows whose logits are large (an exp of an unshifted logit or lse
+   overflowed: the merge is unstable), or in rows that see no key (a fully masked row's
+   exp(-inf - (-inf))).
+2. the forward is wrong: what-if outputs, each exact attention with one rule of the mask broken
+   (window ignored, documents ignored, causal ignored, causal off by one, padding read as keys,
+   the last token of a document dropped); the implementation's output matching one within the
+   case's tolerance names it. Otherwise the ring steps every wrong row sees, against the rows
+   that are right.
+3. only the backward is wrong: an error small against the gradients' size and spread over most
+   rows is low-precision accumulation; a wrong dQ exactly in the rows that see keys from other
+   ranks is a stale K/V chunk; a right dQ with wrong dK/dV is dK/dV accumulated on the wrong rank
+   (sent against the K/V direction, or not brought home), and a least-squares fit of the error on
+   the per-(rank, block) contributions names which contributions are missing and which are extra.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from . import oracle
+from .conventions import ShardMap, visible
+
+PRECISION_REL = 0.05  # an error below this fraction of the tensor's largest value is rounding, not logic
+
+
+@dataclasses.dataclass
+class Diagnosis:
+    cause: str  # a short name: "window ignored", "stale K/V chunk in the backward", ...
+    explanation: str  # one sentence
+    details: List[str] = dataclasses.field(default_factory=list)
+
+    def lines(self) -> List[str]:
+        return [f"likely cause: {self.cause} - {self.explanation}"] + self.details
+
+    def to_json(self):
+        return {"cause": self.cause, "explanation": self.explanation, "details": self.details}
+
+
+def ranges(xs) -> str:
+    xs = sorted(int(x) for x in xs)
+    out, i = [], 0
+    while i < len(xs):
+        j = i
+        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
+            j += 1
+        out.append(f"{xs[i]}" if i == j else f"{xs[i]}-{xs[j]}")
+        i = j + 1
+    if len(out) > 8:
+        return ", ".join(out[:8]) + f", ... ({len(xs)} in all)"
+    return ", ".join(out)
+
+
+class _Ctx:
+    """The case's structure, computed once."""
+
+    def __init__(self, case, smap: ShardMap, outputs: Dict[str, np.ndarray]):
+        self.case, self.smap, self.outputs = case, smap, outputs
+        self.a = case.arrays()
+        self.P = smap.ranks
+        self.owner = smap.owner()
+        self.docs = case.doc_ids()
+        pos = np.arange(case.S)
+        self.mask = visible(pos, pos, self.docs, self.docs, case.causal, case.window)
+        # steps[i] = set of ring steps at which row i's rank computes with a block holding its keys
+        self.row_steps = []
+        for i in range(case.S):
+            srcs = np.unique(self.owner[self.mask[i]])
+            self.row_steps.append({int((self.owner[i] - s) % self.P) for s in srcs})
+
+    def row_ratio(self, name: str) -> np.ndarray:
+        """(S,): max over batch, heads and dim of |err| / allowed at each position (inf for NaN)."""
+        got, ref = self.outputs[name], self.a[name]
+        tol = self.case.tolerances[name]
+        err = np.abs(got - ref)
+        if name == "lse":
+            empty = np.isneginf(ref)
+            err = np.where(empty, np.where(np.isneginf(got) | (got < -1e4), 0.0, np.inf), err)
+            ratio = err / (tol["abs"] + tol["rel"] * np.abs(np.where(empty, 0, ref)))
+            ratio = np.where(np.isnan(ratio), np.inf, ratio)
+            return ratio.max(axis=(0, 1))
+        ratio = err / (tol["abs"] + tol["rel"] * np.abs(ref))
+        ratio = np.where(np.isnan(ratio), np.inf, ratio)
+        return ratio.max(axis=(0, 2, 3))
+
+    def wrong(self, name: str) -> np.ndarray:
+        if name not in self.outputs:
+            return np.zeros(0, dtype=np.int64)
+        return np.nonzero(self.row_ratio(name) > 1)[0]
+
+    def nonfinite(self, name: str) -> np.ndarray:
+        if name not in self.outputs:
+            return np.zeros(0, dtype=np.int64)
+        x = self.outputs[name]
+        bad = ~np.isfinite(x)
+        if name == "lse":
+            bad &= ~np.isneginf(x)
+            return np.nonzero(bad.any(axis=(0, 1)))[0]
+        return np.nonzero(bad.any(axis=(0, 2, 3)))[0]
+
+    def where(self, rows) -> str:
+        ranks = sorted({int(self.owner[i]) for i in rows})
+        return f"positions {ranges(rows)} on rank{'s' if len(ranks) > 1 else ''} {ranges(ranks)}"
+
+    def steps_of(self, rows) -> List[int]:
+        s = set()
+        for i in rows:
+            s |= self.row_steps[i]
+        return sorted(s)
+
+    def ratio_against(self, name: str, what_if: np.ndarray) -> float:
+        got = self.outputs[name]
+        tol = self.case.tolerances[name]
+        err = np.abs(got - what_if)
+        r = err / (tol["abs"] + tol["rel"] * np.abs(what_if))
+        r = np.where(np.isnan(r), np.inf, r)
+        return float(r.max())
+
+
+def diagnose(case, smap: ShardMap, outputs: Dict[str, np.ndarray], comparisons) -> Diagnosis:
+    c = _Ctx(case, smap, outputs)
+    wrong = {name: c.wrong(name) for name in ("out", "lse", "dq", "dk", "dv")}
+    summary = ["wrong rows: " + "; ".join(f"{n} {len(w)} of {case.S}" for n, w in wrong.items() if len(w))]
+    forward_wrong = len(wrong["out"]) or len(wrong["lse"])
+    if not any(len(w) for w in wrong.values()):
+        return _rms_only(c, comparisons)
+    for find in (_nonfinite, _forward if forward_wrong else _backward):
+        d = find(c, wrong)
+        if d is not None:
+            d.details = summary + d.details
+            return d
+    return Diagnosis("unrecognised", "the error matches none of the known patterns; the rows and steps below "
+                     "locate it", summary)
+
+
+def _rms_only(c: _Ctx, comparisons) -> Diagnosis:
+    """Every element within its bound, but the RMS error over its bound: rounding that accumulates."""
+    over = [x for x in comparisons if x.rms_bound > 0 and x.rms > x.rms_bound]
+    names = [x.output for x in over]
+    single = {n: c.case.tolerances[n].get("rms_single_device", 0.0) for n in names}
+    details = [f"every element within its tolerance; the RMS error is over its bound for {', '.join(names)}"]
+    details += [f"{x.output}: RMS {x.rms:.3g}, {x.rms / single[x.output]:.2g} times the single-device RMS "
+                f"{single[x.output]:.3g} (bound {x.rms_bound:.3g})" for x in over if single[x.output] > 0]
+    which = "dK/dV are" if set(names) <= {"dk", "dv"} else "partial results are"
+    return Diagnosis("low-precision accumulation",
+                     f"{which} accumulated across ring steps in a low-precision type: each element stays close but "
+                     "the error as a whole is larger than one device's and grows with P; keep the accumulators in "
+                     "float32 and round once at the end", details)
+
+
+# ---- 1. NaN / inf --------------------------------------------------------------------------------
+
+def _nonfinite(c: _Ctx, wrong) -> Optional[Diagnosis]:
+    rows = sorted(set().union(*[set(c.nonfinite(n).tolist()) for n in ("out", "lse", "dq", "dk", "dv")]))
+    if not rows:
+        return None
+    lse = c.a["lse"].max(axis=(0, 1))
+    limit = 11.0 if c.case.dtype == "fp16" else 88.0  # log of the largest finite value of the compute type
+    fwd_rows = sorted(set(c.nonfinite("out").tolist()) | set(c.nonfinite("lse").tolist()))
+    first = fwd_rows or rows
+    empty = [i for i in first if np.isneginf(lse[i])]
+    big = [i for i in first if np.isfinite(lse[i]) and lse[i] > limit]
+    where = c.where(first)
+    if big and len(big) == len(first):
+        return Diagnosis(
+            "unstable exp merge",
+            f"the partial results are combined with exp of an unshifted log-sum-exp (or logit), which overflows "
+            f"past {limit:g}; combine them as exp(lse_part - lse_new), or with log-sigmoid",
+            [f"non-finite values in {where}; the oracle's lse there is {lse[big].min():.1f} to {lse[big].max():.1f}",
+             f"every row with a finite oracle lse below {limit:g} is finite"])
+    if empty and len(empty) == len(first):
+        return Diagnosis(
+            "NaN in rows that see no key",
+            "a fully masked row takes exp(-inf - (-inf)); such a row's out must be 0 and its lse -inf",
+            [f"NaN in {where}: each of these rows sees no key under the case's mask"])
+    return Diagnosis("non-finite values", "NaN or inf in rows that neither overflow nor see no key",
+                     [f"non-finite values in {where}"])
+
+
+# ---- 2. the forward ------------------------------------------------------------------------------
+
+def _what_if_masks(c: _Ctx, wrong_out) -> List[Tuple[str, str, np.ndarray, Optional[np.ndarray]]]:
+    """(cause, explanation, mask, rows forced to zero) for each rule of the mask broken on its own."""
+    case = c.case
+    pos = np.arange(case.S)
+    hyps = []
+    if case.window > 0:
+        hyps.append(("window ignored", "the output is exact attention without the sliding window: the "
+                     "context-parallel path drops the window (full causal attention)",
+                     visible(pos, pos, c.docs, c.docs, case.causal, 0), None))
+    if c.docs is not None:
+        hyps.append(("document boundaries ignored", "the output is attention across documents: the packed "
+                     "documents (cu_seqlens) are not applied on this path",
+                     visible(pos, pos, None, None, case.causal, case.window), None))
+    if case.causal:
+        hyps.append(("causal mask ignored", "the output is non-causal attention: the causal flag is lost on this "
+                     "path (or a load balancer reordered tokens and the mask followed local order)",
+                     visible(pos, pos, c.docs, c.docs, False, case.window), None))
+        m = visible(pos, pos, c.docs, c.docs, True, case.window) & (pos[:, None] != pos[None, :])
+        hyps.append(("causal offset", "the output is causal attention that excludes the diagonal (j < i instead of "
+                     "j <= i): the causal offset between a query block and a key block is off by one", m, None))
+        m = visible(pos, pos, c.docs, c.docs, True, case.window) | (
+            (pos[None, :] == pos[:, None] + 1) & _same_doc(c))
+        hyps.append(("causal offset", "the output is causal attention that also sees the next token (j <= i + 1): "
+                     "the causal offset between a query block and a key block is off by one", m, None))
+    # The last real token of a document taken for padding (a length rounded down).
+    docs = c.case.docs or [case.S]
+    ends = np.cumsum(docs) - 1
+    # The dropped tokens' own rows are wrong (their output is lost); under a causal mask nothing else is.
+    dropped = np.intersect1d(wrong_out, ends)
+    if len(dropped):
+        m = visible(pos, pos, c.docs, c.docs, case.causal, case.window)
+        m[:, dropped] = False
+        m[dropped, :] = False
+        hyps.append(("last token of a document dropped", "the last real token of the documents ending at "
+                     f"{ranges(dropped)} is treated as padding (a length rounded down to a multiple, e.g. 7 read as "
+                     "6): its own output is lost and no query sees it", m, dropped))
+    return hyps
+
+
+def _same_doc(c: _Ctx) -> np.ndarray:
+    if c.docs is None:
+        return np.ones((c.case.S, c.case.S), dtype=bool)
+    return c.docs[:, None] == c.docs[None, :]
+
+
+def _padding_what_if(c: _Ctx):
+    """Exact attention on the convention's padded sequence, padding rows (zeros) read as real keys."""
+    smap, case = c.smap, c.case
+    n = smap.padded_length
+    if n == case.S:
+        return None
+    slot_pos = np.full(n, -1)
+    for p, s in zip(smap.positions, smap.slots):
+        slot_pos[s] = p
+    real = np.nonzero(slot_pos >= 0)[0]
+    pdocs = np.repeat(np.arange(len(smap.padded_docs)), smap.padded_docs) if c.docs is not None else None
+    slots = np.arange(n)
+    mask = visible(slots, slots, pdocs, pdocs, case.causal, case.window)
+    padded = {}
+    for name in ("q", "k", "v"):
+        g = c.a[name]
+        a = np.zeros((g.shape[0], n) + g.shape[2:])
+        a[:, real] = g[:, slot_pos[real]]
+        padded[name] = a
+    out, _ = oracle.forward(padded["q"], padded["k"], padded["v"], mask, case.scale)
+    order = np.argsort(slot_pos[real])
+    return out[:, real[order]]
+
+
+def _forward(c: _Ctx, wrong) -> Optional[Diagnosis]:
+    case = c.case
+    a = c.a
+    rows = wrong["out"] if len(wrong["out"]) else wrong["lse"]
+    best = None
+    for cause, why, mask, zero_rows in _what_if_masks(c, wrong["out"]):
+        out, _ = oracle.forward(a["q"], a["k"], a["v"], mask, case.scale)
+        if zero_rows is not None:
+            out[:, zero_rows] = c.outputs["out"][:, zero_rows]  # whatever the implementation put there
+        r = c.ratio_against("out", out)
+        if r <= 1 and (best is None or r < best[0]):
+            best = (r, cause, why)
+    pad = _padding_what_if(c)
+    if pad is not None:
+        r = c.ratio_against("out", pad)
+        if r <= 1 and (best is None or r < best[0]):
+            pads = c.smap.padded_length - case.S
+            best = (r, "padding read as keys", f"the output is exact attention with the {pads} "
+                    f"padding rows of layout {c.smap.convention} taken as real tokens: mask them (position -1, or "
+                    "cu_seqlens without the padding)")
+    details = [f"wrong output rows: {c.where(rows)}"]
+    details += _step_lines(c, rows)
+    if best is not None:
+        details.append(f"the implementation's out matches that what-if within {best[0]:.2g} of the tolerance")
+        return Diagnosis(best[1], best[2], details)
+    fit = _forward_block_fit(c, rows)
+    if fit is not None:
+        cause, why, lines = fit
+        return Diagnosis(cause, why, details + lines)
+    # A merge that forgets to rescale: rows whose keys span several steps are wrong, single-step rows right.
+    multi = np.array([len(s) > 1 for s in c.row_steps])
+    wrong_set = np.zeros(case.S, dtype=bool)
+    wrong_set[rows] = True
+    if wrong_set.any() and np.array_equal(wrong_set, multi) and not len(wrong["lse"]):
+        return Diagnosis("missing rescale", "exactly the rows that merge partial results from several ring steps "
+                         "are wrong while their lse is right: the running output is not rescaled by "
+                         "exp(lse_old - lse_new) when a new block is merged", details)
+    return Diagnosis("wrong forward blocks", "no single broken mask rule explains the output; the ring steps "
+                     "below are where the wrong rows get their keys", details)
+
+
+def _forward_block_fit(c: _Ctx, rows):
+    """Which K/V blocks each rank merged, from its lse: exp(lse) = sum of exp(lse) of the merged blocks.
+
+    The candidates for a rank are, for every ring step, the block it should merge there and - where the
+    ranks hold equally many rows and S is small - every other block's K/V laid row for row under that
+    step's positions and mask (what a stale or lagging buffer gives). Counts (non-negative integers,
+    shared by all the rank's rows) other than one on the right blocks name what went wrong, and where."""
+    if "lse" not in c.outputs:
+        return None
+    case, a, P, smap = c.case, c.a, c.P, c.smap
+    equal = len({len(p) for p in smap.positions}) == 1 and case.S <= 512
+    lines, stale = [], False
+    for r in sorted({int(c.owner[i]) for i in rows}):
+        mine = np.nonzero(c.owner == r)[0]
+        cands, labels = [], []
+        for y in range(P):
+            keys = c.owner == y
+            for x in (range(P) if equal else [y]):
+                k, v = a["k"], a["v"]
+                if x != y:
+                    k, v = k.copy(), v.copy()
+                    py, px = smap.positions[y], smap.positions[x]
+                    both = (py >= 0)
+                    k[:, py[both]] = np.where((px[both] >= 0)[None, :, None, None], a["k"][:, px[both]], 0.0)
+                    v[:, py[both]] = np.where((px[both] >= 0)[None, :, None, None], a["v"][:, px[both]], 0.0)
+                _, lse_b = oracle.forward(a["q"], k, v, c.mask & keys[None, :], case.scale)
+                cands.append(lse_b[:, :, mine])
+                labels.append((x, y))
+        cands = np.stack(cands)
+        got = c.outputs["lse"][:, :, mine]
+        top = np.max(np.where(np.isfinite(cands), cands, -np.inf), axis=0)
+        ok = np.isfinite(top) & np.isfinite(got)
+        if not ok.any():
+            continue
+        z = np.where(np.isfinite(cands), np.exp(cands - np.where(ok, top, 0)), 0.0)[:, ok]
+        target = np.exp(got - np.where(ok, top, 0))[ok]
+        index = {lab: i for i, lab in enumerate(labels)}
+        # Each step y merges one block's data x_y (or none); start from the right ones and change one step at
+        # a time while that lowers the residual (candidates of blocks a row sees whole are interchangeable,
+        # so the smallest change that explains the lse is the one named).
+        choice = {y: y for y in range(P)}
+
+        def residual(ch):
+            total = np.zeros_like(target)
+            for y, x in ch.items():
+                if x is not None:
+                    total += z[index[(x, y)]]
+            return float(np.abs(total - target).max() / max(target.max(), 1e-300))
+
+        best = residual(choice)
+        improved = True
+        while improved and best > 1e-3:
+            improved = False
+            for y in range(P):
+                for x in [None] + ([xx for xx in range(P)] if equal else [y]):
+                    trial = dict(choice)
+                    trial[y] = x
+                    r_trial = residual(trial)
+                    if r_trial < best - 1e-9:
+                        choice, best, improved = trial, r_trial, True
+        if best > 1e-3:  # two steps wrong at once (a lagging buffer shifts every later step): try pairs
+            options = [None] + (list(range(P)) if equal else [])
+            start = {y: y for y in range(P)}
+            for y1 in range(P):
+                for y2 in range(y1 + 1, P):
+                    for x1 in options + [y1]:
+                        for x2 in options + [y2]:
+                            trial = dict(start)
+                            trial[y1], trial[y2] = x1, x2
+                            r_trial = residual(trial)
+                            if r_trial < best:
+                                choice, best = trial, r_trial
+        if best > 1e-3:
+            return None
+        words = []
+        for y, x in choice.items():
+            step = (r - y) % P
+            needed = z[index[(y, y)]].max() > 0
+            if x is None and needed:
+                words.append(f"never merged the block of rank {y} (step {step})")
+            elif x is not None and x != y:
+                words.append(f"at step {step} merged the K/V of rank {x} where rank {y}'s belong")
+                stale = True
+        if words:
+            lines.append(f"rank {r} " + "; ".join(words))
+    if not lines:
+        return None
+    if stale:
+        return ("stale K/V chunk", "a rank computed with a K/V block other than the one due at that step (merged "
+                "one block twice, or an old block under a new block's positions): a send or receive buffer that "
+                "lags the ring", lines)
+    return ("missing blocks", "a rank never merged some K/V blocks it needs: the ring stopped early or skipped a step "
+            "(or a block was wrongly judged fully masked)", lines)
+
+
+def _step_lines(c: _Ctx, rows) -> List[str]:
+    """Which (rank, step) blocks the wrong rows see, and whether the right rows see them too."""
+    lines = []
+    rows_set = set(int(i) for i in rows)
+    for r in sorted({int(c.owner[i]) for i in rows})[:4]:
+        mine = [i for i in range(c.case.S) if c.owner[i] == r]
+        bad = [i for i in mine if i in rows_set]
+        good = [i for i in mine if i not in rows_set]
+        steps_bad = c.steps_of(bad)
+        steps_only_bad = sorted(set(steps_bad) - set(c.steps_of(good))) if good else []
+        origin = [(r - t) % c.P for t in steps_bad]
+        line = (f"rank {r}: {len(bad)} wrong rows, their keys come at steps {ranges(steps_bad)} "
+                f"(the K/V blocks of ranks {', '.join(map(str, origin))})")
+        if steps_only_bad:
+            line += f"; only wrong rows see step{'s' if len(steps_only_bad) > 1 else ''} {ranges(steps_only_bad)}"
+        lines.append(line)
+    return lines
+
+
+# ---- 3. the backward -----------------------------------------------------------------------------
+
+def _backward(c: _Ctx, wrong) -> Optional[Diagnosis]:
+    case, a = c.case, c.a
+    bad = [n for n in ("dq", "dk", "dv") if len(wrong[n])]
+    if not bad:
+        return None
+    rel = {n: float(np.abs(c.outputs[n] - a[n]).max() / max(np.abs(a[n]).max(), 1e-300)) for n in bad}
+    details = ["forward (out, lse) within tolerance; wrong: " +
+               "; ".join(f"{n} at {c.where(wrong[n])} (largest error {rel[n]:.2g} of the largest |{n}|)"
+                         for n in bad)]
+    if all(r < PRECISION_REL for r in rel.values()):
+        which = "dK/dV" if "dq" not in bad else "the gradients"
+        return Diagnosis(
+            "low-precision accumulation",
+            f"{which} are accumulated across ring steps in a low-precision type (bf16/fp16): a small error on most "
+            "rows, growing with P; keep the accumulators in float32 and round once at the end", details)
+    if "dq" in bad:
+        other = [i for i in range(case.S) if any(t != 0 for t in c.row_steps[i])]
+        own_only = [i for i in range(case.S) if c.row_steps[i] <= {0}]
+        dq_wrong = set(wrong["dq"].tolist())
+        if dq_wrong and dq_wrong <= set(other) and not (dq_wrong & set(own_only)):
+            details.append(f"every dq row whose keys all sit on its own rank (step 0) is right; the wrong dq rows "
+                           f"see keys that arrive at steps {ranges(c.steps_of(wrong['dq']))}")
+            return Diagnosis("stale K/V chunk in the backward",
+                             "the backward computes with a K/V block other than the one that arrived at that step "
+                             "(a chunk saved at step 0 reused, or the receive buffer read before the exchange "
+                             "finished)", details)
+        details += _step_lines(c, wrong["dq"])
+        return Diagnosis("wrong backward blocks", "dQ is wrong while the forward is right; the ring steps below "
+                         "are where its rows get their keys", details)
+    fit = _contribution_fit(c, [n for n in ("dk", "dv") if n in bad])
+    details += fit
+    note = " (invisible at P = 2, where both directions reach the same rank)" if c.P >= 3 else ""
+    return Diagnosis("dK/dV sent against the K/V direction",
+                     "dQ and the forward are right but the dK/dV of a block land on the wrong rank: the "
+                     f"accumulators must travel with their K/V block and take one extra hop home{note}", details)
+
+
+def _contribution_fit(c: _Ctx, names: List[str]) -> List[str]:
+    """Fit each wrong K/V block's dK (dV) error with the per-(query rank, key block) contributions.
+
+    A contribution of rank x's queries to rank y's block is laid on the block's local rows; an
+    implementation that adds it to another block's accumulator adds it row for row, so the fit is
+    made in local-row space (the layouts give every rank the same number of rows, padding included)."""
+    case, a, P, smap = c.case, c.a, c.P, c.smap
+    rows_per_rank = {len(p) for p in smap.positions}
+    if len(rows_per_rank) != 1:
+        return []
+    L = rows_per_rank.pop()
+    name = names[0]
+
+    def local(global_rows, y):
+        """(B, L, HKV, D) in rank y's local row order (zeros at padding)."""
+        pos = smap.positions[y]
+        out = np.zeros((global_rows.shape[0], L) + global_rows.shape[2:])
+        out[:, pos >= 0] = global_rows[:, pos[pos >= 0]]
+        return out
+
+    contrib = {}
+    for x in range(P):
+        rows = c.owner == x
+        for y in range(P):
+            keep = c.owner == y
+            within = rows[:, None] & keep[None, :]
+            if not (c.mask & within).any():
+                continue
+            _, dk, dv = oracle.backward(a["q"], a["k"], a["v"], a["dout"], c.mask, case.scale, within)
+            contrib[(x, y)] = local(dk if name == "dk" else dv, y)
+    if not contrib:
+        return []
+    keys = list(contrib)
+    lines = []
+    for b in range(P):
+        real = smap.positions[b] >= 0
+        got = local(c.outputs[name], b)[:, real].ravel()
+        ref = local(a[name], b)[:, real].ravel()
+        err = got - ref
+        if np.abs(err).max() <= 1e-9 + 1e-6 * np.abs(ref).max():
+            continue
+        A = np.stack([contrib[k][:, real].ravel() for k in keys], axis=1)
+        coef, *_ = np.linalg.lstsq(A, err, rcond=None)
+        rounded = np.round(coef)
+        resid = np.abs(A @ rounded - err).max() / max(np.abs(ref).max(), 1e-300)
+        if resid > 0.05:
+            lines.append(f"K/V block of rank {b}: its {name} error is not a sum of whole (rank, block) contributions")
+            continue
+        missing = [k for k, w in zip(keys, rounded) if w < 0 and k[1] == b]
+        extra = [k for k, w in zip(keys, rounded) if w > 0]
+        parts = []
+        if not missing and not extra:
+            continue
+        if missing:
+            parts.append("misses the contributions of " + ", ".join(
+                f"rank {x}'s queries (step {(x - b) % P})" for x, _ in missing))
+        if extra:
+            parts.append("holds instead those of " + ", ".join(
+                f"rank {x}'s queries against rank {y}'s block (step {(x - y) % P})" for x, y in extra))
+        lines.append(f"K/V block of rank {b}: {name} " + "; ".join(parts))
+        if len(lines) >= 4:
+            break
+    return lines

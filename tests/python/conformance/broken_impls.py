@@ -1,0 +1,189 @@
+"""Deliberately broken context-parallel attentions, one per real-world failure, for the harness tests.
+
+Each is the reference ring (ringlab.conformance.reference) with exactly one of its small methods
+changed the way a published implementation got it wrong. Test fixtures only: never shipped.
+"""
+import torch
+import torch.distributed as dist
+
+from ringlab.conformance.reference import RingAttention, attention
+
+
+class StaleKV(RingAttention):
+    """The backward computes every step with the K/V chunk it held at step 0 (the rotated chunk's
+    positions and mask, the first chunk's values) - the diffusion framework's ring backward."""
+
+    def backward_kv(self, step, k_now, v_now, k_own, v_own):
+        return k_own, v_own
+
+
+class DkvReversed(RingAttention):
+    """dK/dV accumulators sent to rank r - 1 while K/V travel to r + 1 (invisible at P = 2)."""
+
+    def dkv_peers(self):
+        return (self.rank - 1) % self.world, (self.rank + 1) % self.world
+
+
+class TailTokenDropped(RingAttention):
+    """Packing: a document of odd length is taken as one token shorter (7 read as 6), so its last
+    real token is treated as padding - TransformerEngine #1930."""
+
+    def mask(self, qpos, qdoc, kpos, kdoc):
+        return super().mask(self._drop(qpos), qdoc, self._drop(kpos), kdoc)
+
+    def _drop(self, pos):
+        ends = []
+        start = 0
+        for length in self.ctx.docs or [self.ctx.seq]:
+            if length % 2:
+                ends.append(start + length - 1)
+            start += length
+        dropped = torch.zeros_like(pos, dtype=torch.bool)
+        for e in ends:
+            dropped |= pos == e
+        return torch.where(dropped, torch.full_like(pos, -1), pos)
+
+
+class WindowIgnored(RingAttention):
+    """The context-parallel path runs full (causal) attention: the sliding window is dropped."""
+
+    def mask(self, qpos, qdoc, kpos, kdoc):
+        window, self.ctx.window = self.ctx.window, 0
+        try:
+            return super().mask(qpos, qdoc, kpos, kdoc)
+        finally:
+            self.ctx.window = window
+
+
+class UnstableMerge(RingAttention):
+    """Partials merged as exp(lse_a) out_a + exp(lse_b) out_b over exp(lse_a) + exp(lse_b): the exp of
+    an unshifted log-sum-exp overflows float32 once logits pass about 88."""
+
+    def merge(self, acc_out, acc_lse, part_out, part_lse):
+        wa, wp = torch.exp(acc_lse), torch.exp(part_lse)
+        total = wa + wp
+        denom = torch.where(total == 0, torch.ones_like(total), total)
+        out = (wa.transpose(1, 2).unsqueeze(-1) * acc_out + wp.transpose(1, 2).unsqueeze(-1) * part_out) \
+            / denom.transpose(1, 2).unsqueeze(-1)
+        return out, torch.log(total)
+
+
+class Bf16DkvAccumulators(RingAttention):
+    """dK/dV accumulated (and passed around the ring) in bfloat16: the error grows with P -
+    ring-flash-attention #42."""
+
+    def accumulator_dtype(self):
+        return torch.bfloat16
+
+
+class LaggingSend(RingAttention):
+    """The forward's send buffer lags one step: from step 1 on it passes on the block it held before,
+    so from step 2 on a rank computes with a block it already merged (the step trace's example)."""
+
+    def kv_to_send(self, step, kv_now, kv_before):
+        return kv_before if step >= 1 else kv_now
+
+
+def lagging_send(q, k, v, ctx):
+    return attention(q, k, v, ctx, LaggingSend)
+
+
+def stale_kv_backward(q, k, v, ctx):
+    return attention(q, k, v, ctx, StaleKV)
+
+
+def dkv_reversed(q, k, v, ctx):
+    return attention(q, k, v, ctx, DkvReversed)
+
+
+def tail_token_dropped(q, k, v, ctx):
+    return attention(q, k, v, ctx, TailTokenDropped)
+
+
+def window_ignored(q, k, v, ctx):
+    return attention(q, k, v, ctx, WindowIgnored)
+
+
+def unstable_merge(q, k, v, ctx):
+    return attention(q, k, v, ctx, UnstableMerge)
+
+
+def bf16_dkv_accumulators(q, k, v, ctx):
+    return attention(q, k, v, ctx, Bf16DkvAccumulators)
+
+
+# ---- implementations that break the harness's contract, not the math ----------------------------
+
+def raises(q, k, v, ctx):
+    if ctx.rank == ctx.world_size - 1:
+        raise RuntimeError("flash kernel: unsupported head dimension")
+    return attention(q, k, v, ctx)
+
+
+def wrong_shape(q, k, v, ctx):
+    out, lse = attention(q, k, v, ctx)
+    return out.transpose(1, 2), lse  # (B, H, S, D): the layout of another API
+
+
+def hangs(q, k, v, ctx):
+    """Rank 0 waits for a message nobody sends (a receive posted on the wrong peer)."""
+    if ctx.rank == 0:
+        buf = torch.empty(1)
+        dist.recv(buf, src=1 % ctx.world_size, group=ctx.group, tag=999)
+    return attention(q, k, v, ctx)
+
+
+# ---- more mask and merge mistakes, each with its own cause --------------------------------------
+
+class DocumentsIgnored(RingAttention):
+    """Packed documents not applied on the context-parallel path: attention crosses documents."""
+
+    def mask(self, qpos, qdoc, kpos, kdoc):
+        return super().mask(qpos, None, kpos, None)
+
+
+class PaddingAsKeys(RingAttention):
+    """Positions taken from the padded tensor (the slot), padding rows included: the padding's zeros are
+    keys that real queries see (TransformerEngine #3331's family)."""
+
+    def __init__(self, q, k, v, ctx):
+        padded = ctx.cu_seqlens_padded
+        ctx.positions = ctx.slots.clone()
+        ctx.doc_ids = torch.bucketize(ctx.slots, torch.tensor(padded[1:], device=ctx.slots.device), right=True) \
+            if ctx.doc_ids is not None else None
+        super().__init__(q, k, v, ctx)
+
+
+class CausalOffset(RingAttention):
+    """The causal test written j < i: a query does not see its own key."""
+
+    def mask(self, qpos, qdoc, kpos, kdoc):
+        m = super().mask(qpos, qdoc, kpos, kdoc)
+        return m & (qpos[:, None] != kpos[None, :]) if self.ctx.causal else m
+
+
+class MissingRescale(RingAttention):
+    """The running output is not rescaled when a new block is merged (its lse is)."""
+
+    def merge(self, acc_out, acc_lse, part_out, part_lse):
+        new = torch.logaddexp(acc_lse, part_lse)
+        safe = torch.where(torch.isfinite(new), new, torch.zeros_like(new))
+        w_part = torch.exp(part_lse - safe).transpose(1, 2).unsqueeze(-1)
+        first = torch.isneginf(acc_lse).transpose(1, 2).unsqueeze(-1)
+        return torch.where(first, w_part * part_out, acc_out + w_part * part_out), new
+
+
+def documents_ignored(q, k, v, ctx):
+    return attention(q, k, v, ctx, DocumentsIgnored)
+
+
+def padding_as_keys(q, k, v, ctx):
+    return attention(q, k, v, ctx, PaddingAsKeys)
+
+
+def causal_offset(q, k, v, ctx):
+    return attention(q, k, v, ctx, CausalOffset)
+
+
+def missing_rescale(q, k, v, ctx):
+    return attention(q, k, v, ctx, MissingRescale)
