@@ -5,6 +5,7 @@
 // (3 for a deadlock or communication fault); see reference/error.hpp.
 #include <CLI/CLI.hpp>
 #include <exception>
+#include <string>
 #include <iostream>
 
 #include "exercises/cli/commands.hpp"
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   app.name("ringlab");
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every subcommand");
+  app.set_version_flag("--version", std::string("ringlab ") + RINGLAB_VERSION, "print the version and exit");
   ringlab::cli::Registry registry;
   ringlab::cli::add_sim_commands(app, registry);
   ringlab::cli::add_exercise_commands(app, registry);
