@@ -105,8 +105,8 @@ bool contains_number(const std::string& text, const std::string& token) {
     const size_t end = at + token.size();
     const bool glued_before = at > 0 && (is_word(text[at - 1]) || text[at - 1] == '.' || text[at - 1] == ',');
     const bool glued_after =
-        end < text.size() &&
-        (is_digit(text[end]) || ((text[end] == '.' || text[end] == ',') && end + 1 < text.size() && is_digit(text[end + 1])));
+        end < text.size() && (is_digit(text[end]) || ((text[end] == '.' || text[end] == ',') && end + 1 < text.size() &&
+                                                      is_digit(text[end + 1])));
     if (!glued_before && !glued_after) return true;
   }
   return false;
@@ -126,9 +126,13 @@ bool mentions_expected(const std::string& text, const Part& part) {
     for (const char* name : names) scaled.emplace_back(part.expected / named_unit(quantity, name).factor, name);
   };
   switch (part.quantity) {
-    case Quantity::bytes: add_units(Quantity::bytes, {"B", "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB"}); break;
+    case Quantity::bytes:
+      add_units(Quantity::bytes, {"B", "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB"});
+      break;
     case Quantity::seconds: add_units(Quantity::seconds, {"s", "ms", "us"}); break;
-    case Quantity::fraction: scaled.emplace_back(part.expected * 100, "%"), scaled.emplace_back(part.expected, ""); break;
+    case Quantity::fraction:
+      scaled.emplace_back(part.expected * 100, "%"), scaled.emplace_back(part.expected, "");
+      break;
     case Quantity::tokens:
       if (contains_number(text, group_thousands(std::llround(part.expected)))) return true;
       break;
@@ -140,12 +144,11 @@ bool mentions_expected(const std::string& text, const Part& part) {
     for (int digits = 3; digits <= 6; ++digits) {
       const std::string number = format_number(value, digits);
       // A small whole number, as the value is or as a rounding shows it ("2" for 1.9996).
-      const bool small_whole =
-          number.find_first_not_of("0123456789-") == std::string::npos && std::fabs(value) < 100;
+      const bool small_whole = number.find_first_not_of("0123456789-") == std::string::npos && std::fabs(value) < 100;
       const bool bare_counts = !small_whole && (i == 0 || unit.empty() || unit == "%");
       if (bare_counts && contains_number(text, number)) return true;
-      if (!unit.empty() && (text.find(number + " " + unit) != std::string::npos ||
-                            text.find(number + unit) != std::string::npos)) {
+      if (!unit.empty() &&
+          (text.find(number + " " + unit) != std::string::npos || text.find(number + unit) != std::string::npos)) {
         if (contains_number(text, number)) return true;
       }
     }

@@ -5,12 +5,12 @@
 // (3 for a deadlock or communication fault); see reference/error.hpp.
 #include <CLI/CLI.hpp>
 #include <exception>
-#include <string>
 #include <iostream>
+#include <string>
 
+#include "cli/ringlab/commands.hpp"
 #include "exercises/cli/commands.hpp"
 #include "reference/error.hpp"
-#include "cli/ringlab/commands.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"ringlab: sequence-parallel attention simulator and reference (ring, Ulysses, zig-zag, striped)"};

@@ -232,8 +232,8 @@ std::string mistake_why(const KnownMistake& mistake, const Exercise& e, bool hid
   return mistake.why;
 }
 
-int check_answers(const std::string& id, int64_t variant, const std::vector<std::string>& args, bool explain,
-                  bool json, bool hidden) {
+int check_answers(const std::string& id, int64_t variant, const std::vector<std::string>& args, bool explain, bool json,
+                  bool hidden) {
   refuse_explain_when_hidden(hidden, explain);
   const Exercise e = make_exercise(id, variant);
   const auto pairs = parse_assignments(args, e);
@@ -265,19 +265,15 @@ int check_answers(const std::string& id, int64_t variant, const std::vector<std:
   if (json) {
     nlohmann::json results = nlohmann::json::array();
     for (const Verdict& v : verdicts) {
-      nlohmann::json r = {{"part", v.part},
-                          {"answer", v.answer},
-                          {"read_as", v.read_as},
-                          {"right", v.right},
-                          {"tolerance", v.tolerance},
-                          {"note", hidden ? hidden_note(v, *e.find_part(v.part)) : v.note}};
+      nlohmann::json r = {{"part", v.part},           {"answer", v.answer},
+                          {"read_as", v.read_as},     {"right", v.right},
+                          {"tolerance", v.tolerance}, {"note", hidden ? hidden_note(v, *e.find_part(v.part)) : v.note}};
       if (!hidden) r["expected"] = v.expected;
       if (v.mistake) r["mistake"] = {{"origin", v.mistake->origin}, {"why", mistake_why(*v.mistake, e, hidden)}};
       results.push_back(r);
     }
-    nlohmann::json j = {{"exercise", e.id},         {"variant", e.variant},
-                        {"results", results},       {"right", right},
-                        {"given", verdicts.size()}, {"exit_status", status},
+    nlohmann::json j = {{"exercise", e.id},        {"variant", e.variant},     {"results", results},
+                        {"right", right},          {"given", verdicts.size()}, {"exit_status", status},
                         {"answers_hidden", hidden}};
     if (explain) j["solution"] = e.solution, j["command"] = e.command, j["model"] = e.model;
     std::cout << j.dump(2) << "\n";
@@ -302,7 +298,8 @@ int check_answers(const std::string& id, int64_t variant, const std::vector<std:
     const std::string note = hidden ? hidden_note(v, *e.find_part(v.part)) : v.note;
     if (!note.empty()) std::cout << " - " << note;
     std::cout << "\n";
-    if (v.mistake) std::cout << "      this is " << v.mistake->origin << ": " << mistake_why(*v.mistake, e, hidden) << "\n";
+    if (v.mistake)
+      std::cout << "      this is " << v.mistake->origin << ": " << mistake_why(*v.mistake, e, hidden) << "\n";
   }
   std::cout << right << " of " << verdicts.size() << (verdicts.size() == 1 ? " part" : " parts") << " right";
   if (status != kExitVerified && !explain && !hidden) std::cout << "; add --explain for the worked solution";
@@ -334,8 +331,9 @@ void add_exercise_commands(CLI::App& app, Registry& registry) {
   show->add_flag("--hide-answers", args->hide,
                  "refuse --explain (the default where RINGLAB_HIDE_ANSWERS=1: graded problem sets)");
   registry.add(exercises, [args, show] {
-    return show->parsed() ? show_exercise(args->id, args->variant, args->explain, args->json, answers_hidden(args->hide))
-                          : list_exercises(args->json);
+    return show->parsed()
+               ? show_exercise(args->id, args->variant, args->explain, args->json, answers_hidden(args->hide))
+               : list_exercises(args->json);
   });
 
   struct CheckArgs {

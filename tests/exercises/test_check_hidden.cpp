@@ -32,8 +32,9 @@ bool has_number(const std::string& text, const std::string& token) {
   for (size_t at = text.find(token); at != std::string::npos; at = text.find(token, at + 1)) {
     const size_t end = at + token.size();
     const bool before = at > 0 && (word(text[at - 1]) || text[at - 1] == '.' || text[at - 1] == ',');
-    const bool after = end < text.size() && (digit(text[end]) || ((text[end] == '.' || text[end] == ',') &&
-                                                                   end + 1 < text.size() && digit(text[end + 1])));
+    const bool after =
+        end < text.size() &&
+        (digit(text[end]) || ((text[end] == '.' || text[end] == ',') && end + 1 < text.size() && digit(text[end + 1])));
     if (!before && !after) return true;
   }
   return false;
@@ -66,7 +67,8 @@ std::vector<std::string> expected_forms(const Part& part) {
         scaled.emplace_back(x / named_unit(Quantity::bytes, unit).factor, unit);
       break;
     case Quantity::seconds:
-      for (const char* unit : {"s", "ms", "us"}) scaled.emplace_back(x / named_unit(Quantity::seconds, unit).factor, unit);
+      for (const char* unit : {"s", "ms", "us"})
+        scaled.emplace_back(x / named_unit(Quantity::seconds, unit).factor, unit);
       break;
     case Quantity::fraction:
       scaled.emplace_back(x * 100, "%");
@@ -175,8 +177,7 @@ Checked check(const Exercise& e, const std::vector<std::string>& answers, std::v
 
 }  // namespace
 
-TEST_CASE("check --hide-answers never prints an expected value (every exercise and variants 0-8)",
-          "[exercises][cli]") {
+TEST_CASE("check --hide-answers never prints an expected value (every exercise and variants 0-8)", "[exercises][cli]") {
   unsetenv("RINGLAB_HIDE_ANSWERS");
   int runs = 0, mistakes_named = 0;
   for (const CatalogEntry& entry : exercise_catalog()) {
@@ -193,8 +194,8 @@ TEST_CASE("check --hide-answers never prints an expected value (every exercise a
               round > 0 && round - 1 < part.mistakes.size() ? &part.mistakes[round - 1] : nullptr;
           meant.push_back(mistake);
           std::string answer = wrong_answer(part);
-          if (mistake) answer = part.quantity == Quantity::list ? list_text(mistake->list)
-                                                               : answer_text(part, mistake->value);
+          if (mistake)
+            answer = part.quantity == Quantity::list ? list_text(mistake->list) : answer_text(part, mistake->value);
           answers.push_back(part.name + "=" + answer);
         }
         INFO(e.id << " --variant " << variant << " answers:");
@@ -222,7 +223,8 @@ TEST_CASE("check --hide-answers never prints an expected value (every exercise a
           bool leaked = false, found_when_shown = false, echoed = false;
           const std::vector<std::string> forms = expected_forms(part);
           std::string echoes;  // what the answers print back (another part's answer can equal this one's)
-          for (const auto& r : results) echoes += r["read_as"].get<std::string>() + "\n" + r["answer"].get<std::string>() + "\n";
+          for (const auto& r : results)
+            echoes += r["read_as"].get<std::string>() + "\n" + r["answer"].get<std::string>() + "\n";
           for (const std::string& form : forms) {
             echoed |= has_number(echoes, form);
             if (has_number(verdicts, form) || has_number(verdicts_json, form)) {
@@ -253,7 +255,8 @@ TEST_CASE("check --hide-answers never prints an expected value (every exercise a
   CHECK(mistakes_named > 100);
 }
 
-TEST_CASE("answers hidden: RINGLAB_HIDE_ANSWERS=1 makes hiding the default and --explain is refused", "[exercises][cli]") {
+TEST_CASE("answers hidden: RINGLAB_HIDE_ANSWERS=1 makes hiding the default and --explain is refused",
+          "[exercises][cli]") {
   const std::vector<std::string> wrong{"check", "comm-volume", "ring=30 GB", "ulysses=4.295 GB", "ratio=7.5"};
   setenv("RINGLAB_HIDE_ANSWERS", "1", 1);
   const auto hidden = run_binary(kBinary, wrong);

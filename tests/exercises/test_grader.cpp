@@ -150,8 +150,9 @@ TEST_CASE("grader text report: error vs tolerance, first divergence, reproduce l
   const auto bad_file = run_binary(kBinary, {"grade", "03", "no_such_file.cpp"});
   CHECK(bad_file.status == 2);
   // It names the lab's own files: the broken versions are its patches, sorted.
-  CHECK(bad_file.err.find("starter, solution, broken/blocking_ring, broken/missing_rescale, broken/missing_send") !=
-        std::string::npos);
+  CHECK(
+      bad_file.err.find("starter, solution, broken/blocking_ring, broken/label_mismatch, broken/lse_starts_at_zero") !=
+      std::string::npos);
   const auto bad_criterion = run_binary(kBinary, {"grade", "03", "solution", "--only", "p99"}, 600);
   CHECK(bad_criterion.status == 2);
 }

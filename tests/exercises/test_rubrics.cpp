@@ -378,8 +378,7 @@ TEST_CASE("rubric negative controls: 03-ring-forward", "[exercises][grader]") {
   lab.passes("no_inf_guard", {"p1", "p2", "p3", "p4-causal", "p5-zigzag", "p8", "gqa", "rendezvous"});
   CHECK(has(guard.text("empty-rows", "hint"), "-inf guard is missing"));
   // The ring reversed consistently (send to r - 1, receive from r + 1, origin r + step) is right.
-  const std::filesystem::path reversed =
-      std::filesystem::path(RINGLAB_TEST_FIXTURES) / "lab03_reversed_ring.patch";
+  const std::filesystem::path reversed = std::filesystem::path(RINGLAB_TEST_FIXTURES) / "lab03_reversed_ring.patch";
   const Graded consistent = grade("03-ring-forward", patched_copy("03-ring-forward", "reversed_ring", reversed));
   INFO(consistent.report.dump(2));
   CHECK(consistent.status == 0);
@@ -401,7 +400,7 @@ TEST_CASE("rubric negative controls: 05-ulysses", "[exercises][grader]") {
   const Rubric lab("05-ulysses");
   lab.check_table();
   lab.passes("wrong_chunk_order", {"p1"});
-  CHECK(lab.broken("wrong_chunk_order").criterion("p2")["first_divergence"]["step"] == 0);  // the all-to-all in
+  CHECK(lab.broken("wrong_chunk_order").criterion("p2")["first_divergence"]["step"] == 0);     // the all-to-all in
   CHECK(lab.broken("heads_back_misplaced").criterion("p2")["first_divergence"]["step"] == 1);  // the all-to-all back
   CHECK(lab.broken("kv_all_gather").correctness_passed());
   CHECK(has(lab.broken("kv_all_gather").text("perf-traffic", "hint"), "gathering everything everywhere"));

@@ -331,8 +331,9 @@ CriterionResult empty_rows() {
         nan_where_both_empty |= acc_empty[static_cast<size_t>(i)] && part_empty[static_cast<size_t>(i)] &&
                                 std::isnan(acc.lse(b, h, i) + acc.out(b, i, h, 0));
   if (nan_where_both_empty) {
-    result.details.push_back("rows 3, 4 and 6 (of every batch and head) have seen no key yet (lse = -inf), and the "
-                             "block shows them none either (lse = -inf), as a fully masked block does");
+    result.details.push_back(
+        "rows 3, 4 and 6 (of every batch and head) have seen no key yet (lse = -inf), and the "
+        "block shows them none either (lse = -inf), as a fully masked block does");
     result.hint =
         "the -inf guard is missing: with lse_a = lse_b = -inf, m = max(lse_a, lse_b) is -inf and lse_a - m is "
         "-inf - (-inf) = NaN. A block whose lse is -inf adds nothing: skip the row (an empty row then stays "
