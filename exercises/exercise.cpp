@@ -2,6 +2,7 @@
 #include "exercises/exercise.hpp"
 
 #include <cmath>
+#include <initializer_list>
 #include <stdexcept>
 #include <utility>
 
@@ -91,6 +92,68 @@ std::string tolerance_text(const Part& part) {
     text += text.empty() ? "± " + abs : " + " + abs;
   }
   return text.empty() ? "exact" : text;
+}
+
+namespace {
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_word(char c) { return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+
+// `token` in `text` as a whole number: not inside a longer number or a name.
+bool contains_number(const std::string& text, const std::string& token) {
+  for (size_t at = text.find(token); at != std::string::npos; at = text.find(token, at + 1)) {
+    const size_t end = at + token.size();
+    const bool glued_before = at > 0 && (is_word(text[at - 1]) || text[at - 1] == '.' || text[at - 1] == ',');
+    const bool glued_after =
+        end < text.size() && (is_digit(text[end]) || ((text[end] == '.' || text[end] == ',') && end + 1 < text.size() &&
+                                                      is_digit(text[end + 1])));
+    if (!glued_before && !glued_after) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool mentions_expected(const std::string& text, const Part& part) {
+  if (part.quantity == Quantity::list) {
+    std::string compact;
+    for (int64_t x : part.expected_list) compact += (compact.empty() ? "" : ",") + std::to_string(x);
+    return contains_number(text, format_list(part.expected_list)) || contains_number(text, compact);
+  }
+  // (value in a unit, the unit's name): the part's own unit first, where a bare number counts.
+  std::vector<std::pair<double, std::string>> scaled{{part.expected / part.unit.factor, part.unit.name}};
+  auto add_units = [&](Quantity quantity, std::initializer_list<const char*> names) {
+    for (const char* name : names) scaled.emplace_back(part.expected / named_unit(quantity, name).factor, name);
+  };
+  switch (part.quantity) {
+    case Quantity::bytes:
+      add_units(Quantity::bytes, {"B", "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB"});
+      break;
+    case Quantity::seconds: add_units(Quantity::seconds, {"s", "ms", "us"}); break;
+    case Quantity::fraction:
+      scaled.emplace_back(part.expected * 100, "%"), scaled.emplace_back(part.expected, "");
+      break;
+    case Quantity::tokens:
+      if (contains_number(text, group_thousands(std::llround(part.expected)))) return true;
+      break;
+    default: break;
+  }
+  for (size_t i = 0; i < scaled.size(); ++i) {
+    const auto& [value, unit] = scaled[i];
+    if (!(std::fabs(value) >= 1e-3 && std::fabs(value) < 1e9)) continue;
+    for (int digits = 3; digits <= 6; ++digits) {
+      const std::string number = format_number(value, digits);
+      // A small whole number, as the value is or as a rounding shows it ("2" for 1.9996).
+      const bool small_whole = number.find_first_not_of("0123456789-") == std::string::npos && std::fabs(value) < 100;
+      const bool bare_counts = !small_whole && (i == 0 || unit.empty() || unit == "%");
+      if (bare_counts && contains_number(text, number)) return true;
+      if (!unit.empty() &&
+          (text.find(number + " " + unit) != std::string::npos || text.find(number + unit) != std::string::npos)) {
+        if (contains_number(text, number)) return true;
+      }
+    }
+  }
+  return false;
 }
 
 Verdict judge(const Part& part, const std::string& answer) {

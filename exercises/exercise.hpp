@@ -175,6 +175,13 @@ struct Verdict {
 // Judges one answer. Throws UsageError when the text cannot be read as the part's quantity.
 Verdict judge(const Part& part, const std::string& answer);
 
+// Whether `text` states the part's expected value in a form a student would read as it: the list,
+// or the number at 3 to 6 significant digits in the part's unit, or in another unit of its quantity
+// with that unit written after it ("4.027 GB", "3.75 GiB", "80 ms", "0.08 s", "12.5%"). A small
+// whole number (below 100) counts only with its unit: "8x" is the answer, the 8 of "P = 8" is not.
+// `check --hide-answers` withholds a known mistake's explanation that states an expected value.
+bool mentions_expected(const std::string& text, const Part& part);
+
 // "± 1%", "± 0.5 percentage points", "exact"
 std::string tolerance_text(const Part& part);
 // "68.72 GB", "0, 7, 8, 15"

@@ -6,16 +6,18 @@
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <iostream>
+#include <string>
 
+#include "cli/ringlab/commands.hpp"
 #include "exercises/cli/commands.hpp"
 #include "reference/error.hpp"
-#include "cli/ringlab/commands.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"ringlab: sequence-parallel attention simulator and reference (ring, Ulysses, zig-zag, striped)"};
   app.name("ringlab");
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every subcommand");
+  app.set_version_flag("--version", std::string("ringlab ") + RINGLAB_VERSION, "print the version and exit");
   ringlab::cli::Registry registry;
   ringlab::cli::add_sim_commands(app, registry);
   ringlab::cli::add_exercise_commands(app, registry);

@@ -30,6 +30,8 @@ static void write(VariantDraw& draw, Exercise& e) {
   const double ulysses_plan_bytes = double(collective_send_bytes(ulysses_plan, 0, Collective::all_to_all_qkv) +
                                            collective_send_bytes(ulysses_plan, 0, Collective::all_to_all_out));
   const double hop = kv_bytes(p.seq / p.ranks, dims, e_bytes);
+  // Ulysses' volume with the kept 1/P counted as sent: the whole shard of q, k, v and out.
+  const double ulysses_with_kept = ulysses * double(p.ranks) / double(p.ranks - 1);
 
   e.numbers = {{"S", p.seq},   {"heads", p.heads}, {"kv_heads", p.kv_heads},
                {"dim", p.dim}, {"P", p.ranks},     {"element", e_bytes}};
@@ -45,14 +47,22 @@ static void write(VariantDraw& draw, Exercise& e) {
       "One attention forward, sequence-parallel over P GPUs (each starts with S/P tokens, all heads).\n"
       "ring: Ring Attention passes K/V blocks around the ring. How many bytes does one GPU send?\n"
       "ulysses: Ulysses does an all-to-all of q, k, v (to S tokens x n_h/P heads per GPU), attends, and an\n"
-      "         all-to-all of out back. How many bytes does one GPU send (count q, k, v and out)?\n"
+      "         all-to-all of out back. How many bytes does one GPU send (count q, k, v and out)? What an\n"
+      "         all-to-all keeps (the 1/P of each tensor that stays on its own GPU) is not sent: do not count it.\n"
       "ratio: ring / ulysses.";
-  e.parts = {bytes_part("ring", "bytes one GPU sends in the ring forward", ring)
-                 .mistake(hop * double(p.ranks), kNotes,
-                          "counts P sends; step 0 computes on the GPU's own block, so only P - 1 blocks travel "
-                          "(the notes' section 4.4 makes this slip)"),
-             bytes_part("ulysses", "bytes one GPU sends in Ulysses' two all-to-alls", ulysses),
-             ratio_part("ratio", "ring / ulysses", ring / ulysses, 0.01)};
+  e.parts = {
+      bytes_part("ring", "bytes one GPU sends in the ring forward", ring)
+          .mistake(hop * double(p.ranks), kNotes,
+                   "counts P sends; step 0 computes on the GPU's own block, so only P - 1 blocks travel "
+                   "(the notes' section 4.4 makes this slip)"),
+      bytes_part("ulysses", "bytes one GPU sends in Ulysses' two all-to-alls (the 1/P kept is not sent)", ulysses)
+          .mistake(ulysses_with_kept, "a common slip",
+                   "counts the 1/P of q, k, v and out that each all-to-all keeps on its own GPU; only the "
+                   "other (P - 1)/P leaves it"),
+      ratio_part("ratio", "ring / ulysses", ring / ulysses, 0.01)
+          .mistake(ring / ulysses_with_kept, "a common slip",
+                   "divides by a Ulysses volume that counts the 1/P each all-to-all keeps on its own GPU; "
+                   "only (P - 1)/P of each tensor is sent")};
   e.solution = lines({
       cat("ring: a K/V block is 2 (S/P) HKV d e = 2 x ", group_thousands(p.seq / p.ranks), " x ", p.kv_heads, " x ",
           p.dim, " x 2 B = ", bytes_text(hop), ". Step 0 uses the GPU's own block, so P - 1 = ", p.ranks - 1,

@@ -2,7 +2,12 @@
 // `ringlab check ID [--variant N] PART=ANSWER ...` (the command-line contract: README, "Commands").
 // check exits 0 when every given part is right, 1 when some are wrong, 2 for an unknown exercise or
 // part or an answer that cannot be read (one line saying what was not understood).
-// Sections: [listing] [showing] [checking] [registration]
+//
+// Answers hidden (`check --hide-answers`, or RINGLAB_HIDE_ANSWERS=1 in the environment, which a
+// course sets where problem sets are graded): a wrong part says wrong and names the known mistake
+// it matches, and nothing prints an expected value or the worked solution (--explain is refused).
+// Sections: [hiding] [listing] [showing] [checking] [registration]
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -60,6 +65,32 @@ nlohmann::json part_json(const Part& part, bool with_answers) {
   return j;
 }
 
+// ---- [hiding] ----------------------------------------------------------------------------------
+
+constexpr const char* kHideVariable = "RINGLAB_HIDE_ANSWERS";
+
+// Whether answers are hidden: the flag, or RINGLAB_HIDE_ANSWERS=1 (0 or unset: shown). Any other
+// value is a usage error, so that a typo cannot silently show the answers of a graded set.
+bool answers_hidden(bool flag) {
+  const char* value = std::getenv(kHideVariable);
+  const std::string text = value ? value : "";
+  if (!text.empty() && text != "0" && text != "1") {
+    throw UsageError(std::string(kHideVariable) + "='" + text + "' is not 0 or 1; set " + kHideVariable +
+                     "=1 to hide the answers of `ringlab check` and `ringlab exercises show`, 0 to show them");
+  }
+  return flag || text == "1";
+}
+
+// --explain prints the worked solution, with every expected value in it.
+void refuse_explain_when_hidden(bool hidden, bool explain) {
+  if (hidden && explain) {
+    const char* value = std::getenv(kHideVariable);
+    throw UsageError(std::string("answers are hidden (") +
+                     (value && std::string(value) == "1" ? std::string(kHideVariable) + "=1" : "--hide-answers") +
+                     "), so there is no worked solution to --explain; drop --explain");
+  }
+}
+
 // ---- [listing] ---------------------------------------------------------------------------------
 
 int list_exercises(bool json) {
@@ -114,7 +145,8 @@ void print_indented(const std::string& text, const std::string& indent) {
   }
 }
 
-int show_exercise(const std::string& id, int64_t variant, bool explain, bool json) {
+int show_exercise(const std::string& id, int64_t variant, bool explain, bool json, bool hidden) {
+  refuse_explain_when_hidden(hidden, explain);
   const Exercise e = make_exercise(id, variant);
   if (json) {
     nlohmann::json parameters = nlohmann::json::array(), parts = nlohmann::json::array();
@@ -181,14 +213,34 @@ std::vector<std::pair<std::string, std::string>> parse_assignments(const std::ve
   return pairs;
 }
 
-int check_answers(const std::string& id, int64_t variant, const std::vector<std::string>& args, bool explain,
-                  bool json) {
+// What a wrong part's line says when answers are hidden: the note, unless it would tell the
+// answer ("write 12.5% for a percentage" does: the answer is then 12.5%).
+std::string hidden_note(const Verdict& v, const Part& part) {
+  if (v.right || v.note.empty()) return v.note;
+  if (part.quantity == Quantity::fraction && v.note.rfind("a bare number is a fraction", 0) == 0)
+    return "a bare number is a fraction (0.5 = 50%): write a percentage with %";
+  return v.note;
+}
+
+// A known mistake's explanation; with answers hidden, withheld where it states an expected value
+// (some work the right answer out to show where the mistake departs from it).
+std::string mistake_why(const KnownMistake& mistake, const Exercise& e, bool hidden) {
+  if (hidden)
+    for (const Part& part : e.parts)
+      if (mentions_expected(mistake.why, part))
+        return "(the explanation is withheld while answers are hidden: it works out the right answer)";
+  return mistake.why;
+}
+
+int check_answers(const std::string& id, int64_t variant, const std::vector<std::string>& args, bool explain, bool json,
+                  bool hidden) {
+  refuse_explain_when_hidden(hidden, explain);
   const Exercise e = make_exercise(id, variant);
   const auto pairs = parse_assignments(args, e);
   if (pairs.empty()) {
     if (!explain) {
       throw UsageError("no answers given; use ringlab check " + e.id + " PART=ANSWER ... with parts " + part_names(e) +
-                       ", or --explain for the worked solution");
+                       (hidden ? std::string() : ", or --explain for the worked solution"));
     }
     if (json) {
       std::cout << nlohmann::json{{"exercise", e.id},
@@ -213,20 +265,23 @@ int check_answers(const std::string& id, int64_t variant, const std::vector<std:
   if (json) {
     nlohmann::json results = nlohmann::json::array();
     for (const Verdict& v : verdicts) {
-      nlohmann::json r = {{"part", v.part},   {"answer", v.answer},     {"read_as", v.read_as},
-                          {"right", v.right}, {"expected", v.expected}, {"tolerance", v.tolerance},
-                          {"note", v.note}};
-      if (v.mistake) r["mistake"] = {{"origin", v.mistake->origin}, {"why", v.mistake->why}};
+      nlohmann::json r = {{"part", v.part},           {"answer", v.answer},
+                          {"read_as", v.read_as},     {"right", v.right},
+                          {"tolerance", v.tolerance}, {"note", hidden ? hidden_note(v, *e.find_part(v.part)) : v.note}};
+      if (!hidden) r["expected"] = v.expected;
+      if (v.mistake) r["mistake"] = {{"origin", v.mistake->origin}, {"why", mistake_why(*v.mistake, e, hidden)}};
       results.push_back(r);
     }
-    nlohmann::json j = {{"exercise", e.id}, {"variant", e.variant},     {"results", results},
-                        {"right", right},   {"given", verdicts.size()}, {"exit_status", status}};
+    nlohmann::json j = {{"exercise", e.id},        {"variant", e.variant},     {"results", results},
+                        {"right", right},          {"given", verdicts.size()}, {"exit_status", status},
+                        {"answers_hidden", hidden}};
     if (explain) j["solution"] = e.solution, j["command"] = e.command, j["model"] = e.model;
     std::cout << j.dump(2) << "\n";
     return status;
   }
 
-  std::cout << "check " << e.id << ", variant " << e.variant << " (" << e.source << ")\n";
+  std::cout << "check " << e.id << ", variant " << e.variant << " (" << e.source << ")"
+            << (hidden ? ", answers hidden" : "") << "\n";
   if (!e.model.empty()) {
     std::cout << "  model (what the answers assume):\n";
     print_indented(e.model, "    ");
@@ -234,16 +289,20 @@ int check_answers(const std::string& id, int64_t variant, const std::vector<std:
   size_t width = 0;
   for (const Verdict& v : verdicts) width = std::max(width, v.part.size());
   for (const Verdict& v : verdicts) {
-    std::cout << "  " << pad(v.part, width + 1) << pad(v.read_as, 14) << (v.right ? "\u2713" : "\u2717")
-              << " (expected " << v.expected << " " << v.tolerance << ")";
-    if (!v.note.empty()) std::cout << " - " << v.note;
-    std::cout << "\n";
-    if (v.mistake) {
-      std::cout << "      this is " << v.mistake->origin << ": " << v.mistake->why << "\n";
+    std::cout << "  " << pad(v.part, width + 1) << pad(v.read_as, 14) << (v.right ? "\u2713" : "\u2717");
+    if (!hidden) {
+      std::cout << " (expected " << v.expected << " " << v.tolerance << ")";
+    } else {
+      std::cout << (v.right ? " right (" : " wrong (not within ") << v.tolerance << ")";
     }
+    const std::string note = hidden ? hidden_note(v, *e.find_part(v.part)) : v.note;
+    if (!note.empty()) std::cout << " - " << note;
+    std::cout << "\n";
+    if (v.mistake)
+      std::cout << "      this is " << v.mistake->origin << ": " << mistake_why(*v.mistake, e, hidden) << "\n";
   }
   std::cout << right << " of " << verdicts.size() << (verdicts.size() == 1 ? " part" : " parts") << " right";
-  if (status != kExitVerified && !explain) std::cout << "; add --explain for the worked solution";
+  if (status != kExitVerified && !explain && !hidden) std::cout << "; add --explain for the worked solution";
   std::cout << "\n";
   if (explain) print_solution(e);
   return status;
@@ -255,7 +314,7 @@ int check_answers(const std::string& id, int64_t variant, const std::vector<std:
 
 void add_exercise_commands(CLI::App& app, Registry& registry) {
   struct ExercisesArgs {
-    bool json = false, explain = false;
+    bool json = false, explain = false, hide = false;
     std::string id;
     int64_t variant = 0;
   };
@@ -269,16 +328,19 @@ void add_exercise_commands(CLI::App& app, Registry& registry) {
       ->capture_default_str();
   show->add_flag("--explain", args->explain, "also print the worked solution (instructors)");
   show->add_flag("--json", args->json, "machine-readable output");
+  show->add_flag("--hide-answers", args->hide,
+                 "refuse --explain (the default where RINGLAB_HIDE_ANSWERS=1: graded problem sets)");
   registry.add(exercises, [args, show] {
-    return show->parsed() ? show_exercise(args->id, args->variant, args->explain, args->json)
-                          : list_exercises(args->json);
+    return show->parsed()
+               ? show_exercise(args->id, args->variant, args->explain, args->json, answers_hidden(args->hide))
+               : list_exercises(args->json);
   });
 
   struct CheckArgs {
     std::string id;
     int64_t variant = 0;
     std::vector<std::string> answers;
-    bool explain = false, json = false;
+    bool explain = false, json = false, hide = false;
   };
   auto check = std::make_shared<CheckArgs>();
   CLI::App* command =
@@ -289,8 +351,12 @@ void add_exercise_commands(CLI::App& app, Registry& registry) {
   command->add_flag("--explain", check->explain,
                     "print the worked solution and a ringlab command that demonstrates it");
   command->add_flag("--json", check->json, "machine-readable output");
+  command->add_flag("--hide-answers", check->hide,
+                    "say right or wrong (and name a known mistake), never the expected value; --explain is refused "
+                    "(the default where RINGLAB_HIDE_ANSWERS=1: graded problem sets)");
   registry.add(command, [check] {
-    return check_answers(check->id, check->variant, check->answers, check->explain, check->json);
+    return check_answers(check->id, check->variant, check->answers, check->explain, check->json,
+                         answers_hidden(check->hide));
   });
 
   add_grade_command(app, registry);

@@ -146,6 +146,7 @@ nlohmann::json to_json(const GradeReport& report) {
     nlohmann::json j = {{"id", c.id},
                         {"title", c.title},
                         {"performance", c.performance},
+                        {"points", c.points},
                         {"status", status_name(c.status)},
                         {"seconds", c.seconds},
                         {"limit_seconds", c.limit_seconds},

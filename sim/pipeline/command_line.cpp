@@ -16,6 +16,9 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, const char* const
   } catch (const CLI::CallForAllHelp&) {
     out << app.help("", CLI::AppFormatMode::All);
     return kExitVerified;
+  } catch (const CLI::CallForVersion& version) {
+    out << version.what() << "\n";
+    return kExitVerified;
   } catch (const CLI::ParseError& error) {
     std::string message = error.what();
     for (char& c : message)

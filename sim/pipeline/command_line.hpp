@@ -15,7 +15,7 @@
 
 namespace ringlab::cli {
 
-// Parses argv into `app`. --help (and --help-all where the app has it) prints to `out`; a parse
+// Parses argv into `app`. --help (and --help-all, --version where the app has them) prints to `out`; a parse
 // error is one line on `err`, "<prefix>error: <what>; <hint>", newlines folded. Returns the exit
 // status when the program stops there (0 after help, 2 after an error), nothing when it runs.
 std::optional<int> parse_command_line(CLI::App& app, int argc, const char* const* argv, std::ostream& out,

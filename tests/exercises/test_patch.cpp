@@ -2,7 +2,7 @@
 // the applier is strict (context must match, no fuzz), finds a hunk whose lines moved only where
 // that place is unique, and refuses what it cannot read; and every lab's every patch applies to
 // the lab's solution.cpp as it is now, describing its bug in the first line. (The grader's
-// negative controls, tests/exercises/test_grader.cpp, then grade each patched solution.)
+// negative controls, tests/exercises/test_rubrics.cpp, then grade each patched solution.)
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>

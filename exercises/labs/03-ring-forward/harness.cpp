@@ -5,19 +5,27 @@
 // with every rank's original block, bit for bit), whether the key positions belong to that block,
 // and the rank's traffic counters at that moment. From the log the report names the first
 // diverging (rank, step, block): a block computed twice, a block never computed, keys masked with
-// another block's positions, K and V from different blocks. The traffic counters grade the
-// performance criteria (P - 1 blocks sent, each posted before the compute it overlaps).
-// Sections: [block_attention] [diagnosis] [criteria]
+// another block's positions, K and V from different blocks, blocks named as if they travelled the
+// other way round the ring. The traffic counters grade the performance criteria (P - 1 blocks
+// sent, each posted before the compute it overlaps). The student's merge_into is also run on its
+// own, on rows that are empty (lse = -inf) on one side or both, which no ring criterion reaches:
+// a rank's own block, merged first, always shows each query its own key.
+// Sections: [block_attention] [diagnosis] [merge] [criteria]
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <stdexcept>
 
 #include "exercises/labs/03-ring-forward/lab.hpp"
 #include "exercises/labs/common/harness.hpp"
 #include "reference/bytes_text.hpp"
 #include "reference/flash_attention.hpp"
+#include "reference/softmax_state.hpp"
 #include "sim/ranks/world.hpp"
 
 namespace ringlab::lab03 {
@@ -29,6 +37,7 @@ using lab::Divergence;
 
 struct BlockCall {
   int64_t origin_k = -1, origin_v = -1;        // whose K and V (bitwise match), -1 = nobody's
+  int64_t label = -1;                          // whose positions k_pos are, -1 = nobody's
   bool own_queries = true;                     // q is this rank's q
   bool positions_of_origin = true;             // k_pos == positions[origin_k]
   bool queries_positions = true;               // q_pos == positions[rank]
@@ -63,6 +72,9 @@ void record(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>&
     if (call.origin_v < 0 && same_bits(v, in[r].v)) call.origin_v = static_cast<int64_t>(r);
   }
   const RankInputs& mine = in[static_cast<size_t>(tl_rank)];
+  for (size_t r = 0; r < mine.positions.size() && call.label < 0; ++r)
+    if (std::equal(k_pos.begin(), k_pos.end(), mine.positions[r].begin(), mine.positions[r].end()))
+      call.label = static_cast<int64_t>(r);
   call.own_queries = same_bits(q, mine.q);
   call.queries_positions = std::equal(q_pos.begin(), q_pos.end(), mine.positions[static_cast<size_t>(tl_rank)].begin(),
                                       mine.positions[static_cast<size_t>(tl_rank)].end());
@@ -108,8 +120,23 @@ namespace {
 
 // ---- [diagnosis] -------------------------------------------------------------------------------
 
+// A block that travelled one way round the ring, named (by its positions) as the block the other
+// direction brings at this step: the mirror image of its origin about the rank. Told from P = 3 on,
+// with or without the causal mask (the label is wrong either way, and a mask would show it).
+std::string direction_label_mismatch(const BlockCall& c, int64_t rank, int64_t step, int64_t P) {
+  if (P < 3 || c.label < 0 || c.label == c.origin_k) return "";
+  const int64_t forward = (rank - step % P + P) % P, backward = (rank + step) % P;
+  if (!((c.origin_k == forward && c.label == backward) || (c.origin_k == backward && c.label == forward))) return "";
+  const bool came_forward = c.origin_k == forward;
+  return "block " + std::to_string(c.origin_k) + " (received from rank " +
+         std::to_string(came_forward ? (rank + P - 1) % P : (rank + 1) % P) + ": the blocks travel to rank " +
+         (came_forward ? "+ 1" : "- 1") + ") was named block " + std::to_string(c.label) + " (rank " +
+         (came_forward ? "+" : "-") + " step), the block the other direction brings";
+}
+
 // Reads the block log: each rank must compute every rank's block exactly once, on matching K and
-// V, with that block's positions (they matter only under the causal mask).
+// V, with that block's positions (they matter only under the causal mask, but a block named
+// against its direction of travel is reported either way).
 void diagnose_calls(const Session& s, bool causal, bool finished, CriterionResult& result) {
   const int64_t P = static_cast<int64_t>(s.inputs.size());
   auto found = [&](Divergence d, const char* hint) {
@@ -140,6 +167,12 @@ void diagnose_calls(const Session& s, bool causal, bool finished, CriterionResul
                    std::to_string(first_step[static_cast<size_t>(c.origin_k)]) + ")"},
               "the received block must replace the one just computed before the next step, and each step sends "
               "the block held now (a send buffer updated one step late re-sends the previous block)");
+      } else if (const std::string mismatch = direction_label_mismatch(c, r, step, P); !mismatch.empty()) {
+        found({r, step, c.origin_k, mismatch},
+              "a direction/label mismatch: the K/V blocks go one way round the ring and the origin you name them "
+              "by counts the other way. Sending to rank + 1 (receiving from rank - 1), the block held at step t "
+              "started on rank - t (mod P); sending to rank - 1, on rank + t. Either direction is right when the "
+              "two agree; P = 2 cannot tell them apart");
       } else if (causal && !c.masked && c.needs_mask) {
         found({r, step, c.origin_k, "block " + std::to_string(c.origin_k) + " was computed without the causal mask"},
               "a block with keys after some of your queries needs causal = true, whatever its offset");
@@ -223,6 +256,10 @@ Run run_forward(const lab::ProblemSpec& spec, SendMode mode) {
         "every block was computed once, on the right K/V and positions, so the merge is what is wrong: "
         "rescale both partial outputs by e^(lse_i - lse) and let a -inf lse add nothing";
   }
+  if (outputs_ok && result.divergence && result.message.empty()) {
+    // Right numbers the wrong way (a block named after another, which full attention cannot see).
+    result.fail("the outputs match here, but the blocks were not computed as named: " + result.divergence->what);
+  }
   if (!outputs_ok || result.divergence) result.passed = false;
   if (result.passed) result.message.clear();
   return run;
@@ -239,6 +276,72 @@ lab::ProblemSpec spec_of(int64_t ranks, bool causal = false, LayoutKind layout =
   spec.layout = layout;
   spec.seed = 300 + static_cast<uint64_t>(ranks);
   return spec;
+}
+
+// ---- [merge] -----------------------------------------------------------------------------------
+
+// merge_into on rows empty on one side, the other, both (several, since an unguarded merge makes
+// NaN only there), and neither, against the library's merge in double: an empty row must stay
+// out 0 and lse -inf.
+CriterionResult empty_rows() {
+  constexpr int64_t B = 2, H = 2, n = 8, D = 8;
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  // Per row i: is acc empty, is part empty.
+  const std::array<bool, n> acc_empty = {false, true, false, true, true, false, true, false};
+  const std::array<bool, n> part_empty = {false, false, true, true, true, false, true, true};
+  std::mt19937 rng(303);
+  std::uniform_real_distribution<float> value(-1, 1), lse(-2, 4);
+  AttentionOutput<float> acc{Tensor<float>({B, n, H, D}), Tensor<float>({B, H, n})};
+  AttentionOutput<float> part{Tensor<float>({B, n, H, D}), Tensor<float>({B, H, n})};
+  for (AttentionOutput<float>* side : {&acc, &part})
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < n; ++i) {
+          const bool empty = (side == &acc ? acc_empty : part_empty)[static_cast<size_t>(i)];
+          side->lse(b, h, i) = empty ? -kInf : lse(rng);
+          for (int64_t d = 0; d < D; ++d) side->out(b, i, h, d) = empty ? 0.0F : value(rng);
+        }
+  Tensor<double> want_out({B, n, H, D}), want_lse({B, H, n});
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h) {
+      std::vector<double> out_a(static_cast<size_t>(n * D)), out_b(out_a.size()), lse_a(static_cast<size_t>(n)),
+          lse_b(lse_a.size());
+      for (int64_t i = 0; i < n; ++i) {
+        lse_a[static_cast<size_t>(i)] = acc.lse(b, h, i), lse_b[static_cast<size_t>(i)] = part.lse(b, h, i);
+        for (int64_t d = 0; d < D; ++d) {
+          out_a[static_cast<size_t>(i * D + d)] = acc.out(b, i, h, d);
+          out_b[static_cast<size_t>(i * D + d)] = part.out(b, i, h, d);
+        }
+      }
+      merge_lse_form(out_a, lse_a, out_b, lse_b, D);
+      for (int64_t i = 0; i < n; ++i) {
+        want_lse(b, h, i) = lse_a[static_cast<size_t>(i)];
+        for (int64_t d = 0; d < D; ++d) want_out(b, i, h, d) = out_a[static_cast<size_t>(i * D + d)];
+      }
+    }
+  merge_into(acc, part);
+  CriterionResult result;
+  lab::compare_tensor(result, "out", acc.out, want_out, fp32_tolerance("out"), "merge_into");
+  lab::compare_tensor(result, "lse", acc.lse, want_lse, fp32_tolerance("lse"), "merge_into");
+  if (result.passed) return result;
+  bool nan_where_both_empty = false;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < n; ++i)
+        nan_where_both_empty |= acc_empty[static_cast<size_t>(i)] && part_empty[static_cast<size_t>(i)] &&
+                                std::isnan(acc.lse(b, h, i) + acc.out(b, i, h, 0));
+  if (nan_where_both_empty) {
+    result.details.push_back(
+        "rows 3, 4 and 6 (of every batch and head) have seen no key yet (lse = -inf), and the "
+        "block shows them none either (lse = -inf), as a fully masked block does");
+    result.hint =
+        "the -inf guard is missing: with lse_a = lse_b = -inf, m = max(lse_a, lse_b) is -inf and lse_a - m is "
+        "-inf - (-inf) = NaN. A block whose lse is -inf adds nothing: skip the row (an empty row then stays "
+        "out 0, lse -inf)";
+  } else {
+    result.hint = "merge_into is wrong on rows where one side is empty (lse = -inf): an empty side is the identity";
+  }
+  return result;
 }
 
 // ---- [criteria] --------------------------------------------------------------------------------
@@ -307,8 +410,8 @@ std::vector<Criterion> lab_criteria() {
   return {
       {"p1", "P = 1: one rank, no communication", 20, false, false, [] { return correctness(spec_of(1)); }},
       {"p2", "P = 2, full attention", 20, false, false, [] { return correctness(spec_of(2)); }},
-      {"p3", "P = 3, full attention (a non-power of two: a wrong direction shows from here)", 20, false, false,
-       [] { return correctness(spec_of(3)); }, 2},
+      {"p3", "P = 3, full attention (from here a ring's direction and the origin its blocks are named by must agree)",
+       20, false, false, [] { return correctness(spec_of(3)); }, 2},
       {"p4-causal", "P = 4, causal, contiguous layout (mask by global position)", 20, false, false,
        [] { return correctness(spec_of(4, true)); }, 2},
       {"p5-zigzag", "P = 5, causal, zig-zag layout (positions are not contiguous)", 20, false, false,
@@ -316,6 +419,8 @@ std::vector<Criterion> lab_criteria() {
       {"p8", "P = 8, batch 2, full attention", 30, false, false, [p8] { return correctness(p8); }},
       {"gqa", "P = 4, causal, GQA (4 query heads share 1 K/V head)", 20, false, false,
        [gqa] { return correctness(gqa); }, 2},
+      {"empty-rows", "merge_into on rows that see no key on one side or both (lse = -inf): no NaN", 20, false, false,
+       empty_rows},
       {"rendezvous", "P = 4 with rendezvous sends (a blocking send waits for its receive): no deadlock", 20, false,
        false, [] { return correctness(spec_of(4), SendMode::rendezvous); }},
       {"perf-traffic", "performance: each rank sends exactly P - 1 K/V blocks", 20, true, false,

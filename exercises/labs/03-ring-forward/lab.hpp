@@ -32,11 +32,19 @@ struct RankInputs {
 AttentionOutput<float> block_attention(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v,
                                        std::span<const int64_t> q_pos, std::span<const int64_t> k_pos, bool causal);
 
+// TODO (your file): acc <- acc (+) part, row by row, for out (B, n, H, D) and lse (B, H, n):
+//   lse = log(e^lse_a + e^lse_b),  out = out_a e^(lse_a - lse) + out_b e^(lse_b - lse).
+// A -inf lse is the empty state ("no key seen yet", or a block that shows the row no key): it is
+// the identity, and two empty sides give an empty row (out 0, lse -inf), never NaN. The grader
+// calls it on its own too, on rows that are empty on one side or both (criterion empty-rows).
+void merge_into(AttentionOutput<float>& acc, const AttentionOutput<float>& part);
+
 // TODO (your file): the ring forward, run by every rank at once. Returns this rank's out
 // (B, n, H, D) and lse (B, H, n) over ALL keys of all ranks. Pass K/V blocks around the ring
 // with comm (send / recv / isend / irecv / sendrecv), one hop per step, and merge the partial
-// results (out_i, lse_i) of the blocks:  lse = log(e^lse_a + e^lse_b),
-// out = out_a e^(lse_a - lse) + out_b e^(lse_b - lse)  (a -inf lse is the identity).
+// results (out_i, lse_i) of the blocks with merge_into. Either direction round the ring is right,
+// as long as each block is named by the rank it started on: sending to rank + 1, the block held
+// at step t started on rank - t; sending to rank - 1, on rank + t.
 AttentionOutput<float> ring_forward(Communicator& comm, const RankInputs& in);
 
 }  // namespace ringlab::lab03

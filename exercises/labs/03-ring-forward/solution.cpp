@@ -16,6 +16,8 @@ namespace {
 constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 constexpr int kTagK = 0, kTagV = 1;
 
+}  // namespace
+
 // acc <- acc (+) part, row by row: lse = log(e^lse_a + e^lse_b), out = out_a e^(lse_a-lse) + out_b e^(lse_b-lse).
 // out: (B, n, H, D), lse: (B, H, n).
 void merge_into(AttentionOutput<float>& acc, const AttentionOutput<float>& part) {
@@ -33,8 +35,6 @@ void merge_into(AttentionOutput<float>& acc, const AttentionOutput<float>& part)
         lse_a = lse;
       }
 }
-
-}  // namespace
 
 AttentionOutput<float> ring_forward(Communicator& comm, const RankInputs& in) {
   const int P = comm.size(), rank = comm.rank();

@@ -12,17 +12,18 @@ namespace {
 
 constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 
+}  // namespace
+
 // acc <- acc (+) part for every query row (b, h, i):
 //   lse = log(e^lse_a + e^lse_b),  out = out_a e^(lse_a - lse) + out_b e^(lse_b - lse),
-// where a -inf lse means "no key seen yet" and must not produce NaN.
+// where a -inf lse means "no key seen yet" (or a block that shows the row no key) and must not
+// produce NaN: two empty sides give an empty row.
 // out: (B, n, H, D), lse: (B, H, n).
 void merge_into(AttentionOutput<float>& acc, const AttentionOutput<float>& part) {
   (void)acc;
   (void)part;
   lab::todo("merge_into: the log-sum-exp merge of two partial results");  // TODO: replace with the merge
 }
-
-}  // namespace
 
 AttentionOutput<float> ring_forward(Communicator& comm, const RankInputs& in) {
   const int P = comm.size(), rank = comm.rank();
