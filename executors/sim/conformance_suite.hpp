@@ -56,10 +56,10 @@ std::vector<ConformanceCase> conformance_suite(const std::string& suite);
 // the dtype as --precision with fp32 accumulation).
 RunConfig case_config(const ConformanceCase& c);
 
-// The tolerance of one output ("out", "lse", "dq", "dk", "dv") for a dtype at P ranks, and the
-// derivation in words.
-Tolerance case_tolerance(const std::string& dtype, int64_t ranks, const std::string& tensor);
-std::string case_tolerance_why(const std::string& dtype, int64_t ranks);
+// The tolerance of one output ("out", "lse", "dq", "dk", "dv") for a dtype at P ranks, with the
+// scores shifted up by about `logit_shift` (0 = none), and the derivation in words.
+Tolerance case_tolerance(const std::string& dtype, int64_t ranks, const std::string& tensor, double logit_shift = 0);
+std::string case_tolerance_why(const std::string& dtype, int64_t ranks, double logit_shift = 0);
 
 // A case with its tensors: inputs as the implementation gets them (float32 holding dtype values)
 // and the float64 oracle on exactly those values.
@@ -84,7 +84,7 @@ struct CaseFolder {
   nlohmann::json json;
   AttentionInputs<double> inputs;
   ReferenceOutputs oracle;
-  Tolerance tolerance(const std::string& tensor) const;  // from case.json
+  Tolerance tolerance(const std::string& tensor) const;   // from case.json
   double rms_tolerance(const std::string& tensor) const;  // tolerances[tensor].rms; -1 when none
 };
 CaseFolder read_case(const std::string& folder);

@@ -113,3 +113,17 @@ TEST_CASE("ringlab run takes packed documents of any length on the per-document 
     CHECK(run.out.find("PASS: 5 of 5") != std::string::npos);
   }
 }
+
+TEST_CASE("the balance lint reports padded documents' real work: tiny documents unbalance, long ones do not",
+          "[cli][documents]") {
+  // Six documents of 1 to 3 tokens at P = 4: each is mostly padding, rank 0 holds most of the real
+  // rows, and the lint says so (exit 1 with --strict); 300, 500 and 200 tokens stay balanced.
+  const auto tiny = run_binary(kRinglab, {"plan", "--layout", "zigzag", "--docs", "1,1,1,1,1,3", "--seq", "8",
+                                          "--ranks", "4", "--causal", "--strict"});
+  CHECK(tiny.status == 1);
+  CHECK(tiny.out.find("padding tokens at document ends") != std::string::npos);
+  CHECK((tiny.out + tiny.err).find("is above --max-imbalance 1.10: rank 0 does") != std::string::npos);
+  const auto long_documents = run_binary(kRinglab, {"plan", "--layout", "zigzag", "--docs", "300,500,200", "--seq",
+                                                    "1000", "--ranks", "4", "--causal", "--strict"});
+  CHECK(long_documents.status == 0);
+}

@@ -20,13 +20,18 @@ using namespace ringlab;
 
 namespace {
 
-// The definition, spelled out without intervals.
-bool naive_visible(const std::vector<int64_t>& lengths, bool causal, int64_t window, int64_t i, int64_t j) {
+// The definition, spelled out without intervals. padding (empty or one per document): positions
+// after each document that see nothing and are seen by nothing.
+bool naive_visible(const std::vector<int64_t>& lengths, bool causal, int64_t window, int64_t i, int64_t j,
+                   const std::vector<int64_t>& padding = {}) {
+  auto span = [&](size_t d) { return lengths[d] + (padding.empty() ? 0 : padding[d]); };
   auto doc = [&](int64_t p) {
-    int64_t d = 0, end = lengths.empty() ? INT64_MAX : lengths[0];
-    while (p >= end) end += lengths[static_cast<size_t>(++d)];
-    return d;
+    int64_t d = 0, start = 0, end = lengths.empty() ? INT64_MAX : span(0);
+    while (p >= end) start = end, end += span(static_cast<size_t>(++d));
+    const bool pad = !lengths.empty() && p >= start + lengths[static_cast<size_t>(d)];
+    return pad ? -1 : d;
   };
+  if (doc(i) < 0 || doc(j) < 0) return false;
   if (!lengths.empty() && doc(i) != doc(j)) return false;
   if (causal && j > i) return false;
   if (window > 0) {
@@ -40,6 +45,7 @@ struct MaskCase {
   std::vector<int64_t> lengths;
   bool causal;
   int64_t window;
+  std::vector<int64_t> padding = {};  // per-document padding (how per-document layouts take any length)
 };
 
 std::vector<MaskCase> mask_cases() {
@@ -48,6 +54,11 @@ std::vector<MaskCase> mask_cases() {
                                               std::vector<int64_t>{1, 1, 62}, std::vector<int64_t>{32, 32}})
     for (bool causal : {false, true})
       for (int64_t window : {0, 1, 5, 17, 100}) cases.push_back({lengths, causal, window});
+  for (bool causal : {false, true})
+    for (int64_t window : {0, 5, 17}) {
+      cases.push_back({{13, 1, 30, 20}, causal, window, {3, 7, 0, 2}});
+      cases.push_back({{1, 1, 62}, causal, window, {5, 0, 1}});
+    }
   return cases;
 }
 
@@ -57,10 +68,19 @@ constexpr int64_t kS = 64;
 
 TEST_CASE("the mask's intervals, pair counts and tile covers equal the definition", "[mask]") {
   const MaskCase c = GENERATE(from_range(mask_cases()));
-  const Mask mask(c.causal, c.window, c.lengths);
-  INFO(mask.describe() << " docs " << documents_string(c.lengths));
+  const Mask mask(c.causal, c.window, c.lengths, 0, c.padding);
+  INFO(mask.describe() << " docs " << documents_string(c.lengths) << " padding " << documents_string(c.padding));
+  if (!c.padding.empty()) {
+    CHECK(mask.documents_padded());
+    CHECK(mask.document_tokens() == c.lengths);
+    CHECK(mask.document_padding() == c.padding);
+    CHECK(mask.bounds().document_padding() == c.padding);
+    CHECK_FALSE(mask.bounds().causal());
+    CHECK_FALSE(mask == Mask(c.causal, c.window, c.lengths));  // the padding is part of the mask
+  }
   for (int64_t i = 0; i < kS; ++i)
-    for (int64_t j = 0; j < kS; ++j) REQUIRE(mask.visible(i, j) == naive_visible(c.lengths, c.causal, c.window, i, j));
+    for (int64_t j = 0; j < kS; ++j)
+      REQUIRE(mask.visible(i, j) == naive_visible(c.lengths, c.causal, c.window, i, j, c.padding));
   std::mt19937_64 rng(7);
   for (int trial = 0; trial < 300; ++trial) {
     int64_t qa = static_cast<int64_t>(rng() % kS), qb = static_cast<int64_t>(rng() % kS);
@@ -71,7 +91,7 @@ TEST_CASE("the mask's intervals, pair counts and tile covers equal the definitio
     bool any = false, all = true;
     for (int64_t i = qa; i <= qb; ++i)
       for (int64_t j = ka; j <= kb; ++j) {
-        const bool v = naive_visible(c.lengths, c.causal, c.window, i, j);
+        const bool v = naive_visible(c.lengths, c.causal, c.window, i, j, c.padding);
         brute += v, any |= v, all &= v;
       }
     INFO("queries [" << qa << ", " << qb << "] keys [" << ka << ", " << kb << "]");
