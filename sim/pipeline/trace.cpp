@@ -141,10 +141,13 @@ PlanSpec plan_spec_from_json(const json& value, const std::string& source) {
     if (found == value.end()) throw UsageError(source + ": the run's spec has no \"" + name + "\"" + hint);
     return *found;
   };
-  auto integer = [&](const char* name) {
+  // Sizes from 0 (1 where a size must be positive) to 2^31 - 1: what a viewer's controls hold.
+  auto integer = [&](const char* name, int64_t least = 0) {
     const json& v = field(name);
-    if (!v.is_number_integer())
-      throw UsageError(source + ": the run's spec: \"" + name + "\" is not an integer" + hint);
+    if (!v.is_number_integer() || v.get<int64_t>() < least || v.get<int64_t>() > 2147483647) {
+      throw UsageError(source + ": the run's spec: \"" + name + "\" is not an integer from " + std::to_string(least) +
+                       " to 2^31 - 1" + hint);
+    }
     return v.get<int64_t>();
   };
   auto boolean = [&](const char* name) {
@@ -166,20 +169,20 @@ PlanSpec plan_spec_from_json(const json& value, const std::string& source) {
     throw UsageError(source + ": the run's spec: " + error.what());
   }
   s.block = integer("block");
-  s.ranks = integer("ranks");
-  s.ulysses = integer("ulysses");
-  s.dims.batch = integer("batch");
-  s.dims.seq = integer("seq");
-  s.dims.heads = integer("heads");
-  s.dims.kv_heads = integer("kv_heads");
-  s.dims.dim = integer("dim");
+  s.ranks = integer("ranks", 1);
+  s.ulysses = integer("ulysses", 1);
+  s.dims.batch = integer("batch", 1);
+  s.dims.seq = integer("seq", 1);
+  s.dims.heads = integer("heads", 1);
+  s.dims.kv_heads = integer("kv_heads", 1);
+  s.dims.dim = integer("dim", 1);
   s.causal = boolean("causal");
   s.window = integer("window");
   const json& documents = field("documents");
   if (!documents.is_array()) throw UsageError(source + ": the run's spec: \"documents\" is not an array" + hint);
   for (const json& length : documents) {
-    if (!length.is_number_integer())
-      throw UsageError(source + ": the run's spec: a document length is not an integer" + hint);
+    if (!length.is_number_integer() || length.get<int64_t>() < 1 || length.get<int64_t>() > 2147483647)
+      throw UsageError(source + ": the run's spec: a document length is not an integer from 1 to 2^31 - 1" + hint);
     s.documents.push_back(length.get<int64_t>());
   }
   s.padding = integer("padding");
@@ -187,7 +190,7 @@ PlanSpec plan_spec_from_json(const json& value, const std::string& source) {
   s.skip = boolean("skip");
   s.full_ring = boolean("full_ring");
   s.backward = boolean("backward");
-  s.element_bytes = integer("element_bytes");
+  s.element_bytes = integer("element_bytes", 1);
   return s;
 }
 

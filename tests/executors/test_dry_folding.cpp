@@ -6,8 +6,9 @@
 // the full walk.
 #include <catch2/catch.hpp>
 
+#include <bit>
 #include <cmath>
-#include <cstring>
+#include <cstdint>
 #include <numeric>
 #include <sstream>
 #include <string>
@@ -19,7 +20,7 @@ using namespace ringlab;
 namespace {
 
 // Exact equality of doubles by their bits (so that -0.0 and 0.0, or two NaNs, are not confused).
-bool same(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool same(double a, double b) { return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); }
 
 // The first field where two dry results differ ("" when none): every rank's counters and times,
 // every step, every phase's times, the makespan and the memory report.

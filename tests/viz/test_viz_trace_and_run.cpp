@@ -258,6 +258,12 @@ TEST_CASE("a trace carries its run's spec, every field, and refuses a malformed 
   nlohmann::json broken = nlohmann::json::parse(chrome_trace_json(events, 1, &about));
   broken["otherData"]["ringlab"]["spec"]["ranks"] = "eight";
   CHECK_THROWS_WITH(parse_trace_file(broken.dump(), "t.json"), Catch::Contains("t.json: the run's spec: \"ranks\""));
+  broken["otherData"]["ringlab"]["spec"]["ranks"] = 0;
+  CHECK_THROWS_WITH(parse_trace_file(broken.dump(), "t.json"), Catch::Contains("\"ranks\" is not an integer from 1"));
+  broken["otherData"]["ringlab"]["spec"]["ranks"] = 8;
+  broken["otherData"]["ringlab"]["spec"]["seq"] = int64_t{1} << 40;
+  CHECK_THROWS_WITH(parse_trace_file(broken.dump(), "t.json"), Catch::Contains("\"seq\""));
+  broken["otherData"]["ringlab"]["spec"]["seq"] = 976;
   broken["otherData"]["ringlab"]["spec"].erase("ranks");
   CHECK_THROWS_WITH(parse_trace_file(broken.dump(), "t.json"), Catch::Contains("no \"ranks\""));
   broken["otherData"]["ringlab"]["spec"]["ranks"] = 8;
