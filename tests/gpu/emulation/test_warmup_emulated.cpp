@@ -107,7 +107,8 @@ TEST_CASE("emulated gpu-streams: the warm-up's launches all precede the first ti
   CHECK(with_trace.trace.size() == never.execute(plan, inputs, traced).trace.size());
 }
 
-TEST_CASE("emulated ringlab-gpu run: a plan's usage error names itself; uneven S is padded", "[gpu][emulated][cli]") {
+TEST_CASE("emulated ringlab-gpu run: a plan's usage error names itself, and an uneven S is padded",
+          "[gpu][emulated][cli]") {
   const Outcome heads = run_cli({"run", "--heads", "8", "--kv-heads", "3", "--dim", "64"});
   CHECK(heads.status == 2);
   CHECK(heads.err.rfind("ringlab-gpu: error: ", 0) == 0);
