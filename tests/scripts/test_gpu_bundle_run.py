@@ -5,7 +5,8 @@ python3 first on PATH. No CUDA build is needed (CI never builds a bundle).
 
   python3 tests/scripts/test_gpu_bundle_run.py --root .
 
-Checks: no driver (nvidia-smi absent) and no GPU (nvidia-smi fails) are one clear line and exit 2,
+Checks: scripts/gpu-bundle refuses a missing or non-empty folder before building; no driver
+(nvidia-smi absent) and no GPU (nvidia-smi fails) are one clear line and exit 2,
 with no report; with a (fake) device, a failing case and a case whose filter matches nothing are
 reported as FAIL and not counted as passed, a name with commas is escaped so that it runs, the
 report and at most a handful of files are written, and the exit status is 1.
@@ -129,6 +130,14 @@ def main():
         check(r.stderr.count("\n") == 1 and "no NVIDIA GPU visible" in r.stderr and "NVIDIA-SMI has failed" in r.stderr,
               "no GPU: one clear line naming nvidia-smi's complaint", r.stderr)
         check(not os.path.exists(os.path.join(out, "report.md")), "no GPU: no report")
+
+        # scripts/gpu-bundle's own usage errors come before any build: no folder, a folder not empty.
+        builder = os.path.join(root, "scripts", "gpu-bundle")
+        r = subprocess.run(["bash", builder], capture_output=True, text=True, timeout=30)
+        check(r.returncode == 2 and "name the folder" in r.stderr, "gpu-bundle without DIR: exit 2", r.stderr)
+        r = subprocess.run(["bash", builder, bundle], capture_output=True, text=True, timeout=30)
+        check(r.returncode == 2 and "is not empty" in r.stderr and r.stderr.count("\n") == 1,
+              "gpu-bundle into a folder that is not empty: exit 2, one line", r.stderr)
 
         # A bad option: exit 2, one line.
         r = subprocess.run(["bash", os.path.join(bundle, "run"), "--budget", "soon"], capture_output=True, text=True)
