@@ -1,7 +1,8 @@
 # Compile options for ringlab's own targets (never for third-party code).
 #
 #   ringlab_target_options(<target>)  warnings (-Wall -Wextra -Wpedantic, -Werror when
-#                                     RINGLAB_WERROR), sanitizers, -march=native.
+#                                     RINGLAB_WERROR), sanitizers, -march=native (or
+#                                     -march=RINGLAB_MARCH when RINGLAB_NATIVE is OFF).
 
 set(_ringlab_sanitize_flags "")
 if(RINGLAB_SANITIZE)
@@ -33,5 +34,6 @@ function(ringlab_target_options target)
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow ${_ringlab_gcc_workarounds}>
     $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${RINGLAB_WERROR}>>:-Werror>
     $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${RINGLAB_NATIVE}>>:-march=native>
+    $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<NOT:$<BOOL:${RINGLAB_NATIVE}>>,$<BOOL:${RINGLAB_MARCH}>>:-march=${RINGLAB_MARCH}>
     $<$<COMPILE_LANGUAGE:CXX>:${_ringlab_sanitize_flags}>)
 endfunction()

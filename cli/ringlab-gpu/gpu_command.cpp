@@ -14,9 +14,9 @@
 #include <type_traits>
 #include <utility>
 
+#include "executors/gpu/executor.hpp"
 #include "gpu/device.hpp"
 #include "gpu/dtype.hpp"
-#include "executors/gpu/executor.hpp"
 #include "reference/error.hpp"
 #include "sim/pipeline/command_line.hpp"
 #include "sim/pipeline/config.hpp"
@@ -36,6 +36,7 @@ struct GpuRunConfig {
   std::string executor = "streams";
   std::string dtype = "bf16";
   int device = 0;
+  int warmup = 1;
 };
 
 void add_gpu_run_flags(CLI::App& command, GpuRunConfig& config) {
@@ -47,6 +48,12 @@ void add_gpu_run_flags(CLI::App& command, GpuRunConfig& config) {
       ->check(CLI::IsMember({"bf16", "fp16", "fp32"}))
       ->capture_default_str();
   command.add_option("--device", config.device, "gpu-streams: the CUDA device the virtual ranks share")
+      ->capture_default_str();
+  command
+      .add_option("--warmup", config.warmup,
+                  "gpu-streams: untimed runs of the whole plan before the timed one (first launches: lazy module "
+                  "loading, attribute setting); 0 times them too")
+      ->check(CLI::Range(0, 10))
       ->capture_default_str();
 }
 
@@ -75,6 +82,7 @@ int run(GpuRunConfig& config, std::ostream& out, std::ostream& err, const MultiP
   GpuRunOptions options;
   options.dtype = parse_dtype(config.dtype);
   options.device = config.device;
+  options.warmup = config.warmup;
   options.timeout = config.run.timeout;
   const std::unique_ptr<Executor> executor = make_executor(config, options, mp);
   PipelineOptions pipeline;

@@ -6,17 +6,19 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <numeric>
 #include <ostream>
 #include <stdexcept>
 
+#include "executors/dry/dry_report.hpp"
 #include "reference/error.hpp"
 #include "reference/formulas.hpp"
 #include "sim/cost/block_work.hpp"
-#include "executors/dry/dry_report.hpp"
-#include "sim/plan/queries.hpp"
 #include "sim/pipeline/config.hpp"
 #include "sim/pipeline/op_interpreter.hpp"  // the trace's names
+#include "sim/plan/queries.hpp"
 
 namespace ringlab {
 
@@ -44,7 +46,7 @@ struct PendingExchange {
 class DryRun {
  public:
   DryRun(const Plan& plan, const Hardware& hw, const DryOptions& options)
-      : plan_(plan), hw_(hw), options_(options), P_(plan.ranks()), R_(plan.ring()), U_(plan.ulysses()),
+      : plan_(plan), hw_(hw), options_(options), P_(plan.ranks()), R_(plan.ring()), U_(plan.ulysses()), span_(R_),
         classifier_(plan, hw.device.q_tile, hw.device.kv_tile) {
     const size_t P = static_cast<size_t>(P_);
     for (auto* v : {&clock_, &compute_, &other_, &exposed_, &idle_, &comm_, &hidden_, &flops_, &send_free_, &recv_free_,
@@ -63,6 +65,69 @@ class DryRun {
   DryResult run();
 
  private:
+  // ---- [folding] -----------------------------------------------------------------------------
+  // A phase whose every step costs every rank the same (its compute classes cost alike, no
+  // collective, no per-rank trimming) keeps a state that is periodic along the ring with the
+  // node period T (ranks p and p + T U share everything: their link classes to their peers, their
+  // clocks). Then only ring positions 0..T-1 need walking: a peer outside them is its
+  // representative mod T. The result is the full walk's, bit for bit (tests/executors compare).
+
+  // The ring positions this phase needs walking: T when it folds, R otherwise.
+  int64_t fold_span(const Phase& phase) {
+    if (!options_.fold || tracing_ || R_ < 2) return R_;
+    for (const TemplateEntry& entry : phase.body)
+      if (std::holds_alternative<CollectiveT>(entry.op)) return R_;
+    if (!phase.travel.empty() &&
+        std::adjacent_find(phase.travel.begin(), phase.travel.end(), std::not_equal_to<>()) != phase.travel.end())
+      return R_;                                      // a trimmed ring whose blocks travel differently
+    if (classifier_.memo_class(0, 0) < 0) return R_;  // blocks classified one by one (a mask, the erratum)
+    // Below and above the diagonal (a step with d != 0 has both): the same cost, or no fold.
+    const BlockWork below = classifier_.classify(1, 0), above = classifier_.classify(0, 1);
+    auto masked = [](const BlockWork& w) {
+      return w.shape == BlockShape::diagonal || w.shape == BlockShape::masked || w.shape == BlockShape::erratum ||
+             w.shape == BlockShape::partial;
+    };
+    if (below.kernels != above.kernels || below.full_area != above.full_area ||
+        below.masked_area != above.masked_area || below.pairs != above.pairs || masked(below) != masked(above))
+      return R_;
+    // The node period in ring positions: the smallest T with T U a multiple of G.
+    const int64_t G = std::max<int64_t>(1, hw_.ranks_per_node);
+    int64_t span = 1;
+    if (G < P_) {
+      if (P_ % G != 0) return R_;  // a partial last node: no period
+      span = G / std::gcd(G, U_);
+    }
+    if (span >= R_ || R_ % span != 0) return R_;
+    // The state entering the phase must have that period too.
+    const int64_t period = span * U_;
+    for (const std::vector<double>* v : doubles())
+      for (int64_t r = period; r < P_; ++r)
+        if ((*v)[r] != (*v)[r % period]) return R_;
+    for (const std::vector<int64_t>* v : integers())
+      for (int64_t r = period; r < P_; ++r)
+        if ((*v)[r] != (*v)[r % period]) return R_;
+    return span;
+  }
+
+  // Back to every rank: each takes its representative's state.
+  void unfold() {
+    const int64_t period = span_ * U_;
+    span_ = R_;
+    if (period == P_) return;
+    for (std::vector<double>* v : doubles())
+      for (int64_t r = period; r < P_; ++r) (*v)[r] = (*v)[r % period];
+    for (std::vector<int64_t>* v : integers())
+      for (int64_t r = period; r < P_; ++r) (*v)[r] = (*v)[r % period];
+  }
+
+  std::array<std::vector<double>*, 11> doubles() {
+    return {&clock_,  &compute_, &other_,     &exposed_,   &idle_,        &comm_,
+            &hidden_, &flops_,   &send_free_, &recv_free_, &step_compute_};
+  }
+  std::array<std::vector<int64_t>*, 8> integers() {
+    return {&pairs_, &computed_, &skipped_, &masked_, &bytes_sent_, &bytes_received_, &messages_, &messages_received_};
+  }
+
   // ---- [exchange and wait] -------------------------------------------------------------------
 
   void exchange(const ExchangeT& t, int phase, int64_t step, PendingExchange& pending) {
@@ -83,8 +148,8 @@ class DryRun {
     }
     pending.step = step;
     pending.sends = t.sends, pending.receives = t.receives;
-    std::fill(pending.sent.begin(), pending.sent.end(), 0);
-    std::fill(pending.received.begin(), pending.received.end(), 0);
+    std::fill_n(pending.sent.begin(), span_ * U_, 0);
+    std::fill_n(pending.received.begin(), span_ * U_, 0);
     const int64_t bytes = payload_bytes(plan_, t.payload);
     const bool host = host_copy_;
     const double intra = hw_.intra_node.seconds(double(bytes)) / (host ? copy_share_ : 1.0);
@@ -92,7 +157,7 @@ class DryRun {
     const double verify_intra = hw_.intra_node.verify_seconds(double(bytes)) / copy_share_;
     const double verify_inter = hw_.inter_node.verify_seconds(double(bytes)) / copy_share_;
     const int tag = static_cast<int>((phase * 4 + t.id) * 1000000 + step);
-    for (int64_t g = 0; g < R_; ++g) {
+    for (int64_t g = 0; g < span_; ++g) {
       int64_t to_g = g + send_delta;
       if (to_g >= R_) to_g -= R_;
       // Every rank sends one message of `bytes` and receives one, but in a trimmed ring (Route).
@@ -104,10 +169,11 @@ class DryRun {
       }
       if (!sends) continue;
       for (int64_t u = 0; u < U_; ++u) {
-        const int64_t r = g * U_ + u, to = to_g * U_ + u;
+        // Folded: the receiver's state is that of its representative (the same up to rotation).
+        const int64_t r = g * U_ + u, to_rank = to_g * U_ + u, to = (to_g % span_) * U_ + u;
         pending.sent[r] = pending.received[to] = 1;
         bytes_sent_[r] += bytes, bytes_received_[to] += bytes, ++messages_[r], ++messages_received_[to];
-        const bool same_node = node_[r] == node_[to];
+        const bool same_node = node_[r] == node_[to_rank];
         const double duration = same_node ? intra : inter;
         double start = 0, end = 0;
         if (host) {
@@ -133,7 +199,7 @@ class DryRun {
         }
         if (tracing_) {
           TraceEvent event = event_at(r, TraceLane::comm, host ? "isend (copy)" : "send", start, end, step);
-          event.peer = static_cast<int>(to);
+          event.peer = static_cast<int>(to_rank);
           event.tag = tag;
           event.bytes = bytes;
           trace_.push_back(std::move(event));
@@ -149,7 +215,7 @@ class DryRun {
                              std::to_string(step - w.lag) + ", which was never posted");
     }
     pending.step = -1;
-    for (int64_t r = 0; r < P_; ++r) {
+    for (int64_t r = 0; r < span_ * U_; ++r) {
       double target = kNever, ready = kNever;
       const bool sent = pending.sends && pending.sent[r], received = pending.receives && pending.received[r];
       if (sent) target = pending.send_done[r], ready = pending.send_ready[r];
@@ -214,7 +280,7 @@ class DryRun {
     };
     std::array<Cost, 3> class_cost{};
     std::array<bool, 3> known{};
-    for (int64_t g = 0; g < R_; ++g) {
+    for (int64_t g = 0; g < span_; ++g) {
       if (!phase_->runs(needs, g, step)) continue;  // a trimmed ring: the block never reached g
       int64_t kv = g + delta;
       if (kv >= R_) kv -= R_;
@@ -283,6 +349,7 @@ class DryRun {
   }
 
   void collective(const CollectiveT& t, int64_t step) {
+    if (span_ != R_) throw std::logic_error("dry executor: a collective in a folded phase");
     const int64_t bytes = collective_bytes(plan_, t.collective);
     const bool ulysses_family = is_ulysses_collective(t.collective);
     const char* name = collective_trace_name(t.collective);
@@ -335,12 +402,12 @@ class DryRun {
   // Only on the ranks that run the entry (a trimmed ring's Needs).
   void elementwise(double bytes, Needs needs, int64_t step) {
     const double seconds = hw_.device.memory_seconds(bytes, P_);
-    for (int64_t r = 0; r < P_; ++r)
+    for (int64_t r = 0; r < span_ * U_; ++r)
       if (phase_->runs(needs, r / U_, step)) clock_[r] += seconds, other_[r] += seconds;
   }
   void elementwise_seconds(double seconds) {
     if (seconds <= 0) return;
-    for (int64_t r = 0; r < P_; ++r) clock_[r] += seconds, other_[r] += seconds;
+    for (int64_t r = 0; r < span_ * U_; ++r) clock_[r] += seconds, other_[r] += seconds;
   }
 
   // Bytes each op moves through memory (read + written), on every rank.
@@ -373,6 +440,7 @@ class DryRun {
   const Hardware& hw_;
   const DryOptions& options_;
   const int64_t P_, R_, U_;
+  int64_t span_;  // ring positions walked: R_, or the node period T in a folded phase
   BlockClassifier classifier_;
   double copy_share_ = 1;
   std::vector<double> clock_, compute_, other_, exposed_, idle_, comm_, hidden_, flops_, send_free_, recv_free_,
@@ -434,6 +502,8 @@ DryResult DryRun::run() {
       computes = computes || std::holds_alternative<ComputeT>(entry.op);
     }
     if (p < first_touch.size()) elementwise_seconds(first_touch[p]);
+    span_ = fold_span(phase);
+    phase_result.walked_positions = span_;
     const int64_t depth = max_lag + 1;
     std::vector<PendingExchange> pending(static_cast<size_t>((max_id + 1) * depth));
     for (PendingExchange& record : pending) record.size(P_);
@@ -476,16 +546,19 @@ DryResult DryRun::run() {
       if (computes) {
         DryStep s{static_cast<int>(p), step, INFINITY, 0, 0, 0};
         double sum = 0;
-        for (int64_t r = 0; r < P_; ++r) {
+        for (int64_t r = 0; r < span_ * U_; ++r) {
           s.compute_min_s = std::min(s.compute_min_s, step_compute_[r]);
           s.compute_max_s = std::max(s.compute_max_s, step_compute_[r]);
           sum += step_compute_[r];
           s.end_s = std::max(s.end_s, clock_[r]);
         }
-        s.compute_mean_s = sum / double(P_);
+        // Every rank alike: that time (a sum of P equal terms would round differently).
+        // (Folded: the representatives' mean is every rank's, the state being periodic.)
+        s.compute_mean_s = s.compute_min_s == s.compute_max_s ? s.compute_min_s : sum / double(span_ * U_);
         result.steps.push_back(s);
       }
     }
+    unfold();
     for (const PendingExchange& record : pending) {
       if (record.step >= 0) {
         throw std::logic_error("dry executor: phase '" + phase.name + "' posts an exchange at step " +

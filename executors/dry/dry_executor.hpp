@@ -11,6 +11,17 @@
 // and memory O(P): a ring of P = 1024, S = 1M fwd+bwd in ~0.05 s, P = 16384 in ~15 s on one core
 // (bench/cost/bench_dry_run).
 //
+// Folding: a ring phase in which every rank's step costs the same — compute classes below and
+// above the diagonal alike (non-causal, or zig-zag's halves), no collective, no trimmed ring, no
+// window or document mask — keeps a state that is periodic along the ring with the node period
+// T = G / gcd(G, U) ring positions (G = ranks_per_node; T = 1 on one node): ranks T U apart have
+// the same links to their peers and the same clocks. Such a phase walks ring positions 0..T-1 only,
+// a peer beyond them standing for its representative mod T, and every rank takes its
+// representative's state at the phase's end: O(T x steps x entries), the full walk's result bit
+// for bit (tests/executors/test_dry_folding.cpp compares both on every algorithm, layout and mask
+// kind). Anything else — striped or contiguous causal rings, masks, a state that is not periodic,
+// a partial last node, a trace — is walked rank by rank (DryPhase::walked_positions says which).
+//
 // Timing semantics, per rank (a clock = where the rank's program is):
 //   Exchange  posts a send and a receive at the rank's clock. A transfer starts when both ends
 //             have posted and the sender's send port and the receiver's receive port are free, and
@@ -39,15 +50,18 @@
 
 #include "sim/cost/hardware.hpp"
 #include "sim/cost/memory_model.hpp"
-#include "sim/plan/plan.hpp"
 #include "sim/pipeline/executor.hpp"
 #include "sim/pipeline/trace.hpp"
+#include "sim/plan/plan.hpp"
 
 namespace ringlab {
 
 struct DryOptions {
   bool trace = false;                    // record the simulated timeline (Chrome trace events)
   int64_t max_trace_events = 4'000'000;  // a traced run estimated above this throws UsageError
+  // Walk one node period of ring positions in a phase where every rank is the same up to rotation
+  // (exact; see "Folding" above). false: walk every rank, always (the reference the tests use).
+  bool fold = true;
 };
 
 // One rank's simulated run.
@@ -76,8 +90,9 @@ struct DryStep {
 struct DryPhase {
   std::string name;
   int64_t steps = 0;
-  double start_s = 0;  // the earliest rank's clock when the phase begins
-  double end_s = 0;    // the latest rank's clock when it ends
+  double start_s = 0;            // the earliest rank's clock when the phase begins
+  double end_s = 0;              // the latest rank's clock when it ends
+  int64_t walked_positions = 0;  // ring positions walked one by one: the ring's R, or fewer when folded
 };
 
 struct DryResult {

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "gpu/dtype.hpp"
-#include "sim/plan/plan.hpp"
 #include "sim/pipeline/executor.hpp"
+#include "sim/plan/plan.hpp"
 
 namespace ringlab::gpu {
 
@@ -20,6 +20,10 @@ struct GpuRunOptions {
   Dtype dtype = Dtype::bf16;
   int device = 0;         // gpu-streams: the device every virtual rank shares
   double timeout = 60.0;  // gpu-nccl: seconds without progress before aborting (exit 3)
+  // gpu-streams: untimed runs of the whole plan before the timed one, so that first-launch costs
+  // (lazy module loading, CUDA_MODULE_LOADING=LAZY being the default; first-use attribute setting)
+  // stay out of the measured run and its trace.
+  int warmup = 1;
 };
 
 // What both GPU executors need of the pipeline: the dtype's element size on the wire, the inputs
@@ -73,6 +77,9 @@ class StreamsRun {
   // download, the result holds the outputs; without, only timings (benchmarks); with trace, one
   // trace event per op. A deadlock throws CommError.
   ExecutionResult run(bool download = true, bool trace = false);
+  // Runs the whole plan once with no timing events and measures nothing: every kernel the plan
+  // uses is launched once (its module loaded, its attributes set) before a measured run.
+  void warm_up();
 
  private:
   struct Impl;

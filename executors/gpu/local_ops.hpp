@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "gpu/device.hpp"
 #include "executors/gpu/gpu_rank.hpp"
+#include "gpu/device.hpp"
 #include "sim/pipeline/result.hpp"
 #include "sim/pipeline/trace.hpp"
 
@@ -23,7 +23,7 @@ class Timeline {
  public:
   // An event recorded on `stream` now; `timing` ones can be measured.
   const Event* record(cudaStream_t stream, bool timing = false) {
-    events_.emplace_back(timing);
+    events_.emplace_back(timing && timing_);
     events_.back().record(stream);
     return &events_.back();
   }
@@ -48,6 +48,8 @@ class Timeline {
   // (summary_of(world rank)). The events in the order they were recorded.
   std::vector<TraceEvent> resolve(const Event& start, const std::function<RankSummary&(int rank)>& summary_of);
   void clear();  // before a new run
+  // Off: every event records without timing (a warm-up run, which measures nothing).
+  void set_timing(bool on) { timing_ = on; }
   // How many of the recorded events the device has passed, counted in recording order up to the
   // first it has not (a cursor: each call resumes where the last stopped). A watchdog's progress.
   size_t passed();
@@ -59,6 +61,7 @@ class Timeline {
     TraceEvent event;
   };
   std::deque<Event> events_;  // a deque: recorded events stay where they are
+  bool timing_ = true;
   std::vector<Span> spans_;
   size_t passed_ = 0;
 };

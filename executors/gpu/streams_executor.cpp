@@ -13,14 +13,14 @@
 #include <map>
 #include <tuple>
 
-#include "gpu/device.hpp"
 #include "executors/gpu/executor.hpp"
 #include "executors/gpu/gpu_rank.hpp"
 #include "executors/gpu/local_ops.hpp"
+#include "gpu/device.hpp"
 #include "gpu/kernels/attention_kernels.hpp"
 #include "reference/error.hpp"
-#include "sim/plan/walk.hpp"
 #include "sim/pipeline/op_interpreter.hpp"
+#include "sim/plan/walk.hpp"
 
 namespace ringlab::gpu {
 
@@ -87,9 +87,11 @@ struct StreamsRun::Impl {
 
   // ---- [dispatch] ------------------------------------------------------------------------------
 
-  ExecutionResult run(bool download, bool trace) {
+  // measure = false: a warm-up, its events without timing, nothing read back.
+  ExecutionResult run(bool download, bool trace, bool measure = true) {
     RINGLAB_CUDA_CHECK(cudaSetDevice(options.device));
     timeline.clear(), sends.clear(), receives.clear(), copied.clear(), collectives.clear();
+    timeline.set_timing(measure);
     summaries.assign(static_cast<size_t>(P), RankSummary{});
     interpreters.clear();
     for (int64_t r = 0; r < P; ++r) interpreters.emplace_back(plan, r, summaries[static_cast<size_t>(r)]);
@@ -115,6 +117,7 @@ struct StreamsRun::Impl {
       ends.push_back(record(comm[static_cast<size_t>(r)].get(), true));
     }
     RINGLAB_CUDA_CHECK(cudaDeviceSynchronize());
+    if (!measure) return {};
     return results(*start, ends, download, trace);
   }
 
@@ -351,12 +354,15 @@ StreamsRun::~StreamsRun() = default;
 
 ExecutionResult StreamsRun::run(bool download, bool trace) { return impl_->run(download, trace); }
 
+void StreamsRun::warm_up() { impl_->run(false, false, false); }
+
 std::string StreamsExecutor::label(const Plan& plan) const { return streams_label(plan, options_); }
 
 ExecutionResult StreamsExecutor::execute(const Plan& plan, const AttentionInputs<float>& inputs,
                                          const ExecuteOptions& options) {
   return with_comm_faults(label(plan), [&] {
     StreamsRun run(plan, inputs, options_);
+    for (int i = 0; i < options_.warmup; ++i) run.warm_up();
     return run.run(true, options.trace);
   });
 }
@@ -367,8 +373,11 @@ std::string streams_label(const Plan& plan, const GpuRunOptions& options) {
     device = device_description(options.device);
   } catch (const CudaError&) {
   }
+  const std::string warmup = options.warmup == 0   ? "no warm-up: first launches timed"
+                             : options.warmup == 1 ? "timed after 1 warm-up run"
+                                                   : "timed after " + std::to_string(options.warmup) + " warm-up runs";
   return "gpu-streams, " + std::to_string(plan.ranks()) + (plan.ranks() == 1 ? " virtual rank" : " virtual ranks") +
-         " on " + device + " (" + dtype_name(options.dtype) + ")";
+         " on " + device + " (" + dtype_name(options.dtype) + ", " + warmup + ")";
 }
 
 }  // namespace ringlab::gpu

@@ -290,14 +290,16 @@ int run_pipeline(RunConfig& config, Executor& executor, std::ostream& out, std::
 
   ExecutionResult result = execute_with_progress(executor, plan, x, config, needs);
   const int ranks = static_cast<int>(plan.ranks());
+  const TraceRun traced{options.tool + " run", result.executor, plan.spec()};  // the trace says what ran
   const std::string prefix = options.error_prefix.empty() ? options.tool + ": " : options.error_prefix;
   if (result.failure) {
-    if (needs.reports && !config.trace_file.empty()) write_chrome_trace(config.trace_file, result.trace, ranks);
+    if (needs.reports && !config.trace_file.empty())
+      write_chrome_trace(config.trace_file, result.trace, ranks, &traced);
     return report_failure(*result.failure, plan, config, needs.reports, out, err, prefix);
   }
   if (!needs.reports) return kExitVerified;  // rank 0's process verifies and reports for everyone
   if (!needs.computes_outputs) {
-    if (!config.trace_file.empty()) write_chrome_trace(config.trace_file, result.trace, ranks);
+    if (!config.trace_file.empty()) write_chrome_trace(config.trace_file, result.trace, ranks, &traced);
     if (!executor.print_own_report(out, plan, result, config.json)) print_work(out, plan, result, config.json, options);
     return kExitVerified;
   }
@@ -316,7 +318,7 @@ int run_pipeline(RunConfig& config, Executor& executor, std::ostream& out, std::
                               : diagnose(executor, plan, x, inputs, reference);
   }
   if (!config.save_dir.empty()) save_outputs(config.save_dir, result.outputs);
-  if (!config.trace_file.empty()) write_chrome_trace(config.trace_file, result.trace, ranks);
+  if (!config.trace_file.empty()) write_chrome_trace(config.trace_file, result.trace, ranks, &traced);
 
   Verdict verdict{plan, check, result, verification, needs, verification.ok() ? kExitVerified : kExitMismatch};
   if (config.json) {

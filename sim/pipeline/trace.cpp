@@ -108,7 +108,95 @@ class EventReader {
 
 }  // namespace
 
-std::string chrome_trace_json(std::span<const TraceEvent> events, int ranks) {
+// ---- the run's description --------------------------------------------------------------------
+
+json plan_spec_json(const PlanSpec& s) {
+  return {{"algo", algorithm_name(s.algo)},
+          {"layout", layout_name(s.layout)},
+          {"block", s.block},
+          {"ranks", s.ranks},
+          {"ulysses", s.ulysses},
+          {"batch", s.dims.batch},
+          {"seq", s.dims.seq},
+          {"heads", s.dims.heads},
+          {"kv_heads", s.dims.kv_heads},
+          {"dim", s.dims.dim},
+          {"causal", s.causal},
+          {"window", s.window},
+          {"documents", s.documents},
+          {"padding", s.padding},
+          {"padding_heads", s.padding_heads},
+          {"skip", s.skip},
+          {"full_ring", s.full_ring},
+          {"backward", s.backward},
+          {"erratum", erratum_name(s.erratum)},
+          {"element_bytes", s.element_bytes}};
+}
+
+PlanSpec plan_spec_from_json(const json& value, const std::string& source) {
+  const std::string hint = "; pass a trace written by ringlab run --trace or ringlab-gpu run --trace";
+  if (!value.is_object()) throw UsageError(source + ": the run's \"spec\" is not an object" + hint);
+  auto field = [&](const char* name) -> const json& {
+    const auto found = value.find(name);
+    if (found == value.end()) throw UsageError(source + ": the run's spec has no \"" + name + "\"" + hint);
+    return *found;
+  };
+  // Sizes from 0 (1 where a size must be positive) to 2^31 - 1: what a viewer's controls hold.
+  auto integer = [&](const char* name, int64_t least = 0) {
+    const json& v = field(name);
+    if (!v.is_number_integer() || v.get<int64_t>() < least || v.get<int64_t>() > 2147483647) {
+      throw UsageError(source + ": the run's spec: \"" + name + "\" is not an integer from " + std::to_string(least) +
+                       " to 2^31 - 1" + hint);
+    }
+    return v.get<int64_t>();
+  };
+  auto boolean = [&](const char* name) {
+    const json& v = field(name);
+    if (!v.is_boolean()) throw UsageError(source + ": the run's spec: \"" + name + "\" is not true or false" + hint);
+    return v.get<bool>();
+  };
+  auto text = [&](const char* name) {
+    const json& v = field(name);
+    if (!v.is_string()) throw UsageError(source + ": the run's spec: \"" + name + "\" is not a string" + hint);
+    return v.get<std::string>();
+  };
+  PlanSpec s;
+  try {
+    s.algo = parse_algorithm(text("algo"));
+    s.layout = parse_layout(text("layout"));
+    s.erratum = parse_erratum(text("erratum"));
+  } catch (const UsageError& error) {
+    throw UsageError(source + ": the run's spec: " + error.what());
+  }
+  s.block = integer("block");
+  s.ranks = integer("ranks", 1);
+  s.ulysses = integer("ulysses", 1);
+  s.dims.batch = integer("batch", 1);
+  s.dims.seq = integer("seq", 1);
+  s.dims.heads = integer("heads", 1);
+  s.dims.kv_heads = integer("kv_heads", 1);
+  s.dims.dim = integer("dim", 1);
+  s.causal = boolean("causal");
+  s.window = integer("window");
+  const json& documents = field("documents");
+  if (!documents.is_array()) throw UsageError(source + ": the run's spec: \"documents\" is not an array" + hint);
+  for (const json& length : documents) {
+    if (!length.is_number_integer() || length.get<int64_t>() < 1 || length.get<int64_t>() > 2147483647)
+      throw UsageError(source + ": the run's spec: a document length is not an integer from 1 to 2^31 - 1" + hint);
+    s.documents.push_back(length.get<int64_t>());
+  }
+  s.padding = integer("padding");
+  s.padding_heads = integer("padding_heads");
+  s.skip = boolean("skip");
+  s.full_ring = boolean("full_ring");
+  s.backward = boolean("backward");
+  s.element_bytes = integer("element_bytes", 1);
+  return s;
+}
+
+// ---- writing and reading ----------------------------------------------------------------------
+
+std::string chrome_trace_json(std::span<const TraceEvent> events, int ranks, const TraceRun* run) {
   json list = json::array();
   for (int rank = 0; rank < ranks; ++rank) {
     list.push_back(metadata("process_name", rank, 0, "rank " + std::to_string(rank)));
@@ -118,12 +206,19 @@ std::string chrome_trace_json(std::span<const TraceEvent> events, int ranks) {
     list.push_back(metadata("thread_name", rank, 1, "comm"));
   }
   for (const TraceEvent& event : events) list.push_back(event_json(event));
-  const json document = {{"traceEvents", std::move(list)}, {"displayTimeUnit", "ms"}};
+  json document = {{"traceEvents", std::move(list)}, {"displayTimeUnit", "ms"}};
+  if (run) {
+    document["otherData"] = {{"ringlab",
+                              {{"tool", run->tool},
+                               {"executor", run->executor},
+                               {"describe", run->spec.describe()},
+                               {"spec", plan_spec_json(run->spec)}}}};
+  }
   return document.dump() + "\n";
 }
 
-void write_chrome_trace(const std::string& path, std::span<const TraceEvent> events, int ranks) {
-  write_file_atomically(path, chrome_trace_json(events, ranks));
+void write_chrome_trace(const std::string& path, std::span<const TraceEvent> events, int ranks, const TraceRun* run) {
+  write_file_atomically(path, chrome_trace_json(events, ranks, run));
 }
 
 std::vector<TraceEvent> parse_chrome_trace(std::string_view text, const std::string& source) {
@@ -168,6 +263,34 @@ std::vector<TraceEvent> read_chrome_trace(const std::string& path) {
   std::ostringstream content;
   content << file.rdbuf();
   return parse_chrome_trace(content.str(), path);
+}
+
+TraceFile parse_trace_file(std::string_view text, const std::string& source) {
+  TraceFile file;
+  file.events = parse_chrome_trace(text, source);  // the format's errors first
+  const json document = json::parse(text.begin(), text.end());
+  if (!document.is_object()) return file;
+  const auto other = document.find("otherData");
+  if (other == document.end() || !other->is_object()) return file;
+  const auto ringlab = other->find("ringlab");
+  if (ringlab == other->end()) return file;
+  if (!ringlab->is_object()) throw UsageError(source + ": \"otherData\".\"ringlab\" is not an object; " + kTraceHint);
+  TraceRun run;
+  const auto tool = ringlab->find("tool"), executor = ringlab->find("executor"), spec = ringlab->find("spec");
+  if (tool != ringlab->end() && tool->is_string()) run.tool = tool->get<std::string>();
+  if (executor != ringlab->end() && executor->is_string()) run.executor = executor->get<std::string>();
+  if (spec == ringlab->end()) throw UsageError(source + ": the run's description has no \"spec\"; " + kTraceHint);
+  run.spec = plan_spec_from_json(*spec, source);
+  file.run = std::move(run);
+  return file;
+}
+
+TraceFile read_trace_file(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw UsageError(path + ": cannot open the trace; check the path");
+  std::ostringstream content;
+  content << file.rdbuf();
+  return parse_trace_file(content.str(), path);
 }
 
 }  // namespace ringlab

@@ -147,6 +147,13 @@ TEST_CASE("tracing writes a Chrome trace that reads back", "[cli]") {
   }
   CHECK(ranks == std::set<int>{0, 1, 2, 3});
   CHECK(compute == 16);  // 4 ranks x 4 ring steps
+  // The trace names its run, for a viewer to show that schedule.
+  const TraceFile file = read_trace_file(dir / "t.json");
+  REQUIRE(file.run);
+  CHECK(file.run->tool == "ringlab run");
+  CHECK(file.run->spec.ranks == 4);
+  CHECK(file.run->spec.dims.seq == 256);
+  CHECK(file.run->executor.rfind("sim executor, 4 ranks", 0) == 0);
 }
 
 TEST_CASE("fault injection: drop deadlocks (exit 3), corrupt is detected (exit 3), delay still verifies", "[cli]") {

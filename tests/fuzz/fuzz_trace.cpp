@@ -1,5 +1,5 @@
-// libFuzzer target: the Chrome trace loader the viewer uses. Malformed text throws UsageError
-// with one line; nothing crashes.
+// libFuzzer target: the Chrome trace loader the viewer uses (events and the run's spec). Malformed
+// text throws UsageError with one line; nothing crashes.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -9,8 +9,14 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    const auto events =
-        ringlab::parse_chrome_trace(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.json");
+    const ringlab::TraceFile file =
+        ringlab::parse_trace_file(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.json");
+    const auto& events = file.events;
+    // A spec read back writes back the same.
+    if (file.run &&
+        ringlab::plan_spec_json(ringlab::plan_spec_from_json(ringlab::plan_spec_json(file.run->spec), "again.json")) !=
+            ringlab::plan_spec_json(file.run->spec))
+      __builtin_trap();
     // What loads writes back and loads again.
     const std::string text = ringlab::chrome_trace_json(events, 1 + static_cast<int>(events.size() % 4));
     (void)ringlab::parse_chrome_trace(text, "again.json");

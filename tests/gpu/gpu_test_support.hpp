@@ -9,12 +9,12 @@
 #include <cstdlib>
 #include <string>
 
+#include "executors/gpu/executor.hpp"
 #include "gpu/device.hpp"
 #include "gpu/dtype.hpp"
-#include "executors/gpu/executor.hpp"
 #include "reference/inputs.hpp"
-#include "sim/plan/plan.hpp"
 #include "sim/pipeline/verification.hpp"
+#include "sim/plan/plan.hpp"
 
 // Catch2 v2 has no SKIP: a test without a device ends its process with status 77, which ctest
 // reports as skipped (gpu_tests is registered with SKIP_RETURN_CODE 77, one process per test
@@ -68,6 +68,7 @@ template <class Make>
 GpuCheck run_and_verify(PlanSpec spec, gpu::Dtype dtype, Make make, uint64_t seed = 1) {
   gpu::GpuRunOptions options;
   options.dtype = dtype;
+  options.warmup = 0;  // a check of the outputs: a warm-up run would only double the (emulated) time
   auto executor = make(options);
   const PipelineNeeds needs = executor.needs();
   CHECK(needs.element_bytes == gpu::dtype_bytes(dtype));

@@ -29,22 +29,41 @@ Outcome run_cli(std::vector<std::string> args) {
   return {status, out.str(), err.str()};
 }
 
+// Each usage error with words its one line must hold: the problem it names, so that another exit 2
+// (a missing device is one) cannot pass for it. All are found before the device is looked for.
+struct UsageCase {
+  std::vector<std::string> args;
+  std::string names;
+};
+
+std::vector<UsageCase> usage_cases() {
+  return {{{"run", "--no-such-flag"}, "--no-such-flag"},
+          {{"run", "--dtype", "fp64"}, "fp64"},
+          {{"run", "--executor", "mpi"}, "mpi"},
+          {{"run", "--dry-run"}, "--dry-run"},
+          {{"run", "--inject", "drop@1:0"}, "--inject"},
+          {{"run", "--dim", "96"}, "D = 64 or 128"},
+          {{"run", "--heads", "8", "--kv-heads", "3"}, "HKV=3 does not divide H=8"}};
+}
+
 }  // namespace
 
-TEST_CASE("ringlab-gpu: usage errors exit 2 with one line, with or without a device", "[gpu][cli]") {
-  for (const std::vector<std::string>& args : {std::vector<std::string>{"run", "--no-such-flag"},
-                                               {"run", "--dtype", "fp64"},
-                                               {"run", "--executor", "mpi"},
-                                               {"run", "--dry-run"},
-                                               {"run", "--inject", "drop@1:0"},
-                                               {"run", "--seq", "1000", "--layout", "zigzag"},
-                                               {"run", "--dim", "96"}}) {
-    const Outcome o = run_cli(args);
-    INFO(args[1] << ": " << o.err);
+TEST_CASE("ringlab-gpu: usage errors exit 2 with one line naming the problem, with or without a device", "[gpu][cli]") {
+  std::string why;
+  const bool device = gpu::device_available(&why);
+  for (const UsageCase& c : usage_cases()) {
+    const Outcome o = run_cli(c.args);
+    INFO(c.args[1] << ": " << o.err);
     CHECK(o.status == 2);
     CHECK(o.err.rfind("ringlab-gpu: error: ", 0) == 0);
     CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+    CHECK_THAT(o.err, Catch::Contains(c.names));
   }
+  // Uneven S is padded, not refused: on a device the run verifies (without one it stops at the check).
+  const Outcome padded = run_cli(
+      {"run", "--ranks", "3", "--seq", "1000", "--layout", "zigzag", "--heads", "2", "--kv-heads", "1", "--dim", "64"});
+  INFO(padded.out << padded.err);
+  CHECK(padded.status == (device ? 0 : 2));
 }
 
 TEST_CASE("ringlab-gpu: without a device, run says so and exits 2", "[gpu][cli]") {

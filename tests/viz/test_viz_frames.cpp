@@ -12,8 +12,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "reference/inputs.hpp"
 #include "executors/sim/sim_executor.hpp"
+#include "reference/inputs.hpp"
 #include "sim/pipeline/trace.hpp"
 #include "sim/ranks/world_options.hpp"
 #include "viz/view/viewer.hpp"
@@ -287,6 +287,46 @@ TEST_CASE("a malformed trace shows one line in the Messages panel, and a good on
   CHECK(viewer.view().grid_blocks == 3);
   std::filesystem::remove(bad);
   std::filesystem::remove(good);
+}
+
+TEST_CASE("a trace that names its run sets the controls to that schedule, and keeps its model",
+          "[viz][frames][trace]") {
+  HeadlessImGui imgui;
+  const ScheduleControls start = controls_of(test::spec_of(Algorithm::ring, LayoutKind::contiguous, 4, false));
+  Viewer viewer(start);
+  PlanSpec spec = test::spec_of(Algorithm::ring, LayoutKind::zigzag, 3, true, true);
+  spec.dims.heads = 4, spec.dims.kv_heads = 2;
+  SimExecutor sim(make_world_options(3, 10, {}, false), 1);
+  ExecuteOptions traced;
+  traced.trace = true;
+  const ExecutionResult run = sim.execute(build_plan(spec), make_inputs(spec.dims, 0, true), traced);
+  REQUIRE(!run.failure);
+  const std::filesystem::path dir = std::filesystem::temp_directory_path();
+  const std::string named = (dir / ("ringlab_viz_named_" + std::to_string(getpid()) + ".json")).string();
+  const std::string bare = (dir / ("ringlab_viz_bare_" + std::to_string(getpid()) + ".json")).string();
+  const TraceRun about{"ringlab-gpu run", "gpu-streams, 3 virtual ranks", spec};
+  write_chrome_trace(named, run.trace, 3, &about);
+  write_chrome_trace(bare, run.trace, 3);
+
+  // A trace without its run (another tool's, an older ringlab's) leaves the controls alone.
+  REQUIRE(viewer.open_trace(bare));
+  CHECK(viewer.controls() == start);
+  REQUIRE(viewer.open_trace(named));
+  CHECK(viewer.message().empty());
+  ScheduleControls expected = ScheduleControls::from_spec(spec);
+  expected.hardware = start.hardware;
+  CHECK(viewer.controls() == expected);
+  CHECK(kLayoutNames[static_cast<size_t>(viewer.controls().layout)] == std::string("zigzag"));
+  CHECK(viewer.controls().ranks == 3);
+  CHECK(viewer.controls().backward);
+  // Frames do not re-plan over the trace: the model stays the measured one until an edit.
+  imgui.frames(viewer, 10);
+  CHECK(viewer.model().source == SourceKind::trace);
+  viewer.controls().ranks = 4;
+  imgui.frame(viewer);
+  CHECK(viewer.model().source == SourceKind::plan);
+  std::filesystem::remove(named);
+  std::filesystem::remove(bare);
 }
 
 TEST_CASE("a live run of the reverse-dkv erratum: the grid shows the wrong blocks and the step",

@@ -4,9 +4,9 @@
 // where the error enters; kv-offset-mask shows blocks wrong on their own.
 #include <catch2/catch.hpp>
 
+#include "executors/sim/sim_executor.hpp"
 #include "reference/error.hpp"
 #include "reference/inputs.hpp"
-#include "executors/sim/sim_executor.hpp"
 #include "sim/pipeline/trace.hpp"
 #include "sim/ranks/world_options.hpp"
 #include "viz/model/live_run.hpp"
@@ -213,4 +213,60 @@ TEST_CASE("LiveRun runs on a background thread and hands the outcome over once",
   REQUIRE(outcome.has_value());
   CHECK_FALSE(outcome->ok);
   CHECK(outcome->error.find("100") != std::string::npos);
+}
+
+TEST_CASE("a trace carries its run's spec, every field, and refuses a malformed one", "[viz][trace]") {
+  PlanSpec spec;
+  spec.algo = Algorithm::hybrid;
+  spec.layout = LayoutKind::striped;
+  spec.block = 2;
+  spec.ranks = 8;
+  spec.ulysses = 2;
+  spec.dims = {3, 976, 8, 8, 128};  // as ringlab plan pads H=7 for U=2: one padding head
+  spec.causal = true;
+  spec.window = 77;
+  spec.documents = {480, 496};
+  spec.padding_heads = 1;
+  spec.skip = false;
+  spec.full_ring = true;
+  spec.backward = true;
+  spec.erratum = Erratum::reverse_dkv;
+  spec.element_bytes = 2;
+  const TraceRun about{"ringlab-gpu run", "gpu-streams, 8 virtual ranks", spec};
+  TraceEvent event;
+  event.name = "attention fwd";
+  event.lane = TraceLane::compute;
+  event.duration_us = 5;
+  const std::vector<TraceEvent> events{event};
+  const TraceFile file = parse_trace_file(chrome_trace_json(events, 1, &about), "t.json");
+  REQUIRE(file.run);
+  CHECK(file.run->tool == "ringlab-gpu run");
+  CHECK(file.run->executor == "gpu-streams, 8 virtual ranks");
+  CHECK(plan_spec_json(file.run->spec) == plan_spec_json(spec));
+  CHECK(file.run->spec.describe() == spec.describe());
+  CHECK(file.events == events);
+  // Padding tokens too (the JSON alone: this spec's layout has none to pad).
+  PlanSpec padded = spec;
+  padded.padding = 32;
+  CHECK(plan_spec_json(plan_spec_from_json(plan_spec_json(padded), "t.json")) == plan_spec_json(padded));
+  CHECK(plan_spec_from_json(plan_spec_json(padded), "t.json").padding == 32);
+  // Without a run: none, and the events as before.
+  const TraceFile bare = parse_trace_file(chrome_trace_json(events, 1), "t.json");
+  CHECK_FALSE(bare.run);
+  CHECK(bare.events == events);
+  // A spec with a field of the wrong type or missing: one line naming the file and the field.
+  nlohmann::json broken = nlohmann::json::parse(chrome_trace_json(events, 1, &about));
+  broken["otherData"]["ringlab"]["spec"]["ranks"] = "eight";
+  CHECK_THROWS_WITH(parse_trace_file(broken.dump(), "t.json"), Catch::Contains("t.json: the run's spec: \"ranks\""));
+  broken["otherData"]["ringlab"]["spec"]["ranks"] = 0;
+  CHECK_THROWS_WITH(parse_trace_file(broken.dump(), "t.json"), Catch::Contains("\"ranks\" is not an integer from 1"));
+  broken["otherData"]["ringlab"]["spec"]["ranks"] = 8;
+  broken["otherData"]["ringlab"]["spec"]["seq"] = int64_t{1} << 40;
+  CHECK_THROWS_WITH(parse_trace_file(broken.dump(), "t.json"), Catch::Contains("\"seq\""));
+  broken["otherData"]["ringlab"]["spec"]["seq"] = 976;
+  broken["otherData"]["ringlab"]["spec"].erase("ranks");
+  CHECK_THROWS_WITH(parse_trace_file(broken.dump(), "t.json"), Catch::Contains("no \"ranks\""));
+  broken["otherData"]["ringlab"]["spec"]["ranks"] = 8;
+  broken["otherData"]["ringlab"]["spec"]["layout"] = "spiral";
+  CHECK_THROWS_WITH(parse_trace_file(broken.dump(), "t.json"), Catch::Contains("spiral"));
 }

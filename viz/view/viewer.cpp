@@ -40,9 +40,17 @@ void Viewer::show(ScheduleModel model) {
 
 bool Viewer::open_trace(const std::string& path) {
   try {
-    const std::vector<TraceEvent> events = read_chrome_trace(path);
-    show(model_from_trace(events, path));
+    const TraceFile trace = read_trace_file(path);
+    show(model_from_trace(trace.events, path));
     trace_path_ = path;
+    // The controls show the schedule that ran (the trace says which, when its writer knew), and
+    // count as planned: the trace's model stays until the user edits them.
+    if (trace.run) {
+      const std::string hardware = controls_.hardware;
+      controls_ = ScheduleControls::from_spec(trace.run->spec);
+      controls_.hardware = hardware;
+      planned_ = controls_;
+    }
     message_.clear();
     return true;
   } catch (const UsageError& error) {

@@ -26,7 +26,8 @@ class Viewer {
   void frame(float seconds);
 
   // Opens a trace file: true when it loads; otherwise the message says why (one line) and the
-  // model is unchanged.
+  // model is unchanged. A trace that names its run (ringlab's traces do) sets the controls to that
+  // schedule.
   bool open_trace(const std::string& path);
   // Shows another model (a trace's, a run's), keeping the step when it still fits.
   void show(ScheduleModel model);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "gpu/kernels/attention_kernels.hpp"
@@ -19,7 +20,16 @@
 #include "reference/error.hpp"
 
 namespace ringlab::gpu {
+
+// Every emulated kernel launch, counted (the warm-up test sees where they fall among the events).
+std::atomic<int64_t> emulated_kernel_launches{0};
+
 namespace {
+
+void counted_launch(emu::Dim3 grid, int threads, int smem_bytes, const std::function<void()>& kernel) {
+  ++emulated_kernel_launches;
+  emu::launch(grid, threads, smem_bytes, kernel);
+}
 
 emu::Dim3 grid2(int x, int y) { return {static_cast<unsigned>(x), static_cast<unsigned>(y), 1}; }
 // Grid-stride kernels are right for any grid; a few blocks keep the emulation quick.
@@ -30,22 +40,22 @@ emu::Dim3 small_grid(int64_t count) {
 template <class T, int D>
 void forward_fa2(const ForwardParams& p) {
   using Tiles = ForwardFa2Tiles<D>;
-  emu::launch(grid2(Tiles::q_tiles(p.a), p.a.batch * p.a.heads), Tiles::kThreads, Tiles::kSmemBytes,
-              [&] { forward_fa2_kernel<T, D>(p); });
+  counted_launch(grid2(Tiles::q_tiles(p.a), p.a.batch * p.a.heads), Tiles::kThreads, Tiles::kSmemBytes,
+                 [&] { forward_fa2_kernel<T, D>(p); });
 }
 
 template <class T, int D>
 void forward_mma(const ForwardParams& p) {
   using Tiles = ForwardMmaTiles<D>;
-  emu::launch(grid2(Tiles::q_tiles(p.a), p.a.batch * p.a.heads), Tiles::kThreads, Tiles::kSmemBytes,
-              [&] { forward_mma_kernel<T, D>(p); });
+  counted_launch(grid2(Tiles::q_tiles(p.a), p.a.batch * p.a.heads), Tiles::kThreads, Tiles::kSmemBytes,
+                 [&] { forward_mma_kernel<T, D>(p); });
 }
 
 template <class T, int D>
 void backward_mma(const BackwardParams& p) {
   using Tiles = BackwardMmaTiles<D>;
-  emu::launch(grid2(Tiles::k_tiles(p.a), p.a.batch * p.a.heads), Tiles::kThreads, Tiles::kSmemBytes,
-              [&] { backward_mma_kernel<T, D>(p); });
+  counted_launch(grid2(Tiles::k_tiles(p.a), p.a.batch * p.a.heads), Tiles::kThreads, Tiles::kSmemBytes,
+                 [&] { backward_mma_kernel<T, D>(p); });
 }
 
 }  // namespace
@@ -70,8 +80,8 @@ void forward_accumulate(Dtype dtype, const ForwardParams& p, cudaStream_t) {
     case Dtype::fp16: return d64 ? forward_fa2<__half, 64>(p) : forward_fa2<__half, 128>(p);
     case Dtype::fp32:
       if (p.out != nullptr) throw UsageError("fp32: no fused finalize");
-      emu::launch(grid2(ForwardFp32Tiles::q_tiles(p.a), p.a.batch * p.a.heads), ForwardFp32Tiles::kThreads,
-                  ForwardFp32Tiles::smem_bytes(p.a.dim), [&] { forward_fp32_kernel(p); });
+      counted_launch(grid2(ForwardFp32Tiles::q_tiles(p.a), p.a.batch * p.a.heads), ForwardFp32Tiles::kThreads,
+                     ForwardFp32Tiles::smem_bytes(p.a.dim), [&] { forward_fp32_kernel(p); });
   }
 }
 
@@ -95,19 +105,19 @@ void backward_accumulate(Dtype dtype, const BackwardParams& p, cudaStream_t) {
     case Dtype::bf16: return d64 ? backward_mma<__nv_bfloat16, 64>(p) : backward_mma<__nv_bfloat16, 128>(p);
     case Dtype::fp16: return d64 ? backward_mma<__half, 64>(p) : backward_mma<__half, 128>(p);
     case Dtype::fp32:
-      emu::launch(grid2(BackwardFp32Tiles::k_tiles(p.a), p.a.batch * p.a.heads), BackwardFp32Tiles::kThreads,
-                  BackwardFp32Tiles::smem_bytes(p.a.dim), [&] { backward_fp32_kernel(p); });
+      counted_launch(grid2(BackwardFp32Tiles::k_tiles(p.a), p.a.batch * p.a.heads), BackwardFp32Tiles::kThreads,
+                     BackwardFp32Tiles::smem_bytes(p.a.dim), [&] { backward_fp32_kernel(p); });
   }
 }
 
 void init_accumulator(float* max, float* sum, float* out, int64_t rows, int dim, cudaStream_t) {
-  emu::launch(small_grid(rows * dim), 256, 0, [&] { init_accumulator_kernel(max, sum, out, rows, dim); });
+  counted_launch(small_grid(rows * dim), 256, 0, [&] { init_accumulator_kernel(max, sum, out, rows, dim); });
 }
 
 void finalize_accumulator(Dtype dtype, const float* max, const float* sum, const float* acc_out, int batch, int heads,
                           int q_seq, int dim, void* out, float* lse, cudaStream_t) {
   ++emulated_finalize_accumulator_launches;
-  emu::launch(small_grid(int64_t(batch) * heads * q_seq * dim), 256, 0, [&] {
+  counted_launch(small_grid(int64_t(batch) * heads * q_seq * dim), 256, 0, [&] {
     switch (dtype) {
       case Dtype::bf16:
         return finalize_kernel(max, sum, acc_out, batch, heads, q_seq, dim, static_cast<__nv_bfloat16*>(out), lse);
@@ -121,7 +131,7 @@ void finalize_accumulator(Dtype dtype, const float* max, const float* sum, const
 
 void softmax_delta(Dtype dtype, const void* dout, const void* out, int batch, int q_seq, int heads, int dim,
                    float* delta, cudaStream_t) {
-  emu::launch(small_grid(int64_t(batch) * q_seq * heads * 32), 256, 0, [&] {
+  counted_launch(small_grid(int64_t(batch) * q_seq * heads * 32), 256, 0, [&] {
     switch (dtype) {
       case Dtype::bf16:
         return delta_kernel(static_cast<const __nv_bfloat16*>(dout), static_cast<const __nv_bfloat16*>(out), batch,
@@ -137,23 +147,23 @@ void softmax_delta(Dtype dtype, const void* dout, const void* out, int batch, in
 }
 
 void fill_iota(int32_t* positions, int64_t count, cudaStream_t) {
-  emu::launch(small_grid(count), 256, 0, [&] { iota_kernel(positions, count); });
+  counted_launch(small_grid(count), 256, 0, [&] { iota_kernel(positions, count); });
 }
 
 void add_into(float* to, const float* from, int64_t count, cudaStream_t) {
-  emu::launch(small_grid(count), 256, 0, [&] { add_kernel(to, from, count); });
+  counted_launch(small_grid(count), 256, 0, [&] { add_kernel(to, from, count); });
 }
 
 void copy_token_rows(const RowCopy& copy, cudaStream_t) {
   const int64_t total = int64_t(copy.batch) * copy.count * copy.head_count * copy.dim;
-  emu::launch(small_grid(total), 256, 0, [&] {
+  counted_launch(small_grid(total), 256, 0, [&] {
     copy.element_bytes == 2 ? copy_token_rows_kernel<unsigned short>(copy) : copy_token_rows_kernel<float>(copy);
   });
 }
 
 void copy_lse_rows(const RowCopy& copy, cudaStream_t) {
-  emu::launch(small_grid(int64_t(copy.batch) * copy.count * copy.head_count), 256, 0,
-              [&] { copy_lse_rows_kernel(copy); });
+  counted_launch(small_grid(int64_t(copy.batch) * copy.count * copy.head_count), 256, 0,
+                 [&] { copy_lse_rows_kernel(copy); });
 }
 
 }  // namespace ringlab::gpu

@@ -14,7 +14,12 @@
 
 struct CUevent_st {
   uint64_t stamp = 0;
+  bool timing = true;
 };
+
+namespace ringlab::gpu {
+extern std::atomic<int64_t> emulated_kernel_launches;  // emulated_launchers.cpp
+}
 struct CUstream_st {
   int unused = 0;
 };
@@ -22,7 +27,12 @@ struct CUstream_st {
 namespace {
 std::atomic<uint64_t> g_clock{0};
 std::atomic<int> g_devices{1};
+std::atomic<int64_t> g_launches_at_first_timing{-1};
 }  // namespace
+
+// Kernel launches made before the first timing event recorded since the last call (-1: none yet),
+// then starts over: where a warm-up's launches fall against a measured run's events.
+int64_t ringlab_mock_launches_before_first_timing_event() { return g_launches_at_first_timing.exchange(-1); }
 
 // How many devices the mock reports (the gpu-nccl tests run one rank thread per "device").
 void ringlab_mock_set_device_count(int count) { g_devices = count; }
@@ -63,8 +73,9 @@ cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t stream) {
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
-cudaError_t CUDARTAPI cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int) {
+cudaError_t CUDARTAPI cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
   *event = new CUevent_st;
+  (*event)->timing = (flags & cudaEventDisableTiming) == 0;
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t event) {
@@ -73,6 +84,8 @@ cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t event) {
 }
 cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t event, cudaStream_t) {
   event->stamp = ++g_clock;
+  int64_t none = -1;
+  if (event->timing) g_launches_at_first_timing.compare_exchange_strong(none, ringlab::gpu::emulated_kernel_launches);
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }

@@ -1,0 +1,126 @@
+// gpu-streams' warm-up and `ringlab-gpu run`'s usage errors with the CUDA runtime mocked (a
+// "device" present) and the kernels emulated: the warm-up's kernel launches all come before the
+// measured run's first timing event, and leave its outputs exactly as a run without warm-up; a
+// plan's usage error is reported as itself (not as a missing device), and an uneven S is padded.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/ringlab-gpu/gpu_command.hpp"
+#include "tests/gpu/gpu_test_support.hpp"
+
+int64_t ringlab_mock_launches_before_first_timing_event();  // mock_cuda_runtime.cpp
+
+namespace ringlab {
+namespace gpu {  // emulated_launchers.cpp
+extern std::atomic<int64_t> emulated_kernel_launches;
+}  // namespace gpu
+namespace {
+
+struct Launches {
+  ExecutionResult result;
+  int64_t total = 0;          // kernel launches during execute
+  int64_t before_timing = 0;  // of them, before its first timing event
+};
+
+Launches execute_counting(const Plan& plan, const AttentionInputs<float>& inputs, int warmup) {
+  gpu::GpuRunOptions options;
+  options.dtype = gpu::Dtype::fp32;
+  options.warmup = warmup;
+  gpu::StreamsExecutor executor(options);
+  (void)ringlab_mock_launches_before_first_timing_event();  // starts over
+  const int64_t before = gpu::emulated_kernel_launches;
+  Launches l;
+  l.result = executor.execute(plan, inputs, ExecuteOptions{});
+  l.total = gpu::emulated_kernel_launches - before;
+  l.before_timing = ringlab_mock_launches_before_first_timing_event() - before;
+  return l;
+}
+
+double max_difference(const Tensor<float>& a, const Tensor<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double most = 0;
+  for (int64_t i = 0; i < a.size(); ++i) most = std::max(most, std::abs(double(a[i]) - double(b[i])));
+  return most;
+}
+
+struct Outcome {
+  int status;
+  std::string out, err;
+};
+
+Outcome run_cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "ringlab-gpu");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  const int status = gpu::gpu_main(static_cast<int>(argv.size()), argv.data(), out, err);
+  return {status, out.str(), err.str()};
+}
+
+}  // namespace
+
+TEST_CASE("emulated gpu-streams: the warm-up's launches all precede the first timing event",
+          "[gpu][emulated][warmup]") {
+  PlanSpec spec = test::gpu_spec("ring", "zigzag", 2, true, true);  // fp32 kernels: quick to emulate
+  const Plan plan = build_plan(spec);
+  const AttentionInputs<float> inputs = make_inputs(spec.dims, 1, spec.backward);
+
+  // Without a warm-up only the ranks' set-up (the inputs' upload) launches before the first timing
+  // event: the measured run's own first launches are timed (the negative control).
+  const Launches cold = execute_counting(plan, inputs, 0);
+  REQUIRE(cold.result.ok());
+  const int64_t setup = cold.before_timing, run = cold.total - setup;
+  CHECK(run > 0);
+  CHECK(setup < cold.total);
+  CHECK_THAT(cold.result.executor, Catch::Contains("no warm-up: first launches timed"));
+
+  const Launches warm = execute_counting(plan, inputs, 1);
+  REQUIRE(warm.result.ok());
+  CHECK(warm.total == setup + 2 * run);      // a whole run's launches, then the measured run's
+  CHECK(warm.before_timing == setup + run);  // ... and every one of the warm-up's came first
+  CHECK_THAT(warm.result.executor, Catch::Contains("timed after 1 warm-up run"));
+  // The warm-up leaves nothing behind: the measured outputs are the cold run's.
+  REQUIRE(warm.result.outputs.out.size() == cold.result.outputs.out.size());
+  CHECK(warm.result.outputs.out == cold.result.outputs.out);
+  CHECK(warm.result.outputs.lse == cold.result.outputs.lse);
+  // The gradients' fp32 atomics add in any order: equal to rounding (a gradient left over from the
+  // warm-up would double them).
+  CHECK(max_difference(warm.result.outputs.dq, cold.result.outputs.dq) < 1e-6);
+  CHECK(max_difference(warm.result.outputs.dk, cold.result.outputs.dk) < 1e-6);
+  CHECK(max_difference(warm.result.outputs.dv, cold.result.outputs.dv) < 1e-6);
+  CHECK(max_difference(cold.result.outputs.dq, Tensor<float>(cold.result.outputs.dq.shape())) > 1e-3);
+  // The measured run's trace holds its own ops only (one run's worth of compute spans).
+  ExecuteOptions traced;
+  traced.trace = true;
+  gpu::GpuRunOptions options;
+  options.dtype = gpu::Dtype::fp32;
+  gpu::StreamsExecutor once(options);
+  const ExecutionResult with_trace = once.execute(plan, inputs, traced);
+  options.warmup = 0;
+  gpu::StreamsExecutor never(options);
+  CHECK(with_trace.trace.size() == never.execute(plan, inputs, traced).trace.size());
+}
+
+TEST_CASE("emulated ringlab-gpu run: a plan's usage error names itself, and an uneven S is padded",
+          "[gpu][emulated][cli]") {
+  const Outcome heads = run_cli({"run", "--heads", "8", "--kv-heads", "3", "--dim", "64"});
+  CHECK(heads.status == 2);
+  CHECK(heads.err.rfind("ringlab-gpu: error: ", 0) == 0);
+  CHECK_THAT(heads.err, Catch::Contains("HKV=3 does not divide H=8"));
+  const Outcome padded = run_cli({"run", "--ranks", "3", "--seq", "100", "--layout", "zigzag", "--heads", "2",
+                                  "--kv-heads", "1", "--dim", "64", "--warmup", "0", "--dtype", "fp32"});
+  INFO(padded.out << padded.err);
+  CHECK(padded.status == 0);
+  CHECK_THAT(padded.out, Catch::Contains("PASS"));
+  const Outcome warmup = run_cli({"run", "--warmup", "-1"});
+  CHECK(warmup.status == 2);
+  CHECK_THAT(warmup.err, Catch::Contains("--warmup"));
+}
+
+}  // namespace ringlab
