@@ -7,13 +7,15 @@
 //       model and colours, the cost model's time on --hw)
 // Exit status 0, or 2 for bad input (one line naming the problem and the fix).
 // Sections: [compare] [figure] [registration]
+#include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
-#include "reference/error.hpp"
 #include "cli/ringlab/commands.hpp"
 #include "executors/dry/compare.hpp"
 #include "executors/sim/precision_study.hpp"
+#include "reference/error.hpp"
 #include "sim/pipeline/config.hpp"
 #include "sim/pipeline/output_files.hpp"
 #include "viz/figures/book_figures.hpp"

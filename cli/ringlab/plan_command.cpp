@@ -1,18 +1,19 @@
 // `ringlab plan`: print a plan as a step x rank grid and check it.
 // Exit status: 0 the plan checks clean, 1 the checker found problems (the erratum variants do) or,
 // with --strict, the balance lint warned (max/mean FLOPs above --max-imbalance, default 1.10), 2 bad input.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "reference/error.hpp"
 #include "cli/ringlab/commands.hpp"
+#include "reference/error.hpp"
+#include "sim/pipeline/config.hpp"
 #include "sim/plan/check.hpp"
 #include "sim/plan/print.hpp"
 #include "sim/plan/queries.hpp"
-#include "sim/pipeline/config.hpp"
 
 namespace ringlab::cli {
 

@@ -7,16 +7,17 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <stdexcept>
 
+#include "executors/dry/dry_report.hpp"
 #include "reference/error.hpp"
 #include "reference/formulas.hpp"
 #include "sim/cost/block_work.hpp"
-#include "executors/dry/dry_report.hpp"
-#include "sim/plan/queries.hpp"
 #include "sim/pipeline/config.hpp"
 #include "sim/pipeline/op_interpreter.hpp"  // the trace's names
+#include "sim/plan/queries.hpp"
 
 namespace ringlab {
 

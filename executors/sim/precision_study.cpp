@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <stdexcept>
 
-#include "reference/error.hpp"
 #include "executors/sim/sim_executor.hpp"
+#include "reference/error.hpp"
 #include "sim/pipeline/inputs.hpp"
 #include "sim/pipeline/verification.hpp"
 

@@ -3,6 +3,7 @@
 // check exits 0 when every given part is right, 1 when some are wrong, 2 for an unknown exercise or
 // part or an answer that cannot be read (one line saying what was not understood).
 // Sections: [listing] [showing] [checking] [registration]
+#include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>

@@ -2,6 +2,7 @@
 // compile a student's file against a code lab's hidden tests and report per criterion. Exit 0
 // every criterion passed, 1 some did not (or it did not compile), 2 an unknown lab, file or
 // criterion, or an output file that cannot be written.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
 #include <memory>

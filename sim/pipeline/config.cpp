@@ -1,5 +1,6 @@
 #include "sim/pipeline/config.hpp"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 

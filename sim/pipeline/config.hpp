@@ -2,7 +2,6 @@
 // `ringlab run` and `ringlab-gpu run` so both take exactly the same flags.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -10,6 +9,10 @@
 #include "reference/attention.hpp"
 #include "reference/layout.hpp"
 #include "sim/plan/plan.hpp"
+
+namespace CLI {
+class App;  // CLI11; the files that register flags include <CLI/CLI.hpp>
+}  // namespace CLI
 
 namespace ringlab {
 

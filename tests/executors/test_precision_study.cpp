@@ -3,12 +3,13 @@
 // the accumulators after every merge makes it grow with P, and every algorithm still verifies in
 // bf16 against the precision's tolerances.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 
-#include "reference/error.hpp"
-#include "reference/inputs.hpp"
 #include "executors/sim/precision_study.hpp"
 #include "executors/sim/sim_executor.hpp"
+#include "reference/error.hpp"
+#include "reference/inputs.hpp"
 
 using namespace ringlab;
 
