@@ -4,12 +4,13 @@
 // where the error enters; kv-offset-mask shows blocks wrong on their own.
 #include <catch2/catch.hpp>
 
+#include "executors/sim/sim_executor.hpp"
 #include "reference/error.hpp"
 #include "reference/inputs.hpp"
-#include "executors/sim/sim_executor.hpp"
 #include "sim/pipeline/trace.hpp"
 #include "sim/ranks/world_options.hpp"
 #include "viz/model/live_run.hpp"
+#include "viz/model/trace_model.hpp"
 #include "viz_test_support.hpp"
 
 using namespace ringlab;
