@@ -11,6 +11,7 @@
 #include "cli/ringlab/commands.hpp"
 #include "reference/error.hpp"
 #include "sim/pipeline/config.hpp"
+#include "sim/pipeline/problem.hpp"
 #include "sim/plan/check.hpp"
 #include "sim/plan/print.hpp"
 #include "sim/plan/queries.hpp"
@@ -45,8 +46,8 @@ bool lint_balance(const Plan& plan, const BalanceLint& lint) {
   return true;
 }
 
-int plan_command(RunConfig& config, int64_t max_ranks, const BalanceLint& lint) {
-  validate(config);
+int plan_command(const RunConfig& flags, int64_t max_ranks, const BalanceLint& lint) {
+  const RunConfig config = resolve_problem(flags).config;
   if (!(lint.max_imbalance >= 1.0)) {
     char got[32];
     std::snprintf(got, sizeof got, "%g", lint.max_imbalance);

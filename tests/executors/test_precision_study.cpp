@@ -10,6 +10,7 @@
 #include "executors/sim/sim_executor.hpp"
 #include "reference/error.hpp"
 #include "reference/inputs.hpp"
+#include "sim/pipeline/problem.hpp"
 
 using namespace ringlab;
 
@@ -88,7 +89,7 @@ TEST_CASE("bf16 and fp16 emulation verify every algorithm, both accumulators, bo
       config.backward = true, config.precision = precision;
       config.accumulate = ulysses ? "storage" : "fp32";
       config.merge = algo[0] == 'r' ? "logsigmoid" : "exp";
-      validate(config);
+      config = resolve_problem(config).config;
       SimExecutor sim;
       sim.configure(config);
       AttentionInputs<double> x = make_inputs(config.dims, 5, true).cast<double>();
