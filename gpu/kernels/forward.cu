@@ -10,17 +10,8 @@ namespace ringlab::gpu {
 // The most dynamic shared memory each launch above asks for, as records in this object for the
 // static resource check (tests/gpu/kernel_static.py; launch.cuh, smem_record), and checked here
 // against the per-block limit (the check adds the kernels' static shared memory from the cubins).
-static_assert(ForwardFa2Tiles<128>::kSmemBytes <= kMaxSmemPerBlock &&
-              ForwardFa2Tiles<64>::kSmemBytes <= kMaxSmemPerBlock);
+RINGLAB_SMEM_RECORDS_16BIT(kForwardSmem, "forward_fa2_kernel", ", 256", ForwardFa2Tiles);
 static_assert(ForwardFp32Tiles::smem_bytes(ForwardFp32Tiles::kMaxDim) <= kMaxSmemPerBlock);
-extern const auto kForwardSmemBf16D64 =
-    smem_record("forward_fa2_kernel<__nv_bfloat16, 64, 256>", ForwardFa2Tiles<64>::kSmemBytes);
-extern const auto kForwardSmemBf16D128 =
-    smem_record("forward_fa2_kernel<__nv_bfloat16, 128, 256>", ForwardFa2Tiles<128>::kSmemBytes);
-extern const auto kForwardSmemFp16D64 =
-    smem_record("forward_fa2_kernel<__half, 64, 256>", ForwardFa2Tiles<64>::kSmemBytes);
-extern const auto kForwardSmemFp16D128 =
-    smem_record("forward_fa2_kernel<__half, 128, 256>", ForwardFa2Tiles<128>::kSmemBytes);
 static_assert(ForwardFa2Tiles<64>::kChunkTiles == 256 && ForwardFa2Tiles<128>::kChunkTiles == 256,
               "the records above name the kernels' default chunk size");
 extern const auto kForwardSmemFp32 =

@@ -4,8 +4,8 @@
 #include <catch2/catch.hpp>
 #include <tuple>
 
-#include "reference/inputs.hpp"
 #include "executors/sim/sim_executor.hpp"
+#include "reference/inputs.hpp"
 #include "sim/pipeline/tables.hpp"
 #include "tests/plan/plan_cases.hpp"
 
@@ -39,6 +39,29 @@ std::string failures(const Verification& v) {
   return text;
 }
 
+// The matrix's problem: S = 24P, H = 2P (divisible by P for Ulysses), D = 16, batch 2; the hybrid
+// at U = 2 where P is even.
+PlanSpec matrix_spec(Algorithm algo, LayoutKind layout, int64_t P, int64_t kv_heads, bool causal, bool skip,
+                     bool backward) {
+  PlanSpec spec;
+  spec.algo = algo;
+  spec.layout = layout;
+  spec.ranks = P;
+  spec.ulysses = algo == Algorithm::hybrid ? (P % 2 == 0 ? 2 : 1) : 1;
+  spec.dims = {2, 24 * P, 2 * P, kv_heads, 16};
+  spec.causal = causal;
+  spec.skip = skip;
+  spec.backward = backward;
+  return spec;
+}
+
+void expect_verified(const PlanSpec& spec) {
+  INFO(build_plan(spec).spec().describe());
+  const Outcome outcome = run_and_verify(spec);
+  INFO(failures(outcome.verification));
+  CHECK(outcome.verification.ok());
+}
+
 }  // namespace
 
 TEST_CASE("every algorithm, layout, mask and pass verifies against exact attention", "[sim][matrix]") {
@@ -47,19 +70,7 @@ TEST_CASE("every algorithm, layout, mask and pass verifies against exact attenti
   const auto [causal, skip] = GENERATE(std::tuple{false, true}, std::tuple{true, true}, std::tuple{true, false});
   const bool gqa = GENERATE(false, true);
   const bool backward = GENERATE(false, true);
-  PlanSpec spec;
-  spec.algo = algo;
-  spec.layout = layout;
-  spec.ranks = P;
-  spec.ulysses = algo == Algorithm::hybrid ? (P % 2 == 0 ? 2 : 1) : 1;
-  spec.dims = {2, 24 * P, 2 * P, gqa ? P : 2 * P, 16};  // heads divisible by P for Ulysses
-  spec.causal = causal;
-  spec.skip = skip;
-  spec.backward = backward;
-  INFO(build_plan(spec).spec().describe());
-  const Outcome outcome = run_and_verify(spec);
-  INFO(failures(outcome.verification));
-  CHECK(outcome.verification.ok());
+  expect_verified(matrix_spec(algo, layout, P, gqa ? P : 2 * P, causal, skip, backward));
 }
 
 TEST_CASE("windows and packed documents verify against exact attention", "[sim][matrix][mask]") {
@@ -70,21 +81,10 @@ TEST_CASE("windows and packed documents verify against exact attention", "[sim][
       GENERATE(std::tuple{true, int64_t{0}, true, true}, std::tuple{false, int64_t{9}, false, true},
                std::tuple{true, int64_t{13}, true, true}, std::tuple{true, int64_t{20}, false, false});
   const bool backward = GENERATE(false, true);
-  PlanSpec spec;
-  spec.algo = algo;
-  spec.layout = layout;
-  spec.ranks = P;
-  spec.ulysses = algo == Algorithm::hybrid ? (P % 2 == 0 ? 2 : 1) : 1;
-  spec.dims = {2, 24 * P, 2 * P, P, 16};  // GQA, heads divisible by P for Ulysses
-  spec.causal = causal;
+  PlanSpec spec = matrix_spec(algo, layout, P, P, causal, skip, backward);  // GQA
   spec.window = window;
   if (documents) spec.documents = test::test_documents(layout, 24 * P, P);
-  spec.skip = skip;
-  spec.backward = backward;
-  INFO(build_plan(spec).spec().describe());
-  const Outcome outcome = run_and_verify(spec);
-  INFO(failures(outcome.verification));
-  CHECK(outcome.verification.ok());
+  expect_verified(spec);
 }
 
 TEST_CASE("load imbalance: zig-zag and striped balance causal work, contiguous does not", "[sim][balance]") {

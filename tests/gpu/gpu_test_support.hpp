@@ -9,12 +9,12 @@
 #include <cstdlib>
 #include <string>
 
+#include "executors/gpu/executor.hpp"
 #include "gpu/device.hpp"
 #include "gpu/dtype.hpp"
-#include "executors/gpu/executor.hpp"
 #include "reference/inputs.hpp"
-#include "sim/plan/plan.hpp"
 #include "sim/pipeline/verification.hpp"
+#include "sim/plan/plan.hpp"
 
 // Catch2 v2 has no SKIP: a test without a device ends its process with status 77, which ctest
 // reports as skipped (gpu_tests is registered with SKIP_RETURN_CODE 77, one process per test
@@ -95,6 +95,15 @@ inline std::string describe(const Verification& v) {
   std::string text;
   for (const TensorCheck& c : v.checks) text += c.name + ": " + c.result.describe() + "; ";
   return text;
+}
+
+// A plan run on an executor (made by `make`) and verified against the reference, every tensor
+// within the executor's tolerances for `dtype`.
+template <class Make>
+void expect_verified(const PlanSpec& spec, gpu::Dtype dtype, Make make) {
+  const GpuCheck check = run_and_verify(spec, dtype, make);
+  INFO(spec.describe() << " [" << gpu::dtype_name(dtype) << "]: " << describe(check.verification));
+  CHECK(check.verification.ok());
 }
 
 }  // namespace ringlab::test

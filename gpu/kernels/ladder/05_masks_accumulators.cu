@@ -15,16 +15,7 @@ namespace ringlab::gpu::ladder {
 // The most dynamic shared memory each launch below asks for, as records in this object for the
 // static resource check (tests/gpu/kernel_static.py; launch.cuh, smem_record), and checked here
 // against the per-block limit.
-static_assert(ForwardMmaTiles<128>::kSmemBytes <= kMaxSmemPerBlock &&
-              ForwardMmaTiles<64>::kSmemBytes <= kMaxSmemPerBlock);
-extern const auto kForwardMmaSmemBf16D64 =
-    smem_record("forward_mma_kernel<__nv_bfloat16, 64>", ForwardMmaTiles<64>::kSmemBytes);
-extern const auto kForwardMmaSmemBf16D128 =
-    smem_record("forward_mma_kernel<__nv_bfloat16, 128>", ForwardMmaTiles<128>::kSmemBytes);
-extern const auto kForwardMmaSmemFp16D64 =
-    smem_record("forward_mma_kernel<__half, 64>", ForwardMmaTiles<64>::kSmemBytes);
-extern const auto kForwardMmaSmemFp16D128 =
-    smem_record("forward_mma_kernel<__half, 128>", ForwardMmaTiles<128>::kSmemBytes);
+RINGLAB_SMEM_RECORDS_16BIT(kForwardMmaSmem, "forward_mma_kernel", "", ForwardMmaTiles);
 
 void forward_accumulate_64_row_tiles(Dtype dtype, const ForwardParams& p, cudaStream_t stream) {
   if (p.out != nullptr || p.lse != nullptr) {

@@ -26,29 +26,27 @@ Tensor<float> rounded_input(Kind kind, TensorId id, const Shape& shape, uint64_t
 
 AttentionParams params_of(const BlockProblem& pr, const void* q, const void* k, const void* v, const int32_t* q_pos,
                           const int32_t* k_pos, const gpu::KernelMask& km, RowRange kv) {
-  AttentionParams a;
-  a.q = q;
-  a.k = k;
-  a.v = v;
-  a.q_pos = q_pos;
-  a.k_pos = k_pos;
-  a.batch = pr.B;
-  a.q_seq = pr.Sq;
-  a.kv_seq = pr.Sk;
-  a.heads = pr.H;
-  a.kv_heads = pr.HKV;
-  a.dim = pr.D;
-  a.q_begin = static_cast<int>(pr.q_rows.begin);
-  a.q_end = static_cast<int>(pr.q_rows.end);
-  a.kv_begin = static_cast<int>(kv.begin);
-  a.kv_end = static_cast<int>(kv.end);
-  a.causal = km.causal;
-  a.window = km.window;
-  a.q_doc_first = km.doc_first.empty() ? nullptr : km.doc_first.data();
-  a.q_doc_last = km.doc_last.empty() ? nullptr : km.doc_last.data();
-  a.skip_masked_tiles = pr.skip;
-  a.scale = 1.0f / std::sqrt(static_cast<float>(pr.D));
-  return a;
+  return {.q = q,
+          .k = k,
+          .v = v,
+          .q_pos = q_pos,
+          .k_pos = k_pos,
+          .batch = pr.B,
+          .q_seq = pr.Sq,
+          .kv_seq = pr.Sk,
+          .heads = pr.H,
+          .kv_heads = pr.HKV,
+          .dim = pr.D,
+          .q_begin = static_cast<int>(pr.q_rows.begin),
+          .q_end = static_cast<int>(pr.q_rows.end),
+          .kv_begin = static_cast<int>(kv.begin),
+          .kv_end = static_cast<int>(kv.end),
+          .q_doc_first = km.doc_first.empty() ? nullptr : km.doc_first.data(),
+          .q_doc_last = km.doc_last.empty() ? nullptr : km.doc_last.data(),
+          .causal = km.causal,
+          .window = km.window,
+          .skip_masked_tiles = pr.skip,
+          .scale = 1.0f / std::sqrt(static_cast<float>(pr.D))};
 }
 
 namespace {

@@ -91,47 +91,39 @@ TEST_CASE("emulated ladder 01 and 02 (fp32), D=40, full and causal", "[gpu][emul
   }
 }
 
-TEST_CASE("emulated ladder 03 (mma, padded smem), bf16, D=64 and 128", "[gpu][emulated][ladder]") {
+// A tensor-core rung at D = 64 and 128, full and causal, in bf16: launch(c, args) runs its kernel
+// for c.D (64-row query tiles).
+template <class Launch>
+void check_mma_rung(Case c, Launch launch) {
   for (bool causal : {false, true}) {
-    Case c;
     c.bf16 = true;
     c.causal = causal;
-    check(
-        c,
-        [&](const Args& a) {
-          emu::launch(grid(c, 64), 128, gpu::ladder::Tiles03<64>::kSmemBytes, [&] { gpu::ladder::kernel_03<64>(a); });
-        },
-        kBf16Out, kLse);
-    c.D = 128;
-    check(
-        c,
-        [&](const Args& a) {
-          emu::launch(grid(c, 64), 128, gpu::ladder::Tiles03<128>::kSmemBytes, [&] { gpu::ladder::kernel_03<128>(a); });
-        },
-        kBf16Out, kLse);
+    for (const int D : {64, 128}) {
+      c.D = D;
+      check(
+          c, [&](const Args& a) { launch(c, a); }, kBf16Out, kLse);
+    }
   }
 }
 
+TEST_CASE("emulated ladder 03 (mma, padded smem), bf16, D=64 and 128", "[gpu][emulated][ladder]") {
+  check_mma_rung(Case{}, [](const Case& c, const Args& a) {
+    if (c.D == 64)
+      return emu::launch(grid(c, 64), 128, gpu::ladder::Tiles03<64>::kSmemBytes,
+                         [&] { gpu::ladder::kernel_03<64>(a); });
+    emu::launch(grid(c, 64), 128, gpu::ladder::Tiles03<128>::kSmemBytes, [&] { gpu::ladder::kernel_03<128>(a); });
+  });
+}
+
 TEST_CASE("emulated ladder 04 (cp.async, swizzle), bf16, D=64 and 128", "[gpu][emulated][ladder]") {
-  for (bool causal : {false, true}) {
-    Case c;
-    c.bf16 = true;
-    c.causal = causal;
-    c.S = 150;
-    check(
-        c,
-        [&](const Args& a) {
-          emu::launch(grid(c, 64), 128, gpu::ladder::Tiles04<64>::kSmemBytes, [&] { gpu::ladder::kernel_04<64>(a); });
-        },
-        kBf16Out, kLse);
-    c.D = 128;
-    check(
-        c,
-        [&](const Args& a) {
-          emu::launch(grid(c, 64), 128, gpu::ladder::Tiles04<128>::kSmemBytes, [&] { gpu::ladder::kernel_04<128>(a); });
-        },
-        kBf16Out, kLse);
-  }
+  Case ragged;
+  ragged.S = 150;
+  check_mma_rung(ragged, [](const Case& c, const Args& a) {
+    if (c.D == 64)
+      return emu::launch(grid(c, 64), 128, gpu::ladder::Tiles04<64>::kSmemBytes,
+                         [&] { gpu::ladder::kernel_04<64>(a); });
+    emu::launch(grid(c, 64), 128, gpu::ladder::Tiles04<128>::kSmemBytes, [&] { gpu::ladder::kernel_04<128>(a); });
+  });
 }
 
 }  // namespace ringlab
