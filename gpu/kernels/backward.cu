@@ -15,19 +15,10 @@ extern const auto kBackwardSmemFp32 =
     smem_record("backward_fp32_kernel", BackwardFp32Tiles::smem_bytes(BackwardFp32Tiles::kMaxDim));
 
 void backward_accumulate(Dtype dtype, const BackwardParams& p, cudaStream_t stream) {
-  launch_by_dtype(
-      dtype, p,
-      [&](auto type, auto dim) {
-        using T = typename decltype(type)::type;
-        using Tiles = BackwardMmaTiles<decltype(dim)::value>;
-        launch_attention(backward_mma_kernel<T, decltype(dim)::value>, Tiles::k_tiles(p.a), Tiles::kThreads,
-                         Tiles::kSmemBytes, p, stream);
-      },
-      [&] {
-        using Tiles = BackwardFp32Tiles;
-        launch_attention(backward_fp32_kernel, Tiles::k_tiles(p.a), Tiles::kThreads, Tiles::smem_bytes(p.a.dim), p,
-                         stream);
-      });
+  launch_by_dtype(dtype, p, RINGLAB_MMA_LAUNCH(backward_mma_kernel, BackwardMmaTiles, k_tiles), [&] {
+    using Tiles = BackwardFp32Tiles;
+    launch_attention(backward_fp32_kernel, Tiles::k_tiles(p.a), Tiles::kThreads, Tiles::smem_bytes(p.a.dim), p, stream);
+  });
 }
 
 }  // namespace ringlab::gpu

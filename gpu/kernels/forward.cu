@@ -38,20 +38,11 @@ static void refuse_fused_finalize(const ForwardParams& p, const char* kernel) {
 
 void forward_accumulate(Dtype dtype, const ForwardParams& p, cudaStream_t stream) {
   if ((p.out == nullptr) != (p.lse == nullptr)) throw UsageError("ForwardParams: out and lse are set together");
-  launch_by_dtype(
-      dtype, p,
-      [&](auto type, auto dim) {
-        using T = typename decltype(type)::type;
-        using Tiles = ForwardFa2Tiles<decltype(dim)::value>;
-        launch_attention(forward_fa2_kernel<T, decltype(dim)::value>, Tiles::q_tiles(p.a), Tiles::kThreads,
-                         Tiles::kSmemBytes, p, stream);
-      },
-      [&] {
-        refuse_fused_finalize(p, "the fp32 kernel");
-        using Tiles = ForwardFp32Tiles;
-        launch_attention(forward_fp32_kernel, Tiles::q_tiles(p.a), Tiles::kThreads, Tiles::smem_bytes(p.a.dim), p,
-                         stream);
-      });
+  launch_by_dtype(dtype, p, RINGLAB_MMA_LAUNCH(forward_fa2_kernel, ForwardFa2Tiles, q_tiles), [&] {
+    refuse_fused_finalize(p, "the fp32 kernel");
+    using Tiles = ForwardFp32Tiles;
+    launch_attention(forward_fp32_kernel, Tiles::q_tiles(p.a), Tiles::kThreads, Tiles::smem_bytes(p.a.dim), p, stream);
+  });
 }
 
 }  // namespace ringlab::gpu

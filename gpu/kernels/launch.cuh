@@ -102,6 +102,15 @@ struct DtypeTag {
   using type = T;
 };
 
+// launch_by_dtype's tensor-core launch of kernel<T, D> with Tiles<D> (tiles_of: q_tiles | k_tiles),
+// for the Params `p` on `stream` of the enclosing launcher.
+#define RINGLAB_MMA_LAUNCH(kernel, Tiles, tiles_of)                                                      \
+  [&](auto type, auto dim) {                                                                             \
+    using Tiles_ = Tiles<decltype(dim)::value>;                                                          \
+    launch_attention(kernel<typename decltype(type)::type, decltype(dim)::value>, Tiles_::tiles_of(p.a), \
+                     Tiles_::kThreads, Tiles_::kSmemBytes, p, stream);                                   \
+  }
+
 template <class Params, class Mma, class Fp32>
 void launch_by_dtype(Dtype dtype, const Params& p, Mma&& mma, Fp32&& fp32) {
   if (p.a.q_end <= p.a.q_begin || p.a.kv_end <= p.a.kv_begin) return;

@@ -203,3 +203,26 @@ TEST_CASE("diagnosis names the first wrong block", "[sim][errata]") {
     CHECK(e.ok == !((e.rank == 0 && block == 0) || (block > 0 && block <= e.rank)));
   }
 }
+
+TEST_CASE("the sim executor's cost: a thread per rank, P x R block computations, refused past this machine",
+          "[sim][cost]") {
+  PlanSpec spec;
+  spec.dims = {1, 2048, 4, 4, 64};
+  spec.ranks = 2048;  // the ring's 2048 x 2048 steps: about a GB, slow but it finishes
+  const SimExecutor sim;
+  const ExecutionCost feasible = sim.cost(spec);
+  CHECK(feasible.threads == 2048);
+  CHECK(feasible.block_computations == Approx(2048.0 * 2048.0));
+  CHECK(feasible.bytes > 5e8);
+  CHECK(feasible.refusal.empty());
+  spec.backward = true;
+  CHECK(sim.cost(spec).block_computations == Approx(2 * 2048.0 * 2048.0));
+  spec.algo = Algorithm::ulysses;  // one step per rank: all-to-all, then local attention
+  CHECK(sim.cost(spec).block_computations == Approx(2 * 2048.0));
+  spec.algo = Algorithm::ring;
+  spec.ranks = 100000;
+  spec.dims.seq = 100000;
+  const ExecutionCost refused = sim.cost(spec);
+  CHECK(refused.bytes > 1e12);
+  CHECK_THAT(refused.refusal, Catch::Contains("cannot finish P=100000") && Catch::Contains("use fewer --ranks"));
+}

@@ -23,15 +23,8 @@ void forward_accumulate_64_row_tiles(Dtype dtype, const ForwardParams& p, cudaSt
         "the fused finalize (ForwardParams::out, lse) is forward_fa2's; forward_mma (64-row tiles) only "
         "accumulates: call finalize_accumulator after it");
   }
-  launch_by_dtype(
-      dtype, p,
-      [&](auto type, auto dim) {
-        using T = typename decltype(type)::type;
-        using Tiles = ForwardMmaTiles<decltype(dim)::value>;
-        launch_attention(forward_mma_kernel<T, decltype(dim)::value>, Tiles::q_tiles(p.a), Tiles::kThreads,
-                         Tiles::kSmemBytes, p, stream);
-      },
-      [&] { forward_accumulate(Dtype::fp32, p, stream); });
+  launch_by_dtype(dtype, p, RINGLAB_MMA_LAUNCH(forward_mma_kernel, ForwardMmaTiles, q_tiles),
+                  [&] { forward_accumulate(Dtype::fp32, p, stream); });
 }
 
 size_t workspace_05(const Problem& p) {
