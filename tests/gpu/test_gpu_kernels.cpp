@@ -154,7 +154,7 @@ void check_backward(Dtype dtype, const Problem& pr) {
 
 }  // namespace
 
-TEST_CASE("gpu kernels: forward vs the reference kernel, every precision and D", "[gpu][kernels]") {
+TEST_CASE("gpu kernels: forward and backward vs the reference kernel, every precision and D", "[gpu][kernels]") {
   RINGLAB_REQUIRE_GPU();
   const Dtype dtype = GENERATE(Dtype::bf16, Dtype::fp16, Dtype::fp32);
   const int D = GENERATE(64, 128);
@@ -163,6 +163,7 @@ TEST_CASE("gpu kernels: forward vs the reference kernel, every precision and D",
   pr.D = D;
   pr.causal = causal;
   check_forward(dtype, pr);
+  check_backward(dtype, pr);
 }
 
 TEST_CASE("gpu kernels: forward computes masked tiles when skipping is off", "[gpu][kernels]") {
@@ -179,17 +180,6 @@ TEST_CASE("gpu kernels: fp32 path for any D up to 128", "[gpu][kernels]") {
   pr.D = 40;
   check_forward(Dtype::fp32, pr);
   check_backward(Dtype::fp32, pr);
-}
-
-TEST_CASE("gpu kernels: backward vs the reference kernel, every precision and D", "[gpu][kernels]") {
-  RINGLAB_REQUIRE_GPU();
-  const Dtype dtype = GENERATE(Dtype::bf16, Dtype::fp16, Dtype::fp32);
-  const int D = GENERATE(64, 128);
-  const bool causal = GENERATE(false, true);
-  Problem pr;
-  pr.D = D;
-  pr.causal = causal;
-  check_backward(dtype, pr);
 }
 
 TEST_CASE("gpu kernels: unsupported sizes are refused with the fix", "[gpu][kernels]") {
