@@ -87,15 +87,7 @@ void check_plan(const PlanSpec& spec, int64_t q_tile, int64_t kv_tile) {
 
 // S = 72P, H = 2P, HKV = P (GQA), D = 8; the hybrid at U = 2 where P is even.
 PlanSpec mixed_spec(Algorithm algo, LayoutKind layout, int64_t P, bool causal, bool skip) {
-  PlanSpec spec;
-  spec.algo = algo;
-  spec.layout = layout;
-  spec.ranks = P;
-  spec.ulysses = algo == Algorithm::hybrid ? (P % 2 == 0 ? 2 : 1) : 1;
-  spec.dims = {1, 72 * P, P * 2, P, 8};
-  spec.causal = causal;
-  spec.skip = skip;
-  return spec;
+  return test::matrix_spec(algo, layout, P, {1, 72 * P, P * 2, P, 8}, causal, skip, false);
 }
 
 }  // namespace

@@ -43,16 +43,7 @@ std::string failures(const Verification& v) {
 // at U = 2 where P is even.
 PlanSpec matrix_spec(Algorithm algo, LayoutKind layout, int64_t P, int64_t kv_heads, bool causal, bool skip,
                      bool backward) {
-  PlanSpec spec;
-  spec.algo = algo;
-  spec.layout = layout;
-  spec.ranks = P;
-  spec.ulysses = algo == Algorithm::hybrid ? (P % 2 == 0 ? 2 : 1) : 1;
-  spec.dims = {2, 24 * P, 2 * P, kv_heads, 16};
-  spec.causal = causal;
-  spec.skip = skip;
-  spec.backward = backward;
-  return spec;
+  return test::matrix_spec(algo, layout, P, {2, 24 * P, 2 * P, kv_heads, 16}, causal, skip, backward);
 }
 
 void expect_verified(const PlanSpec& spec) {

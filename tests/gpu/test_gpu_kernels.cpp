@@ -80,12 +80,28 @@ gpu::AttentionParams params(const Problem& pr, const DeviceBuffer& q, const Devi
   return a;
 }
 
+// A problem's inputs rounded to dtype, on query and key positions in two runs each.
+struct BlockInputs {
+  std::vector<int64_t> q_pos, k_pos;
+  MaskKind mask;
+  Tensor<float> q, k, v, dout;
+};
+
+BlockInputs block_inputs(Dtype dtype, const Problem& pr) {
+  return {two_runs(pr.Sq, 100, 400),
+          two_runs(pr.Sk, 0, 300),
+          pr.causal ? MaskKind::causal : MaskKind::none,
+          rounded(dtype, TensorId::q, {pr.B, pr.Sq, pr.H, pr.D}),
+          rounded(dtype, TensorId::k, {pr.B, pr.Sk, pr.HKV, pr.D}),
+          rounded(dtype, TensorId::v, {pr.B, pr.Sk, pr.HKV, pr.D}),
+          rounded(dtype, TensorId::dout, {pr.B, pr.Sq, pr.H, pr.D})};
+}
+
 void check_forward(Dtype dtype, const Problem& pr) {
-  const std::vector<int64_t> q_pos = two_runs(pr.Sq, 100, 400), k_pos = two_runs(pr.Sk, 0, 300);
-  const MaskKind mask = pr.causal ? MaskKind::causal : MaskKind::none;
-  const Tensor<float> q = rounded(dtype, TensorId::q, {pr.B, pr.Sq, pr.H, pr.D});
-  const Tensor<float> k = rounded(dtype, TensorId::k, {pr.B, pr.Sk, pr.HKV, pr.D});
-  const Tensor<float> v = rounded(dtype, TensorId::v, {pr.B, pr.Sk, pr.HKV, pr.D});
+  const BlockInputs x = block_inputs(dtype, pr);
+  const std::vector<int64_t>&q_pos = x.q_pos, &k_pos = x.k_pos;
+  const MaskKind mask = x.mask;
+  const Tensor<float>&q = x.q, &k = x.k, &v = x.v;
   SoftmaxState<float> want = make_accumulator(pr.B, pr.H, pr.Sq, pr.D);
   for (RowRange kv : pr.kv_blocks)
     flash_forward_accumulate(q, k, v, q_pos, k_pos, pr.q_rows, kv, mask, want, {0, pr.skip});
@@ -113,12 +129,10 @@ void check_forward(Dtype dtype, const Problem& pr) {
 }
 
 void check_backward(Dtype dtype, const Problem& pr) {
-  const std::vector<int64_t> q_pos = two_runs(pr.Sq, 100, 400), k_pos = two_runs(pr.Sk, 0, 300);
-  const MaskKind mask = pr.causal ? MaskKind::causal : MaskKind::none;
-  const Tensor<float> q = rounded(dtype, TensorId::q, {pr.B, pr.Sq, pr.H, pr.D});
-  const Tensor<float> k = rounded(dtype, TensorId::k, {pr.B, pr.Sk, pr.HKV, pr.D});
-  const Tensor<float> v = rounded(dtype, TensorId::v, {pr.B, pr.Sk, pr.HKV, pr.D});
-  const Tensor<float> dout = rounded(dtype, TensorId::dout, {pr.B, pr.Sq, pr.H, pr.D});
+  const BlockInputs x = block_inputs(dtype, pr);
+  const std::vector<int64_t>&q_pos = x.q_pos, &k_pos = x.k_pos;
+  const MaskKind mask = x.mask;
+  const Tensor<float>&q = x.q, &k = x.k, &v = x.v, &dout = x.dout;
   const AttentionOutput<float> forward = flash_attention(q, k, v, mask, q_pos, k_pos);
   const Tensor<float> delta = softmax_delta(dout, forward.out);
   AttentionGrads<float> want{Tensor<float>(q.shape()), Tensor<float>(k.shape()), Tensor<float>(k.shape())};
