@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace ringlab::bench {
@@ -35,6 +36,21 @@ inline void report_row(const std::string& group, const std::string& what, const 
 }
 
 inline const char* verdict(bool met) { return met ? "met" : "MISSED"; }
+
+// The arguments of a benchmark that takes only --quick (small sizes, for the smoke test of its
+// table): true with --quick, false with none; anything else prints the usage and exits 2.
+inline bool quick_flag(int argc, char** argv, const char* program) {
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--quick") {
+      quick = true;
+    } else {
+      std::fprintf(stderr, "usage: %s [--quick]\n", program);
+      std::exit(2);
+    }
+  }
+  return quick;
+}
 
 // The best of `repeat` timings of run(), seconds (the least disturbed by the rest of the machine).
 template <class F>

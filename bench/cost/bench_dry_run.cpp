@@ -38,15 +38,7 @@ struct Slowest {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--quick")) {
-      quick = true;
-    } else {
-      std::fprintf(stderr, "usage: bench_dry_run [--quick]\n");
-      return 2;
-    }
-  }
+  const bool quick = bench::quick_flag(argc, argv, "bench_dry_run");
   const int64_t S = 1 << 20;
   std::vector<Row> rows;
   for (int64_t P : {int64_t{1024}, int64_t{16384}}) {

@@ -21,11 +21,11 @@
 #include <vector>
 
 #include "bench/report_row.hpp"
+#include "executors/dry/dry_executor.hpp"
+#include "executors/sim/sim_executor.hpp"
 #include "reference/compare.hpp"
 #include "reference/flash_attention.hpp"
 #include "reference/inputs.hpp"
-#include "executors/dry/dry_executor.hpp"
-#include "executors/sim/sim_executor.hpp"
 #include "sim/plan/queries.hpp"
 
 using namespace ringlab;
@@ -79,15 +79,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--quick")) {
-      quick = true;
-    } else {
-      std::fprintf(stderr, "usage: bench_masks [--quick]\n");
-      return 2;
-    }
-  }
+  const bool quick = bench::quick_flag(argc, argv, "bench_masks");
   auto judged = [&](bool met) { return quick ? "-" : bench::verdict(met); };
   bool ok = true;
 

@@ -109,11 +109,7 @@ double message_rate(int ranks, int per_pair) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
-  if (argc > 1 && !quick) {
-    std::fprintf(stderr, "usage: bench_queues [--quick]\n");
-    return 2;
-  }
+  const bool quick = bench::quick_flag(argc, argv, "bench_queues");
   const int repeat = quick ? 1 : 5;
 
   std::printf("bench_queues: the simulator's message queues (sim/ranks/world.hpp); best of %d\n\n", repeat);

@@ -7,16 +7,20 @@
 //       model and colours, the cost model's time on --hw)
 // Exit status 0, or 2 for bad input (one line naming the problem and the fix).
 // Sections: [compare] [figure] [registration]
+#include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
-#include "reference/error.hpp"
 #include "cli/ringlab/commands.hpp"
 #include "executors/dry/compare.hpp"
 #include "executors/sim/precision_study.hpp"
+#include "reference/error.hpp"
 #include "sim/pipeline/config.hpp"
 #include "sim/pipeline/output_files.hpp"
+#include "sim/pipeline/problem.hpp"
 #include "viz/figures/book_figures.hpp"
+#include "viz/model/plan_model.hpp"
 
 namespace ringlab::cli {
 
@@ -38,10 +42,10 @@ int compare_command(CompareFlags& flags, const CLI::App& command) {
     std::cout << "\n" << hardware_json_help() << "\n";
     return kExitVerified;
   }
-  RunConfig& config = flags.config;
+  RunConfig given = flags.config;
   // Random documents are drawn in multiples of 2P, so that every layout compared can take them.
-  if (command.count("--layout") == 0) config.layout = "zigzag";
-  validate(config);
+  if (command.count("--layout") == 0) given.layout = "zigzag";
+  const RunConfig config = resolve_problem(given).config;
   std::vector<CompareCase> cases;
   std::string hw_name = config.hw;
   Scenario scenario;
@@ -129,9 +133,8 @@ void write_png_if_asked(const FigureFlags& flags, const viz::Figure& figure) {
 // tensor's RMS error ratio to P = 1: solid with fp32 accumulation, dashed with storage accumulation,
 // thin with fused accumulation.
 int precision_figure_command(FigureFlags& flags) {
-  RunConfig& config = flags.config;
-  if (config.precision == "fp32") config.precision = "bf16";
-  validate(config);
+  RunConfig config = flags.config;
+  if (config.precision == "fp32") config.precision = "bf16";  // the study resolves it at every P
   check_figure_outputs(flags);
   std::vector<int64_t> ranks;
   for (int64_t p = 1; p <= config.ranks; p *= 2) ranks.push_back(p);
@@ -166,8 +169,7 @@ int figure_command(FigureFlags& flags) {
     return precision_figure_command(flags);
   }
   const viz::FigureKind kind = viz::parse_figure_kind(flags.kind);
-  RunConfig& config = flags.config;
-  validate(config);
+  const RunConfig config = resolve_problem(flags.config).config;
   if (flags.out.empty()) throw UsageError("ringlab figure needs --out FILE.svg; e.g. --out grid.svg");
   check_figure_outputs(flags);
   if (flags.pass != "forward" && flags.pass != "backward") {

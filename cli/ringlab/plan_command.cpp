@@ -1,18 +1,20 @@
 // `ringlab plan`: print a plan as a step x rank grid and check it.
 // Exit status: 0 the plan checks clean, 1 the checker found problems (the erratum variants do) or,
 // with --strict, the balance lint warned (max/mean FLOPs above --max-imbalance, default 1.10), 2 bad input.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "reference/error.hpp"
 #include "cli/ringlab/commands.hpp"
+#include "reference/error.hpp"
+#include "sim/pipeline/config.hpp"
+#include "sim/pipeline/problem.hpp"
 #include "sim/plan/check.hpp"
 #include "sim/plan/print.hpp"
 #include "sim/plan/queries.hpp"
-#include "sim/pipeline/config.hpp"
 
 namespace ringlab::cli {
 
@@ -44,8 +46,8 @@ bool lint_balance(const Plan& plan, const BalanceLint& lint) {
   return true;
 }
 
-int plan_command(RunConfig& config, int64_t max_ranks, const BalanceLint& lint) {
-  validate(config);
+int plan_command(const RunConfig& flags, int64_t max_ranks, const BalanceLint& lint) {
+  const RunConfig config = resolve_problem(flags).config;
   if (!(lint.max_imbalance >= 1.0)) {
     char got[32];
     std::snprintf(got, sizeof got, "%g", lint.max_imbalance);

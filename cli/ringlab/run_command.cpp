@@ -1,6 +1,7 @@
 // `ringlab run`: compile a schedule into a plan, check it, run it on the simulator (or cost it
 // with --dry-run), and verify every output against exact attention in float64 — the run pipeline
 // (sim/pipeline/pipeline.hpp) with the sim executor, or the dry executor for --dry-run.
+#include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>
 

@@ -1,7 +1,9 @@
 // `ringlab study precision`: the low-precision study (executors/sim/precision_study.hpp) — the
 // run's problem flags and --precision / --merge, a list of rank counts, one table or --json.
+#include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "cli/ringlab/commands.hpp"
 #include "executors/sim/precision_study.hpp"

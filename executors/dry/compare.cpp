@@ -2,6 +2,7 @@
 #include "executors/dry/compare.hpp"
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <ostream>
 
 #include "reference/error.hpp"

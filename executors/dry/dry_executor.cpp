@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <ostream>
 #include <stdexcept>

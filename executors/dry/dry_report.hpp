@@ -5,7 +5,7 @@
 #pragma once
 
 #include <iosfwd>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "executors/dry/dry_executor.hpp"
 

@@ -14,6 +14,7 @@
 #include "reference/inputs.hpp"
 #include "reference/precision.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/pipeline/problem.hpp"
 
 namespace ringlab {
 
@@ -305,8 +306,7 @@ RunConfig case_config(const ConformanceCase& c) {
   config.precision = c.dtype;
   config.accumulate = "fp32";
   config.progress = false;
-  validate(config);
-  return config;
+  return resolve_problem(config).config;  // --docs laid out for the layout, as a run does
 }
 
 // ---- [building] ------------------------------------------------------------------------------

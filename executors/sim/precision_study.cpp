@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 
@@ -22,24 +24,26 @@ const PrecisionStudyRow& PrecisionStudy::row(const std::string& accumulate, int6
 
 namespace {
 
-// The configuration at P ranks, checked as a run checks it, and its plan's spec.
-PlanSpec spec_at(RunConfig& config, int64_t p) {
-  config.ranks = p;
-  validate(config);
-  PlanSpec spec = plan_spec(config);
+// The problem at P ranks, resolved as a run resolves it (--docs against P's layout; the --in
+// files' sizes), and its plan's spec.
+PlanSpec spec_at(const RunConfig& flags, const AttentionDims* files, int64_t p) {
+  RunConfig at_p = flags;
+  at_p.ranks = p;
+  const Problem problem = resolve_problem(at_p, files);
+  PlanSpec spec = plan_spec(problem.config);
   if (spec.padding_tokens() > 0 || spec.padding_heads > 0) {
-    throw UsageError("S=" + std::to_string(config.dims.seq) + " does not split evenly at P=" + std::to_string(p) +
-                     " with --layout " + config.layout +
+    throw UsageError("S=" + std::to_string(problem.dims().seq) + " does not split evenly at P=" + std::to_string(p) +
+                     " with --layout " + flags.layout +
                      " and the study does not pad; pick S a multiple of the largest P (2P for zigzag)");
   }
   return spec;
 }
 
 // Each tensor's (max, rms) error of one run at P ranks.
-Verification run_once(RunConfig config, int64_t p, const std::string& accumulate, const AttentionInputs<float>& x,
-                      const ReferenceOutputs& reference) {
+Verification run_once(RunConfig config, const AttentionDims* files, int64_t p, const std::string& accumulate,
+                      const AttentionInputs<float>& x, const ReferenceOutputs& reference) {
   config.accumulate = accumulate;
-  const PlanSpec spec = spec_at(config, p);
+  const PlanSpec spec = spec_at(config, files, p);
   SimExecutor executor;
   executor.configure(config);
   const Plan plan = build_plan(spec);
@@ -71,20 +75,25 @@ PrecisionStudy run_precision_study(RunConfig config, std::vector<int64_t> ranks)
   }
   SimExecutor executor;
   executor.configure(config);
-  AttentionInputs<double> inputs = load_inputs(config);  // with --in, the files' sizes
-  resolve_documents(config);
-  for (const int64_t p : ranks) spec_at(config, p);  // every P checked before any is run
-  executor.prepare_inputs(inputs);                   // rounded to the storage precision: the problem studied
+  std::optional<AttentionInputs<double>> read = read_input_files(config);
+  const AttentionDims file_dims = read ? input_dims(*read, true) : AttentionDims{};
+  const AttentionDims* files = read ? &file_dims : nullptr;
+  for (const int64_t p : ranks) spec_at(config, files, p);  // every P checked before any is run
+  RunConfig largest = config;
+  largest.ranks = ranks.back();
+  const Problem problem = resolve_problem(largest, files);  // the problem at the largest P: the oracle's mask
+  AttentionInputs<double> inputs = read ? std::move(*read) : generate_inputs(problem);
+  executor.prepare_inputs(inputs);  // rounded to the storage precision: the problem studied
   const AttentionInputs<float> x = inputs.cast<float>();
-  const ReferenceOutputs reference = compute_reference(inputs, config.mask(), true);
+  const ReferenceOutputs reference = compute_reference(inputs, problem.mask(), true);
 
   PrecisionStudy study;
   study.precision = config.precision;
   study.ranks = ranks;
-  const Verification single = run_once(config, 1, "fp32", x, reference);
+  const Verification single = run_once(config, files, 1, "fp32", x, reference);
   for (const std::string accumulate : kStudiedAccumulations) {
     for (const int64_t p : ranks) {
-      const Verification v = p == 1 ? single : run_once(config, p, accumulate, x, reference);
+      const Verification v = p == 1 ? single : run_once(config, files, p, accumulate, x, reference);
       for (size_t t = 0; t < v.checks.size(); ++t) {
         const CompareResult& r = v.checks[t].result;
         const CompareResult& one = single.checks[t].result;
@@ -95,8 +104,7 @@ PrecisionStudy run_precision_study(RunConfig config, std::vector<int64_t> ranks)
       }
     }
   }
-  config.ranks = ranks.back();
-  study.config = plan_spec(config).describe() + " | " + config.precision + ", merge " + config.merge;
+  study.config = plan_spec(problem.config).describe() + " | " + config.precision + ", merge " + config.merge;
   study.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return study;
 }

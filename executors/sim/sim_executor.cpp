@@ -1,7 +1,8 @@
 // The sim executor: one thread per rank, each interpreting its ops.
-// Sections: [shared] [layout moves] [rank] [ops] [collectives] [diagnosis] [driver] [contract]
+// Sections: [shared] [layout moves] [rank] [driver] [contract]
 #include "executors/sim/sim_executor.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,9 +18,9 @@
 #include "reference/exact_attention.hpp"
 #include "reference/flash_attention.hpp"
 #include "reference/precision.hpp"
-#include "sim/plan/queries.hpp"
 #include "sim/pipeline/config.hpp"
 #include "sim/pipeline/op_interpreter.hpp"
+#include "sim/plan/queries.hpp"
 #include "sim/ranks/communicator.hpp"
 #include "sim/ranks/world.hpp"
 
@@ -671,14 +672,20 @@ ExecutionResult simulate(const Plan& plan, const AttentionInputs<float>& inputs,
   return result;
 }
 
-// Refuses sizes whose tensors would not fit in memory, before allocating any of them: the global
-// inputs and outputs (float32 and the float64 oracle's copies) plus every rank's working set.
-void check_memory(const AttentionDims& d) {
+// The bytes of a problem's tensors: the global inputs and outputs (float32 and the float64
+// oracle's copies) plus every rank's working set.
+double tensor_bytes(const AttentionDims& d) {
   const double q = double(d.batch) * double(d.seq) * double(d.heads) * double(d.dim);
   const double kv = double(d.batch) * double(d.seq) * double(d.kv_heads) * double(d.dim);
   const double tensors = 4 * q + 6 * kv;  // q, out, dout, dq and k, v, dk, dv (+ slots)
-  const double bytes = tensors * (4 /*float*/ + 8 /*double*/ + 4 /*ranks' copies*/) * 1.5;
-  const double available = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+  return tensors * (4 /*float*/ + 8 /*double*/ + 4 /*ranks' copies*/) * 1.5;
+}
+
+double physical_bytes() { return double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE)); }
+
+// Refuses sizes whose tensors would not fit in memory, before allocating any of them.
+void check_memory(const AttentionDims& d) {
+  const double bytes = tensor_bytes(d), available = physical_bytes();
   if (bytes > 0.8 * available) {
     char text[256];
     std::snprintf(text, sizeof text,
@@ -688,6 +695,36 @@ void check_memory(const AttentionDims& d) {
     throw UsageError(text);
   }
 }
+
+// A number from a /proc/sys file; `fallback` when it cannot be read.
+int64_t proc_number(const char* path, int64_t fallback) {
+  std::FILE* file = std::fopen(path, "r");
+  if (!file) return fallback;
+  long long value = 0;
+  const bool read = std::fscanf(file, "%lld", &value) == 1;
+  std::fclose(file);
+  return read && value > 0 ? value : fallback;
+}
+
+// The threads one process can start here: the kernel's limit on threads, the user's on processes,
+// and the memory maps (a thread's stack and its guard page take two), with a tenth kept back.
+int64_t thread_limit() {
+  int64_t limit = std::min(proc_number("/proc/sys/kernel/threads-max", 1 << 20),
+                           proc_number("/proc/sys/vm/max_map_count", 1 << 21) / 2);
+  rlimit processes{};
+  if (getrlimit(RLIMIT_NPROC, &processes) == 0 && processes.rlim_cur != RLIM_INFINITY) {
+    limit = std::min<int64_t>(limit, static_cast<int64_t>(processes.rlim_cur));
+  }
+  return limit - limit / 10;
+}
+
+// What a rank's expanded ops, messages and counters take per step of the ring, and what a rank
+// thread takes besides its tensors (stack pages, its world state). Measured peak memory of
+// `ringlab run --seq 64` on the simulator: 62 MB at P = 256, 141 MB at P = 512, 540 MB at P = 1024,
+// about 430 bytes per rank-step at P = 1024 (and rising slowly with P); 448 keeps the estimate
+// above what was measured.
+constexpr double kBytesPerRankStep = 448;
+constexpr double kBytesPerRank = 64 * 1024;
 
 }  // namespace
 
@@ -759,6 +796,35 @@ void SimExecutor::prepare_inputs(AttentionInputs<double>& inputs) const {
 }
 
 void SimExecutor::check_sizes(const AttentionDims& dims) const { check_memory(dims); }
+
+// One thread per rank; every rank holds its expanded ops for each step of its ring (P steps for
+// ring and all-gather, P/U for the hybrid, one for Ulysses) and computes a block at each, twice
+// with a backward pass.
+ExecutionCost SimExecutor::cost(const PlanSpec& spec) const {
+  const double P = double(spec.ranks);
+  const double ring = spec.algo == Algorithm::ulysses  ? 1
+                      : spec.algo == Algorithm::hybrid ? P / double(std::max<int64_t>(1, spec.ulysses))
+                                                       : P;
+  ExecutionCost cost;
+  cost.threads = spec.ranks;
+  cost.block_computations = P * ring * (spec.backward ? 2 : 1);
+  cost.bytes = tensor_bytes(spec.dims) + cost.block_computations * kBytesPerRankStep + P * kBytesPerRank;
+  const int64_t threads = thread_limit();
+  const double available = physical_bytes();
+  const bool too_many_threads = cost.threads > threads, too_much_memory = cost.bytes > 0.8 * available;
+  if (!too_many_threads && !too_much_memory) return cost;
+  char what[160], limit[96];
+  std::snprintf(what, sizeof what, "%lld threads (one per rank), %.3g block computations, about %.3g GB of memory",
+                static_cast<long long>(cost.threads), cost.block_computations, cost.bytes / 1e9);
+  if (too_many_threads) {
+    std::snprintf(limit, sizeof limit, "this machine starts at most %lld threads", static_cast<long long>(threads));
+  } else {
+    std::snprintf(limit, sizeof limit, "this machine has %.3g GB", available / 1e9);
+  }
+  cost.refusal = "the simulator cannot finish P=" + std::to_string(spec.ranks) + ": it would take " + what + ", and " +
+                 limit + "; use fewer --ranks";
+  return cost;
+}
 
 PipelineNeeds SimExecutor::needs() const {
   PipelineNeeds needs;

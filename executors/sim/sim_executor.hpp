@@ -11,8 +11,8 @@
 #include <cstdint>
 
 #include "reference/precision.hpp"
-#include "sim/plan/plan.hpp"
 #include "sim/pipeline/executor.hpp"
+#include "sim/plan/plan.hpp"
 #include "sim/ranks/world_options.hpp"
 
 namespace ringlab {
@@ -51,6 +51,7 @@ class SimExecutor final : public Executor {
   void configure(const RunConfig& config) override;                     // --timeout, --inject, --precision...
   void prepare_inputs(AttentionInputs<double>& inputs) const override;  // rounded to the storage precision
   void check_sizes(const AttentionDims& dims) const override;           // tensors that would not fit in memory
+  ExecutionCost cost(const PlanSpec& spec) const override;              // a thread per rank, ops, tensors
   PipelineNeeds needs() const override;                                 // fp32, progress, diagnosis
   std::string label(const Plan& plan) const override;                   // "sim executor, 4 ranks (fp32)"
   // A diagnosis run (ExecuteOptions::diagnose_*) injects no faults.

@@ -7,6 +7,7 @@
 // course sets where problem sets are graded): a wrong part says wrong and names the known mistake
 // it matches, and nothing prints an expected value or the worked solution (--explain is refused).
 // Sections: [hiding] [listing] [showing] [checking] [registration]
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
 #include <memory>

@@ -2,6 +2,7 @@
 // compile a student's file against a code lab's hand-out and hidden tests and report per
 // criterion (grade_cli.hpp). `ringlab handout LAB DIR`, `ringlab autograder LAB DIR` and
 // `ringlab student-kit DIR`: what students and Gradescope get (handout.hpp, kit.hpp).
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
 #include <memory>

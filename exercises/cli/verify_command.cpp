@@ -3,6 +3,7 @@
 // and a likely cause (exercises/verify.hpp). DIR holds q.npy, k.npy, v.npy (and dout.npy for
 // gradients) and whichever of out.npy, lse.npy, dq.npy, dk.npy, dv.npy there are. Exit 0 all
 // right, 1 some wrong, 2 bad input.
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
 #include <memory>

@@ -24,10 +24,6 @@ std::string kernel_support(Dtype dtype, int64_t dim);
 // params.lse set, the rows' last step: out and lse written for rows [q_begin, q_end) instead of the
 // state (kernel_params.hpp); bf16 / fp16 only, fp32 refuses it (finalize_accumulator instead).
 void forward_accumulate(Dtype dtype, const ForwardParams& params, cudaStream_t stream);
-// The same with the previous tensor-core forward (forward_mma.cuh: 64-row query tiles, 16 rows per
-// warp), kept as the teaching ladder's rung 05 and for comparison; fp32 runs the fp32 kernel.
-// Accumulates only: params.out set is refused.
-void forward_accumulate_64_row_tiles(Dtype dtype, const ForwardParams& params, cudaStream_t stream);
 // Backward of one block added into dq, dk, dv.
 void backward_accumulate(Dtype dtype, const BackwardParams& params, cudaStream_t stream);
 

@@ -9,34 +9,16 @@ namespace ringlab::gpu {
 // The most dynamic shared memory each launch above asks for, as records in this object for the
 // static resource check (tests/gpu/kernel_static.py; launch.cuh, smem_record), and checked here
 // against the per-block limit (the check adds the kernels' static shared memory from the cubins).
-static_assert(BackwardMmaTiles<128>::kSmemBytes <= kMaxSmemPerBlock &&
-              BackwardMmaTiles<64>::kSmemBytes <= kMaxSmemPerBlock);
+RINGLAB_SMEM_RECORDS_16BIT(kBackwardSmem, "backward_mma_kernel", "", BackwardMmaTiles);
 static_assert(BackwardFp32Tiles::smem_bytes(BackwardFp32Tiles::kMaxDim) <= kMaxSmemPerBlock);
-extern const auto kBackwardSmemBf16D64 =
-    smem_record("backward_mma_kernel<__nv_bfloat16, 64>", BackwardMmaTiles<64>::kSmemBytes);
-extern const auto kBackwardSmemBf16D128 =
-    smem_record("backward_mma_kernel<__nv_bfloat16, 128>", BackwardMmaTiles<128>::kSmemBytes);
-extern const auto kBackwardSmemFp16D64 =
-    smem_record("backward_mma_kernel<__half, 64>", BackwardMmaTiles<64>::kSmemBytes);
-extern const auto kBackwardSmemFp16D128 =
-    smem_record("backward_mma_kernel<__half, 128>", BackwardMmaTiles<128>::kSmemBytes);
 extern const auto kBackwardSmemFp32 =
     smem_record("backward_fp32_kernel", BackwardFp32Tiles::smem_bytes(BackwardFp32Tiles::kMaxDim));
 
 void backward_accumulate(Dtype dtype, const BackwardParams& p, cudaStream_t stream) {
-  launch_by_dtype(
-      dtype, p,
-      [&](auto type, auto dim) {
-        using T = typename decltype(type)::type;
-        using Tiles = BackwardMmaTiles<decltype(dim)::value>;
-        launch_attention(backward_mma_kernel<T, decltype(dim)::value>, Tiles::k_tiles(p.a), Tiles::kThreads,
-                         Tiles::kSmemBytes, p, stream);
-      },
-      [&] {
-        using Tiles = BackwardFp32Tiles;
-        launch_attention(backward_fp32_kernel, Tiles::k_tiles(p.a), Tiles::kThreads, Tiles::smem_bytes(p.a.dim), p,
-                         stream);
-      });
+  launch_by_dtype(dtype, p, RINGLAB_MMA_LAUNCH(backward_mma_kernel, BackwardMmaTiles, k_tiles), [&] {
+    using Tiles = BackwardFp32Tiles;
+    launch_attention(backward_fp32_kernel, Tiles::k_tiles(p.a), Tiles::kThreads, Tiles::smem_bytes(p.a.dim), p, stream);
+  });
 }
 
 }  // namespace ringlab::gpu

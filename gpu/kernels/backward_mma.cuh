@@ -19,7 +19,9 @@
 // query heads of a GQA group add into the same kv head.
 #pragma once
 
-#include "gpu/kernels/forward_mma.cuh"
+#include "gpu/kernels/kernel_params.hpp"
+#include "gpu/kernels/mma_fragments.cuh"
+#include "gpu/kernels/primitives.cuh"
 
 namespace ringlab::gpu {
 

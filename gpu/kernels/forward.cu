@@ -1,9 +1,8 @@
-// Forward launches: the tensor-core kernel for (bf16 | fp16) x (D = 64 | 128) (forward_fa2.cuh; the
-// previous one, forward_mma.cuh, is ladder rung 05) and the fp32 kernel.
+// Forward launches: the tensor-core kernel for (bf16 | fp16) x (D = 64 | 128) (forward_fa2.cuh) and
+// the fp32 kernel.
 #include "gpu/kernels/attention_kernels.hpp"
 #include "gpu/kernels/forward_fa2.cuh"
 #include "gpu/kernels/forward_fp32.cuh"
-#include "gpu/kernels/forward_mma.cuh"
 #include "gpu/kernels/launch.cuh"
 
 namespace ringlab::gpu {
@@ -11,27 +10,8 @@ namespace ringlab::gpu {
 // The most dynamic shared memory each launch above asks for, as records in this object for the
 // static resource check (tests/gpu/kernel_static.py; launch.cuh, smem_record), and checked here
 // against the per-block limit (the check adds the kernels' static shared memory from the cubins).
-static_assert(ForwardFa2Tiles<128>::kSmemBytes <= kMaxSmemPerBlock &&
-              ForwardFa2Tiles<64>::kSmemBytes <= kMaxSmemPerBlock);
-static_assert(ForwardMmaTiles<128>::kSmemBytes <= kMaxSmemPerBlock &&
-              ForwardMmaTiles<64>::kSmemBytes <= kMaxSmemPerBlock);
+RINGLAB_SMEM_RECORDS_16BIT(kForwardSmem, "forward_fa2_kernel", ", 256", ForwardFa2Tiles);
 static_assert(ForwardFp32Tiles::smem_bytes(ForwardFp32Tiles::kMaxDim) <= kMaxSmemPerBlock);
-extern const auto kForwardSmemBf16D64 =
-    smem_record("forward_fa2_kernel<__nv_bfloat16, 64, 256>", ForwardFa2Tiles<64>::kSmemBytes);
-extern const auto kForwardSmemBf16D128 =
-    smem_record("forward_fa2_kernel<__nv_bfloat16, 128, 256>", ForwardFa2Tiles<128>::kSmemBytes);
-extern const auto kForwardSmemFp16D64 =
-    smem_record("forward_fa2_kernel<__half, 64, 256>", ForwardFa2Tiles<64>::kSmemBytes);
-extern const auto kForwardSmemFp16D128 =
-    smem_record("forward_fa2_kernel<__half, 128, 256>", ForwardFa2Tiles<128>::kSmemBytes);
-extern const auto kForwardMmaSmemBf16D64 =
-    smem_record("forward_mma_kernel<__nv_bfloat16, 64>", ForwardMmaTiles<64>::kSmemBytes);
-extern const auto kForwardMmaSmemBf16D128 =
-    smem_record("forward_mma_kernel<__nv_bfloat16, 128>", ForwardMmaTiles<128>::kSmemBytes);
-extern const auto kForwardMmaSmemFp16D64 =
-    smem_record("forward_mma_kernel<__half, 64>", ForwardMmaTiles<64>::kSmemBytes);
-extern const auto kForwardMmaSmemFp16D128 =
-    smem_record("forward_mma_kernel<__half, 128>", ForwardMmaTiles<128>::kSmemBytes);
 static_assert(ForwardFa2Tiles<64>::kChunkTiles == 256 && ForwardFa2Tiles<128>::kChunkTiles == 256,
               "the records above name the kernels' default chunk size");
 extern const auto kForwardSmemFp32 =
@@ -58,33 +38,11 @@ static void refuse_fused_finalize(const ForwardParams& p, const char* kernel) {
 
 void forward_accumulate(Dtype dtype, const ForwardParams& p, cudaStream_t stream) {
   if ((p.out == nullptr) != (p.lse == nullptr)) throw UsageError("ForwardParams: out and lse are set together");
-  launch_by_dtype(
-      dtype, p,
-      [&](auto type, auto dim) {
-        using T = typename decltype(type)::type;
-        using Tiles = ForwardFa2Tiles<decltype(dim)::value>;
-        launch_attention(forward_fa2_kernel<T, decltype(dim)::value>, Tiles::q_tiles(p.a), Tiles::kThreads,
-                         Tiles::kSmemBytes, p, stream);
-      },
-      [&] {
-        refuse_fused_finalize(p, "the fp32 kernel");
-        using Tiles = ForwardFp32Tiles;
-        launch_attention(forward_fp32_kernel, Tiles::q_tiles(p.a), Tiles::kThreads, Tiles::smem_bytes(p.a.dim), p,
-                         stream);
-      });
-}
-
-void forward_accumulate_64_row_tiles(Dtype dtype, const ForwardParams& p, cudaStream_t stream) {
-  refuse_fused_finalize(p, "forward_mma (64-row tiles)");
-  launch_by_dtype(
-      dtype, p,
-      [&](auto type, auto dim) {
-        using T = typename decltype(type)::type;
-        using Tiles = ForwardMmaTiles<decltype(dim)::value>;
-        launch_attention(forward_mma_kernel<T, decltype(dim)::value>, Tiles::q_tiles(p.a), Tiles::kThreads,
-                         Tiles::kSmemBytes, p, stream);
-      },
-      [&] { forward_accumulate(Dtype::fp32, p, stream); });
+  launch_by_dtype(dtype, p, RINGLAB_MMA_LAUNCH(forward_fa2_kernel, ForwardFa2Tiles, q_tiles), [&] {
+    refuse_fused_finalize(p, "the fp32 kernel");
+    using Tiles = ForwardFp32Tiles;
+    launch_attention(forward_fp32_kernel, Tiles::q_tiles(p.a), Tiles::kThreads, Tiles::smem_bytes(p.a.dim), p, stream);
+  });
 }
 
 }  // namespace ringlab::gpu

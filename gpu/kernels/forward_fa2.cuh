@@ -1,19 +1,19 @@
 // The production tensor-core forward (bf16 / fp16 inputs, fp32 accumulation), on FlashAttention-2's
-// design: what forward_mma.cuh (ladder rung 05) computes, with the tile shapes and the main loop
-// reorganised for fewer shared-memory loads and instructions per mma. Merged into the device
-// accumulators (m, l, o) with the online-softmax rescale, like rung 05.
+// design, with the reference kernel's position lists, mask kinds, tile skipping and GQA. Merged into
+// the device accumulators (m, l, o) with the online-softmax rescale. (How it grew from the previous
+// kernel, ladder rung 05: gpu/kernels/ladder/README.md.)
 //
 // Tiles: a block of 4 warps owns 128 query rows of one (batch, head) and each warp owns 32 of them,
 // two m16 row blocks — so every K or V fragment one ldmatrix.x4 brings in feeds four mma.sync
-// instead of two (rung 05: 16 rows per warp). Key/value tiles are 64 rows at both head dims:
+// instead of two. Key/value tiles are 64 rows at both head dims:
 //   D = 128: per thread O is 2 x 16 x 4 = 128 fp32 registers and S 2 x 8 x 4 = 64; Q's fragments
 //            (another 64) do not fit beside them under 255 registers, so Q is re-read from shared
 //            memory by ldmatrix at every tile, as FlashAttention-2 does at hdim 128 (static
-//            ldmatrix/mma 0.3125, rung 05: 0.500). Shared memory 96 KiB: two blocks per SM.
+//            ldmatrix/mma 0.3125). Shared memory 96 KiB: two blocks per SM.
 //   D = 64:  O 64, S 64, Q 32 registers: Q stays in registers after the first tile (0.25).
 //            64-key tiles (FA2 uses 128 at hdim 64) keep S at 64 registers rather than 128.
 // FlashAttention-2 also runs 4 warps x 32 rows for its 128-row hdim-128 forward; 8 warps x 16 rows
-// would be rung 05's ratio again, and 8 x 32 = 256 rows would halve the blocks of a ring step's
+// would feed each fragment to two mma again, and 8 x 32 = 256 rows would halve the blocks of a ring step's
 // short query blocks (a rank's share of a 1M sequence at P = 64 is 16K rows: 128 blocks per head).
 //
 // Per key tile, in the order the loop runs it:
@@ -36,8 +36,7 @@
 // Tile skipping: which key tiles the block's queries may see is decided ONCE per tile, before the
 // loop, by the whole block: warp w classifies tiles w, w+4, ... (position_range over the tile's key
 // positions against the query tile's span bounds, classify_tile) into a table of kinds in shared
-// memory, then barrier 3. The loop reads the table: a skipped tile costs one shared-memory byte read
-// (rung 05: each of its 4 warps re-scanned every tile's positions with global loads and shuffles).
+// memory, then barrier 3. The loop reads the table: a skipped tile costs one shared-memory byte read.
 // The table covers kChunkTiles tiles; a longer key range is classified chunk by chunk, the pipeline
 // draining at each chunk's end (one tile's load latency per 256 tiles = 16K keys). Two tables
 // alternate, so the next chunk's writes never meet a slow warp's reads of the last one.

@@ -72,6 +72,16 @@ constexpr SmemRecord<N> smem_record(const char (&kernel)[N], int bytes) {
   return record;  // the rest stays zero: the text's terminator
 }
 
+// The records of a tensor-core kernel `kernel`<T, D `suffix`> for T = bf16 | fp16 and D = 64 | 128,
+// whose launches ask for Tiles<D>::kSmemBytes (each checked against the per-block limit), as
+// variables name##Bf16D64 ... name##Fp16D128. `suffix`: further template arguments (", 256"), or "".
+#define RINGLAB_SMEM_RECORDS_16BIT(name, kernel, suffix, Tiles)                                                    \
+  static_assert(Tiles<64>::kSmemBytes <= kMaxSmemPerBlock && Tiles<128>::kSmemBytes <= kMaxSmemPerBlock);          \
+  extern const auto name##Bf16D64 = smem_record(kernel "<__nv_bfloat16, 64" suffix ">", Tiles<64>::kSmemBytes);    \
+  extern const auto name##Bf16D128 = smem_record(kernel "<__nv_bfloat16, 128" suffix ">", Tiles<128>::kSmemBytes); \
+  extern const auto name##Fp16D64 = smem_record(kernel "<__half, 64" suffix ">", Tiles<64>::kSmemBytes);           \
+  extern const auto name##Fp16D128 = smem_record(kernel "<__half, 128" suffix ">", Tiles<128>::kSmemBytes)
+
 template <class Params>
 void launch_attention(void (*kernel)(Params), int tiles, int threads, int smem, const Params& p, cudaStream_t stream) {
   const long long batch_heads = static_cast<long long>(p.a.batch) * p.a.heads;
@@ -91,6 +101,15 @@ template <class T>
 struct DtypeTag {
   using type = T;
 };
+
+// launch_by_dtype's tensor-core launch of kernel<T, D> with Tiles<D> (tiles_of: q_tiles | k_tiles),
+// for the Params `p` on `stream` of the enclosing launcher.
+#define RINGLAB_MMA_LAUNCH(kernel, Tiles, tiles_of)                                                      \
+  [&](auto type, auto dim) {                                                                             \
+    using Tiles_ = Tiles<decltype(dim)::value>;                                                          \
+    launch_attention(kernel<typename decltype(type)::type, decltype(dim)::value>, Tiles_::tiles_of(p.a), \
+                     Tiles_::kThreads, Tiles_::kSmemBytes, p, stream);                                   \
+  }
 
 template <class Params, class Mma, class Fp32>
 void launch_by_dtype(Dtype dtype, const Params& p, Mma&& mma, Fp32&& fp32) {

@@ -1,5 +1,5 @@
 // The tile loop of a tensor-core attention forward, on mma.sync m16n8k16 fragments: what ladder
-// rungs 03, 04 and 05 (forward_mma.cuh) share; the production forward (forward_fa2.cuh) uses the
+// rungs 03, 04 and 05 (ladder/forward_mma.cuh) share; the production forward (forward_fa2.cuh) uses the
 // quad reductions and keeps its own loop (two row blocks per warp, the softmax in log2 units). Each
 // takes the layout of its shared-memory tiles as a function, so padded rows (rung 03) and
 // XOR-swizzled rows (rungs 04, 05) run the same code.

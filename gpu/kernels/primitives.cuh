@@ -11,6 +11,7 @@
 //   pack2<T>, to_float                two floats -> one 32-bit register of T; T -> float
 //   from_float<T>                     one float -> T, rounded as pack2 rounds (float: itself)
 //   swizzle<D>                        XOR-swizzled offset in a (rows x D) tile of 16-bit elements
+//   load_tile_async<T, D, rows, thr>  a (rows x D) tile, global -> swizzled shared memory by cp.async
 //
 // Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"), lane = 4 * g + t:
 //   A regs {a0,a1,a2,a3}: (row g, cols 2t..2t+1), (row g+8, 2t..), (row g, 2t+8..), (row g+8, 2t+8..)
@@ -329,6 +330,18 @@ RINGLAB_DEVICE int classify_tile(bool masked, bool skip_masked, const TileSpans&
   if (q.last_hi < k_lo || q.first_lo > k_hi) return skip_masked ? kTileSkip : kTilePartial;  // nothing visible
   if (q.first_hi <= k_lo && k_hi <= q.last_lo) return kTileFull;                             // all visible
   return kTilePartial;
+}
+
+// Copies rows [0, valid) of a (kRows x D) tile from global memory (row stride `stride` elements)
+// into swizzled shared memory with cp.async; rows >= valid are zero-filled.
+template <class T, int D, int kRows, int kThreads>
+RINGLAB_DEVICE void load_tile_async(T* smem, const T* global, int64_t stride, int valid) {
+  constexpr int kChunksPerRow = D / 8;
+  for (int c = threadIdx.x; c < kRows * kChunksPerRow; c += kThreads) {
+    const int row = c / kChunksPerRow, chunk = c % kChunksPerRow;
+    const bool ok = row < valid;
+    cp_async_16(smem + swizzle<D>(row, chunk * 8), ok ? global + row * stride + chunk * 8 : global, ok);
+  }
 }
 
 }  // namespace ringlab::gpu::dev

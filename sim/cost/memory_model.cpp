@@ -1,6 +1,7 @@
 #include "sim/cost/memory_model.hpp"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "reference/names.hpp"

@@ -1,5 +1,6 @@
 #include "sim/pipeline/command_line.hpp"
 
+#include <CLI/CLI.hpp>
 #include <ostream>
 
 #include "reference/error.hpp"
@@ -27,6 +28,12 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, const char* const
     return kExitUsage;
   }
   return std::nullopt;
+}
+
+int Registry::run() const {
+  for (const auto& [command, action] : entries_)
+    if (command->parsed()) return action();
+  return 2;
 }
 
 }  // namespace ringlab::cli

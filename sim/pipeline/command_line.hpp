@@ -5,13 +5,16 @@
 // use it without depending on another's command line.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+namespace CLI {
+class App;  // CLI11; the files that register flags include <CLI/CLI.hpp>
+}  // namespace CLI
 
 namespace ringlab::cli {
 
@@ -24,11 +27,8 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, const char* const
 class Registry {
  public:
   void add(CLI::App* command, std::function<int()> action) { entries_.emplace_back(command, std::move(action)); }
-  int run() const {
-    for (const auto& [command, action] : entries_)
-      if (command->parsed()) return action();
-    return 2;
-  }
+  // Runs the action of the subcommand that was parsed; 2 when none was.
+  int run() const;
 
  private:
   std::vector<std::pair<CLI::App*, std::function<int()>>> entries_;

@@ -1,5 +1,6 @@
 #include "sim/pipeline/config.hpp"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 
@@ -140,43 +141,36 @@ PlanSpec plan_spec(const RunConfig& config) {
   return spec;
 }
 
-void validate(RunConfig& config) {
-  if (config.dims.kv_heads == 0) config.dims.kv_heads = config.dims.heads;
-  if (config.ranks <= 0) {
-    throw UsageError("--ranks must be positive, got " + std::to_string(config.ranks) + "; pass --ranks N with N >= 1");
+void validate(const RunConfig& flags) {
+  if (flags.ranks <= 0) {
+    throw UsageError("--ranks must be positive, got " + std::to_string(flags.ranks) + "; pass --ranks N with N >= 1");
   }
-  config.dims.validate();
-  if (config.timeout <= 0) {
+  AttentionDims dims = flags.dims;
+  if (dims.kv_heads == 0) dims.kv_heads = dims.heads;  // --kv-heads' default
+  dims.validate();
+  if (flags.timeout <= 0) {
     char text[64];
-    std::snprintf(text, sizeof text, "%g", config.timeout);
+    std::snprintf(text, sizeof text, "%g", flags.timeout);
     throw UsageError(std::string("--timeout must be positive seconds, got ") + text + "; e.g. --timeout 10");
   }
-  if (!config.save_dir.empty() && config.dry_run) {
+  if (!flags.save_dir.empty() && flags.dry_run) {
     throw UsageError("--save needs tensors but --dry-run computes none; drop one of them");
   }
-  if (!config.in_dir.empty() && config.dry_run) {
+  if (!flags.in_dir.empty() && flags.dry_run) {
     throw UsageError("--in reads tensors but --dry-run computes none; drop one of them");
   }
   const bool window_given =
-      std::find(config.sizes_given.begin(), config.sizes_given.end(), "--window") != config.sizes_given.end();
-  if (window_given && config.window <= 0) {
+      std::find(flags.sizes_given.begin(), flags.sizes_given.end(), "--window") != flags.sizes_given.end();
+  if (window_given && flags.window <= 0) {
     throw UsageError("--window must be at least 1 (the keys a query sees, its own included), got " +
-                     std::to_string(config.window) + "; e.g. --window 4096, or leave it out for no window");
+                     std::to_string(flags.window) + "; e.g. --window 4096, or leave it out for no window");
   }
-  parse_precision(config.precision);  // an unknown one: one line with the choices
-  if (config.dry_run && (config.precision != "fp32" || config.accumulate != "fp32" || config.merge != "exp")) {
+  parse_precision(flags.precision);  // an unknown one: one line with the choices
+  if (flags.dry_run && (flags.precision != "fp32" || flags.accumulate != "fp32" || flags.merge != "exp")) {
     throw UsageError(
         "--precision, --accumulate and --merge round the simulator's tensors but --dry-run computes none; drop "
         "them (the cost model's element size comes from --hw) or drop --dry-run");
   }
-  if (config.in_dir.empty()) resolve_documents(config);  // else once the files have given S
-}
-
-void resolve_documents(RunConfig& config) {
-  config.documents.clear();
-  if (config.docs.empty()) return;
-  config.documents = layout_documents(config.docs, config.dims.seq, config.seed, parse_layout(config.layout),
-                                      config.ranks, config.block);
 }
 
 }  // namespace ringlab

@@ -2,7 +2,6 @@
 // `ringlab run` and `ringlab-gpu run` so both take exactly the same flags.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -10,6 +9,10 @@
 #include "reference/attention.hpp"
 #include "reference/layout.hpp"
 #include "sim/plan/plan.hpp"
+
+namespace CLI {
+class App;  // CLI11; the files that register flags include <CLI/CLI.hpp>
+}  // namespace CLI
 
 namespace ringlab {
 
@@ -19,11 +22,11 @@ struct RunConfig {
   int64_t block = 0;                      // tokens per layout unit; 0 = the layout's default
   int64_t ranks = 4;                      // P
   int64_t ulysses = 0;                    // hybrid: Ulysses degree U (ring degree P/U); 0 = not given
-  AttentionDims dims{1, 1024, 4, 0, 64};  // kv_heads 0 until validate(): then H
+  AttentionDims dims{1, 1024, 4, 0, 64};  // kv_heads 0 = not given (the problem takes H)
   bool causal = false;
   int64_t window = 0;                    // sliding window W; 0 = none
   std::string docs;                      // --docs L1,L2,... | random:N ("" = one document)
-  std::vector<int64_t> documents;        // the lengths --docs gives, filled by validate()
+  std::vector<int64_t> documents;        // the lengths --docs gives, filled by resolve_problem()
   std::vector<std::string> sizes_given;  // size flags (--heads..., --window) given on the command line
   bool no_skip = false;                  // compute fully masked blocks instead of skipping them
   bool full_ring = false;                // every K/V block makes all P-1 ring hops, whatever the mask
@@ -61,13 +64,12 @@ void add_schedule_flags(CLI::App& command, RunConfig& config, bool ranks = true)
 // --precision, --accumulate and --merge (ringlab run, ringlab study precision).
 void add_precision_flags(CLI::App& command, RunConfig& config);
 
-// The plan spec of a (validated) configuration.
+// The plan spec of a resolved configuration (Problem::config).
 PlanSpec plan_spec(const RunConfig& config);
 
-// Fills defaults (HKV = H) and checks every constraint that needs no data: sizes, divisibility by
-// the layout, GQA, the Ulysses degree, flag combinations. Throws UsageError (one line with a fix).
-void validate(RunConfig& config);
-// Parses --docs against the final S (after --in replaced the sizes): fills config.documents.
-void resolve_documents(RunConfig& config);
+// Checks every constraint on the flags that needs no data: sizes, flag combinations. Throws
+// UsageError (one line with a fix); changes nothing. The flags become a problem in one place:
+// resolve_problem() (sim/pipeline/problem.hpp), which calls this first.
+void validate(const RunConfig& flags);
 
 }  // namespace ringlab

@@ -37,6 +37,8 @@ void Executor::configure(const RunConfig&) {}
 
 void Executor::check_sizes(const AttentionDims&) const {}
 
+ExecutionCost Executor::cost(const PlanSpec&) const { return {}; }
+
 void Executor::prepare_inputs(AttentionInputs<double>&) const {}
 
 bool Executor::print_own_report(std::ostream&, const Plan&, const ExecutionResult&, bool) const { return false; }

@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "reference/attention.hpp"
-#include "sim/plan/plan.hpp"
 #include "sim/pipeline/result.hpp"
 #include "sim/pipeline/trace.hpp"
 #include "sim/pipeline/verification.hpp"
+#include "sim/plan/plan.hpp"
 
 namespace ringlab {
 
@@ -101,6 +101,16 @@ struct PipelineNeeds {
   bool single_rank_baseline = false;
 };
 
+// What executing a plan will take, known from its spec before anything is allocated (the plan
+// included): threads, memory at the peak, and block computations (an upper bound: fully masked
+// blocks may be skipped). `refusal` says why this machine cannot finish it ("" = it can).
+struct ExecutionCost {
+  int64_t threads = 0;
+  double bytes = 0;
+  double block_computations = 0;
+  std::string refusal;
+};
+
 // What the pipeline asks of one execution.
 struct ExecuteOptions {
   bool trace = false;                        // keep one trace event per operation
@@ -118,10 +128,14 @@ class Executor {
   // Reads what it needs from the (validated) flags and refuses, with a UsageError, what it cannot
   // run — before any file is read or written.
   virtual void configure(const RunConfig& config);
-  // Refuses sizes it cannot run (memory, kernel support); called once the sizes are final: before
-  // inputs are generated, or after --in replaced them.
+  // Refuses sizes it cannot run (memory, kernel support); called once the problem is resolved,
+  // before inputs are generated.
   virtual void check_sizes(const AttentionDims& dims) const;
   virtual PipelineNeeds needs() const = 0;
+  // What running a plan of `spec` will cost on this machine, and whether it can finish at all; the
+  // pipeline refuses it (exit 2, pointing to --dry-run) before it builds the plan or allocates any
+  // tensor. The default: nothing to refuse.
+  virtual ExecutionCost cost(const PlanSpec& spec) const;
   // The inputs as this executor computes with them (bf16: rounded), so that the oracle is computed
   // on exactly those numbers. The default leaves them as they are.
   virtual void prepare_inputs(AttentionInputs<double>& inputs) const;

@@ -1,4 +1,5 @@
-// The run pipeline. Sections: [inputs and plan] [execution] [failure] [report] [pipeline]
+// The run pipeline. Sections: [problem, inputs and plan] [uneven shapes] [execution] [failure] [report]
+//                             [pipeline]
 #include "sim/pipeline/pipeline.hpp"
 
 #include <algorithm>
@@ -24,23 +25,28 @@ namespace {
 
 int64_t host_cores() { return std::max<int64_t>(1, std::thread::hardware_concurrency()); }
 
-// ---- [inputs and plan] -----------------------------------------------------------------------
+// ---- [problem, inputs and plan] -------------------------------------------------------------
 
-// Generated from the seed or read from --in (whose shapes replace the flags' sizes); the executor
-// checks the final sizes — before generating, so that nothing too large is allocated — and rounds
-// the inputs to its precision.
-AttentionInputs<double> read_inputs(RunConfig& config, const Executor& executor) {
-  if (config.in_dir.empty()) executor.check_sizes(config.dims);
-  AttentionInputs<double> inputs = load_inputs(config);
-  if (!config.in_dir.empty()) executor.check_sizes(config.dims);
+// Refuses, before anything is allocated (the plan included), a problem the executor cannot
+// finish on this machine: one line with what it would take, pointing to the cost model.
+void refuse_what_cannot_finish(const Executor& executor, const Problem& problem, const PipelineNeeds& needs,
+                               const PipelineOptions& options) {
+  const ExecutionCost cost = executor.cost(problem.plan_spec(needs.element_bytes));
+  if (cost.refusal.empty()) return;
+  throw UsageError(cost.refusal + "; " + options.tool + " run --dry-run costs it without running it");
+}
+
+// The inputs of the resolved problem: the --in files when it has them (already read), else
+// generated from the seed; rounded to the executor's precision.
+AttentionInputs<double> problem_inputs(std::optional<AttentionInputs<double>> files, const Problem& problem,
+                                       const Executor& executor) {
+  AttentionInputs<double> inputs = files ? std::move(*files) : generate_inputs(problem);
   executor.prepare_inputs(inputs);
   return inputs;
 }
 
-Plan make_plan(const RunConfig& config, const PipelineNeeds& needs) {
-  PlanSpec spec = plan_spec(config);
-  spec.element_bytes = needs.element_bytes;  // the executor's precision on the wire and in memory
-  return build_plan(spec);
+Plan make_plan(const Problem& problem, const PipelineNeeds& needs) {
+  return build_plan(problem.plan_spec(needs.element_bytes));  // the executor's precision on the wire and in memory
 }
 
 // A plan the checker finds wrong is ringlab's bug — unless it is an erratum variant, which is
@@ -137,10 +143,11 @@ std::vector<BlockError> diagnose(Executor& executor, const Plan& plan, const Att
 
 // The same problem on one rank, the executor configured the same (low precision: the error the
 // distributed run is read against). Nothing when it does not complete.
-std::optional<Verification> single_rank(Executor& executor, const RunConfig& config, const PipelineNeeds& needs,
+std::optional<Verification> single_rank(Executor& executor, const Problem& problem, const PipelineNeeds& needs,
                                         const AttentionInputs<double>& inputs, const ReferenceOutputs& reference) {
-  RunConfig one = config;
-  one.ranks = 1, one.algo = "ring", one.layout = "contiguous", one.block = 0, one.ulysses = 0;
+  Problem one = problem;
+  one.config.ranks = 1, one.config.algo = "ring", one.config.layout = "contiguous", one.config.block = 0;
+  one.config.ulysses = 0;
   const Plan plan = make_plan(one, needs);
   const ExecutionResult result = executor.execute(plan, inputs.cast<float>(), {});
   if (result.failure) return std::nullopt;
@@ -271,17 +278,26 @@ void print_work(std::ostream& out, const Plan& plan, const ExecutionResult& resu
 
 // ---- [pipeline] ------------------------------------------------------------------------------
 
-int run_pipeline(RunConfig& config, Executor& executor, std::ostream& out, std::ostream& err,
+int run_pipeline(const RunConfig& flags, Executor& executor, std::ostream& out, std::ostream& err,
                  const PipelineOptions& options) {
-  validate(config);
-  executor.configure(config);
+  validate(flags);
+  executor.configure(flags);
   const PipelineNeeds needs = executor.needs();
-  if (needs.reports && !config.save_dir.empty()) check_output_directory(config.save_dir);
-  if (needs.reports && !config.trace_file.empty()) check_output_file(config.trace_file);
+  if (needs.reports && !flags.save_dir.empty()) check_output_directory(flags.save_dir);
+  if (needs.reports && !flags.trace_file.empty()) check_output_file(flags.trace_file);
+
+  // The flags become the problem here, once: with --in, the files' shapes are its sizes.
+  std::optional<AttentionInputs<double>> files;
+  if (needs.computes_outputs) files = read_input_files(flags);
+  const AttentionDims file_dims = files ? input_dims(*files, flags.backward) : AttentionDims{};
+  const Problem problem = resolve_problem(flags, files ? &file_dims : nullptr);
+  const RunConfig& config = problem.config;
+  refuse_what_cannot_finish(executor, problem, needs, options);
+  if (needs.computes_outputs) executor.check_sizes(problem.dims());  // before the inputs are generated
 
   AttentionInputs<double> inputs;
-  if (needs.computes_outputs) inputs = read_inputs(config, executor);
-  const Plan plan = make_plan(config, needs);
+  if (needs.computes_outputs) inputs = problem_inputs(std::move(files), problem, executor);
+  const Plan plan = make_plan(problem, needs);
   const PlanCheck check = needs.computes_outputs ? check_or_refuse(plan) : PlanCheck{};
   const int64_t seq = plan.spec().dims.seq, tokens = plan.spec().tokens();
   const bool pads = tokens < seq || plan.spec().padding_heads > 0;
@@ -308,7 +324,7 @@ int run_pipeline(RunConfig& config, Executor& executor, std::ostream& out, std::
   if (pads) crop_outputs(result.outputs, plan.spec(), config.dims);  // outputs are exactly (B, S, H, D)
   Verification verification = verify(result.outputs, reference, result.executor, needs.tolerance);
   if (needs.single_rank_baseline && plan.ranks() > 1 && config.inject.empty()) {
-    if (const auto one = single_rank(executor, config, needs, inputs, reference)) verification.add_single_rank(*one);
+    if (const auto one = single_rank(executor, problem, needs, inputs, reference)) verification.add_single_rank(*one);
   }
   // The per-block diagnosis compares against the oracle for the plan's problem: padded tokens have a
   // closed form (nothing); padded heads have none, so a head-padded run is not diagnosed block by block.

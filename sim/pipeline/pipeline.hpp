@@ -3,6 +3,9 @@
 //
 //   validate     the flags (sim/pipeline/config.hpp), then the executor's own (Executor::configure)
 //   outputs      --save DIR and --trace FILE checked before any work, so a bad path fails fast
+//   problem      the flags resolved once (sim/pipeline/problem.hpp), with the --in files' sizes;
+//                the executor's cost of it (threads, memory, blocks): what it cannot finish is
+//                refused here (exit 2), before the plan or any tensor is allocated
 //   inputs       generated or read (--in), the executor's size check, its rounding (bf16)
 //   plan         built with the executor's element size; the plan checker refuses a wrong plan
 //                (exit 2) unless it is an erratum variant, wrong by construction
@@ -32,7 +35,7 @@ struct PipelineOptions {
   bool executor_line = false;    // "executor: <label>" under the header (ringlab-gpu: two executors)
 };
 
-int run_pipeline(RunConfig& config, Executor& executor, std::ostream& out, std::ostream& err,
+int run_pipeline(const RunConfig& flags, Executor& executor, std::ostream& out, std::ostream& err,
                  const PipelineOptions& options = {});
 
 }  // namespace ringlab

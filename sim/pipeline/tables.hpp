@@ -3,12 +3,12 @@
 #pragma once
 
 #include <iosfwd>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <span>
 
-#include "sim/plan/check.hpp"
 #include "sim/pipeline/executor.hpp"
 #include "sim/pipeline/result.hpp"
+#include "sim/plan/check.hpp"
 
 namespace ringlab {
 

@@ -94,14 +94,20 @@ struct Shift {
 
 // One of two buffer slots chosen by step parity: slot[(step + offset) % 2] (double buffering).
 enum class Slot : uint8_t {
+  // K/V blocks (double buffer)
   kv0,
-  kv1,  // K/V blocks (double buffer)
+  kv1,
+  // dK/dV accumulators travelling with K/V (fp32; double buffer)
   dkv0,
-  dkv1,          // dK/dV accumulators travelling with K/V (fp32)
-  dkv_local,     // this step's dK/dV contribution, before it joins the travelling accumulator
-  gathered_kv,   // all ring positions' K/V, after an all-gather (ring position order)
-  gathered_dkv,  // dK/dV for all ring positions, before the reduce-scatter
-  dkv_home,      // the rank's own block's dK/dV, sent home by the last rank its block reached (trimmed ring)
+  dkv1,
+  // this step's dK/dV contribution, before it joins the travelling accumulator
+  dkv_local,
+  // all ring positions' K/V, after an all-gather (ring position order)
+  gathered_kv,
+  // dK/dV for all ring positions, before the reduce-scatter
+  gathered_dkv,
+  // the rank's own block's dK/dV, sent home by the last rank its block reached (trimmed ring)
+  dkv_home,
   count
 };
 const char* slot_name(Slot slot);

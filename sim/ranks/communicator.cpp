@@ -221,13 +221,11 @@ Request Communicator::irecv(int src, int tag) {
   return request;
 }
 
-Buffer Communicator::sendrecv(int dst, int send_tag, std::span<const float> data, int src, int recv_tag) {
-  const Clock::time_point start = Clock::now();
-  Request outgoing = start_send(dst, send_tag, data, send_mode() == SendMode::rendezvous, "sendrecv");
-  detail::Message message = receive_message(src, recv_tag, "sendrecv (receive part)");
+void Communicator::finish_sendrecv(const Request& outgoing, int send_tag, int64_t bytes, const char* send_part,
+                                   Clock::time_point start) {
   if (!outgoing.complete_) {
     world_->wait_matched(world_rank_, Wait{WaitKind::match,
-                                           "sendrecv (send part)",
+                                           send_part,
                                            {context_, world_rank_, send_tag, false},
                                            0,
                                            outgoing.rendezvous_id_,
@@ -235,8 +233,14 @@ Buffer Communicator::sendrecv(int dst, int send_tag, std::span<const float> data
                                            send_tag,
                                            -1});
   }
-  detail::trace_comm(*world_, world_rank_, "sendrecv", start, outgoing.peer_, send_tag,
-                     static_cast<int64_t>(data.size_bytes()), trace_group_);
+  detail::trace_comm(*world_, world_rank_, "sendrecv", start, outgoing.peer_, send_tag, bytes, trace_group_);
+}
+
+Buffer Communicator::sendrecv(int dst, int send_tag, std::span<const float> data, int src, int recv_tag) {
+  const Clock::time_point start = Clock::now();
+  Request outgoing = start_send(dst, send_tag, data, send_mode() == SendMode::rendezvous, "sendrecv");
+  detail::Message message = receive_message(src, recv_tag, "sendrecv (receive part)");
+  finish_sendrecv(outgoing, send_tag, static_cast<int64_t>(data.size_bytes()), "sendrecv (send part)", start);
   return std::move(message.payload);
 }
 
@@ -246,18 +250,7 @@ void Communicator::sendrecv_into(int dst, int send_tag, std::span<const float> d
   Request outgoing = start_send(dst, send_tag, data, send_mode() == SendMode::rendezvous, "sendrecv_into");
   detail::Message message = receive_message(src, recv_tag, "sendrecv_into (receive part)");
   detail::copy_payload(*world_, world_rank_, message, out, "sendrecv_into");
-  if (!outgoing.complete_) {
-    world_->wait_matched(world_rank_, Wait{WaitKind::match,
-                                           "sendrecv_into (send part)",
-                                           {context_, world_rank_, send_tag, false},
-                                           0,
-                                           outgoing.rendezvous_id_,
-                                           outgoing.peer_,
-                                           send_tag,
-                                           -1});
-  }
-  detail::trace_comm(*world_, world_rank_, "sendrecv", start, outgoing.peer_, send_tag,
-                     static_cast<int64_t>(data.size_bytes()), trace_group_);
+  finish_sendrecv(outgoing, send_tag, static_cast<int64_t>(data.size_bytes()), "sendrecv_into (send part)", start);
 }
 
 // ---- Communicator: labels, compute, buffers -----------------------------------------------

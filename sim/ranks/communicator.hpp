@@ -160,6 +160,10 @@ class Communicator {
   Request new_request(Request::Kind kind, int peer, int tag) const;
   // Blocking receive of the next (src, tag) message, checksum verified and counted.
   detail::Message receive_message(int src, int tag, const char* call);
+  // A sendrecv's last part, once its message has arrived: waits until the send part is matched
+  // (rendezvous), then traces the call from `start` as one "sendrecv".
+  void finish_sendrecv(const Request& outgoing, int send_tag, int64_t bytes, const char* send_part,
+                       std::chrono::steady_clock::time_point start);
   // Collectives: enter the next collective on this communicator; its index.
   int enter_collective();
   // Sends `chunk` to group rank `member` as part of collective `index`.

@@ -3,6 +3,7 @@
 // injection and the errata's exit statuses. Bad inputs: test_bad_inputs.cpp.
 #include <unistd.h>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -74,6 +75,24 @@ TEST_CASE("a lone --heads means HKV = H (no GQA unless asked)", "[cli]") {
   const auto run = run_binary(kRinglab, {"run", "--json", "--ranks", "2", "--seq", "64", "--heads", "6"});
   REQUIRE(run.status == 0);
   CHECK(nlohmann::json::parse(run.out)["config"].get<std::string>().find("H=6 HKV=6") != std::string::npos);
+}
+
+TEST_CASE("a problem the simulator cannot finish is refused at once, pointing to --dry-run; a large one runs",
+          "[cli][bad-input]") {
+  const auto started = std::chrono::steady_clock::now();
+  const auto refused = run_binary(kRinglab, {"run", "--no-progress", "--ranks", "100000", "--seq", "64"}, 60);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  INFO(refused.err << " (" << seconds << " s)");
+  CHECK(refused.status == 2);
+  REQUIRE(refused.err_lines().size() == 1);
+  CHECK_THAT(refused.err, Catch::Contains("cannot finish P=100000") && Catch::Contains("GB of memory") &&
+                              Catch::Contains("ringlab run --dry-run costs it"));
+  CHECK(refused.out.empty());
+  CHECK(seconds < 10);
+  // Not every large P is refused: 256 ranks (a thread each, 65,536 block computations) run and verify.
+  const auto large = run_binary(kRinglab, {"run", "--no-progress", "--ranks", "256", "--seq", "256"});
+  INFO(large.err);
+  CHECK(large.status == 0);
 }
 
 TEST_CASE("ringlab run --json is one object with the verification", "[cli]") {

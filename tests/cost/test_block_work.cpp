@@ -85,6 +85,11 @@ void check_plan(const PlanSpec& spec, int64_t q_tile, int64_t kv_tile) {
   }
 }
 
+// S = 72P, H = 2P, HKV = P (GQA), D = 8; the hybrid at U = 2 where P is even.
+PlanSpec mixed_spec(Algorithm algo, LayoutKind layout, int64_t P, bool causal, bool skip) {
+  return test::matrix_spec(algo, layout, P, {1, 72 * P, P * 2, P, 8}, causal, skip, false);
+}
+
 }  // namespace
 
 TEST_CASE("block classification equals resolve_compute on every block", "[cost][blocks]") {
@@ -93,15 +98,8 @@ TEST_CASE("block classification equals resolve_compute on every block", "[cost][
   const auto [causal, skip] = GENERATE(std::tuple{false, true}, std::tuple{true, true}, std::tuple{true, false});
   const int64_t block = GENERATE(0, 1, 2, 3);
   const Algorithm algo = GENERATE(Algorithm::ring, Algorithm::hybrid, Algorithm::ulysses);
-  PlanSpec spec;
-  spec.algo = algo;
-  spec.layout = layout;
+  PlanSpec spec = mixed_spec(algo, layout, P, causal, skip);
   spec.block = block;
-  spec.ranks = P;
-  spec.ulysses = algo == Algorithm::hybrid ? (P % 2 == 0 ? 2 : 1) : 1;
-  spec.dims = {1, 72 * P, P * 2, P, 8};
-  spec.causal = causal;
-  spec.skip = skip;
   try {
     (void)build_plan(spec);
   } catch (const UsageError&) {
@@ -118,16 +116,9 @@ TEST_CASE("block classification equals resolve_compute under windows and documen
   const auto [causal, window, skip] = GENERATE(std::tuple{true, int64_t{0}, true}, std::tuple{false, int64_t{11}, true},
                                                std::tuple{true, int64_t{30}, false});
   const Algorithm algo = GENERATE(Algorithm::ring, Algorithm::hybrid);
-  PlanSpec spec;
-  spec.algo = algo;
-  spec.layout = layout;
-  spec.ranks = P;
-  spec.ulysses = algo == Algorithm::hybrid ? (P % 2 == 0 ? 2 : 1) : 1;
-  spec.dims = {1, 72 * P, P * 2, P, 8};
-  spec.causal = causal;
+  PlanSpec spec = mixed_spec(algo, layout, P, causal, skip);
   spec.window = window;
   spec.documents = test::test_documents(layout, 72 * P, P);
-  spec.skip = skip;
   check_plan(spec, 4, 8);
   check_plan(spec, 16, 32);
 }

@@ -5,12 +5,13 @@
 // The model tests use a fixed calibration (the figures of a 2-core machine, written out), so they
 // are deterministic; one test measures this machine and checks only that the figures are sane.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 
-#include "sim/cost/cpu_calibration.hpp"
 #include "executors/dry/dry_executor.hpp"
+#include "sim/cost/cpu_calibration.hpp"
 
 using namespace ringlab;
 

@@ -2,14 +2,15 @@
 // from coming back out of the model, machine files (JSON) with their errors, and the cpu preset's
 // calibration and core sharing.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <fstream>
 
+#include "executors/dry/dry_executor.hpp"
 #include "reference/error.hpp"
 #include "reference/formulas.hpp"
 #include "sim/cost/cpu_calibration.hpp"
-#include "executors/dry/dry_executor.hpp"
 
 using namespace ringlab;
 using nlohmann::json;

@@ -11,6 +11,7 @@
 #include "reference/inputs.hpp"
 #include "sim/pipeline/config.hpp"
 #include "sim/pipeline/tables.hpp"
+#include "sim/pipeline/problem.hpp"
 
 using namespace ringlab;
 
@@ -26,8 +27,7 @@ RunConfig documents_config(const std::string& layout, int64_t P, const std::stri
   config.backward = true;
   config.seed = 7;
   config.progress = false;
-  validate(config);
-  return config;
+  return resolve_problem(config).config;  // --docs laid out for the layout, as a run does
 }
 
 // Runs `plan_spec_` on the sim executor with the user's tokens placed at `at` among its positions

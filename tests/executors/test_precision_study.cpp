@@ -3,12 +3,14 @@
 // the accumulators after every merge makes it grow with P, and every algorithm still verifies in
 // bf16 against the precision's tolerances.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 
-#include "reference/error.hpp"
-#include "reference/inputs.hpp"
 #include "executors/sim/precision_study.hpp"
 #include "executors/sim/sim_executor.hpp"
+#include "reference/error.hpp"
+#include "reference/inputs.hpp"
+#include "sim/pipeline/problem.hpp"
 
 using namespace ringlab;
 
@@ -87,7 +89,7 @@ TEST_CASE("bf16 and fp16 emulation verify every algorithm, both accumulators, bo
       config.backward = true, config.precision = precision;
       config.accumulate = ulysses ? "storage" : "fp32";
       config.merge = algo[0] == 'r' ? "logsigmoid" : "exp";
-      validate(config);
+      config = resolve_problem(config).config;
       SimExecutor sim;
       sim.configure(config);
       AttentionInputs<double> x = make_inputs(config.dims, 5, true).cast<double>();

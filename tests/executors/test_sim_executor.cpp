@@ -4,8 +4,8 @@
 #include <catch2/catch.hpp>
 #include <tuple>
 
-#include "reference/inputs.hpp"
 #include "executors/sim/sim_executor.hpp"
+#include "reference/inputs.hpp"
 #include "sim/pipeline/tables.hpp"
 #include "tests/plan/plan_cases.hpp"
 
@@ -39,6 +39,20 @@ std::string failures(const Verification& v) {
   return text;
 }
 
+// The matrix's problem: S = 24P, H = 2P (divisible by P for Ulysses), D = 16, batch 2; the hybrid
+// at U = 2 where P is even.
+PlanSpec matrix_spec(Algorithm algo, LayoutKind layout, int64_t P, int64_t kv_heads, bool causal, bool skip,
+                     bool backward) {
+  return test::matrix_spec(algo, layout, P, {2, 24 * P, 2 * P, kv_heads, 16}, causal, skip, backward);
+}
+
+void expect_verified(const PlanSpec& spec) {
+  INFO(build_plan(spec).spec().describe());
+  const Outcome outcome = run_and_verify(spec);
+  INFO(failures(outcome.verification));
+  CHECK(outcome.verification.ok());
+}
+
 }  // namespace
 
 TEST_CASE("every algorithm, layout, mask and pass verifies against exact attention", "[sim][matrix]") {
@@ -47,19 +61,7 @@ TEST_CASE("every algorithm, layout, mask and pass verifies against exact attenti
   const auto [causal, skip] = GENERATE(std::tuple{false, true}, std::tuple{true, true}, std::tuple{true, false});
   const bool gqa = GENERATE(false, true);
   const bool backward = GENERATE(false, true);
-  PlanSpec spec;
-  spec.algo = algo;
-  spec.layout = layout;
-  spec.ranks = P;
-  spec.ulysses = algo == Algorithm::hybrid ? (P % 2 == 0 ? 2 : 1) : 1;
-  spec.dims = {2, 24 * P, 2 * P, gqa ? P : 2 * P, 16};  // heads divisible by P for Ulysses
-  spec.causal = causal;
-  spec.skip = skip;
-  spec.backward = backward;
-  INFO(build_plan(spec).spec().describe());
-  const Outcome outcome = run_and_verify(spec);
-  INFO(failures(outcome.verification));
-  CHECK(outcome.verification.ok());
+  expect_verified(matrix_spec(algo, layout, P, gqa ? P : 2 * P, causal, skip, backward));
 }
 
 TEST_CASE("windows and packed documents verify against exact attention", "[sim][matrix][mask]") {
@@ -70,21 +72,10 @@ TEST_CASE("windows and packed documents verify against exact attention", "[sim][
       GENERATE(std::tuple{true, int64_t{0}, true, true}, std::tuple{false, int64_t{9}, false, true},
                std::tuple{true, int64_t{13}, true, true}, std::tuple{true, int64_t{20}, false, false});
   const bool backward = GENERATE(false, true);
-  PlanSpec spec;
-  spec.algo = algo;
-  spec.layout = layout;
-  spec.ranks = P;
-  spec.ulysses = algo == Algorithm::hybrid ? (P % 2 == 0 ? 2 : 1) : 1;
-  spec.dims = {2, 24 * P, 2 * P, P, 16};  // GQA, heads divisible by P for Ulysses
-  spec.causal = causal;
+  PlanSpec spec = matrix_spec(algo, layout, P, P, causal, skip, backward);  // GQA
   spec.window = window;
   if (documents) spec.documents = test::test_documents(layout, 24 * P, P);
-  spec.skip = skip;
-  spec.backward = backward;
-  INFO(build_plan(spec).spec().describe());
-  const Outcome outcome = run_and_verify(spec);
-  INFO(failures(outcome.verification));
-  CHECK(outcome.verification.ok());
+  expect_verified(spec);
 }
 
 TEST_CASE("load imbalance: zig-zag and striped balance causal work, contiguous does not", "[sim][balance]") {
@@ -202,4 +193,27 @@ TEST_CASE("diagnosis names the first wrong block", "[sim][errata]") {
     INFO("rank " << e.rank << " step " << e.step << " block " << block);
     CHECK(e.ok == !((e.rank == 0 && block == 0) || (block > 0 && block <= e.rank)));
   }
+}
+
+TEST_CASE("the sim executor's cost: a thread per rank, P x R block computations, refused past this machine",
+          "[sim][cost]") {
+  PlanSpec spec;
+  spec.dims = {1, 2048, 4, 4, 64};
+  spec.ranks = 2048;  // the ring's 2048 x 2048 steps: about a GB, slow but it finishes
+  const SimExecutor sim;
+  const ExecutionCost feasible = sim.cost(spec);
+  CHECK(feasible.threads == 2048);
+  CHECK(feasible.block_computations == Approx(2048.0 * 2048.0));
+  CHECK(feasible.bytes > 5e8);
+  CHECK(feasible.refusal.empty());
+  spec.backward = true;
+  CHECK(sim.cost(spec).block_computations == Approx(2 * 2048.0 * 2048.0));
+  spec.algo = Algorithm::ulysses;  // one step per rank: all-to-all, then local attention
+  CHECK(sim.cost(spec).block_computations == Approx(2 * 2048.0));
+  spec.algo = Algorithm::ring;
+  spec.ranks = 100000;
+  spec.dims.seq = 100000;
+  const ExecutionCost refused = sim.cost(spec);
+  CHECK(refused.bytes > 1e12);
+  CHECK_THAT(refused.refusal, Catch::Contains("cannot finish P=100000") && Catch::Contains("use fewer --ranks"));
 }

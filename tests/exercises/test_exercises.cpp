@@ -16,11 +16,12 @@
 #include <numeric>
 #include <set>
 
+#include "executors/sim/sim_executor.hpp"
 #include "exercises/catalog/catalog.hpp"
 #include "exercises/exercise.hpp"
 #include "reference/error.hpp"
 #include "reference/inputs.hpp"
-#include "executors/sim/sim_executor.hpp"
+#include "sim/pipeline/problem.hpp"
 
 using namespace ringlab;
 using namespace ringlab::exercises;
@@ -30,9 +31,9 @@ namespace {
 // dV's RMS error against float64 of the precision-growth problem at P ranks, run on the sim
 // executor directly (not through the study the exercise uses).
 double dv_rms_error(int64_t ranks, bool fp16, int64_t seed, const char* accumulate) {
-  RunConfig config = exercises::catalog::precision_growth_problem(ranks, fp16, seed);
-  config.accumulate = accumulate;
-  validate(config);
+  RunConfig flags = exercises::catalog::precision_growth_problem(ranks, fp16, seed);
+  flags.accumulate = accumulate;
+  const RunConfig config = resolve_problem(flags).config;
   SimExecutor sim;
   sim.configure(config);
   AttentionInputs<double> x = make_inputs(config.dims, config.seed, true).cast<double>();

@@ -8,8 +8,9 @@
 #include <vector>
 
 #include "reference/error.hpp"
-#include "sim/plan/plan.hpp"
 #include "sim/pipeline/config.hpp"
+#include "sim/pipeline/problem.hpp"
+#include "sim/plan/plan.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::string> args{"run"};
@@ -30,9 +31,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // CLI11 parses a reversed vector
     app.parse(reversed);
-    ringlab::validate(config);
+    const ringlab::Problem problem = ringlab::resolve_problem(config);
     // Keep plan building to sizes a fuzzer iteration can afford.
-    if (config.ranks <= 64 && config.dims.seq <= (1 << 20)) (void)ringlab::build_plan(ringlab::plan_spec(config));
+    if (config.ranks <= 64 && config.dims.seq <= (1 << 20)) (void)ringlab::build_plan(problem.plan_spec(4));
   } catch (const CLI::Error&) {
   } catch (const ringlab::UsageError&) {
   }

@@ -98,4 +98,13 @@ inline std::string describe(const Verification& v) {
   return text;
 }
 
+// A plan run on an executor (made by `make`) and verified against the reference, every tensor
+// within the executor's tolerances for `dtype`.
+template <class Make>
+void expect_verified(const PlanSpec& spec, gpu::Dtype dtype, Make make) {
+  const GpuCheck check = run_and_verify(spec, dtype, make);
+  INFO(spec.describe() << " [" << gpu::dtype_name(dtype) << "]: " << describe(check.verification));
+  CHECK(check.verification.ok());
+}
+
 }  // namespace ringlab::test

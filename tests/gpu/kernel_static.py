@@ -280,6 +280,8 @@ def resources(args):
         orphans = []
     else:
         rows, orphans = rows_from_libraries(args.libraries, args.sm)
+    if args.kernels:  # e.g. the ladder's library: only the rung that keeps production records (05)
+        rows = [r for r in rows if re.search(args.kernels, r["name"])]
     if not rows:
         print(f"kernel_static: no sm_{args.sm} kernels found in {' '.join(args.libraries)}", file=sys.stderr)
         return 1
@@ -526,6 +528,7 @@ def main():
     r.add_argument("--sm", type=int, default=90)
     r.add_argument("--ptxas-log", help="check this `ptxas -v` output instead of the cubins")
     r.add_argument("--rows", action="store_true", help="also print scripts/bench's @row summary line")
+    r.add_argument("--kernels", help="regex of the kernels to check (default: every kernel of the libraries)")
     c = sub.add_parser("costs")
     c.add_argument("libraries", nargs="+")
     c.add_argument("--sm", type=int, default=90)

@@ -80,12 +80,28 @@ gpu::AttentionParams params(const Problem& pr, const DeviceBuffer& q, const Devi
   return a;
 }
 
+// A problem's inputs rounded to dtype, on query and key positions in two runs each.
+struct BlockInputs {
+  std::vector<int64_t> q_pos, k_pos;
+  MaskKind mask;
+  Tensor<float> q, k, v, dout;
+};
+
+BlockInputs block_inputs(Dtype dtype, const Problem& pr) {
+  return {two_runs(pr.Sq, 100, 400),
+          two_runs(pr.Sk, 0, 300),
+          pr.causal ? MaskKind::causal : MaskKind::none,
+          rounded(dtype, TensorId::q, {pr.B, pr.Sq, pr.H, pr.D}),
+          rounded(dtype, TensorId::k, {pr.B, pr.Sk, pr.HKV, pr.D}),
+          rounded(dtype, TensorId::v, {pr.B, pr.Sk, pr.HKV, pr.D}),
+          rounded(dtype, TensorId::dout, {pr.B, pr.Sq, pr.H, pr.D})};
+}
+
 void check_forward(Dtype dtype, const Problem& pr) {
-  const std::vector<int64_t> q_pos = two_runs(pr.Sq, 100, 400), k_pos = two_runs(pr.Sk, 0, 300);
-  const MaskKind mask = pr.causal ? MaskKind::causal : MaskKind::none;
-  const Tensor<float> q = rounded(dtype, TensorId::q, {pr.B, pr.Sq, pr.H, pr.D});
-  const Tensor<float> k = rounded(dtype, TensorId::k, {pr.B, pr.Sk, pr.HKV, pr.D});
-  const Tensor<float> v = rounded(dtype, TensorId::v, {pr.B, pr.Sk, pr.HKV, pr.D});
+  const BlockInputs x = block_inputs(dtype, pr);
+  const std::vector<int64_t>&q_pos = x.q_pos, &k_pos = x.k_pos;
+  const MaskKind mask = x.mask;
+  const Tensor<float>&q = x.q, &k = x.k, &v = x.v;
   SoftmaxState<float> want = make_accumulator(pr.B, pr.H, pr.Sq, pr.D);
   for (RowRange kv : pr.kv_blocks)
     flash_forward_accumulate(q, k, v, q_pos, k_pos, pr.q_rows, kv, mask, want, {0, pr.skip});
@@ -113,12 +129,10 @@ void check_forward(Dtype dtype, const Problem& pr) {
 }
 
 void check_backward(Dtype dtype, const Problem& pr) {
-  const std::vector<int64_t> q_pos = two_runs(pr.Sq, 100, 400), k_pos = two_runs(pr.Sk, 0, 300);
-  const MaskKind mask = pr.causal ? MaskKind::causal : MaskKind::none;
-  const Tensor<float> q = rounded(dtype, TensorId::q, {pr.B, pr.Sq, pr.H, pr.D});
-  const Tensor<float> k = rounded(dtype, TensorId::k, {pr.B, pr.Sk, pr.HKV, pr.D});
-  const Tensor<float> v = rounded(dtype, TensorId::v, {pr.B, pr.Sk, pr.HKV, pr.D});
-  const Tensor<float> dout = rounded(dtype, TensorId::dout, {pr.B, pr.Sq, pr.H, pr.D});
+  const BlockInputs x = block_inputs(dtype, pr);
+  const std::vector<int64_t>&q_pos = x.q_pos, &k_pos = x.k_pos;
+  const MaskKind mask = x.mask;
+  const Tensor<float>&q = x.q, &k = x.k, &v = x.v, &dout = x.dout;
   const AttentionOutput<float> forward = flash_attention(q, k, v, mask, q_pos, k_pos);
   const Tensor<float> delta = softmax_delta(dout, forward.out);
   AttentionGrads<float> want{Tensor<float>(q.shape()), Tensor<float>(k.shape()), Tensor<float>(k.shape())};
@@ -154,7 +168,7 @@ void check_backward(Dtype dtype, const Problem& pr) {
 
 }  // namespace
 
-TEST_CASE("gpu kernels: forward vs the reference kernel, every precision and D", "[gpu][kernels]") {
+TEST_CASE("gpu kernels: forward and backward vs the reference kernel, every precision and D", "[gpu][kernels]") {
   RINGLAB_REQUIRE_GPU();
   const Dtype dtype = GENERATE(Dtype::bf16, Dtype::fp16, Dtype::fp32);
   const int D = GENERATE(64, 128);
@@ -163,6 +177,7 @@ TEST_CASE("gpu kernels: forward vs the reference kernel, every precision and D",
   pr.D = D;
   pr.causal = causal;
   check_forward(dtype, pr);
+  check_backward(dtype, pr);
 }
 
 TEST_CASE("gpu kernels: forward computes masked tiles when skipping is off", "[gpu][kernels]") {
@@ -179,17 +194,6 @@ TEST_CASE("gpu kernels: fp32 path for any D up to 128", "[gpu][kernels]") {
   pr.D = 40;
   check_forward(Dtype::fp32, pr);
   check_backward(Dtype::fp32, pr);
-}
-
-TEST_CASE("gpu kernels: backward vs the reference kernel, every precision and D", "[gpu][kernels]") {
-  RINGLAB_REQUIRE_GPU();
-  const Dtype dtype = GENERATE(Dtype::bf16, Dtype::fp16, Dtype::fp32);
-  const int D = GENERATE(64, 128);
-  const bool causal = GENERATE(false, true);
-  Problem pr;
-  pr.D = D;
-  pr.causal = causal;
-  check_backward(dtype, pr);
 }
 
 TEST_CASE("gpu kernels: unsupported sizes are refused with the fix", "[gpu][kernels]") {

@@ -17,11 +17,7 @@ using test::run_and_verify;
 
 auto nccl = [](const gpu::GpuRunOptions& options) { return gpu::NcclExecutor(options); };
 
-void expect_verified(const PlanSpec& spec, Dtype dtype) {
-  const test::GpuCheck check = run_and_verify(spec, dtype, nccl);
-  INFO(spec.describe() << " [" << gpu::dtype_name(dtype) << "]: " << test::describe(check.verification));
-  CHECK(check.verification.ok());
-}
+void expect_verified(const PlanSpec& spec, Dtype dtype) { test::expect_verified(spec, dtype, nccl); }
 
 }  // namespace
 

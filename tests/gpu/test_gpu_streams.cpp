@@ -16,11 +16,7 @@ using test::run_and_verify;
 
 auto streams = [](const gpu::GpuRunOptions& options) { return gpu::StreamsExecutor(options); };
 
-void expect_verified(const PlanSpec& spec, Dtype dtype) {
-  const test::GpuCheck check = run_and_verify(spec, dtype, streams);
-  INFO(spec.describe() << " [" << gpu::dtype_name(dtype) << "]: " << test::describe(check.verification));
-  CHECK(check.verification.ok());
-}
+void expect_verified(const PlanSpec& spec, Dtype dtype) { test::expect_verified(spec, dtype, streams); }
 
 }  // namespace
 

@@ -21,16 +21,16 @@ std::string findings_text(const PlanCheck& check) {
 }
 
 PlanSpec spec_of(Algorithm algo, LayoutKind layout, int64_t P, bool causal, bool skip, bool backward) {
-  PlanSpec spec;
-  spec.algo = algo;
-  spec.layout = layout;
-  spec.ranks = P;
-  spec.ulysses = algo == Algorithm::hybrid ? (P % 2 == 0 ? 2 : 1) : 1;
-  spec.dims = {1, 2 * P * 12, 4 * P, 2 * P, 8};  // heads divisible by P for Ulysses
-  spec.causal = causal;
-  spec.skip = skip;
-  spec.backward = backward;
-  return spec;
+  return test::matrix_spec(algo, layout, P, {1, 2 * P * 12, 4 * P, 2 * P, 8}, causal, skip, backward);
+}
+
+// The checker on a causal contiguous ring with an erratum; its findings in the test's log.
+PlanCheck erratum_check(int64_t P, Erratum erratum, bool backward) {
+  PlanSpec spec = spec_of(Algorithm::ring, LayoutKind::contiguous, P, true, true, backward);
+  spec.erratum = erratum;
+  const PlanCheck check = check_plan(build_plan(spec));
+  UNSCOPED_INFO(findings_text(check));
+  return check;
 }
 
 }  // namespace
@@ -184,10 +184,7 @@ TEST_CASE("the trimmed ring forwards a block only as far as the last rank that n
 
 TEST_CASE("the reverse-dkv erratum is caught at P >= 3 and invisible at P = 2", "[plans][checker][errata]") {
   const int64_t P = GENERATE(2, 3, 4, 8);
-  PlanSpec spec = spec_of(Algorithm::ring, LayoutKind::contiguous, P, true, true, true);
-  spec.erratum = Erratum::reverse_dkv;
-  const PlanCheck check = check_plan(build_plan(spec));
-  INFO(findings_text(check));
+  const PlanCheck check = erratum_check(P, Erratum::reverse_dkv, true);
   if (P == 2) {
     CHECK(check.ok());
   } else {
@@ -200,10 +197,7 @@ TEST_CASE("the reverse-dkv erratum is caught at P >= 3 and invisible at P = 2", 
 
 TEST_CASE("the kv-offset-mask erratum is caught on every rank, rank 0 included", "[plans][checker][errata]") {
   const int64_t P = GENERATE(2, 3, 4, 8);
-  PlanSpec spec = spec_of(Algorithm::ring, LayoutKind::contiguous, P, true, true, false);
-  spec.erratum = Erratum::kv_offset_mask;
-  const PlanCheck check = check_plan(build_plan(spec));
-  INFO(findings_text(check));
+  const PlanCheck check = erratum_check(P, Erratum::kv_offset_mask, false);
   REQUIRE_FALSE(check.ok());
   std::set<int64_t> ranks;
   for (const PlanFinding& f : check.findings)

@@ -17,15 +17,7 @@ using namespace ringlab;
 namespace {
 
 PlanSpec spec_of(Algorithm algo, LayoutKind layout, int64_t P, bool causal, bool backward) {
-  PlanSpec spec;
-  spec.algo = algo;
-  spec.layout = layout;
-  spec.ranks = P;
-  spec.ulysses = algo == Algorithm::hybrid ? (P % 2 == 0 ? 2 : 1) : 1;
-  spec.dims = {1, 2 * P * 12, 4 * P, 2 * P, 8};  // heads divisible by P for Ulysses
-  spec.causal = causal;
-  spec.backward = backward;
-  return spec;
+  return test::matrix_spec(algo, layout, P, {1, 2 * P * 12, 4 * P, 2 * P, 8}, causal, true, backward);
 }
 
 // Records every callback with one sequence number across all of them, so order can be checked.

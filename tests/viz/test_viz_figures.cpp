@@ -11,10 +11,11 @@
 #include <regex>
 #include <sstream>
 
-#include "reference/error.hpp"
 #include "executors/dry/dry_executor.hpp"
+#include "reference/error.hpp"
 #include "viz/figures/bitmap_font.hpp"
 #include "viz/figures/book_figures.hpp"
+#include "viz/model/plan_model.hpp"
 
 #ifdef RINGLAB_HAVE_STB
 #define STB_IMAGE_STATIC

@@ -10,6 +10,7 @@
 #include "reference/error.hpp"
 #include "sim/plan/check.hpp"
 #include "viz/model/geometry.hpp"
+#include "viz/model/plan_model.hpp"
 #include "viz_test_support.hpp"
 
 using namespace ringlab;

@@ -8,10 +8,12 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
-#include "reference/error.hpp"
 #include "executors/dry/dry_executor.hpp"
+#include "reference/error.hpp"
 #include "sim/cost/hardware.hpp"
+#include "viz/model/plan_model.hpp"
 #include "viz_test_support.hpp"
 
 using namespace ringlab;

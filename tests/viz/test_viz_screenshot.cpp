@@ -18,6 +18,7 @@
 #include "viz/model/controls.hpp"
 #include "viz/model/geometry.hpp"
 #include "viz/model/palette.hpp"
+#include "viz/model/plan_model.hpp"
 #include "viz/model/schedule_model.hpp"
 
 using namespace ringlab;

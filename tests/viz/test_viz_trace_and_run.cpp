@@ -10,6 +10,7 @@
 #include "sim/pipeline/trace.hpp"
 #include "sim/ranks/world_options.hpp"
 #include "viz/model/live_run.hpp"
+#include "viz/model/trace_model.hpp"
 #include "viz_test_support.hpp"
 
 using namespace ringlab;

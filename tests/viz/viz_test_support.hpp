@@ -2,6 +2,7 @@
 #pragma once
 
 #include "sim/plan/plan.hpp"
+#include "viz/model/plan_model.hpp"
 #include "viz/model/schedule_model.hpp"
 
 namespace ringlab::viz::test {

@@ -15,6 +15,7 @@
 #include "sim/cost/hardware.hpp"
 #include "sim/pipeline/command_line.hpp"
 #include "sim/pipeline/config.hpp"
+#include "sim/pipeline/problem.hpp"
 #include "viz/app/gl_app.hpp"
 
 namespace {
@@ -38,8 +39,7 @@ void parse_size(const std::string& text, int& width, int& height) {
 }
 
 int run(const RunConfig& given, const AppFlags& flags) {
-  RunConfig config = given;
-  validate(config);
+  const RunConfig config = resolve_problem(given).config;
   const PlanSpec spec = plan_spec(config);
   (void)build_plan(spec);  // a schedule that does not build is a usage error here, not a panel message
   (void)load_hardware(config.hw, config.dims.dim);  // nor does an unknown machine

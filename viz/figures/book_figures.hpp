@@ -32,6 +32,7 @@
 #include "sim/plan/plan.hpp"
 #include "viz/figures/figure.hpp"
 #include "viz/model/controls.hpp"
+#include "viz/model/plan_model.hpp"
 #include "viz/model/schedule_model.hpp"
 
 namespace ringlab::viz {

@@ -8,6 +8,8 @@
 #include "reference/inputs.hpp"
 #include "sim/plan/queries.hpp"
 #include "sim/ranks/world_options.hpp"
+#include "viz/model/plan_model.hpp"
+#include "viz/model/trace_model.hpp"
 
 namespace ringlab::viz {
 

@@ -10,7 +10,11 @@
 // converted as a run's trace is), so the viewer and `ringlab run --dry-run --hw` agree. Traces
 // and live runs carry measured time. Either way times are seconds from the start.
 //
-// Sections: [steps and ring] [block grid] [load and timeline] [diagnosis] [model] [builders]
+// Built by viz/model/plan_model.hpp (a plan) and viz/model/trace_model.hpp (a trace file, a run's
+// or the cost model's trace); viz/model/live_run.hpp follows a run as it happens.
+//
+// Sections: [steps and ring] [block grid] [load and timeline] [diagnosis] [model] [stages every
+// builder shares]
 #pragma once
 
 #include <cstdint>
@@ -19,9 +23,9 @@
 #include <vector>
 
 #include "sim/cost/hardware.hpp"
+#include "sim/pipeline/trace.hpp"
 #include "sim/plan/check.hpp"
 #include "sim/plan/plan.hpp"
-#include "sim/pipeline/trace.hpp"
 
 namespace ringlab::viz {
 
@@ -326,32 +330,7 @@ struct HopCount {
 };
 HopCount kv_hop_count(const ScheduleModel& model, int64_t step);
 
-// ---- [builders] ------------------------------------------------------------------------------
-
-// Walks the plan (sim/plan/walk.hpp: every rank's ops in dependency order), tracking which block
-// each buffer holds (so misrouted dK/dV are found, as the plan checker finds them), runs the plan
-// checker when the plan is small enough, and times it with the cost model on `hardware`
-// (attach_predicted_time). Throws nothing for a built plan.
-ScheduleModel model_from_plan(const Plan& plan, const Hardware& hardware);
-// Every layout's FLOP balance for `spec`'s problem (the plan's spec with each layout in turn).
-std::vector<LayoutBalance> layout_balances(const PlanSpec& spec);
-// The same on a preset or JSON machine file (load_hardware, for the plan's head dimension): the
-// `--hw` values of `ringlab run --dry-run`. Throws UsageError for an unknown preset or a bad file.
-ScheduleModel model_from_plan(const Plan& plan, const std::string& hardware = kDefaultHardware);
-
-// Replaces the timeline, busy/blocked time and the transfers' and collectives' times with the cost
-// model's prediction for `hardware`: run_dry_plan's simulated trace, at the machine's element size
-// (as `ringlab run --dry-run --hw` times it); busy = its compute time, blocked = exposed
-// communication + idle; the timeline ends at its makespan.
-void attach_predicted_time(ScheduleModel& model, const Plan& plan, const Hardware& hardware);
-
-// From a Chrome trace's complete events (sim/pipeline/trace.hpp): phases from the events' labels, steps
-// and blocks from their args, measured time. Throws UsageError when the events describe no
-// ringlab schedule (no rank has an event with a step).
-ScheduleModel model_from_trace(std::span<const TraceEvent> events, const std::string& title);
-
-// Replaces the timeline and busy/blocked time with measured ones from a run's trace events.
-void attach_measured_time(ScheduleModel& model, std::span<const TraceEvent> events);
+// ---- [stages every builder shares] ------------------------------------------------------------------------------
 
 // Recomputes first_error from the grids' causes (earliest step, then query block).
 void locate_first_error(ScheduleModel& model);

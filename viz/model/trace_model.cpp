@@ -15,11 +15,11 @@
 #include <set>
 #include <tuple>
 
+#include "executors/dry/dry_executor.hpp"
 #include "reference/bytes_text.hpp"
 #include "reference/error.hpp"
-#include "executors/dry/dry_executor.hpp"
 #include "sim/plan/queries.hpp"
-#include "viz/model/schedule_model.hpp"
+#include "viz/model/trace_model.hpp"
 
 namespace ringlab::viz {
 
@@ -163,46 +163,6 @@ void time_messages(ScheduleModel& m, std::span<const TraceEvent> events) {
 }
 
 }  // namespace
-
-const char* timeline_lane_name(int lane) {
-  constexpr const char* kNames[] = {"compute", "comm", "exposed"};
-  return lane >= 0 && lane < kTimelineLanes ? kNames[lane] : "?";
-}
-
-std::vector<Span> exposed_spans(const TimelineRow& compute, const TimelineRow& communication) {
-  std::vector<Span> exposed;
-  for (const Span& span : communication.spans) {
-    if (span.kind != SpanKind::wait && span.kind != SpanKind::collective) continue;
-    if (starts_with(span.label, "wait (peer late)")) continue;  // idle: the peer had not posted yet
-    // The span less the compute spans that overlap it (a rank that computes is not waiting).
-    double from = span.start;
-    for (const Span& busy : compute.spans) {
-      if (busy.end <= from || busy.start >= span.end) continue;
-      if (busy.start > from)
-        exposed.push_back({from, busy.start, span.kind, span.step, span.block, span.peer, span.label});
-      from = std::max(from, busy.end);
-    }
-    if (span.end > from) exposed.push_back({from, span.end, span.kind, span.step, span.block, span.peer, span.label});
-  }
-  std::stable_sort(exposed.begin(), exposed.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
-  return exposed;
-}
-
-std::vector<LegendEntry> timeline_legend(const ScheduleModel& model) {
-  std::vector<LegendEntry> legend{{"compute (coloured by its K/V block)", SpanKind::compute, 0}};
-  bool sends = false, waits = false, collectives = false;
-  for (const TimelineRow& row : model.timeline.rows)
-    for (const Span& span : row.spans) {
-      sends |= span.kind == SpanKind::send;
-      waits |= span.kind == SpanKind::wait && row.lane == kCommLane;
-      collectives |= span.kind == SpanKind::collective;
-    }
-  if (sends) legend.push_back({"comm: transfer in flight (upper half)", SpanKind::send, kNoBlock});
-  if (waits) legend.push_back({"comm: wait (lower half)", SpanKind::wait, kNoBlock});
-  if (collectives) legend.push_back({"comm: collective", SpanKind::collective, kNoBlock});
-  legend.push_back({"exposed: waiting on communication instead of computing", SpanKind::wait, kNoBlock});
-  return legend;
-}
 
 void attach_measured_time(ScheduleModel& m, std::span<const TraceEvent> events) {
   timeline_rows(m, events, step_by_phase_name(m), TimeSource::measured);

@@ -8,6 +8,8 @@
 
 #include "reference/error.hpp"
 #include "sim/pipeline/trace.hpp"
+#include "viz/model/plan_model.hpp"
+#include "viz/model/trace_model.hpp"
 #include "viz/view/draw_util.hpp"
 #include "viz/view/panels.hpp"
 

@@ -3,8 +3,8 @@
 // XOR-permuted by (row mod 8) instead of padded, so ldmatrix stays conflict-free with no wasted
 // bytes and cp.async writes whole chunks. (The order of gains reported by gau-nernst's
 // learn-cuda 07_attention: swizzle first, then the two-stage pipeline.) Otherwise as 03.
-#include "gpu/kernels/forward_mma.cuh"  // dev::load_tile_async, the production kernel's loader
 #include "gpu/kernels/ladder/dense_mma.cuh"
+#include "gpu/kernels/primitives.cuh"  // dev::load_tile_async, the production kernels' loader
 
 namespace ringlab::gpu::ladder {
 

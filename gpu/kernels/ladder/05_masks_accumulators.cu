@@ -1,14 +1,31 @@
 // 05 — masks and accumulators: the executors' kernel until rung 06 replaced it
-// (gpu/kernels/forward_mma.cuh, launched by forward_accumulate_64_row_tiles). Over 04 it adds global
+// (forward_mma.cuh here, launched by forward_accumulate_64_row_tiles). Over 04 it adds global
 // position lists with the reference kernel's mask classes (full / cut / skipped tiles), GQA, fp16
 // as well as bf16, and the merge into device accumulators (m, l, o) so that blocks of keys can
 // arrive one ring step at a time; a finalize kernel turns the accumulator into out, lse.
 // Here: positions 0..S-1, one block of all keys, then finalize.
 #include "gpu/cuda_check.hpp"
 #include "gpu/kernels/attention_kernels.hpp"
+#include "gpu/kernels/ladder/forward_mma.cuh"
 #include "gpu/kernels/ladder/ladder.hpp"
+#include "gpu/kernels/launch.cuh"
 
 namespace ringlab::gpu::ladder {
+
+// The most dynamic shared memory each launch below asks for, as records in this object for the
+// static resource check (tests/gpu/kernel_static.py; launch.cuh, smem_record), and checked here
+// against the per-block limit.
+RINGLAB_SMEM_RECORDS_16BIT(kForwardMmaSmem, "forward_mma_kernel", "", ForwardMmaTiles);
+
+void forward_accumulate_64_row_tiles(Dtype dtype, const ForwardParams& p, cudaStream_t stream) {
+  if (p.out != nullptr || p.lse != nullptr) {
+    throw UsageError(
+        "the fused finalize (ForwardParams::out, lse) is forward_fa2's; forward_mma (64-row tiles) only "
+        "accumulates: call finalize_accumulator after it");
+  }
+  launch_by_dtype(dtype, p, RINGLAB_MMA_LAUNCH(forward_mma_kernel, ForwardMmaTiles, q_tiles),
+                  [&] { forward_accumulate(Dtype::fp32, p, stream); });
+}
 
 size_t workspace_05(const Problem& p) {
   const size_t rows = static_cast<size_t>(p.batch) * p.heads * p.seq;

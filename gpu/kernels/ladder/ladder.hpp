@@ -71,6 +71,10 @@ size_t workspace_05(const Problem&);  // 06's too
 
 // 05 and 06: positions 0..S-1, the accumulator initialised, one `forward` over all keys, finalize.
 using ForwardLaunch = void (*)(Dtype, const ForwardParams&, cudaStream_t);
+// Rung 05's forward of one block merged into the accumulator, as forward_accumulate
+// (attention_kernels.hpp) does with the production kernel: forward_mma.cuh, 64-row query tiles, 16
+// rows per warp; fp32 runs the fp32 kernel. Accumulates only: params.out set is refused.
+void forward_accumulate_64_row_tiles(Dtype dtype, const ForwardParams& params, cudaStream_t stream);
 void launch_through_accumulator(const Problem& problem, const void* q, const void* k, const void* v, float* out,
                                 float* lse, void* workspace, cudaStream_t stream, ForwardLaunch forward);
 

@@ -1,5 +1,5 @@
 // gpu/kernels/attention_kernels.hpp implemented with the warp emulator: the same kernels
-// (forward_fa2.cuh, forward_mma.cuh, backward_mma.cuh, the fp32 ones, elementwise.cuh) and the same grids as the
+// (forward_fa2.cuh, backward_mma.cuh, the fp32 ones, elementwise.cuh) and the same grids as the
 // nvcc launchers (gpu/kernels/*.cu), run on the CPU. Linked, with mock_cuda_runtime.cpp, into the
 // tests that run the GPU executors without a GPU (test_executor_emulated.cpp).
 #include "gpu/emulation/warp_emulator.hpp"  // first: it stands in for nvcc
@@ -16,7 +16,6 @@
 #include "gpu/kernels/elementwise.cuh"
 #include "gpu/kernels/forward_fa2.cuh"
 #include "gpu/kernels/forward_fp32.cuh"
-#include "gpu/kernels/forward_mma.cuh"
 #include "reference/error.hpp"
 
 namespace ringlab::gpu {
@@ -42,13 +41,6 @@ void forward_fa2(const ForwardParams& p) {
   using Tiles = ForwardFa2Tiles<D>;
   counted_launch(grid2(Tiles::q_tiles(p.a), p.a.batch * p.a.heads), Tiles::kThreads, Tiles::kSmemBytes,
                  [&] { forward_fa2_kernel<T, D>(p); });
-}
-
-template <class T, int D>
-void forward_mma(const ForwardParams& p) {
-  using Tiles = ForwardMmaTiles<D>;
-  counted_launch(grid2(Tiles::q_tiles(p.a), p.a.batch * p.a.heads), Tiles::kThreads, Tiles::kSmemBytes,
-                 [&] { forward_mma_kernel<T, D>(p); });
 }
 
 template <class T, int D>
@@ -82,18 +74,6 @@ void forward_accumulate(Dtype dtype, const ForwardParams& p, cudaStream_t) {
       if (p.out != nullptr) throw UsageError("fp32: no fused finalize");
       counted_launch(grid2(ForwardFp32Tiles::q_tiles(p.a), p.a.batch * p.a.heads), ForwardFp32Tiles::kThreads,
                      ForwardFp32Tiles::smem_bytes(p.a.dim), [&] { forward_fp32_kernel(p); });
-  }
-}
-
-void forward_accumulate_64_row_tiles(Dtype dtype, const ForwardParams& p, cudaStream_t stream) {
-  if (p.out != nullptr) throw UsageError("forward_mma: no fused finalize");
-  if (p.a.q_end <= p.a.q_begin || p.a.kv_end <= p.a.kv_begin) return;
-  if (const std::string why = kernel_support(dtype, p.a.dim); !why.empty()) throw UsageError(why);
-  const bool d64 = p.a.dim == 64;
-  switch (dtype) {
-    case Dtype::bf16: return d64 ? forward_mma<__nv_bfloat16, 64>(p) : forward_mma<__nv_bfloat16, 128>(p);
-    case Dtype::fp16: return d64 ? forward_mma<__half, 64>(p) : forward_mma<__half, 128>(p);
-    case Dtype::fp32: return forward_accumulate(dtype, p, stream);
   }
 }
 

@@ -13,10 +13,10 @@
 #include <set>
 #include <tuple>
 
+#include "executors/dry/dry_executor.hpp"
 #include "executors/gpu/gpu_rank.hpp"
 #include "reference/layout.hpp"
 #include "reference/precision.hpp"
-#include "executors/dry/dry_executor.hpp"
 #include "tests/gpu/gpu_test_support.hpp"
 #ifdef RINGLAB_WITH_NCCL
 #include "executors/gpu/nccl_executor.hpp"

@@ -1,5 +1,7 @@
-// The teaching ladder's kernels (gpu/kernels/ladder/0[1-4]_*.cu) run by the CPU warp emulator and
-// checked against the reference kernel: every rung is right before anyone times it.
+// The teaching ladder's kernels (gpu/kernels/ladder/0[1-4]_*.cu, and rung 05's forward_mma.cuh)
+// run by the CPU warp emulator and checked against the reference kernel: every rung is right before
+// anyone times it. Rung 05 runs through the kernel tests' harness (kernel_test_support.hpp), on
+// their causal and general-mask cases, with each of its barriers deleted in turn.
 // The .cu files are included directly: their launchers are nvcc-only (#ifdef __CUDACC__), their
 // kernels are written with the portable primitives. This executable must not link the compiled
 // ladder library (its kernels' host stubs have the same names).
@@ -16,6 +18,7 @@
 #include "reference/compare.hpp"
 #include "reference/flash_attention.hpp"
 #include "reference/inputs.hpp"
+#include "tests/gpu/emulation/kernel_test_support.hpp"
 
 namespace ringlab {
 namespace {
@@ -88,47 +91,74 @@ TEST_CASE("emulated ladder 01 and 02 (fp32), D=40, full and causal", "[gpu][emul
   }
 }
 
-TEST_CASE("emulated ladder 03 (mma, padded smem), bf16, D=64 and 128", "[gpu][emulated][ladder]") {
+// A tensor-core rung at D = 64 and 128, full and causal, in bf16: launch(c, args) runs its kernel
+// for c.D (64-row query tiles).
+template <class Launch>
+void check_mma_rung(Case c, Launch launch) {
   for (bool causal : {false, true}) {
-    Case c;
     c.bf16 = true;
     c.causal = causal;
-    check(
-        c,
-        [&](const Args& a) {
-          emu::launch(grid(c, 64), 128, gpu::ladder::Tiles03<64>::kSmemBytes, [&] { gpu::ladder::kernel_03<64>(a); });
-        },
-        kBf16Out, kLse);
-    c.D = 128;
-    check(
-        c,
-        [&](const Args& a) {
-          emu::launch(grid(c, 64), 128, gpu::ladder::Tiles03<128>::kSmemBytes, [&] { gpu::ladder::kernel_03<128>(a); });
-        },
-        kBf16Out, kLse);
+    for (const int D : {64, 128}) {
+      c.D = D;
+      check(
+          c, [&](const Args& a) { launch(c, a); }, kBf16Out, kLse);
+    }
   }
+}
+
+TEST_CASE("emulated ladder 03 (mma, padded smem), bf16, D=64 and 128", "[gpu][emulated][ladder]") {
+  check_mma_rung(Case{}, [](const Case& c, const Args& a) {
+    if (c.D == 64)
+      return emu::launch(grid(c, 64), 128, gpu::ladder::Tiles03<64>::kSmemBytes,
+                         [&] { gpu::ladder::kernel_03<64>(a); });
+    emu::launch(grid(c, 64), 128, gpu::ladder::Tiles03<128>::kSmemBytes, [&] { gpu::ladder::kernel_03<128>(a); });
+  });
 }
 
 TEST_CASE("emulated ladder 04 (cp.async, swizzle), bf16, D=64 and 128", "[gpu][emulated][ladder]") {
-  for (bool causal : {false, true}) {
-    Case c;
-    c.bf16 = true;
-    c.causal = causal;
-    c.S = 150;
-    check(
-        c,
-        [&](const Args& a) {
-          emu::launch(grid(c, 64), 128, gpu::ladder::Tiles04<64>::kSmemBytes, [&] { gpu::ladder::kernel_04<64>(a); });
-        },
-        kBf16Out, kLse);
-    c.D = 128;
-    check(
-        c,
-        [&](const Args& a) {
-          emu::launch(grid(c, 64), 128, gpu::ladder::Tiles04<128>::kSmemBytes, [&] { gpu::ladder::kernel_04<128>(a); });
-        },
-        kBf16Out, kLse);
-  }
+  Case ragged;
+  ragged.S = 150;
+  check_mma_rung(ragged, [](const Case& c, const Args& a) {
+    if (c.D == 64)
+      return emu::launch(grid(c, 64), 128, gpu::ladder::Tiles04<64>::kSmemBytes,
+                         [&] { gpu::ladder::kernel_04<64>(a); });
+    emu::launch(grid(c, 64), 128, gpu::ladder::Tiles04<128>::kSmemBytes, [&] { gpu::ladder::kernel_04<128>(a); });
+  });
 }
 
 }  // namespace ringlab
+
+// ---- rung 05: forward_mma.cuh, 64-row query tiles -----------------------------------------------
+
+namespace ringlab::rung05 {
+
+using namespace kernel_test;
+
+TEST_CASE("emulated kernels: deleting any barrier of forward_mma is caught", "[gpu][emulated][ladder][barriers]") {
+  const BlockProblem pr = one_block(64, 192, 64);
+  check_barriers("forward_mma<bf16, 64>", {{1, "race", ""}, {2, "race", ""}}, [&] {
+    return run_forward<__nv_bfloat16, 64, Forward::rows64>(Kind::bf16, pr, kernel_test::kBf16Out,
+                                                           kernel_test::kBf16Lse);
+  });
+  const BlockProblem pr128 = one_block(64, 192, 128);
+  check_barriers("forward_mma<fp16, 128>", {{1, "race", ""}, {2, "race", ""}}, [&] {
+    return run_forward<__half, 128, Forward::rows64>(Kind::fp16, pr128, kernel_test::kFp16Out, kernel_test::kFp16Lse);
+  });
+}
+
+TEST_CASE("emulated mma forward with 64-row tiles (ladder rung 05): causal, GQA, documents, window",
+          "[gpu][emulated][ladder][mask]") {
+  check_forward<__nv_bfloat16, 64, Forward::rows64>(Kind::bf16, causal_problem(), kernel_test::kBf16Out,
+                                                    kernel_test::kBf16Lse);
+  BlockProblem pr = causal_problem();
+  pr.skip = false;
+  check_forward<__half, 128, Forward::rows64>(Kind::fp16, pr, kernel_test::kFp16Out, kernel_test::kFp16Lse);
+  // A teaching rung now, its code as it was when every case below ran as the production kernel:
+  // documents, a window across tiles, rows that see no key, padding (the rest cost CI time only).
+  const MaskCase& c = kMaskCases[GENERATE(size_t{0}, size_t{3}, size_t{6}, size_t{8})];
+  INFO(c.name);
+  check_forward<__nv_bfloat16, 64, Forward::rows64>(Kind::bf16, masked_problem(c), kernel_test::kBf16Out,
+                                                    kernel_test::kBf16Lse);
+}
+
+}  // namespace ringlab::rung05

@@ -1,3 +1,6 @@
+// Ladder rung 05 (05_masks_accumulators.cu): the executors' tensor-core forward until rung 06's
+// (gpu/kernels/forward_fa2.cuh) replaced it; kept as it was, its tests and resource checks with it.
+//
 // Tensor-core forward of one attention block (bf16 / fp16 inputs, fp32 accumulation), merged into
 // the device accumulators (m, l, o) with the online-softmax rescale — FlashAttention-2's forward
 // with the reference kernel's position lists, mask kinds, tile skipping and GQA.
@@ -30,22 +33,6 @@ struct ForwardMmaTiles {
   static constexpr int kSmemBytes = (kBlockQ * D + kStages * 2 * kBlockK * D) * 2;
   static int q_tiles(const AttentionParams& a) { return (a.q_end - a.q_begin + kBlockQ - 1) / kBlockQ; }
 };
-
-namespace dev {
-
-// Copies rows [0, valid) of a (kRows x D) tile from global memory (row stride `stride` elements)
-// into swizzled shared memory with cp.async; rows >= valid are zero-filled.
-template <class T, int D, int kRows, int kThreads>
-RINGLAB_DEVICE void load_tile_async(T* smem, const T* global, int64_t stride, int valid) {
-  constexpr int kChunksPerRow = D / 8;
-  for (int c = threadIdx.x; c < kRows * kChunksPerRow; c += kThreads) {
-    const int row = c / kChunksPerRow, chunk = c % kChunksPerRow;
-    const bool ok = row < valid;
-    cp_async_16(smem + swizzle<D>(row, chunk * 8), ok ? global + row * stride + chunk * 8 : global, ok);
-  }
-}
-
-}  // namespace dev
 
 template <class T, int D>
 RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_mma_kernel(ForwardParams p) {

@@ -1,0 +1,220 @@
+// The production attention kernels (gpu/kernels/*.cuh) executed by the CPU warp emulator and
+// checked against the reference blockwise kernel and float64 — these run everywhere, GPU or not, so
+// CI checks the kernels' index arithmetic, swizzles, fragment layouts, masks, tile skipping and GQA.
+// Sizes are small and ragged on purpose (partial tiles, row ranges not starting at 0). The
+// emulator's adversarial modes are on (warp_emulator.hpp): shuffled warp order, cp.async landing at
+// random, the shared-memory race check, atomics in random order. Barrier deletion:
+// test_kernels_barriers.cpp; rounding points: test_kernels_precision.cpp.
+#include "tests/gpu/emulation/kernel_test_support.hpp"  // first: the warp emulator stands in for nvcc
+
+#include <cstdint>
+#include <vector>
+
+#include "gpu/kernels/elementwise.cuh"
+
+namespace ringlab {
+namespace {
+
+using namespace kernel_test;
+
+// The all-to-all row copies (elementwise.cuh): every word width the kernel picks (16, 8, 4 bytes,
+// one element), index lists, head offsets, a batch, and grids too small and too large for the work,
+// against a plain loop over (b, i, h, d).
+struct CopyCase {
+  int element_bytes, dim, batch, count, head_count;
+  bool indexed;
+  int base_offset;  // elements added to both bases: misaligns them
+};
+
+template <class E>
+void check_row_copy(const CopyCase& k, unsigned blocks) {
+  const int src_rows = k.count + 3, dst_rows = k.count + 5, src_heads = k.head_count + 2, dst_heads = k.head_count + 1;
+  std::vector<E> src(static_cast<size_t>(k.batch) * src_rows * src_heads * k.dim + 8);
+  for (size_t e = 0; e < src.size(); ++e) src[e] = static_cast<E>(e * 7 + 1);
+  std::vector<E> dst(static_cast<size_t>(k.batch) * dst_rows * dst_heads * k.dim + 8, E(0));
+  std::vector<E> want = dst;
+  std::vector<int32_t> src_index, dst_index;
+  for (int i = 0; i < k.count; ++i) {
+    src_index.push_back((i * 5 + 2) % src_rows);
+    dst_index.push_back(dst_rows - 1 - i);
+  }
+  gpu::RowCopy c;
+  c.src = src.data() + k.base_offset;
+  c.dst = dst.data() + k.base_offset;
+  c.src_rows = src_rows, c.src_heads = src_heads, c.src_head0 = 1;
+  c.dst_rows = dst_rows, c.dst_heads = dst_heads, c.dst_head0 = dst_heads - k.head_count;
+  c.src_index = k.indexed ? src_index.data() : nullptr;
+  c.dst_index = k.indexed ? dst_index.data() : nullptr;
+  c.count = k.count, c.head_count = k.head_count, c.batch = k.batch, c.dim = k.dim, c.element_bytes = k.element_bytes;
+  for (int b = 0; b < k.batch; ++b) {
+    for (int i = 0; i < k.count; ++i) {
+      const int si = k.indexed ? src_index[i] : i, di = k.indexed ? dst_index[i] : i;
+      for (int h = 0; h < k.head_count; ++h) {
+        for (int d = 0; d < k.dim; ++d) {
+          want[k.base_offset + ((size_t(b) * dst_rows + di) * dst_heads + c.dst_head0 + h) * k.dim + d] =
+              src[k.base_offset + ((size_t(b) * src_rows + si) * src_heads + c.src_head0 + h) * k.dim + d];
+        }
+      }
+    }
+  }
+  emu::launch(
+      emu::Dim3{blocks, 1, 1}, 64, 0, [&] { gpu::copy_token_rows_kernel<E>(c); }, "copy_token_rows");
+  CHECK(dst == want);
+
+  // copy_lse_rows on (B, heads, rows) fp32 tensors, the same RowCopy
+  if constexpr (std::is_same_v<E, float>) {
+    std::vector<float> lse_dst(dst.size(), 0.f), lse_want(dst.size(), 0.f);
+    c.dst = lse_dst.data() + k.base_offset;
+    for (int b = 0; b < k.batch; ++b) {
+      for (int h = 0; h < k.head_count; ++h) {
+        for (int i = 0; i < k.count; ++i) {
+          const int si = k.indexed ? src_index[i] : i, di = k.indexed ? dst_index[i] : i;
+          lse_want[k.base_offset + (size_t(b) * dst_heads + c.dst_head0 + h) * dst_rows + di] =
+              src[k.base_offset + (size_t(b) * src_heads + c.src_head0 + h) * src_rows + si];
+        }
+      }
+    }
+    emu::launch(
+        emu::Dim3{blocks, 1, 1}, 64, 0, [&] { gpu::copy_lse_rows_kernel(c); }, "copy_lse_rows");
+    CHECK(lse_dst == lse_want);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("emulated mma forward, bf16, D=64: causal positions, GQA, two merged blocks", "[gpu][emulated]") {
+  check_forward<__nv_bfloat16, 64>(Kind::bf16, causal_problem(), kBf16Out, kBf16Lse);
+}
+
+TEST_CASE("emulated mma forward, fp16, D=128: causal, no skip", "[gpu][emulated]") {
+  BlockProblem pr = causal_problem();
+  pr.skip = false;
+  check_forward<__half, 128>(Kind::fp16, pr, kFp16Out, kFp16Lse);
+}
+
+TEST_CASE("emulated mma forward, bf16, D=128: full mask, batch 2", "[gpu][emulated]") {
+  BlockProblem pr = causal_problem();
+  pr.causal = false;
+  pr.B = 2;
+  pr.H = 2;
+  pr.HKV = 1;
+  check_forward<__nv_bfloat16, 128>(Kind::bf16, pr, kBf16Out, kBf16Lse);
+}
+
+TEST_CASE("emulated mma backward, bf16, D=64: causal positions, GQA", "[gpu][emulated]") {
+  check_backward<__nv_bfloat16, 64>(Kind::bf16, causal_problem(), kBf16Grad);
+}
+
+TEST_CASE("emulated mma backward, fp16, D=128: causal, no skip, two blocks", "[gpu][emulated]") {
+  BlockProblem pr = causal_problem();
+  pr.skip = false;
+  check_backward<__half, 128>(Kind::fp16, pr, kFp16Grad);
+}
+
+TEST_CASE("emulated fp32 forward and backward, D=40: causal positions, GQA", "[gpu][emulated]") {
+  BlockProblem pr = causal_problem();
+  pr.D = 40;
+  check_forward<float, 0>(Kind::fp32, pr, kFp32Out, kFp32Lse);
+  check_backward<float, 0>(Kind::fp32, pr, kFp32Grad);
+}
+
+TEST_CASE("emulated fp32 forward and backward, D=128: full mask", "[gpu][emulated]") {
+  BlockProblem pr = causal_problem();
+  pr.D = 128;
+  pr.causal = false;
+  check_forward<float, 0>(Kind::fp32, pr, kFp32Out, kFp32Lse);
+  check_backward<float, 0>(Kind::fp32, pr, kFp32Grad);
+}
+
+TEST_CASE("emulated mma forward, tile kinds classified in chunks of 1 and 2 key tiles", "[gpu][emulated][mask]") {
+  // The production chunk (256 tiles) is never crossed at these sizes; small chunks cross it at
+  // every tile or every other one, with skipped tiles and whole skipped chunks among them.
+  check_forward<__nv_bfloat16, 64, Forward::fa2, 1>(Kind::bf16, causal_problem(), kBf16Out, kBf16Lse);
+  check_forward<__half, 128, Forward::fa2, 2>(Kind::fp16, causal_chunks(128), kFp16Out, kFp16Lse);
+  const MaskCase& c = kMaskCases[GENERATE(range(size_t{0}, std::size(kMaskCases)))];
+  INFO(c.name);
+  check_forward<__nv_bfloat16, 64, Forward::fa2, 1>(Kind::bf16, masked_problem(c), kBf16Out, kBf16Lse);
+}
+
+TEST_CASE("emulated mma forward, the last block's launch finalizes: out and lse written by the kernel",
+          "[gpu][emulated][mask]") {
+  BlockProblem causal = causal_problem();
+  causal.fused_finalize = true;
+  check_forward<__nv_bfloat16, 64>(Kind::bf16, causal, kBf16Out, kBf16Lse);
+  causal.skip = false;
+  check_forward<__half, 128>(Kind::fp16, causal, kFp16Out, kFp16Lse);
+  // The last block lies wholly in the queries' future: every tile skipped, out and lse come from
+  // the state the first block left.
+  BlockProblem future = causal_chunks(128);
+  future.kv_blocks = {{0, 256}, {256, 384}};
+  future.fused_finalize = true;
+  check_forward<__nv_bfloat16, 128>(Kind::bf16, future, kBf16Out, kBf16Lse);
+  const MaskCase& c = kMaskCases[GENERATE(range(size_t{0}, std::size(kMaskCases)))];
+  INFO(c.name);
+  BlockProblem masked = masked_problem(c);
+  masked.fused_finalize = true;
+  check_forward<__nv_bfloat16, 64>(Kind::bf16, masked, kBf16Out, kBf16Lse);
+}
+
+// ---- the general mask: documents, window, padding ----------------------------------------------
+
+TEST_CASE("emulated mma forward and backward, bf16, D=64: documents, window, padding", "[gpu][emulated][mask]") {
+  const MaskCase& c = kMaskCases[GENERATE(range(size_t{0}, std::size(kMaskCases)))];
+  INFO(c.name);
+  check_forward<__nv_bfloat16, 64>(Kind::bf16, masked_problem(c), kBf16Out, kBf16Lse);
+  check_backward<__nv_bfloat16, 64>(Kind::bf16, masked_problem(c), kBf16Grad);
+}
+
+TEST_CASE("emulated mma forward and backward, fp16, D=128: documents, window, padding", "[gpu][emulated][mask]") {
+  const MaskCase& c = kMaskCases[GENERATE(1, 2, 5, 7, 8)];  // the rest at D=128 below: D=128 is slow to emulate
+  INFO(c.name);
+  check_forward<__half, 128>(Kind::fp16, masked_problem(c), kFp16Out, kFp16Lse);
+  check_backward<__half, 128>(Kind::fp16, masked_problem(c), kFp16Grad);
+}
+
+TEST_CASE("emulated mma forward and backward, bf16, D=128: documents and window", "[gpu][emulated][mask]") {
+  const MaskCase& c = kMaskCases[GENERATE(0, 3, 4, 6)];
+  INFO(c.name);
+  check_forward<__nv_bfloat16, 128>(Kind::bf16, masked_problem(c), kBf16Out, kBf16Lse);
+  check_backward<__nv_bfloat16, 128>(Kind::bf16, masked_problem(c), kBf16Grad);
+}
+
+TEST_CASE("emulated fp32 forward and backward, D=40 and 128: documents, window, padding", "[gpu][emulated][mask]") {
+  const MaskCase& c = kMaskCases[GENERATE(range(size_t{0}, std::size(kMaskCases)))];
+  INFO(c.name);
+  BlockProblem pr = masked_problem(c);
+  pr.D = 40;
+  check_forward<float, 0>(Kind::fp32, pr, kFp32Out, kFp32Lse);
+  check_backward<float, 0>(Kind::fp32, pr, kFp32Grad);
+  pr.D = 128;
+  pr.H = 2, pr.HKV = 1;
+  check_forward<float, 0>(Kind::fp32, pr, kFp32Out, kFp32Lse);
+  check_backward<float, 0>(Kind::fp32, pr, kFp32Grad);
+}
+
+TEST_CASE("emulated all-to-all row copies: 16/8/4-byte words and single elements, indexed, any grid",
+          "[gpu][emulated][copy]") {
+  const CopyCase cases[] = {
+      {2, 64, 2, 5, 3, true, 0},    // bf16, D = 64: 128-byte rows, 16-byte words
+      {2, 128, 1, 3, 2, false, 0},  // 16-byte words, no index lists
+      {2, 12, 2, 4, 3, true, 0},    // 24-byte rows: 8-byte words
+      {2, 6, 1, 5, 2, true, 0},     // 12-byte rows: 4-byte words
+      {2, 3, 2, 3, 2, true, 0},     // 6-byte rows: single elements
+      {2, 64, 1, 3, 2, true, 1},    // bases off by 2 bytes: single elements
+      {4, 40, 2, 3, 3, true, 0},    // fp32, D = 40: 160-byte rows, 16-byte words
+      {4, 5, 1, 4, 3, true, 0},     // 20-byte rows: 4-byte words
+      {4, 32, 1, 3, 2, false, 2},   // bases off by 8 bytes: 8-byte words
+  };
+  for (const CopyCase& k : cases) {
+    for (const unsigned blocks : {1U, 3U, 64U}) {  // 64 threads, 192, and more threads than words
+      CAPTURE(k.element_bytes, k.dim, k.batch, k.count, k.head_count, k.indexed, k.base_offset, blocks);
+      if (k.element_bytes == 2) {
+        check_row_copy<uint16_t>(k, blocks);
+      } else {
+        check_row_copy<float>(k, blocks);
+      }
+    }
+  }
+}
+
+}  // namespace ringlab
