@@ -64,7 +64,7 @@ std::vector<int64_t> PlanSpec::token_positions() const {
   int64_t start = 0;
   for (size_t d = 0; d < documents.size(); ++d) {
     for (int64_t t = 0; t < documents[d]; ++t) positions.push_back(start + t);
-    start += documents[d] + document_padding[d];
+    start += documents[d] + (d < document_padding.size() ? document_padding[d] : 0);
   }
   return positions;
 }
@@ -72,7 +72,13 @@ std::vector<int64_t> PlanSpec::token_positions() const {
 std::vector<int64_t> PlanSpec::user_positions() const {
   std::vector<int64_t> users(static_cast<size_t>(dims.seq), -1);
   const std::vector<int64_t> positions = token_positions();
-  for (size_t t = 0; t < positions.size(); ++t) users[static_cast<size_t>(positions[t])] = static_cast<int64_t>(t);
+  for (size_t t = 0; t < positions.size(); ++t) {
+    if (positions[t] < 0 || positions[t] >= dims.seq) {  // a spec build_plan refuses (validate_plan_spec)
+      throw std::logic_error("plan spec: token " + std::to_string(t) + " at position " + std::to_string(positions[t]) +
+                             ", outside S=" + std::to_string(dims.seq));
+    }
+    users[static_cast<size_t>(positions[t])] = static_cast<int64_t>(t);
+  }
   return users;
 }
 

@@ -155,4 +155,13 @@ TEST_CASE("padding and padding heads a spec cannot have are usage errors", "[pla
   CHECK_THROWS_WITH(validate_plan_spec(bad), Catch::Contains("1 counts for 2 documents"));
   bad.document_padding = {0, -4};
   CHECK_THROWS_WITH(validate_plan_spec(bad), Catch::Contains("a count is -4"));
+  // Where the user's tokens sit: refused (never written) when the spec puts them past S.
+  bad = spec;
+  bad.padding = 0;
+  bad.dims.seq = 960;
+  bad.document_padding = {0, 8};
+  CHECK_THROWS_WITH(bad.user_positions(), Catch::Contains("token 960 at position 960, outside S=960"));
+  bad.dims.seq = 984;  // the control: 480 + 496 + 8
+  CHECK(bad.user_positions()[975] == 975);
+  CHECK(bad.user_positions()[976] == -1);
 }
