@@ -78,6 +78,18 @@ Layout::Layout(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block, const
   table->rank_of_unit = rank_of_unit;
   table->units_of_rank.resize(static_cast<size_t>(ranks));
   table->index_in_rank.resize(rank_of_unit.size());
+  // A table is built from a spec's fields (make_layout): a unit without a rank in [0, P), or a
+  // table of the wrong size, is a bug to report, never an index to write through.
+  if (static_cast<int64_t>(rank_of_unit.size()) != units()) {
+    throw std::logic_error("layout table: " + std::to_string(rank_of_unit.size()) +
+                           " units, not S/block=" + std::to_string(units()));
+  }
+  for (size_t u = 0; u < rank_of_unit.size(); ++u) {
+    if (rank_of_unit[u] < 0 || rank_of_unit[u] >= ranks) {
+      throw std::logic_error("layout table: unit " + std::to_string(u) + " has rank " +
+                             std::to_string(rank_of_unit[u]) + ", not one of 0.." + std::to_string(ranks - 1));
+    }
+  }
   for (size_t u = 0; u < rank_of_unit.size(); ++u) {
     std::vector<int64_t>& units = table->units_of_rank[static_cast<size_t>(rank_of_unit[u])];
     table->index_in_rank[u] = static_cast<int64_t>(units.size());
@@ -192,6 +204,50 @@ std::vector<int64_t> layout_documents(const std::string& text, int64_t seq, uint
   return parse_documents(text, seq, seed, granule);
 }
 
+namespace {
+
+// The per-document unit: `block`, or when 0 the largest unit that cuts every document's chunks
+// (zig-zag) evenly; striped deals single tokens.
+int64_t per_document_block(LayoutKind kind, int64_t ranks, int64_t block, const std::vector<int64_t>& lengths) {
+  if (block != 0) return block;
+  if (kind == LayoutKind::striped) return 1;
+  int64_t b = 0;
+  for (int64_t length : lengths) b = std::gcd(b, length / (2 * ranks));
+  return std::max<int64_t>(1, b);
+}
+
+}  // namespace
+
+std::string check_layout(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block, const Mask& mask) {
+  const bool per_document = mask.has_documents() && (kind == LayoutKind::zigzag || kind == LayoutKind::striped);
+  if (!per_document || ranks <= 0 || seq <= 0 || block < 0) return Layout(kind, seq, ranks, block).to_string();
+  // Per document: the documents (their padding included) fill S exactly, and every one is a
+  // whole number of granules, so every unit of S has exactly one owner.
+  const std::vector<int64_t> lengths = mask.document_lengths();
+  const int64_t span = std::accumulate(lengths.begin(), lengths.end(), int64_t{0});
+  if (span != seq) {
+    throw UsageError("the documents span " + std::to_string(span) + " positions, not S=" + std::to_string(seq) +
+                     ": the per-document " + layout_name(kind) +
+                     " layout deals out whole documents, so padding goes at the end of each document, never "
+                     "after the last; make the documents (with their padding) add up to S, or use --layout "
+                     "contiguous or balanced");
+  }
+  const int64_t b = per_document_block(kind, ranks, block, lengths);
+  const int64_t granule = document_granule(kind, ranks, b);
+  for (size_t d = 0; d < lengths.size(); ++d) {
+    if (lengths[d] % granule != 0) {
+      throw UsageError("document " + std::to_string(d) + " has " + std::to_string(lengths[d]) +
+                       " tokens, not a multiple of " + std::to_string(granule) + " as the per-document " +
+                       layout_name(kind) + " layout needs (" + (kind == LayoutKind::zigzag ? "2P chunks" : "P units") +
+                       " per document); give lengths that are multiples of " + std::to_string(granule) +
+                       ", use --docs random:N (drawn in such multiples), or --layout contiguous or balanced");
+    }
+  }
+  // S is then a multiple of P b, which the table's constructor checks (as striped: P units a round).
+  (void)Layout(LayoutKind::striped, seq, ranks, b);
+  return std::string(layout_name(kind)) + " per document(block=" + std::to_string(b) + ")";
+}
+
 Layout make_layout(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block, const Mask& mask) {
   const bool per_document = mask.has_documents() && (kind == LayoutKind::zigzag || kind == LayoutKind::striped);
   if (!per_document && kind != LayoutKind::balanced) return Layout(kind, seq, ranks, block);
@@ -212,25 +268,11 @@ Layout make_layout(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block, c
     }
     return Layout(kind, seq, ranks, b, owner);
   }
-  // Per document: every document's length a multiple of the granule.
+  // Per document: check_layout has made sure the documents fill S in whole granules, so every
+  // index below lies inside `owner` and every unit gets a rank.
+  (void)check_layout(kind, seq, ranks, block, mask);
   const std::vector<int64_t> lengths = mask.document_lengths();
-  int64_t b = block;
-  if (b == 0) {  // the largest unit that cuts every document's chunks (zig-zag) or tokens (striped) evenly
-    b = 0;
-    for (int64_t length : lengths) b = std::gcd(b, kind == LayoutKind::zigzag ? length / (2 * ranks) : length / ranks);
-    b = std::max<int64_t>(1, b);
-    if (kind == LayoutKind::striped) b = 1;
-  }
-  const int64_t granule = document_granule(kind, ranks, b);
-  for (size_t d = 0; d < lengths.size(); ++d) {
-    if (lengths[d] % granule != 0) {
-      throw UsageError("document " + std::to_string(d) + " has " + std::to_string(lengths[d]) +
-                       " tokens, not a multiple of " + std::to_string(granule) + " as the per-document " +
-                       layout_name(kind) + " layout needs (" + (kind == LayoutKind::zigzag ? "2P chunks" : "P units") +
-                       " per document); give lengths that are multiples of " + std::to_string(granule) +
-                       ", use --docs random:N (drawn in such multiples), or --layout contiguous or balanced");
-    }
-  }
+  const int64_t b = per_document_block(kind, ranks, block, lengths);
   std::vector<int64_t> owner(static_cast<size_t>(seq / b), -1);
   int64_t start = 0;
   for (int64_t length : lengths) {

@@ -79,8 +79,12 @@ class Layout {
 //   * balanced — units (default S/(64P) tokens) assigned by their work under the mask: greedy,
 //     heaviest unit first to the least-loaded rank that still has room (every rank holds S/P
 //     tokens). Work of a unit = visible (query, key) pairs of its queries.
-// Throws UsageError naming a document that does not divide, with the fix.
+// Throws UsageError naming a document that does not divide, or documents that do not fill S
+// (a per-document layout has no room for tail padding), with the fix.
 Layout make_layout(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block, const Mask& mask);
+// make_layout's checks without its tables, in O(documents) whatever S (for specs read from files):
+// throws the same UsageError, else returns what make_layout(...).to_string() would.
+std::string check_layout(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block, const Mask& mask);
 // Uneven shapes: the padding tokens that make S fit the layout's default units (S a multiple of P,
 // 2P for zig-zag); 0 when S fits, or when an explicit block was asked for (then S must fit it).
 int64_t layout_padding(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block);

@@ -125,6 +125,7 @@ json plan_spec_json(const PlanSpec& s) {
           {"window", s.window},
           {"documents", s.documents},
           {"padding", s.padding},
+          {"document_padding", s.document_padding},
           {"padding_heads", s.padding_heads},
           {"skip", s.skip},
           {"full_ring", s.full_ring},
@@ -186,11 +187,27 @@ PlanSpec plan_spec_from_json(const json& value, const std::string& source) {
     s.documents.push_back(length.get<int64_t>());
   }
   s.padding = integer("padding");
+  // Absent in traces written before it was recorded: no document padding.
+  if (const auto pads = value.find("document_padding"); pads != value.end()) {
+    if (!pads->is_array()) throw UsageError(source + ": the run's spec: \"document_padding\" is not an array" + hint);
+    for (const json& pad : *pads) {
+      if (!pad.is_number_integer() || pad.get<int64_t>() < 0 || pad.get<int64_t>() > 2147483647)
+        throw UsageError(source + ": the run's spec: a document padding is not an integer from 0 to 2^31 - 1" + hint);
+      s.document_padding.push_back(pad.get<int64_t>());
+    }
+  }
   s.padding_heads = integer("padding_heads");
   s.skip = boolean("skip");
   s.full_ring = boolean("full_ring");
   s.backward = boolean("backward");
   s.element_bytes = integer("element_bytes", 1);
+  // Each field is in range; now what build_plan checks of them together, before anything (the
+  // viewer's controls, describe()) uses the spec: a file is untrusted input.
+  try {
+    validate_plan_spec(s);
+  } catch (const UsageError& error) {
+    throw UsageError(source + ": the run's spec does not describe a plan: " + error.what());
+  }
   return s;
 }
 

@@ -9,8 +9,8 @@
 //   - "otherData": {"ringlab": {"tool", "executor", "describe", "spec": {...}}} when the writer knows
 //     the run (TraceRun): the schedule that ran, so that a viewer shows that schedule. "spec" holds
 //     every PlanSpec field by name (algo, layout, block, ranks, ulysses, batch, seq, heads,
-//     kv_heads, dim, causal, window, documents, padding, padding_heads, skip, full_ring, backward,
-//     erratum, element_bytes); Chrome's own viewers ignore it.
+//     kv_heads, dim, causal, window, documents, padding, document_padding, padding_heads, skip,
+//     full_ring, backward, erratum, element_bytes); Chrome's own viewers ignore it.
 #pragma once
 
 #include <cstdint>
@@ -77,7 +77,9 @@ struct TraceFile {
 TraceFile parse_trace_file(std::string_view text, const std::string& source);
 TraceFile read_trace_file(const std::string& path);
 
-// The spec as the trace stores it, and back (throws UsageError naming `source` and the field).
+// The spec as the trace stores it, and back: throws UsageError naming `source` and the field, for
+// a field of the wrong type or range and for fields that do not make a plan together
+// (validate_plan_spec: the command line's checks).
 nlohmann::json plan_spec_json(const PlanSpec& spec);
 PlanSpec plan_spec_from_json(const nlohmann::json& value, const std::string& source);
 

@@ -64,7 +64,7 @@ std::vector<int64_t> PlanSpec::token_positions() const {
   int64_t start = 0;
   for (size_t d = 0; d < documents.size(); ++d) {
     for (int64_t t = 0; t < documents[d]; ++t) positions.push_back(start + t);
-    start += documents[d] + document_padding[d];
+    start += documents[d] + (d < document_padding.size() ? document_padding[d] : 0);
   }
   return positions;
 }
@@ -72,7 +72,13 @@ std::vector<int64_t> PlanSpec::token_positions() const {
 std::vector<int64_t> PlanSpec::user_positions() const {
   std::vector<int64_t> users(static_cast<size_t>(dims.seq), -1);
   const std::vector<int64_t> positions = token_positions();
-  for (size_t t = 0; t < positions.size(); ++t) users[static_cast<size_t>(positions[t])] = static_cast<int64_t>(t);
+  for (size_t t = 0; t < positions.size(); ++t) {
+    if (positions[t] < 0 || positions[t] >= dims.seq) {  // a spec build_plan refuses (validate_plan_spec)
+      throw std::logic_error("plan spec: token " + std::to_string(t) + " at position " + std::to_string(positions[t]) +
+                             ", outside S=" + std::to_string(dims.seq));
+    }
+    users[static_cast<size_t>(positions[t])] = static_cast<int64_t>(t);
+  }
   return users;
 }
 
@@ -102,10 +108,11 @@ void pad_to_layout(PlanSpec& spec) {
 std::string PlanSpec::describe() const {
   std::string text = algorithm_name(algo);
   if (algo == Algorithm::hybrid) text += "(U=" + std::to_string(ulysses) + ", R=" + std::to_string(ring_degree()) + ")";
-  text += " | " + make_layout(layout, dims.seq, ranks, block, mask()).to_string();
+  // check_layout, not make_layout: the same checks and name without a table of S / block units.
+  text += " | " + check_layout(layout, dims.seq, ranks, block, mask());
   AttentionDims real = dims;
   real.seq = tokens();
-  if (padding_heads > 0) {
+  if (padding_heads > 0 && dims.kv_heads > 0) {
     const int64_t group = dims.heads / dims.kv_heads;
     real.heads -= padding_heads, real.kv_heads -= padding_heads / group;
   }
@@ -452,11 +459,31 @@ std::vector<Op> expand(const Plan& plan, int64_t rank) {
 
 // ---- [building] ------------------------------------------------------------------------------
 
-Plan build_plan(const PlanSpec& input) {
+namespace {
+
+// build_plan's checks, on a copy normalized as build_plan builds it.
+PlanSpec checked_spec(const PlanSpec& input) {
   PlanSpec spec = input;
   const std::string P = std::to_string(spec.ranks);
   if (spec.ranks <= 0) throw UsageError("--ranks must be positive, got " + P);
   spec.dims.validate();
+  // Padding first: the checks below count real tokens (S less the padding).
+  if (!spec.document_padding.empty() && spec.document_padding.size() != spec.documents.size()) {
+    throw UsageError("document padding: " + std::to_string(spec.document_padding.size()) + " counts for " +
+                     std::to_string(spec.documents.size()) + " documents; give one count per document");
+  }
+  for (int64_t pad : spec.document_padding)
+    if (pad < 0) throw UsageError("document padding: a count is " + std::to_string(pad) + "; counts are 0 or more");
+  if (spec.padding < 0 || spec.padding_tokens() >= spec.dims.seq) {
+    throw UsageError("padding " + std::to_string(spec.padding_tokens()) + " tokens of S=" +
+                     std::to_string(spec.dims.seq) + ": padding is 0 or more and leaves at least one real token");
+  }
+  const int64_t group = spec.dims.heads / spec.dims.kv_heads;  // dims.validate: HKV divides H
+  if (spec.padding_heads < 0 || spec.padding_heads >= spec.dims.heads || spec.padding_heads % group != 0) {
+    throw UsageError("padding heads " + std::to_string(spec.padding_heads) + " of H=" +
+                     std::to_string(spec.dims.heads) + ": they are whole groups of H/HKV=" + std::to_string(group) +
+                     " query heads (with their kv head) and leave at least one real head");
+  }
   switch (spec.algo) {
     case Algorithm::ring:
     case Algorithm::allgather: spec.ulysses = 1; break;
@@ -494,9 +521,6 @@ Plan build_plan(const PlanSpec& input) {
   if (spec.erratum == Erratum::kv_offset_mask && !spec.causal) {
     throw UsageError("--erratum kv-offset-mask changes the causal mask; add --causal to see it");
   }
-  if (!spec.document_padding.empty() && spec.document_padding.size() != spec.documents.size()) {
-    throw std::logic_error("plan: one padding count per document");
-  }
   if (spec.documents.size() == 1 && !spec.padded_documents()) {
     spec.documents.clear();  // one document: no document mask
     spec.document_padding.clear();
@@ -521,9 +545,18 @@ Plan build_plan(const PlanSpec& input) {
                      std::to_string(spec.tokens()) + " to divide evenly; pick S a multiple of " +
                      std::to_string(spec.layout == LayoutKind::zigzag ? 2 * spec.ranks : spec.ranks));
   }
-  if (spec.padding < 0 || spec.padding_tokens() >= spec.dims.seq) throw std::logic_error("plan: padding out of range");
   if (!spec.masked()) spec.skip = true;  // nothing is masked, nothing to skip
-  (void)make_layout(spec.layout, spec.dims.seq, spec.ranks, spec.block, spec.mask());  // validates divisibility
+  // Divisibility, and documents that fill S for a per-document layout, without building its table.
+  (void)check_layout(spec.layout, spec.dims.seq, spec.ranks, spec.block, spec.mask());
+  return spec;
+}
+
+}  // namespace
+
+void validate_plan_spec(const PlanSpec& spec) { (void)checked_spec(spec); }
+
+Plan build_plan(const PlanSpec& input) {
+  PlanSpec spec = checked_spec(input);
   std::vector<Phase> phases;
   switch (spec.algo) {
     case Algorithm::ring: phases = ring_phases(spec); break;

@@ -81,8 +81,17 @@ struct PlanSpec {
   std::vector<int64_t> token_positions() const;
   // The inverse: for each of the plan's dims.seq positions, the user's token there, -1 for padding.
   std::vector<int64_t> user_positions() const;
+  // One line: algorithm, layout, P, shape, padding, mask, passes. Throws UsageError where the
+  // layout does not fit (as build_plan does); O(documents) whatever S.
   std::string describe() const;
 };
+
+// The checks build_plan applies before it builds anything: every field the command line sets and
+// their consistency (U divides P and H, an erratum with its plan, documents that add up to S and
+// fit the layout, padding that leaves real tokens and heads). Throws UsageError, one line naming the
+// field and the fix. O(documents): for specs read from files (a trace's run) before anything uses
+// them.
+void validate_plan_spec(const PlanSpec& spec);
 
 // ---- [expressions] ---------------------------------------------------------------------------
 

@@ -173,6 +173,18 @@ TEST_CASE("tracing writes a Chrome trace that reads back", "[cli]") {
   CHECK(file.run->spec.ranks == 4);
   CHECK(file.run->spec.dims.seq == 256);
   CHECK(file.run->executor.rfind("sim executor, 4 ranks", 0) == 0);
+  // Documents padded for the layout read back as they ran: the padding is in the trace, and the
+  // spec read back describes itself as the writer described it.
+  const auto padded = run_binary(kRinglab, {"run", "--ranks", "4", "--seq", "256", "--layout", "zigzag", "--docs",
+                                            "100,156", "--causal", "--trace", dir / "p.json", "--no-progress"});
+  REQUIRE(padded.status == 0);
+  const TraceFile back = read_trace_file(dir / "p.json");
+  REQUIRE(back.run);
+  CHECK(back.run->spec.document_padding == std::vector<int64_t>{4, 4});
+  CHECK(back.run->spec.tokens() == 256);
+  std::ifstream text(dir / "p.json");
+  const nlohmann::json written = nlohmann::json::parse(text);
+  CHECK(written["otherData"]["ringlab"]["describe"] == back.run->spec.describe());
 }
 
 TEST_CASE("fault injection: drop deadlocks (exit 3), corrupt is detected (exit 3), delay still verifies", "[cli]") {

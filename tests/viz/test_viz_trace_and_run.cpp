@@ -231,7 +231,6 @@ TEST_CASE("a trace carries its run's spec, every field, and refuses a malformed 
   spec.skip = false;
   spec.full_ring = true;
   spec.backward = true;
-  spec.erratum = Erratum::reverse_dkv;
   spec.element_bytes = 2;
   const TraceRun about{"ringlab-gpu run", "gpu-streams, 8 virtual ranks", spec};
   TraceEvent event;
@@ -246,11 +245,35 @@ TEST_CASE("a trace carries its run's spec, every field, and refuses a malformed 
   CHECK(plan_spec_json(file.run->spec) == plan_spec_json(spec));
   CHECK(file.run->spec.describe() == spec.describe());
   CHECK(file.events == events);
-  // Padding tokens too (the JSON alone: this spec's layout has none to pad).
+  // The erratum (a ring's), tail padding (a layout that does not cut documents) and padded
+  // documents (zig-zag per document, as ringlab run pads them) come back too.
+  PlanSpec ring = spec;
+  ring.algo = Algorithm::ring;
+  ring.ulysses = 1;
+  ring.erratum = Erratum::reverse_dkv;
   PlanSpec padded = spec;
+  padded.layout = LayoutKind::contiguous;
+  padded.dims.seq = 1008;
   padded.padding = 32;
-  CHECK(plan_spec_json(plan_spec_from_json(plan_spec_json(padded), "t.json")) == plan_spec_json(padded));
+  PlanSpec padded_documents = spec;
+  padded_documents.layout = LayoutKind::zigzag;
+  padded_documents.block = 0;
+  padded_documents.dims.seq = 300;
+  padded_documents.documents = {100, 200};
+  pad_to_layout(padded_documents);
+  REQUIRE(padded_documents.document_padding == std::vector<int64_t>{12, 8});
+  for (const PlanSpec& other : {ring, padded, padded_documents}) {
+    const PlanSpec back = plan_spec_from_json(plan_spec_json(other), "t.json");
+    CHECK(plan_spec_json(back) == plan_spec_json(other));
+    CHECK(back.describe() == other.describe());
+  }
+  CHECK(plan_spec_from_json(plan_spec_json(ring), "t.json").erratum == Erratum::reverse_dkv);
   CHECK(plan_spec_from_json(plan_spec_json(padded), "t.json").padding == 32);
+  CHECK(plan_spec_from_json(plan_spec_json(padded_documents), "t.json").tokens() == 300);
+  // A trace written before document padding was recorded: none.
+  nlohmann::json older = plan_spec_json(spec);
+  older.erase("document_padding");
+  CHECK(plan_spec_json(plan_spec_from_json(older, "t.json")) == plan_spec_json(spec));
   // Without a run: none, and the events as before.
   const TraceFile bare = parse_trace_file(chrome_trace_json(events, 1), "t.json");
   CHECK_FALSE(bare.run);
@@ -270,4 +293,56 @@ TEST_CASE("a trace carries its run's spec, every field, and refuses a malformed 
   broken["otherData"]["ringlab"]["spec"]["ranks"] = 8;
   broken["otherData"]["ringlab"]["spec"]["layout"] = "spiral";
   CHECK_THROWS_WITH(parse_trace_file(broken.dump(), "t.json"), Catch::Contains("spiral"));
+  broken["otherData"]["ringlab"]["spec"]["layout"] = "striped";
+  broken["otherData"]["ringlab"]["spec"]["document_padding"] = nlohmann::json::array({4});
+  CHECK_THROWS_WITH(parse_trace_file(broken.dump(), "t.json"), Catch::Contains("1 counts for 2 documents"));
+  broken["otherData"]["ringlab"]["spec"]["document_padding"] = nlohmann::json::array({4, -1});
+  CHECK_THROWS_WITH(parse_trace_file(broken.dump(), "t.json"), Catch::Contains("a document padding is not an integer"));
+  broken["otherData"]["ringlab"]["spec"]["document_padding"] = nlohmann::json::array();
+  CHECK_NOTHROW(parse_trace_file(broken.dump(), "t.json"));
+}
+
+TEST_CASE("a trace's spec that makes no plan is refused on loading, one line naming the field", "[viz][trace]") {
+  // Each field in range, together no plan: the spec that made describe() corrupt the heap —
+  // striped per document with 32 tail padding positions after the documents, which that layout
+  // has no rank for — and, as found, with an erratum the hybrid does not have.
+  nlohmann::json document = nlohmann::json::parse(chrome_trace_json({}, 1));
+  nlohmann::json& spec = document["otherData"]["ringlab"]["spec"];
+  spec = {{"algo", "hybrid"},
+          {"layout", "striped"},
+          {"block", 2},
+          {"ranks", 8},
+          {"ulysses", 2},
+          {"batch", 3},
+          {"seq", 1008},
+          {"heads", 8},
+          {"kv_heads", 8},
+          {"dim", 128},
+          {"causal", true},
+          {"window", 77},
+          {"documents", {480, 496}},
+          {"padding", 32},
+          {"padding_heads", 1},
+          {"skip", false},
+          {"full_ring", true},
+          {"backward", true},
+          {"erratum", "reverse-dkv"},
+          {"element_bytes", 2}};
+  CHECK_THROWS_WITH(parse_trace_file(document.dump(), "t.json"),
+                    Catch::StartsWith("t.json: the run's spec does not describe a plan: --erratum reverse-dkv"));
+  spec["erratum"] = "none";
+  CHECK_THROWS_WITH(parse_trace_file(document.dump(), "t.json"),
+                    Catch::Contains("t.json: the run's spec does not describe a plan: the documents span 976 "
+                                    "positions, not S=1008"));
+  spec["ulysses"] = 3;
+  CHECK_THROWS_WITH(parse_trace_file(document.dump(), "t.json"), Catch::Contains("--ulysses 3 does not divide P=8"));
+  spec["ulysses"] = 2;
+  spec["padding"] = 1008;
+  CHECK_THROWS_WITH(parse_trace_file(document.dump(), "t.json"), Catch::Contains("padding 1008 tokens of S=1008"));
+  // The control: the documents filling S load, and say what they are.
+  spec["padding"] = 0;
+  spec["seq"] = 976;
+  const TraceFile file = parse_trace_file(document.dump(), "t.json");
+  REQUIRE(file.run);
+  CHECK(file.run->spec.describe().find("striped per document(block=2)") != std::string::npos);
 }
