@@ -4,9 +4,9 @@
 
 #include <string>
 
+#include "executors/dry/dry_executor.hpp"
 #include "reference/error.hpp"
 #include "reference/formulas.hpp"
-#include "executors/dry/dry_executor.hpp"
 
 namespace ringlab::exercises {
 

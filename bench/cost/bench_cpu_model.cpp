@@ -39,10 +39,10 @@
 #include <vector>
 
 #include "bench/report_row.hpp"
-#include "reference/inputs.hpp"
-#include "sim/cost/cpu_calibration.hpp"
 #include "executors/dry/dry_executor.hpp"
 #include "executors/sim/sim_executor.hpp"
+#include "reference/inputs.hpp"
+#include "sim/cost/cpu_calibration.hpp"
 
 using namespace ringlab;
 

@@ -13,10 +13,10 @@
 #include <string>
 
 #include "bench/report_row.hpp"
+#include "executors/sim/sim_executor.hpp"
 #include "reference/compare.hpp"
 #include "reference/flash_attention.hpp"
 #include "reference/inputs.hpp"
-#include "executors/sim/sim_executor.hpp"
 
 using namespace ringlab;
 using bench::best_seconds;

@@ -28,9 +28,9 @@
 
 #include "bench/gpu/bench_gpu_common.hpp"
 #include "bench/report_row.hpp"
+#include "executors/dry/dry_executor.hpp"
 #include "executors/gpu/executor.hpp"
 #include "reference/inputs.hpp"
-#include "executors/dry/dry_executor.hpp"
 #include "sim/pipeline/tables.hpp"
 #include "sim/pipeline/verification.hpp"
 

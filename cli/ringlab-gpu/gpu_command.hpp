@@ -16,7 +16,6 @@
 
 namespace ringlab::gpu {
 
-
 // The whole command line: parses argv, runs, writes tables or JSON to `out` and one-line errors
 // to `err`, and returns the exit status. Never exits the process itself.
 int gpu_main(int argc, const char* const* argv, std::ostream& out, std::ostream& err,

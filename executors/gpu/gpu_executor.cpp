@@ -1,8 +1,8 @@
 // What gpu-streams and gpu-nccl share of the executor contract (executors/gpu/executor.hpp).
 #include <string>
 
-#include "gpu/device.hpp"
 #include "executors/gpu/executor.hpp"
+#include "gpu/device.hpp"
 #include "gpu/kernels/attention_kernels.hpp"
 #include "reference/error.hpp"
 #include "sim/pipeline/config.hpp"

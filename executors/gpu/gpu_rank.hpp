@@ -35,8 +35,8 @@
 #include "gpu/dtype.hpp"
 #include "gpu/kernels/attention_kernels.hpp"
 #include "reference/attention.hpp"
-#include "sim/plan/plan.hpp"
 #include "sim/pipeline/executor.hpp"  // LocalOutputs
+#include "sim/plan/plan.hpp"
 
 namespace ringlab::gpu {
 

@@ -11,12 +11,12 @@
 #include <thread>
 #include <tuple>
 
-#include "gpu/device.hpp"
 #include "executors/gpu/local_ops.hpp"
+#include "gpu/device.hpp"
 #include "gpu/kernels/attention_kernels.hpp"
 #include "reference/error.hpp"
-#include "sim/plan/queries.hpp"
 #include "sim/pipeline/op_interpreter.hpp"
+#include "sim/plan/queries.hpp"
 
 namespace ringlab::gpu {
 

@@ -13,8 +13,8 @@
 #include "reference/exact_attention.hpp"
 #include "reference/inputs.hpp"
 #include "reference/precision.hpp"
-#include "sim/plan/plan.hpp"
 #include "sim/pipeline/problem.hpp"
+#include "sim/plan/plan.hpp"
 
 namespace ringlab {
 

@@ -2,9 +2,9 @@
 // grows from one rank to P ranks when the travelling dK/dV are rounded after every hop, how much
 // when they stay fp32, and which accumulator keeps the error independent of P. The answers are
 // measured by the precision study (executors/sim/precision_study.hpp) on the exercise's problem.
+#include "executors/sim/precision_study.hpp"
 #include "exercises/catalog/catalog.hpp"
 #include "exercises/catalog/support.hpp"
-#include "executors/sim/precision_study.hpp"
 
 namespace ringlab::exercises::catalog {
 

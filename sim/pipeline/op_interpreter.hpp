@@ -23,9 +23,9 @@
 #include <type_traits>
 #include <variant>
 
-#include "sim/plan/plan.hpp"
 #include "sim/pipeline/result.hpp"
 #include "sim/pipeline/trace.hpp"
+#include "sim/plan/plan.hpp"
 
 namespace ringlab {
 

@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "sim/plan/plan.hpp"
 #include "sim/pipeline/rank_counters.hpp"
+#include "sim/plan/plan.hpp"
 
 namespace ringlab {
 

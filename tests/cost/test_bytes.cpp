@@ -3,10 +3,10 @@
 // the plan's expanded ops say and what the simulator's own counters measure.
 #include <catch2/catch.hpp>
 
-#include "reference/formulas.hpp"
-#include "reference/inputs.hpp"
 #include "executors/dry/dry_executor.hpp"
 #include "executors/sim/sim_executor.hpp"
+#include "reference/formulas.hpp"
+#include "reference/inputs.hpp"
 
 using namespace ringlab;
 

@@ -10,8 +10,8 @@
 #include "executors/sim/sim_executor.hpp"
 #include "reference/inputs.hpp"
 #include "sim/pipeline/config.hpp"
-#include "sim/pipeline/tables.hpp"
 #include "sim/pipeline/problem.hpp"
+#include "sim/pipeline/tables.hpp"
 
 using namespace ringlab;
 

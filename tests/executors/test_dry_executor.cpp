@@ -6,9 +6,9 @@
 
 #include <cmath>
 
+#include "executors/dry/dry_executor.hpp"
 #include "reference/error.hpp"
 #include "reference/formulas.hpp"
-#include "executors/dry/dry_executor.hpp"
 #include "sim/pipeline/trace.hpp"
 
 using namespace ringlab;

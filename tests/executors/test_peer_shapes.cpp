@@ -2,8 +2,8 @@
 // attention. Large: run by the default test stage, not under the sanitizers (label "peers").
 #include <catch2/catch.hpp>
 
-#include "reference/inputs.hpp"
 #include "executors/sim/sim_executor.hpp"
+#include "reference/inputs.hpp"
 
 using namespace ringlab;
 

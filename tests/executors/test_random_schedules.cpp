@@ -7,8 +7,8 @@
 #include <iostream>
 #include <random>
 
-#include "reference/inputs.hpp"
 #include "executors/sim/sim_executor.hpp"
+#include "reference/inputs.hpp"
 #include "sim/plan/check.hpp"
 #include "sim/ranks/world.hpp"
 

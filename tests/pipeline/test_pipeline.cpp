@@ -13,10 +13,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "executors/dry/dry_executor.hpp"
 #include "reference/error.hpp"
 #include "reference/exact_attention.hpp"
 #include "reference/npy.hpp"
-#include "executors/dry/dry_executor.hpp"
 #include "sim/pipeline/pipeline.hpp"
 #include "sim/pipeline/tables.hpp"
 

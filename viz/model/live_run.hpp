@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "executors/sim/sim_executor.hpp"
-#include "sim/plan/plan.hpp"
 #include "sim/pipeline/verification.hpp"
+#include "sim/plan/plan.hpp"
 #include "viz/model/schedule_model.hpp"
 
 namespace ringlab::viz {
