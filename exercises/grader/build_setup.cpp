@@ -13,6 +13,7 @@
 #include "exercises/grader/handout.hpp"
 #include "exercises/grader/patch.hpp"
 #include "exercises/grader/split.hpp"
+#include "exercises/grader/text.hpp"
 #include "reference/error.hpp"
 
 namespace ringlab::grader {
@@ -20,18 +21,6 @@ namespace ringlab::grader {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-uint64_t fnv1a(const std::string& text, uint64_t hash = 0xCBF29CE484222325ull) {
-  for (unsigned char c : text) hash = (hash ^ c) * 0x100000001B3ull;
-  return hash;
-}
 
 // Writes `text` at `path` through a fresh name and a rename: concurrent graders never read half a file.
 void write_whole(const fs::path& path, const std::string& text) {

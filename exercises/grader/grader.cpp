@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "exercises/grader/process.hpp"
+#include "exercises/grader/text.hpp"
 #include "exercises/grader/unit_check.hpp"
 #include "reference/error.hpp"
 
@@ -23,18 +24,6 @@ namespace ringlab::grader {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-uint64_t fnv1a(const std::string& text, uint64_t hash = 0xCBF29CE484222325ull) {
-  for (unsigned char c : text) hash = (hash ^ c) * 0x100000001B3ull;
-  return hash;
-}
 
 Setup& installed() {
   static Setup setup;

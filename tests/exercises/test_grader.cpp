@@ -16,6 +16,7 @@
 
 #include "exercises/grader/patch.hpp"
 #include "tests/cli/run_binary.hpp"
+#include "tests/exercises/grading_support.hpp"
 
 using ringlab::test::run_binary;
 
@@ -24,20 +25,7 @@ namespace {
 const std::string kBinary = RINGLAB_BINARY;
 const std::string kFixtures = RINGLAB_TEST_FIXTURES;
 
-struct Graded {
-  int status = -1;
-  nlohmann::json report;
-  std::string status_of(const std::string& criterion) const {
-    for (const auto& c : report["criteria"])
-      if (c["id"] == criterion) return c["status"];
-    return "absent";
-  }
-  const nlohmann::json& criterion(const std::string& id) const {
-    for (const auto& c : report["criteria"])
-      if (c["id"] == id) return c;
-    static const nlohmann::json none;
-    return none;
-  }
+struct Graded : ringlab::test::GradedReport {
   bool correctness_passed() const {
     return report["score"]["correctness_passed"] == report["score"]["correctness_total"];
   }
@@ -249,12 +237,7 @@ TEST_CASE("grade --format gradescope writes Gradescope's results.json, scored by
 
 TEST_CASE("handout: a student folder with no solution, broken version or hidden test in it", "[exercises][grader]") {
   setenv("RINGLAB_GRADE_CACHE", RINGLAB_GRADE_CACHE_DIR, 1);
-  const auto list = run_binary(kBinary, {"grade", "--list"});
-  std::vector<std::string> labs;
-  std::istringstream lines(list.out);
-  for (std::string line; std::getline(lines, line);)
-    if (line.rfind("  0", 0) == 0 && line.find("not in this build") == std::string::npos)
-      labs.push_back(line.substr(2, line.find(' ', 2) - 2));
+  const std::vector<std::string> labs = ringlab::test::labs_in_build(kBinary);
   REQUIRE(labs.size() >= 6);
   for (const std::string& lab : labs) {
     INFO(lab);

@@ -25,6 +25,7 @@
 
 #include "exercises/grader/patch.hpp"
 #include "tests/cli/run_binary.hpp"
+#include "tests/exercises/grading_support.hpp"
 
 using ringlab::test::run_binary;
 
@@ -160,20 +161,7 @@ std::filesystem::path lab_folder(const std::string& lab) {
   return std::filesystem::path(RINGLAB_TEST_SOURCE_DIR) / "exercises" / "labs" / lab;
 }
 
-struct Graded {
-  int status = -1;
-  nlohmann::json report;
-  std::string status_of(const std::string& criterion) const {
-    for (const auto& c : report["criteria"])
-      if (c["id"] == criterion) return c["status"];
-    return "absent";
-  }
-  const nlohmann::json& criterion(const std::string& id) const {
-    for (const auto& c : report["criteria"])
-      if (c["id"] == id) return c;
-    static const nlohmann::json none;
-    return none;
-  }
+struct Graded : ringlab::test::GradedReport {
   std::string text(const std::string& id, const char* field) const {
     const nlohmann::json& c = criterion(id);
     return c.contains(field) && c[field].is_string() ? c[field].get<std::string>() : std::string();

@@ -7,8 +7,12 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "cli/ringlab-gpu/gpu_command.hpp"
 #include "executors/gpu/executor.hpp"
 #include "gpu/device.hpp"
 #include "gpu/dtype.hpp"
@@ -105,6 +109,21 @@ void expect_verified(const PlanSpec& spec, gpu::Dtype dtype, Make make) {
   const GpuCheck check = run_and_verify(spec, dtype, make);
   INFO(spec.describe() << " [" << gpu::dtype_name(dtype) << "]: " << describe(check.verification));
   CHECK(check.verification.ok());
+}
+
+// `ringlab-gpu ARGS...` called in-process, as users call it (gpu_main with an argv).
+struct CliOutcome {
+  int status;
+  std::string out, err;
+};
+
+inline CliOutcome run_gpu_cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "ringlab-gpu");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  const int status = gpu::gpu_main(static_cast<int>(argv.size()), argv.data(), out, err);
+  return {status, out.str(), err.str()};
 }
 
 }  // namespace ringlab::test

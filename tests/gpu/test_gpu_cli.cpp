@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/ringlab-gpu/gpu_command.hpp"
@@ -15,19 +16,8 @@
 namespace ringlab {
 namespace {
 
-struct Outcome {
-  int status;
-  std::string out, err;
-};
-
-Outcome run_cli(std::vector<std::string> args) {
-  args.insert(args.begin(), "ringlab-gpu");
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  const int status = gpu::gpu_main(static_cast<int>(argv.size()), argv.data(), out, err);
-  return {status, out.str(), err.str()};
-}
+using Outcome = test::CliOutcome;
+Outcome run_cli(std::vector<std::string> args) { return test::run_gpu_cli(std::move(args)); }
 
 // Each usage error with words its one line must hold: the problem it names, so that another exit 2
 // (a missing device is one) cannot pass for it. All are found before the device is looked for.

@@ -44,7 +44,8 @@ class Diagnosis:
         return {"cause": self.cause, "explanation": self.explanation, "details": self.details}
 
 
-def ranges(xs) -> str:
+def ranges(xs, limit=8) -> str:
+    """Sorted integers as runs ("0-3, 7"); past `limit` runs (None: no limit), the rest counted."""
     xs = sorted(int(x) for x in xs)
     out, i = [], 0
     while i < len(xs):
@@ -53,8 +54,8 @@ def ranges(xs) -> str:
             j += 1
         out.append(f"{xs[i]}" if i == j else f"{xs[i]}-{xs[j]}")
         i = j + 1
-    if len(out) > 8:
-        return ", ".join(out[:8]) + f", ... ({len(xs)} in all)"
+    if limit is not None and len(out) > limit:
+        return ", ".join(out[:limit]) + f", ... ({len(xs)} in all)"
     return ", ".join(out)
 
 

@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from .context import Context
+from .diagnose import ranges
 
 
 def load_function(spec: str):
@@ -278,12 +279,4 @@ class Group:
 
 
 def _ranges(xs: List[int]) -> str:
-    xs = sorted(xs)
-    out, i = [], 0
-    while i < len(xs):
-        j = i
-        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
-            j += 1
-        out.append(f"{xs[i]}" if i == j else f"{xs[i]}-{xs[j]}")
-        i = j + 1
-    return ", ".join(out)
+    return ranges(xs, limit=None)

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/ringlab-gpu/gpu_command.hpp"
@@ -49,19 +50,8 @@ double max_difference(const Tensor<float>& a, const Tensor<float>& b) {
   return most;
 }
 
-struct Outcome {
-  int status;
-  std::string out, err;
-};
-
-Outcome run_cli(std::vector<std::string> args) {
-  args.insert(args.begin(), "ringlab-gpu");
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  const int status = gpu::gpu_main(static_cast<int>(argv.size()), argv.data(), out, err);
-  return {status, out.str(), err.str()};
-}
+using Outcome = test::CliOutcome;
+Outcome run_cli(std::vector<std::string> args) { return test::run_gpu_cli(std::move(args)); }
 
 }  // namespace
 
