@@ -266,10 +266,12 @@ struct Listed {
   double timeout = 20;
   bool performance = false, needs_gpu = false;
   double points = 1;
+  bool isolated = false;  // judged from outside: the student's side and the judge in two processes
 };
 
 Listed listed_from(const nlohmann::json& j) {
-  return {j.at("id"), j.at("title"), j.at("timeout"), j.at("performance"), j.at("needs_gpu"), j.value("points", 1.0)};
+  return {j.at("id"),        j.at("title"),          j.at("timeout"),           j.at("performance"),
+          j.at("needs_gpu"), j.value("points", 1.0), j.value("isolated", false)};
 }
 
 // A folder for one sandboxed run, owned by the sandbox's user; "" without a sandbox.
@@ -334,8 +336,32 @@ std::string sanitizer_headline(const std::string& output) {
   return "";
 }
 
-CriterionReport run_criterion(const Listed& c, const std::string& binary, const std::string& source,
-                              const std::string& headers, const std::string& scratch, double limit, Sandbox sandbox) {
+// The verdict of a criterion judged from outside (Listed::isolated): the judge's standard output,
+// and the student's side as `run` (what it printed, how it ended). A student's side that ended by
+// itself with a signal or a non-zero status fails the criterion, whatever the judge concluded.
+std::string judged_verdict(const std::string& student, const std::string& judge, const Listed& c, double limit,
+                           const std::vector<std::string>& environment, const Sandbox& sandbox, ProcessResult& run) {
+  JudgedResult judged = run_judged({student, "--run", c.id, "--student", "3"}, {judge, "--run", c.id, "--judge", "3"},
+                                   limit, environment, 64 * 1024, sandbox);
+  run = judged.student;
+  if (judged.student_killed) run.exit_status = 0, run.signal = 0;  // stopped by the grader once judged
+  if (run.timed_out) return "";
+  if (run.signal || run.exit_status != 0) return "";  // reported from `run` below, as a crash or an exit
+  if (judged.judge.exit_status != 0 || judged.judge.output.empty()) {
+    nlohmann::json failed = {
+        {"passed", false},
+        {"message", "the judge could not finish (" +
+                        (judged.judge.signal ? signal_text(judged.judge.signal)
+                                             : "status " + std::to_string(judged.judge.exit_status)) +
+                        "): " + judged.judge_errors.substr(0, 400)}};
+    return failed.dump();
+  }
+  return judged.judge.output;
+}
+
+CriterionReport run_criterion(const Listed& c, const std::string& binary, const std::string& judge,
+                              const std::string& source, const std::string& headers, const std::string& scratch,
+                              double limit, Sandbox sandbox) {
   CriterionReport report;
   report.id = c.id;
   report.title = c.title;
@@ -350,11 +376,16 @@ CriterionReport run_criterion(const Listed& c, const std::string& binary, const 
   std::vector<std::string> environment{"OMP_NUM_THREADS=1", "RINGLAB_GRADE_SOURCE=" + source,
                                        "RINGLAB_LAB_HEADERS=" + headers};
   environment.insert(environment.end(), setup().environment.begin(), setup().environment.end());
-  const ProcessResult run =
-      run_process({binary, "--run", c.id, "--result", result_file}, limit, environment, 64 * 1024, sandbox);
+  ProcessResult run;
+  std::string text;
+  if (c.isolated) {
+    text = judged_verdict(binary, judge, c, limit, environment, sandbox, run);
+  } else {
+    run = run_process({binary, "--run", c.id, "--result", result_file}, limit, environment, 64 * 1024, sandbox);
+    // Read only now: the process and everything it started are gone.
+    text = read_file(result_file);
+  }
   report.seconds = run.seconds;
-  // Read only now: the process and everything it started are gone.
-  std::string text = read_file(result_file);
   if (run.timed_out) {
     report.status = Status::timeout;
     report.message = "still running after " + format_seconds(limit) +
@@ -544,8 +575,17 @@ GradeReport grade(const GradeOptions& options) {
   std::error_code error;
   if (options.sandbox.active())  // the sandbox's user enters only its own folders below
     fs::permissions(scratch_template, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec, error);
+  // The judge: the lab's starter (trusted code, no line of the submission) linked with the harness.
+  // It lists the criteria and judges those its lab runs from outside.
+  const std::string starter = !lab.judge.empty() ? lab.judge : setup().resolve(lab, "");
+  const Compiled judge = compile(lab, starter, true, headers, false);
+  if (!judge.ok) {
+    fs::remove_all(scratch_template, error);
+    throw UsageError("lab " + lab.id +
+                     ": its starter does not compile, so the grader has no judge: " + first_error(judge.output));
+  }
   std::string problem;
-  const std::vector<Listed> listed = list_criteria(compiled.binary, problem, options.sandbox, scratch_template);
+  const std::vector<Listed> listed = list_criteria(judge.binary, problem, {}, scratch_template);
   if (!problem.empty()) {
     fs::remove_all(scratch_template, error);
     report.criteria.front().status = Status::failed;
@@ -584,7 +624,7 @@ GradeReport grade(const GradeOptions& options) {
       r.status = Status::skipped;
       r.message = "performance is graded once every correctness criterion passes";
     } else {
-      r = run_criterion(c, compiled.binary, source, headers, scratch_template,
+      r = run_criterion(c, compiled.binary, judge.binary, source, headers, scratch_template,
                         options.timeout_seconds > 0 ? options.timeout_seconds : c.timeout, options.sandbox);
       if (!c.performance && r.status != Status::passed && r.status != Status::needs_gpu) correctness_ok = false;
     }

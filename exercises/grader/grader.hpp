@@ -32,6 +32,8 @@ struct LabInfo {
   std::string title;        // the README's first heading
   std::string headers;      // a kit's folder of the hand-out's headers; "" = made from `directory`
   nlohmann::json criteria;  // a kit's listing of the criteria (array); null = list a compiled starter
+  std::string judge;        // a kit's copy of the hand-out's starter, which the judge is built from;
+                            // "" = the starter `resolve` names
 };
 
 // Labs of the source tree this build left out (a GPU lab without the CUDA toolkit's headers):

@@ -39,6 +39,7 @@ Setup load_kit(const std::string& directory) {
     lab.harness = at(l.at("harness"));
     lab.headers = at(l.at("headers"));
     lab.criteria = l.at("criteria");
+    lab.judge = at(l.at("judge"));
     setup.labs.push_back(lab);
   }
   setup.headers = [](const LabInfo& lab) { return lab.headers; };

@@ -67,13 +67,17 @@ class KitWriter {
   void lab(const LabInfo& lab) {
     const std::string harness = "lib/" + fs::path(lab.harness).filename().string();
     copy(lab.harness, "grader/" + harness);
-    for (const HandoutFile& file : handout_files(lab))
+    for (const HandoutFile& file : handout_files(lab)) {
       if (file.path == "lab.hpp" || file.path.rfind("include/", 0) == 0)
         text("grader/labs/" + lab.id + "/" + file.path, file.content);
+      // The judge is the starter linked with the harness: outside the folder submissions include from.
+      if (file.path == "starter.cpp") text("grader/judges/" + lab.id + ".cpp", file.content);
+    }
     labs_.push_back({{"id", lab.id},
                      {"title", lab.title},
                      {"harness", harness},
                      {"headers", "labs/" + lab.id},
+                     {"judge", "judges/" + lab.id + ".cpp"},
                      {"criteria", list_lab_criteria(lab)}});
   }
 

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -55,7 +56,121 @@ void enter_sandbox(const Sandbox& sandbox, double timeout_seconds) {
   if (geteuid() == 0 && sandbox.uid != 0) fail("still root after switching users\n");
 }
 
+// In the child, before exec: `moves` (from, to) become its descriptors `to`; every other descriptor
+// the grader made is close-on-exec, so the program gets these and its standard ones only.
+void move_descriptors(const std::vector<std::pair<int, int>>& moves) {
+  std::vector<std::pair<int, int>> high;
+  for (const auto& [from, to] : moves) high.emplace_back(fcntl(from, F_DUPFD_CLOEXEC, 100), to);
+  for (const auto& [from, to] : high) {
+    if (from < 0 || dup2(from, to) < 0) _exit(126);
+  }
+}
+
+pid_t start_child(const std::vector<std::string>& argv, const std::vector<std::pair<int, int>>& moves,
+                  const std::vector<std::string>& environment, const Sandbox& sandbox, bool switch_user,
+                  double timeout_seconds) {
+  const pid_t child = fork();
+  if (child != 0) {
+    if (child > 0) setpgid(child, child);  // also from this side, so the group exists before any kill
+    return child;
+  }
+  setpgid(0, 0);  // its own group: a timeout kills it and every thread or child it made
+  move_descriptors(moves);
+  for (const std::string& entry : environment) putenv(const_cast<char*>(entry.c_str()));
+  if (switch_user && sandbox.active()) {
+    enter_sandbox(sandbox, timeout_seconds);
+  } else if (sandbox.memory_bytes > 0) {
+    const rlimit r{sandbox.memory_bytes, sandbox.memory_bytes};
+    setrlimit(RLIMIT_AS, &r);
+  }
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  execv(args[0], args.data());
+  const char* message = "could not execute the program\n";
+  (void)!write(STDERR_FILENO, message, strlen(message));
+  _exit(127);
+}
+
+// Appends what `fd` has to `text` (keeping its last `max` bytes); false at the end of the stream.
+bool drain(int fd, std::string& text, size_t max) {
+  char buffer[4096];
+  const ssize_t n = read(fd, buffer, sizeof buffer);
+  if (n < 0 && errno == EINTR) return true;
+  if (n <= 0) return false;
+  text.append(buffer, static_cast<size_t>(n));
+  if (text.size() > 2 * max) text.erase(0, text.size() - max);
+  return true;
+}
+
+void record_status(ProcessResult& result, int status) {
+  if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+}
+
 }  // namespace
+
+JudgedResult run_judged(const std::vector<std::string>& student_argv, const std::vector<std::string>& judge_argv,
+                        double timeout_seconds, const std::vector<std::string>& environment, size_t max_output,
+                        const Sandbox& sandbox) {
+  JudgedResult r;
+  // [0] read end, [1] write end; all close-on-exec.
+  int out[2], frames[2], verdict[2], errors[2];
+  for (int* p : {out, frames, verdict, errors})
+    if (pipe2(p, O_CLOEXEC) != 0) {
+      r.judge.output.clear();
+      r.judge_errors = "could not make a pipe";
+      return r;
+    }
+  const int null_in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t student = start_child(student_argv, {{null_in, 0}, {out[1], 1}, {out[1], 2}, {frames[1], 3}}, environment,
+                                    sandbox, true, timeout_seconds);
+  const pid_t judge = start_child(judge_argv, {{null_in, 0}, {verdict[1], 1}, {errors[1], 2}, {frames[0], 3}},
+                                  environment, sandbox, false, timeout_seconds);
+  for (const int fd : {out[1], frames[0], frames[1], verdict[1], errors[1], null_in}) close(fd);
+  const auto deadline = start + std::chrono::duration<double>(timeout_seconds);
+  bool student_done = student < 0, judge_done = judge < 0, timed_out = false;
+  bool open_out = true, open_verdict = true, open_errors = true;
+  int status = 0;
+  while (!judge_done || open_verdict || open_errors) {
+    if (!student_done && waitpid(student, &status, WNOHANG) == student)
+      student_done = true, record_status(r.student, status);
+    if (!judge_done && waitpid(judge, &status, WNOHANG) == judge) judge_done = true, record_status(r.judge, status);
+    if (std::chrono::steady_clock::now() >= deadline) {
+      timed_out = true;
+      break;
+    }
+    pollfd fds[3] = {{open_out ? out[0] : -1, POLLIN, 0},
+                     {open_verdict ? verdict[0] : -1, POLLIN, 0},
+                     {open_errors ? errors[0] : -1, POLLIN, 0}};
+    if (poll(fds, 3, 20) <= 0) continue;
+    if (fds[0].revents) open_out = drain(out[0], r.student.output, max_output);
+    if (fds[1].revents) open_verdict = drain(verdict[0], r.judge.output, size_t{4} << 20);
+    if (fds[2].revents) open_errors = drain(errors[0], r.judge_errors, max_output);
+  }
+  if (timed_out) {
+    r.student.timed_out = r.judge.timed_out = true;
+    if (!judge_done) kill(-judge, SIGKILL), waitpid(judge, nullptr, 0);
+  }
+  if (!student_done) {
+    r.student_killed = !timed_out;
+    kill(-student, SIGKILL);
+    waitpid(student, &status, 0);
+    if (timed_out) record_status(r.student, status);
+  }
+  kill(-student, SIGKILL);  // whatever else is left of its group
+  while (open_out) {
+    pollfd fd{out[0], POLLIN, 0};
+    if (poll(&fd, 1, 50) <= 0) break;
+    open_out = drain(out[0], r.student.output, max_output);
+  }
+  for (const int fd : {out[0], verdict[0], errors[0]}) close(fd);
+  r.student.seconds = r.judge.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (sandbox.active()) r.student.lingering = kill_user_processes(sandbox.uid);
+  if (r.student.output.size() > max_output) r.student.output.erase(0, r.student.output.size() - max_output);
+  return r;
+}
 
 int count_user_processes(int uid) {
   int count = 0;

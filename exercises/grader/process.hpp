@@ -39,6 +39,24 @@ ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s
                           const std::vector<std::string>& environment = {}, size_t max_output = 64 * 1024,
                           const Sandbox& sandbox = {});
 
+// A criterion judged from outside (exercises/labs/common/harness.hpp): the student's side, which
+// runs the submission, and the judge, which holds none of it, joined by a pipe that is the
+// student's descriptor 3 and the judge's descriptor 3. The student's side runs as run_process runs
+// a program (its own group, the sandbox, the output captured). The judge runs as the caller, in its
+// own group, under the sandbox's memory limit, with its standard output (the verdict) read by the
+// grader alone: nothing the student's process can reach. When the judge ends, the student's side is
+// killed with its group (it may still be running the criterion's own checks), and, under a
+// sandbox, every process of its user.
+struct JudgedResult {
+  ProcessResult student;  // the student's side: what it printed; exit or signal when it ended by itself
+  ProcessResult judge;    // the judge: `output` is its verdict (standard output) only
+  std::string judge_errors;
+  bool student_killed = false;  // still running when the judge ended, and killed then
+};
+JudgedResult run_judged(const std::vector<std::string>& student_argv, const std::vector<std::string>& judge_argv,
+                        double timeout_seconds, const std::vector<std::string>& environment = {},
+                        size_t max_output = 64 * 1024, const Sandbox& sandbox = {});
+
 // Kills every process of `uid` (from a child that takes that uid: kill(-1) reaches exactly the
 // processes that user may signal) until none is left; returns how many there were.
 int kill_user_processes(int uid);

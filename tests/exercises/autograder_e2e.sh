@@ -9,7 +9,7 @@
 #   criterion at 0, not run, with the compiler's first error and no grader path), a cheating
 #   include (refused, 0), and run-time attacks (tests/exercises/fixtures/autograder_attacks.hpp:
 #   writing results.json, reading the grader's files, a process that outlives its test, memory
-#   exhaustion), each 0 for its criterion with the line that says why, the results the grader's.
+#   exhaustion, a forged passing verdict), each 0 for its criterion with the line that says why, the results the grader's.
 # A negative control grades the attacks without the sandbox: the write then succeeds.
 # Needs root (the package runs submissions as another user): exits 77 (skipped) otherwise.
 #
@@ -140,7 +140,8 @@ json "$attack" '
 tests = {t["name"].split(":")[0]: t for t in r["tests"]}
 want = {"p2": "Permission denied", "p3": "Permission denied",
         "p8": "left 1 process running after it ended (killed)",
-        "p4-causal": "ran out of memory: the limit is 1024 MiB per criterion"}
+        "p4-causal": "ran out of memory: the limit is 1024 MiB per criterion",
+        "p5-zigzag": "the process running your code"}
 for id, line in want.items():
     assert tests[id]["score"] == 0, (id, tests[id])
     assert line in tests[id]["output"], (id, tests[id]["output"])
@@ -152,7 +153,7 @@ json "$root/source/grader/grader.json" 'assert r["format"] == "ringlab-grader-ki
 
 json "$attack" '
 for t in r["tests"]:
-    if t["score"] == 0 and t["name"].split(":")[0] in ("p2", "p3", "p8", "p4-causal"):
+    if t["score"] == 0 and t["name"].split(":")[0] in ("p2", "p3", "p8", "p4-causal", "p5-zigzag"):
         print("  attack", t["name"].split(":")[0] + ":", t["output"].split("\n")[1])
 '
 

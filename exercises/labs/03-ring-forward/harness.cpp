@@ -10,6 +10,8 @@
 // sent, each posted before the compute it overlaps). The student's merge_into is also run on its
 // own, on rows that are empty (lse = -inf) on one side or both, which no ring criterion reaches:
 // a rank's own block, merged first, always shows each query its own key.
+// Every call into the student's code (the ring, merge_into on its own) goes through lab::across,
+// with the block log, so that the grader judges from a process that holds none of it.
 // Sections: [block_attention] [diagnosis] [merge] [criteria]
 #include <algorithm>
 #include <array>
@@ -45,6 +47,12 @@ struct BlockCall {
   bool needs_mask = false;                     // block origin_k has keys after some of this rank's queries
   int64_t bytes_sent = 0, bytes_received = 0;  // the rank's counters when it called
 };
+
+template <class Ar>
+void fields(Ar& ar, BlockCall& c) {
+  ar(c.origin_k, c.origin_v, c.label, c.own_queries, c.positions_of_origin, c.queries_positions, c.masked, c.needs_mask,
+     c.bytes_sent, c.bytes_received);
+}
 
 // The criterion being run: one per process, written by the rank threads into their own slots.
 struct Session {
@@ -228,14 +236,19 @@ Run run_forward(const lab::ProblemSpec& spec, SendMode mode) {
   }
   s.calls.resize(static_cast<size_t>(spec.ranks));
   std::vector<AttentionOutput<float>> outputs(static_cast<size_t>(spec.ranks));
-  g_session = &s;
-  run.report = lab::run_ranks(spec.ranks, mode, [&](Communicator& comm) {
-    tl_rank = comm.rank();
-    tl_comm = &comm;
-    outputs[static_cast<size_t>(comm.rank())] = ring_forward(comm, s.inputs[static_cast<size_t>(comm.rank())]);
-    tl_comm = nullptr;
-  });
-  g_session = nullptr;
+  lab::across(
+      "ring_forward",
+      [&] {
+        g_session = &s;
+        run.report = lab::run_ranks(spec.ranks, mode, [&](Communicator& comm) {
+          tl_rank = comm.rank();
+          tl_comm = &comm;
+          outputs[static_cast<size_t>(comm.rank())] = ring_forward(comm, s.inputs[static_cast<size_t>(comm.rank())]);
+          tl_comm = nullptr;
+        });
+        g_session = nullptr;
+      },
+      run.report, outputs, s.calls);
   CriterionResult& result = run.result;
   diagnose_calls(s, spec.causal, run.report.ok(), result);
   if (lab::record_run_failure(run.report, result)) {
@@ -319,7 +332,8 @@ CriterionResult empty_rows() {
         for (int64_t d = 0; d < D; ++d) want_out(b, i, h, d) = out_a[static_cast<size_t>(i * D + d)];
       }
     }
-  merge_into(acc, part);
+  lab::across(
+      "merge_into", [&] { merge_into(acc, part); }, acc);
   CriterionResult result;
   lab::compare_tensor(result, "out", acc.out, want_out, fp32_tolerance("out"), "merge_into");
   lab::compare_tensor(result, "lse", acc.lse, want_lse, fp32_tolerance("lse"), "merge_into");
@@ -398,6 +412,7 @@ CriterionResult performance(bool overlap) {
 namespace ringlab::lab {
 
 const char* lab_name() { return "03-ring-forward"; }
+bool lab_isolated() { return true; }
 
 // Points (the last field; 1 when absent): the cases where a ring goes wrong in ways P = 1 and 2
 // cannot show - direction, the causal mask by global position, zig-zag positions, GQA - count 2.

@@ -1,10 +1,16 @@
 // The lab harness library: main() and the protocol with the grader, problems with their exact
 // oracle, running ranks, and comparisons (harness.hpp).
-// Sections: [results] [problems] [running ranks] [comparing] [main]
+// Sections: [results] [problems] [running ranks] [comparing] [across processes] [main]
 #include "exercises/labs/common/harness.hpp"
 
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -146,6 +152,85 @@ bool compare_into(CriterionResult& result, const std::string& name, std::span<co
   return false;
 }
 
+// ---- [across processes] ------------------------------------------------------------------------
+
+namespace {
+
+Side g_side = Side::both;
+int g_fd = -1;
+
+void write_all(int fd, const void* data, size_t size) {
+  const auto* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t n = write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error("the judge's process is gone: cannot send what your code produced");
+    p += n, size -= static_cast<size_t>(n);
+  }
+}
+
+// false at the end of the stream before the first byte; throws on an end in the middle.
+bool read_all(int fd, void* data, size_t size, const char* what) {
+  auto* p = static_cast<char*>(data);
+  size_t got = 0;
+  while (got < size) {
+    const ssize_t n = read(fd, p + got, size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (got == 0) return false;
+      throw StudentGone(std::string("the process running your code stopped in the middle of sending ") + what);
+    }
+    got += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+constexpr uint32_t kFrameMagic = 0x31464c52;  // "RLF1"
+
+}  // namespace
+
+Side side() { return g_side; }
+void set_side(Side s, int fd) { g_side = s, g_fd = fd; }
+
+void send_frame(const char* what, FrameKind kind, const std::string& payload) {
+  const uint32_t magic = kFrameMagic, tag_size = static_cast<uint32_t>(std::strlen(what));
+  const uint64_t size = payload.size();
+  const auto k = static_cast<uint8_t>(kind);
+  write_all(g_fd, &magic, sizeof magic);
+  write_all(g_fd, &k, 1);
+  write_all(g_fd, &tag_size, sizeof tag_size);
+  write_all(g_fd, what, tag_size);
+  write_all(g_fd, &size, sizeof size);
+  write_all(g_fd, payload.data(), payload.size());
+}
+
+std::string receive_frame(const char* what, FrameKind& kind) {
+  uint32_t magic = 0, tag_size = 0;
+  uint8_t k = 0;
+  if (!read_all(g_fd, &magic, sizeof magic, what))
+    throw StudentGone(std::string("the process running your code ended before it sent what it produced for ") + what +
+                      " (it crashed, exited or was killed: see its exit below)");
+  if (magic != kFrameMagic) throw StudentGone(std::string("the process running your code sent garbage for ") + what);
+  read_all(g_fd, &k, 1, what);
+  read_all(g_fd, &tag_size, sizeof tag_size, what);
+  if (tag_size > 4096 || k > static_cast<uint8_t>(FrameKind::exception))
+    throw StudentGone(std::string("the process running your code sent garbage for ") + what);
+  std::string tag(tag_size, '\0');
+  read_all(g_fd, tag.data(), tag_size, what);
+  if (tag != what)
+    throw StudentGone("the process running your code sent " + tag + " where the judge waited for " + what +
+                      " (its run of the criterion took another path)");
+  uint64_t size = 0;
+  read_all(g_fd, &size, sizeof size, what);
+  if (size > wire::kMaxFrame)
+    throw StudentGone(std::string("the process running your code sent ") + std::to_string(size >> 20) + " MiB for " +
+                      what + ", more than a frame may hold");
+  std::string payload(size, '\0');
+  read_all(g_fd, payload.data(), size, what);
+  kind = static_cast<FrameKind>(k);
+  return payload;
+}
+
 }  // namespace ringlab::lab
 
 // ---- [main] ------------------------------------------------------------------------------------
@@ -171,9 +256,31 @@ nlohmann::json to_json(const CriterionResult& r) {
 }
 
 int usage() {
-  std::cerr << "usage: " << ringlab::lab::lab_name() << " --list | --run ID --result FILE\n"
+  std::cerr << "usage: " << ringlab::lab::lab_name()
+            << " --list | --run ID --result FILE | --run ID --student FD | --run ID --judge FD\n"
             << "(run it through 'ringlab grade', which compiles, times out and reports)\n";
   return 2;
+}
+
+CriterionResult run_one(const std::vector<ringlab::lab::Criterion>& criteria, const std::string& id) {
+  CriterionResult result;
+  bool found = false;
+  for (const auto& c : criteria) {
+    if (c.id != id) continue;
+    found = true;
+    try {
+      result = c.run();
+    } catch (const ringlab::lab::StudentGone& e) {
+      result = CriterionResult{};
+      result.fail(e.what());
+    } catch (const ringlab::lab::NotImplemented& e) {
+      result.fail(std::string("not implemented: ") + e.what());
+    } catch (const std::exception& e) {
+      result.fail(std::string("threw: ") + e.what());
+    }
+  }
+  if (!found) result.fail("no criterion '" + id + "' in this lab");
+  return result;
 }
 
 }  // namespace
@@ -188,26 +295,33 @@ int main(int argc, char** argv) {
                                   {"timeout", c.timeout_seconds},
                                   {"performance", c.performance},
                                   {"needs_gpu", c.needs_gpu},
-                                  {"points", c.points}}
+                                  {"points", c.points},
+                                  {"isolated", ringlab::lab::lab_isolated()}}
                        .dump()
                 << "\n";
     return 0;
   }
-  if (args.size() != 4 || args[0] != "--run" || args[2] != "--result") return usage();
-  CriterionResult result;
-  bool found = false;
-  for (const auto& c : criteria) {
-    if (c.id != args[1]) continue;
-    found = true;
-    try {
-      result = c.run();
-    } catch (const ringlab::lab::NotImplemented& e) {
-      result.fail(std::string("not implemented: ") + e.what());
-    } catch (const std::exception& e) {
-      result.fail(std::string("threw: ") + e.what());
+  if (args.size() != 4 || args[0] != "--run") return usage();
+  using ringlab::lab::Side;
+  if (args[2] == "--student" || args[2] == "--judge") {
+    const int fd = std::atoi(args[3].c_str());
+    if (fd < 3) return usage();
+    const bool judge = args[2] == "--judge";
+    if (judge) {
+      if (!ringlab::lab::lab_isolated()) {
+        std::cerr << ringlab::lab::lab_name() << ": this lab's criteria cannot be judged from outside yet\n";
+        return 2;
+      }
+      prctl(PR_SET_DUMPABLE, 0);  // no process of the same user may trace it or read its memory
     }
+    ringlab::lab::set_side(judge ? Side::judge : Side::student, fd);
+    const CriterionResult result = run_one(criteria, args[1]);
+    if (!judge) return 0;  // what the student's side concluded is nobody's business
+    std::cout << to_json(result).dump() << "\n" << std::flush;
+    return std::cout ? 0 : 3;
   }
-  if (!found) result.fail("no criterion '" + args[1] + "' in this lab");
+  if (args[2] != "--result") return usage();
+  const CriterionResult result = run_one(criteria, args[1]);
   std::ofstream out(args[3]);
   out << to_json(result).dump() << "\n";
   return out ? 0 : 3;

@@ -5,13 +5,26 @@
 // built once with the project) and this library, which holds main():
 //   lab --list                      one JSON object per line per criterion:
 //                                   {"id", "title", "timeout", "performance", "needs_gpu"}
-//   lab --run ID --result FILE      runs one criterion and writes its CriterionResult as JSON to
-//                                   FILE; the exit status does not matter (the file does)
+//   lab --run ID --student FD       the student's side of a criterion: runs it, and sends what the
+//                                   student's code produced, frame by frame, to FD (below)
+//   lab --run ID --judge FD         the judge's side: runs the same criterion without calling any
+//                                   student code, reads what that code produced from FD, and
+//                                   prints the CriterionResult as JSON on stdout
+//   lab --run ID --result FILE      both sides in one process (for a debugger): the result to FILE
 // The grader runs each criterion in its own process group with a wall-clock limit, so a student's
 // endless loop or crash costs one criterion, never the grade. Deadlocks are caught earlier, by the
 // simulator's watchdog inside the criterion, and come back as DeadlockReport::describe().
 //
-// Sections: [results] [criteria] [problems] [running ranks] [comparing]
+// Judged from outside. The judge is the lab's starter linked with this harness, so no line of the
+// submission is in its process; the student's side is the submission linked with the same harness.
+// Both run the criterion's code in step. Every call into the student's code is wrapped in
+// `across` (below), which on the student's side runs it and sends what it produced, and on the
+// judge's side receives that instead: data the judge compares with its own oracle, never a verdict.
+// A submission can only lie about its outputs, which must then be the right ones; what its process
+// records about how it computed them (which block a call named, the bytes a rank had sent) is sent
+// the same way, so a submission that forges that record can pass the criteria that read it.
+//
+// Sections: [results] [criteria] [problems] [running ranks] [comparing] [across processes]
 #pragma once
 
 #include <cstdint>
@@ -21,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "exercises/labs/common/wire.hpp"
 #include "reference/attention.hpp"
 #include "reference/compare.hpp"
 #include "reference/layout.hpp"
@@ -72,9 +86,11 @@ struct Criterion {
   double points = 1;  // its weight in a course's score (`ringlab grade --format gradescope`)
 };
 
-// Each lab's harness.cpp defines these two.
+// Each lab's harness.cpp defines these three. lab_isolated(): whether every call of its criteria
+// into the student's code goes through `across`, so that the grader may judge from outside.
 const char* lab_name();
 std::vector<Criterion> lab_criteria();
+bool lab_isolated();
 
 // ---- [problems] --------------------------------------------------------------------------------
 
@@ -142,6 +158,74 @@ bool compare_tensor(CriterionResult& result, const std::string& name, const Tens
   }
   std::vector<float> values(actual.storage().begin(), actual.storage().end());
   return compare_into(result, name, values, expected.span(), expected.shape(), tolerance, where);
+}
+
+// ---- [across processes] ------------------------------------------------------------------------
+
+enum class Side : uint8_t {
+  both,     // --result: one process runs the student's code and judges it
+  student,  // --student FD: runs the student's code, sends what it produced
+  judge,    // --judge FD: receives what the student's code produced, judges it
+};
+Side side();
+void set_side(Side side, int fd);
+
+// A frame from the student's side, as the judge receives it: its kind, the exception's message
+// when kind is not `values`, and the values' bytes.
+enum class FrameKind : uint8_t { values, not_implemented, exception };
+void send_frame(const char* what, FrameKind kind, const std::string& payload);
+std::string receive_frame(const char* what, FrameKind& kind);
+
+// The student's process ended (or sent something unreadable) before the judge had what it needed.
+class StudentGone : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Runs `produce`, which calls the student's code and stores what it returns in `values`, where the
+// student's code runs, and makes `values` appear where the judge runs: the student's side (and a
+// single process) runs it; the student's side then sends `values`; the judge does not run it and
+// reads `values` instead. An exception thrown by `produce` is thrown on both sides (a starter's
+// TODO stays NotImplemented). `what` names the step, in order: both sides must take the same ones.
+template <class... T>
+void across(const char* what, const std::function<void()>& produce, T&... values) {
+  if (side() == Side::judge) {
+    FrameKind kind = FrameKind::values;
+    std::string payload = receive_frame(what, kind);
+    if (kind == FrameKind::not_implemented) throw NotImplemented(payload);
+    if (kind == FrameKind::exception) throw std::runtime_error(payload);
+    try {
+      wire::Reader reader(std::move(payload));
+      reader(values...);
+      if (!reader.done()) throw wire::WireError("the frame is longer than its values");
+    } catch (const wire::WireError& e) {
+      throw StudentGone(std::string("what the student's process sent for ") + what + " is malformed: " + e.what());
+    }
+    return;
+  }
+  try {
+    produce();
+  } catch (const NotImplemented& e) {
+    if (side() == Side::student) send_frame(what, FrameKind::not_implemented, e.what());
+    throw;
+  } catch (const std::exception& e) {
+    if (side() == Side::student) send_frame(what, FrameKind::exception, e.what());
+    throw;
+  }
+  if (side() == Side::student) {
+    wire::Writer writer;
+    writer(values...);
+    send_frame(what, FrameKind::values, writer.buffer());
+  }
+}
+
+// The same for one value that `produce` returns.
+template <class T, class F>
+T across_value(const char* what, F&& produce) {
+  T value{};
+  across(
+      what, [&] { value = produce(); }, value);
+  return value;
 }
 
 }  // namespace ringlab::lab
