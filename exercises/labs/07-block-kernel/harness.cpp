@@ -119,21 +119,42 @@ std::string shape_problem(const LaunchShape& s) {
   return "";
 }
 
-// Runs the kernel on the emulator; false (with the reason in `result`) when it could not run.
+}  // namespace
+
+template <class Ar>
+void fields(Ar& ar, LaunchShape& s) {
+  ar(s.grid_x, s.grid_y, s.threads, s.smem_bytes);
+}
+
+namespace {
+
+// Runs the kernel on the emulator; false (with the reason in `result`) when it could not run. The
+// launch shape, the outputs and why the emulator stopped cross to the judge (lab::across).
 bool run_emulated(const Case& c, const Data& data, AttentionOutput<float>& got, CriterionResult& result) {
   const int64_t Sq = static_cast<int64_t>(c.q_pos.size());
   got = {Tensor<float>({c.B, Sq, c.H, c.D}, unwritten()), Tensor<float>({c.B, c.H, Sq}, unwritten())};
   const BlockArgs args = args_of(c, data, got.out.data(), got.lse.data());
-  const LaunchShape shape = block_attention_launch(args);
+  LaunchShape shape;
+  std::string stopped;  // the emulator's exception, "" when the kernel ran to its end
+  lab::across(
+      "block_attention_kernel",
+      [&] {
+        shape = block_attention_launch(args);
+        if (!shape_problem(shape).empty()) return;
+        try {
+          emu::launch({shape.grid_x, shape.grid_y, 1}, shape.threads, shape.smem_bytes,
+                      [&] { block_attention_kernel(args); });
+        } catch (const std::exception& e) {
+          stopped = e.what();
+        }
+      },
+      shape, got, stopped);
   if (const std::string problem = shape_problem(shape); !problem.empty()) {
     result.fail(c.what + ": block_attention_launch gave " + problem);
     return false;
   }
-  try {
-    emu::launch({shape.grid_x, shape.grid_y, 1}, shape.threads, shape.smem_bytes,
-                [&] { block_attention_kernel(args); });
-  } catch (const std::exception& e) {
-    result.fail(c.what + ": the kernel stopped under the emulator: " + e.what());
+  if (!stopped.empty()) {
+    result.fail(c.what + ": the kernel stopped under the emulator: " + stopped);
     result.hint =
         "a barrier (sync_threads) or shuffle that not every thread of the block or warp reaches, e.g. "
         "after an early return, deadlocks; a shared-memory race means a sync_threads is missing between one "
@@ -284,18 +305,28 @@ std::vector<std::string> first_lines(const std::string& text, size_t count) {
   return lines;
 }
 
-CriterionResult device_criterion(const std::vector<Case>& cases) {
-  CriterionResult result;
-  const char* source = std::getenv("RINGLAB_GRADE_SOURCE");
-  if (!source || !*source) {
-    result.fail(
-        "RINGLAB_GRADE_SOURCE is not set: run this criterion through 'ringlab grade', which names the file to compile");
-    return result;
-  }
+// What the device run gave, as it crosses to the judge: how far it got, the compiler's or the
+// runner's first lines, and each case's outputs (empty where the runner wrote none).
+struct DeviceRun {
+  int stage = 0;  // 0 ran, 1 no scratch folder, 2 nvcc failed, 3 the runner failed
+  std::string command;
+  std::vector<std::string> lines;
+  std::vector<AttentionOutput<float>> got;
+};
+
+template <class Ar>
+void fields(Ar& ar, DeviceRun& r) {
+  ar(r.stage, r.command, r.lines, r.got);
+}
+
+// On the student's side: compiles the submission with nvcc and the lab's device runner, runs every
+// case on the device and reads back what the runner wrote.
+DeviceRun run_on_device(const std::vector<Case>& cases, const std::vector<Data>& data, const std::string& source) {
+  DeviceRun run;
   std::string scratch = (std::filesystem::temp_directory_path() / "ringlab-lab07-XXXXXX").string();
   if (!mkdtemp(scratch.data())) {
-    result.fail("cannot create a temporary directory for the device build");
-    return result;
+    run.stage = 1;
+    return run;
   }
   const std::string source_dir = from_environment("RINGLAB_LAB_SOURCE_DIR", ".");
   const std::string lab_dir = source_dir + "/exercises/labs/07-block-kernel";
@@ -305,40 +336,30 @@ CriterionResult device_criterion(const std::vector<Case>& cases) {
   const std::string headers = from_environment("RINGLAB_LAB_HEADERS", "");
   const std::string includes = headers.empty() ? " -I" + quote(source_dir) + " -I" + quote(lab_dir)
                                                : " -I" + quote(headers) + " -I" + quote(headers + "/include");
-  const std::string compile = quote(from_environment("RINGLAB_LAB_NVCC", "nvcc")) +
-                              " -std=c++20 -O2 -arch=sm_" RINGLAB_LAB_CUDA_ARCH + includes + " " +
-                              quote("-DRINGLAB_LAB07_STUDENT_FILE=\"" + std::string(source) + "\"") + " " +
-                              quote(lab_dir + "/device_runner.cu") + " -o " + quote(runner);
+  run.command = quote(from_environment("RINGLAB_LAB_NVCC", "nvcc")) + " -std=c++20 -O2 -arch=sm_" RINGLAB_LAB_CUDA_ARCH +
+                includes + " " + quote("-DRINGLAB_LAB07_STUDENT_FILE=\"" + source + "\"") + " " +
+                quote(lab_dir + "/device_runner.cu") + " -o " + quote(runner);
   std::string output;
-  if (shell(compile, output) != 0) {
-    result.fail("nvcc could not compile your file for the device");
-    result.details = first_lines(output, 20);
-    result.details.insert(result.details.begin(), "$ " + compile);
-    result.hint =
-        "it compiled as host C++ under the emulator: look for host-only code in the kernel (std::, "
-        "exceptions, new) or a missing RINGLAB_KERNEL";
+  if (shell(run.command, output) != 0) {
+    run.stage = 2;
+    run.lines = first_lines(output, 20);
     std::filesystem::remove_all(scratch);
-    return result;
+    return run;
   }
-  std::string run = quote(runner);
-  std::vector<Data> data;
+  std::string command = quote(runner);
   for (size_t n = 0; n < cases.size(); ++n) {
-    data.push_back(make_data(cases[n]));
-    write_case(scratch + "/case" + std::to_string(n) + ".in", cases[n], data.back());
-    run += " " + quote(scratch + "/case" + std::to_string(n) + ".in") + " " +
-           quote(scratch + "/case" + std::to_string(n) + ".out");
+    write_case(scratch + "/case" + std::to_string(n) + ".in", cases[n], data[n]);
+    command += " " + quote(scratch + "/case" + std::to_string(n) + ".in") + " " +
+               quote(scratch + "/case" + std::to_string(n) + ".out");
   }
   output.clear();
-  if (shell(run, output) != 0) {
-    result.fail("the kernel failed on the device");
-    result.details = first_lines(output, 20);
-    result.hint =
-        "a CUDA error: most often an access out of bounds, which the emulator does not check (run your "
-        "kernel under compute-sanitizer), or a launch shape the device refuses";
+  if (shell(command, output) != 0) {
+    run.stage = 3;
+    run.lines = first_lines(output, 20);
     std::filesystem::remove_all(scratch);
-    return result;
+    return run;
   }
-  for (size_t n = 0; n < cases.size() && result.passed; ++n) {
+  for (size_t n = 0; n < cases.size(); ++n) {
     const Case& c = cases[n];
     const int64_t Sq = static_cast<int64_t>(c.q_pos.size());
     AttentionOutput<float> got{Tensor<float>({c.B, Sq, c.H, c.D}), Tensor<float>({c.B, c.H, Sq})};
@@ -347,17 +368,59 @@ CriterionResult device_criterion(const std::vector<Case>& cases) {
             static_cast<std::streamsize>(sizeof(float) * static_cast<size_t>(got.out.size())));
     in.read(reinterpret_cast<char*>(got.lse.data()),
             static_cast<std::streamsize>(sizeof(float) * static_cast<size_t>(got.lse.size())));
-    if (!in) {
+    run.got.push_back(in ? std::move(got) : AttentionOutput<float>{});
+  }
+  std::filesystem::remove_all(scratch);
+  return run;
+}
+
+CriterionResult device_criterion(const std::vector<Case>& cases) {
+  CriterionResult result;
+  const char* source = std::getenv("RINGLAB_GRADE_SOURCE");
+  if (!source || !*source) {
+    result.fail(
+        "RINGLAB_GRADE_SOURCE is not set: run this criterion through 'ringlab grade', which names the file to compile");
+    return result;
+  }
+  std::vector<Data> data;
+  for (const Case& c : cases) data.push_back(make_data(c));
+  DeviceRun run;
+  lab::across("device", [&] { run = run_on_device(cases, data, source); }, run);
+  if (run.stage == 1) {
+    result.fail("cannot create a temporary directory for the device build");
+    return result;
+  }
+  if (run.stage == 2) {
+    result.fail("nvcc could not compile your file for the device");
+    result.details = run.lines;
+    result.details.insert(result.details.begin(), "$ " + run.command);
+    result.hint =
+        "it compiled as host C++ under the emulator: look for host-only code in the kernel (std::, "
+        "exceptions, new) or a missing RINGLAB_KERNEL";
+    return result;
+  }
+  if (run.stage != 0) {
+    result.fail("the kernel failed on the device");
+    result.details = run.lines;
+    result.hint =
+        "a CUDA error: most often an access out of bounds, which the emulator does not check (run your "
+        "kernel under compute-sanitizer), or a launch shape the device refuses";
+    return result;
+  }
+  for (size_t n = 0; n < cases.size() && result.passed; ++n) {
+    const Case& c = cases[n];
+    const int64_t Sq = static_cast<int64_t>(c.q_pos.size());
+    const AttentionOutput<float>* got = n < run.got.size() ? &run.got[n] : nullptr;
+    if (!got || got->out.shape() != Shape{c.B, Sq, c.H, c.D} || got->lse.shape() != Shape{c.B, c.H, Sq}) {
       result.fail(c.what + ": the device runner wrote no result");
       break;
     }
-    check_outputs(c, data[n], got, result, lse_tolerance_of(c));
+    check_outputs(c, data[n], *got, result, lse_tolerance_of(c));
   }
   if (!result.passed && result.hint.empty())
     result.hint =
         "right under the emulator, wrong on the device: a race between threads (shared memory read before "
         "every thread wrote it, or overwritten before every thread read it: a sync_threads is missing)";
-  std::filesystem::remove_all(scratch);
   return result;
 }
 
@@ -461,8 +524,7 @@ Case large_scores() {
 namespace ringlab::lab {
 
 const char* lab_name() { return "07-block-kernel"; }
-// Not yet: some of its calls into the student's code are made outside `across`.
-bool lab_isolated() { return false; }
+bool lab_isolated() { return true; }
 
 std::vector<Criterion> lab_criteria() {
   using namespace ringlab::lab07;
