@@ -386,6 +386,7 @@ CriterionReport run_criterion(const Listed& c, const std::string& binary, const 
     text = read_file(result_file);
   }
   report.seconds = run.seconds;
+  report.judged = c.isolated ? "outside" : "in-process";
   if (run.timed_out) {
     report.status = Status::timeout;
     report.message = "still running after " + format_seconds(limit) +

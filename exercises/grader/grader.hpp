@@ -110,6 +110,9 @@ struct CriterionReport {
   std::string output;     // the tail of what the criterion printed (failures only)
   std::string reproduce;  // the command that runs this criterion alone
   double points = 0;      // what passing it is worth (the lab declares it; "compiles" is worth 0)
+  // Where it was judged: "outside" (a judge process holding none of the submission), "in-process"
+  // (a lab not yet converted: the harness judged beside the submission), "" (it did not run).
+  std::string judged;
 };
 
 struct GradeReport {

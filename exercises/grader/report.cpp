@@ -167,6 +167,7 @@ nlohmann::json to_json(const GradeReport& report) {
     }
     if (!c.deadlock.empty()) j["deadlock"] = c.deadlock;
     if (!c.output.empty()) j["output"] = c.output;
+    if (!c.judged.empty()) j["judged"] = c.judged;
     criteria.push_back(j);
   }
   return {{"lab", report.lab},

@@ -6,6 +6,8 @@
 //   the cache keyed on everything compiled: a fix in an included local header changes the grade;
 //   a compile failure: every criterion listed at 0, not run, with the compiler's first error and
 //     paths relative to the hand-out;
+//   a verdict forged at run time (a constructor writing a passing result everywhere it can, then
+//     exiting) is not believed: the judge runs in a process of its own, without the submission;
 //   lab 07 without a GPU: its device criterion out of the score, full marks reachable;
 //   self-contained hand-outs: every path a README names is in the hand-out, no machine path in
 //     the Makefile, lab 07's `make check` without the CUDA toolkit (and failing without the
@@ -149,6 +151,45 @@ TEST_CASE("integrity: a submission compiles against the hand-out's headers only"
                                  .string(),
                              {"--only", "p1"});
   CHECK(probe.report["compiled"] == true);
+}
+
+TEST_CASE("integrity: a forged verdict is not believed (the judge holds none of the submission)",
+          "[exercises][grader][integrity]") {
+  // A private cache, so that the binaries built for this grade can be found below.
+  const fs::path dir = scratch("forged");
+  setenv("RINGLAB_GRADE_CACHE", (dir / "cache").c_str(), 1);
+  const auto run = run_binary(kBinary, {"grade", "03", RINGLAB_TEST_FIXTURES "/lab03_forged_verdict.cpp", "--json"}, 600);
+  setenv("RINGLAB_GRADE_CACHE", RINGLAB_GRADE_CACHE_DIR, 1);
+  INFO(run.out << run.err);
+  nlohmann::json report;
+  REQUIRE_NOTHROW(report = nlohmann::json::parse(run.out));
+  CHECK(run.status == 1);
+  CHECK(report["compiled"] == true);
+  CHECK(report["score"]["correctness_passed"] == 1);  // "compiles" only
+  int judged = 0;
+  for (const auto& c : report["criteria"]) {
+    if (c["id"] == "compiles" || c["status"] == "skipped") continue;
+    CHECK(c["status"] == "failed");
+    CHECK(c["judged"] == "outside");
+    CHECK(c["message"].get<std::string>().find("the process running your code") != std::string::npos);
+    ++judged;
+  }
+  CHECK(judged >= 8);
+  // The negative control: the submission's own binary, asked in one process as lab binaries used
+  // to be, reports the forged pass. The cache holds it and the judge (the starter, which does not).
+  int forged = 0, binaries = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(dir / "cache")) {
+    if (entry.path().filename() != "lab") continue;
+    ++binaries;
+    const fs::path result = dir / ("result" + std::to_string(binaries) + ".json");
+    run_binary(entry.path().string(), {"--run", "p2", "--result", result.string()}, 60);
+    const std::string text = read(result);
+    INFO(entry.path().string() << ": " << text);
+    REQUIRE(!text.empty());
+    forged += nlohmann::json::parse(text)["passed"] == true ? 1 : 0;
+  }
+  CHECK(binaries == 2);
+  CHECK(forged == 1);
 }
 
 TEST_CASE("integrity: the grade cache is keyed on every header compiled", "[exercises][grader][integrity]") {

@@ -226,6 +226,9 @@ class Rubric {
     INFO(solution_.report.dump(2));
     CHECK(solution_.status == 0);
     CHECK(solution_.report["passed"]);
+    // Every criterion that ran was judged by a process that holds none of the submission.
+    for (const auto& c : solution_.report["criteria"])
+      if (c["id"] != "compiles" && c["status"] != "needs-GPU") CHECK(c.value("judged", "") == "outside");
     const Graded starter = grade(lab_, "starter");
     CHECK(starter.status == 1);
     CHECK(starter.report["compiled"] == true);  // it compiles, then fails
