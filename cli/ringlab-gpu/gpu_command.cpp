@@ -51,8 +51,8 @@ void add_gpu_run_flags(CLI::App& command, GpuRunConfig& config) {
       ->capture_default_str();
   command
       .add_option("--warmup", config.warmup,
-                  "gpu-streams: untimed runs of the whole plan before the timed one (first launches: lazy module "
-                  "loading, attribute setting); 0 times them too")
+                  "untimed runs of the whole plan before the timed one (first launches: lazy module loading, "
+                  "attribute setting; gpu-nccl's first connections); 0 times them too")
       ->check(CLI::Range(0, 10))
       ->capture_default_str();
 }

@@ -20,11 +20,14 @@ struct GpuRunOptions {
   Dtype dtype = Dtype::bf16;
   int device = 0;         // gpu-streams: the device every virtual rank shares
   double timeout = 60.0;  // gpu-nccl: seconds without progress before aborting (exit 3)
-  // gpu-streams: untimed runs of the whole plan before the timed one, so that first-launch costs
-  // (lazy module loading, CUDA_MODULE_LOADING=LAZY being the default; first-use attribute setting)
-  // stay out of the measured run and its trace.
+  // Untimed runs of the whole plan before the timed one, so that first-launch costs (lazy module
+  // loading, CUDA_MODULE_LOADING=LAZY being the default; first-use attribute setting; gpu-nccl's
+  // lazily made connections and first collectives) stay out of the measured run and its trace.
   int warmup = 1;
 };
+
+// "timed after 1 warm-up run" | "no warm-up: first launches timed" (the executors' labels).
+std::string warmup_text(int warmup);
 
 // What both GPU executors need of the pipeline: the dtype's element size on the wire, the inputs
 // rounded to it (the oracle then computes on exactly the numbers the kernels read), its

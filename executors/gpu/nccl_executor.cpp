@@ -63,7 +63,13 @@ std::string nccl_label(const Plan& plan, const GpuRunOptions& options, bool mult
   const int64_t P = plan.ranks();
   return "gpu-nccl, " + std::to_string(P) + (P == 1 ? " rank, " : " ranks, ") +
          (multi_process ? "one process per rank (mpirun)" : "single process") + ", " + nccl_version_text() + " (" +
-         dtype_name(options.dtype) + ")";
+         dtype_name(options.dtype) + ", " + warmup_text(options.warmup) + ")";
+}
+
+std::string warmup_text(int warmup) {
+  return warmup == 0   ? "no warm-up: first launches timed"
+         : warmup == 1 ? "timed after 1 warm-up run"
+                       : "timed after " + std::to_string(warmup) + " warm-up runs";
 }
 
 // ---- [communicators and the watchdog] ---------------------------------------------------------
@@ -191,6 +197,7 @@ class NcclRank {
   // abort is what lets a device stuck in an NCCL kernel let go of them.
   NcclRankResult run(bool trace) {
     try {
+      for (int i = 0; i < options_.warmup; ++i) warm_up();
       return run_plan(trace);
     } catch (...) {
       watch_.abort();
@@ -200,6 +207,23 @@ class NcclRank {
 
  private:
   friend class ringlab::OpInterpreter;  // calls the handlers of [ops]
+
+  // The whole plan once, untimed and read back by nobody: every rank warms up the same number of
+  // times, so the collectives match. What it counted and recorded is dropped before the measured
+  // run (which resets the buffers it accumulates into).
+  void warm_up() {
+    timeline_.set_timing(false);
+    record(compute())->wait_on(comm());
+    state_.reset(compute());
+    RankSummary dropped;
+    OpInterpreter interpreter(plan_, rank_, dropped);
+    interpreter.run_all(expand(plan_, rank_), *this);
+    wait_for_device({record(compute()), record(comm())}, "the warm-up run");
+    timeline_.clear();
+    timeline_.set_timing(true);
+    posted_.clear();
+    summary_ = RankSummary{};  // the handlers' own counters (bytes sent) counted the warm-up too
+  }
 
   NcclRankResult run_plan(bool trace) {
     const Event* start = record(compute(), true);

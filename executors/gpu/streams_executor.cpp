@@ -373,11 +373,8 @@ std::string streams_label(const Plan& plan, const GpuRunOptions& options) {
     device = device_description(options.device);
   } catch (const CudaError&) {
   }
-  const std::string warmup = options.warmup == 0   ? "no warm-up: first launches timed"
-                             : options.warmup == 1 ? "timed after 1 warm-up run"
-                                                   : "timed after " + std::to_string(options.warmup) + " warm-up runs";
   return "gpu-streams, " + std::to_string(plan.ranks()) + (plan.ranks() == 1 ? " virtual rank" : " virtual ranks") +
-         " on " + device + " (" + dtype_name(options.dtype) + ", " + warmup + ")";
+         " on " + device + " (" + dtype_name(options.dtype) + ", " + warmup_text(options.warmup) + ")";
 }
 
 }  // namespace ringlab::gpu

@@ -158,7 +158,8 @@ TEST_CASE("integrity: a forged verdict is not believed (the judge holds none of 
   // A private cache, so that the binaries built for this grade can be found below.
   const fs::path dir = scratch("forged");
   setenv("RINGLAB_GRADE_CACHE", (dir / "cache").c_str(), 1);
-  const auto run = run_binary(kBinary, {"grade", "03", RINGLAB_TEST_FIXTURES "/lab03_forged_verdict.cpp", "--json"}, 600);
+  const auto run =
+      run_binary(kBinary, {"grade", "03", RINGLAB_TEST_FIXTURES "/lab03_forged_verdict.cpp", "--json"}, 600);
   setenv("RINGLAB_GRADE_CACHE", RINGLAB_GRADE_CACHE_DIR, 1);
   INFO(run.out << run.err);
   nlohmann::json report;

@@ -336,9 +336,10 @@ DeviceRun run_on_device(const std::vector<Case>& cases, const std::vector<Data>&
   const std::string headers = from_environment("RINGLAB_LAB_HEADERS", "");
   const std::string includes = headers.empty() ? " -I" + quote(source_dir) + " -I" + quote(lab_dir)
                                                : " -I" + quote(headers) + " -I" + quote(headers + "/include");
-  run.command = quote(from_environment("RINGLAB_LAB_NVCC", "nvcc")) + " -std=c++20 -O2 -arch=sm_" RINGLAB_LAB_CUDA_ARCH +
-                includes + " " + quote("-DRINGLAB_LAB07_STUDENT_FILE=\"" + source + "\"") + " " +
-                quote(lab_dir + "/device_runner.cu") + " -o " + quote(runner);
+  run.command = quote(from_environment("RINGLAB_LAB_NVCC", "nvcc")) +
+                " -std=c++20 -O2 -arch=sm_" RINGLAB_LAB_CUDA_ARCH + includes + " " +
+                quote("-DRINGLAB_LAB07_STUDENT_FILE=\"" + source + "\"") + " " + quote(lab_dir + "/device_runner.cu") +
+                " -o " + quote(runner);
   std::string output;
   if (shell(run.command, output) != 0) {
     run.stage = 2;
@@ -385,7 +386,8 @@ CriterionResult device_criterion(const std::vector<Case>& cases) {
   std::vector<Data> data;
   for (const Case& c : cases) data.push_back(make_data(c));
   DeviceRun run;
-  lab::across("device", [&] { run = run_on_device(cases, data, source); }, run);
+  lab::across(
+      "device", [&] { run = run_on_device(cases, data, source); }, run);
   if (run.stage == 1) {
     result.fail("cannot create a temporary directory for the device build");
     return result;

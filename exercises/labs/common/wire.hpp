@@ -200,8 +200,8 @@ void fields(Ar& ar, RankCounters& c) {
 
 template <class Ar>
 void fields(Ar& ar, RankWaitReport& w) {
-  ar(w.rank, w.state, w.call, w.communicator, w.peer, w.sending, w.tag, w.collective_index, w.not_arrived,
-     w.waits_for, w.step, w.label, w.queued);
+  ar(w.rank, w.state, w.call, w.communicator, w.peer, w.sending, w.tag, w.collective_index, w.not_arrived, w.waits_for,
+     w.step, w.label, w.queued);
 }
 
 template <class Ar>

@@ -1,4 +1,4 @@
-// gpu-streams' warm-up and `ringlab-gpu run`'s usage errors with the CUDA runtime mocked (a
+// gpu-streams' and gpu-nccl's warm-up and `ringlab-gpu run`'s usage errors with the CUDA runtime mocked (a
 // "device" present) and the kernels emulated: the warm-up's kernel launches all come before the
 // measured run's first timing event, and leave its outputs exactly as a run without warm-up; a
 // plan's usage error is reported as itself (not as a missing device), and an uneven S is padded.
@@ -14,8 +14,12 @@
 
 #include "cli/ringlab-gpu/gpu_command.hpp"
 #include "tests/gpu/gpu_test_support.hpp"
+#ifdef RINGLAB_WITH_NCCL
+#include "executors/gpu/nccl_executor.hpp"
+#endif
 
 int64_t ringlab_mock_launches_before_first_timing_event();  // mock_cuda_runtime.cpp
+void ringlab_mock_set_device_count(int count);              // mock_cuda_runtime.cpp
 
 namespace ringlab {
 namespace gpu {  // emulated_launchers.cpp
@@ -29,11 +33,12 @@ struct Launches {
   int64_t before_timing = 0;  // of them, before its first timing event
 };
 
+template <class Executor = gpu::StreamsExecutor>
 Launches execute_counting(const Plan& plan, const AttentionInputs<float>& inputs, int warmup) {
   gpu::GpuRunOptions options;
   options.dtype = gpu::Dtype::fp32;
   options.warmup = warmup;
-  gpu::StreamsExecutor executor(options);
+  Executor executor(options);
   (void)ringlab_mock_launches_before_first_timing_event();  // starts over
   const int64_t before = gpu::emulated_kernel_launches;
   Launches l;
@@ -96,6 +101,57 @@ TEST_CASE("emulated gpu-streams: the warm-up's launches all precede the first ti
   gpu::StreamsExecutor never(options);
   CHECK(with_trace.trace.size() == never.execute(plan, inputs, traced).trace.size());
 }
+
+#ifdef RINGLAB_WITH_NCCL
+TEST_CASE("emulated gpu-nccl: the warm-up runs first, untimed, and leaves no count behind", "[gpu][emulated][warmup]") {
+  // One rank: every launch of the warm-up comes before the measured run's first timing event.
+  {
+    PlanSpec spec = test::gpu_spec("ring", "zigzag", 1, true, true);
+    const Plan plan = build_plan(spec);
+    const AttentionInputs<float> inputs = make_inputs(spec.dims, 1, spec.backward);
+    const Launches cold = execute_counting<gpu::NcclExecutor>(plan, inputs, 0);
+    REQUIRE(cold.result.ok());
+    const int64_t setup = cold.before_timing, run = cold.total - setup;
+    CHECK(run > 0);
+    CHECK_THAT(cold.result.executor, Catch::Contains("no warm-up: first launches timed"));
+    const Launches warm = execute_counting<gpu::NcclExecutor>(plan, inputs, 2);
+    REQUIRE(warm.result.ok());
+    CHECK(warm.total == setup + 3 * run);
+    CHECK(warm.before_timing == setup + 2 * run);
+    CHECK_THAT(warm.result.executor, Catch::Contains("timed after 2 warm-up runs"));
+    CHECK(warm.result.outputs.out == cold.result.outputs.out);
+  }
+  // Three ranks through the mock NCCL: the warm-ups' sends and collectives match, and the measured
+  // run's outputs, traffic and block counts are a cold run's (a count kept from the warm-up would
+  // double them).
+  ringlab_mock_set_device_count(4);
+  for (const char* algo : {"ring", "ulysses"}) {
+    INFO(algo);
+    PlanSpec spec = test::gpu_spec(algo, "zigzag", 3, true, true);
+    const Plan plan = build_plan(spec);
+    const AttentionInputs<float> inputs = make_inputs(spec.dims, 1, spec.backward);
+    const Launches cold = execute_counting<gpu::NcclExecutor>(plan, inputs, 0);
+    const Launches warm = execute_counting<gpu::NcclExecutor>(plan, inputs, 1);
+    REQUIRE(cold.result.ok());
+    REQUIRE(warm.result.ok());
+    CHECK(warm.total > cold.total);
+    CHECK(warm.result.outputs.out == cold.result.outputs.out);
+    CHECK(max_difference(warm.result.outputs.dq, cold.result.outputs.dq) < 1e-6);
+    CHECK(max_difference(warm.result.outputs.dk, cold.result.outputs.dk) < 1e-6);
+    REQUIRE(warm.result.ranks.size() == cold.result.ranks.size());
+    for (size_t r = 0; r < cold.result.ranks.size(); ++r) {
+      const RankSummary &w = warm.result.ranks[r], &c = cold.result.ranks[r];
+      CHECK(w.counters.bytes_sent == c.counters.bytes_sent);
+      CHECK(w.counters.messages_sent == c.counters.messages_sent);
+      CHECK(w.counters.collectives == c.counters.collectives);
+      CHECK(w.blocks_computed == c.blocks_computed);
+      CHECK(w.pairs == c.pairs);
+      CHECK(c.blocks_computed > 0);
+    }
+  }
+  ringlab_mock_set_device_count(1);
+}
+#endif
 
 TEST_CASE("emulated ringlab-gpu run: a plan's usage error names itself, and an uneven S is padded",
           "[gpu][emulated][cli]") {
