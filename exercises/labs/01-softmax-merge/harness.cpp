@@ -236,6 +236,11 @@ CriterionResult finalize_criterion(Calls& calls) {
   const State empty = State::empty(c.rows, c.dim);
   std::vector<float> out, lse;
   calls([&] { finalize(empty, out, lse); }, out, lse);
+  if (out.size() < lse.size() * static_cast<size_t>(c.dim)) {
+    result.fail("finalize of an empty state gives " + std::to_string(out.size()) + " outputs for " +
+                std::to_string(lse.size()) + " rows; expected " + std::to_string(c.dim) + " per row");
+    return result;
+  }
   for (size_t i = 0; i < lse.size(); ++i)
     if (!(std::isinf(lse[i]) && lse[i] < 0) || std::isnan(out[i * static_cast<size_t>(c.dim)])) {
       result.fail("finalize of an empty row gives lse " + std::to_string(lse[i]) + " and out " +
@@ -266,6 +271,10 @@ CriterionResult chunk_mask_criterion(Calls& calls) {
   const Chunks hidden = make_chunks(2, 6, true, 104, 1, 1);  // chunk 1 visible to nobody
   check_state(student_state(calls, c, 0), c, "chunk_state with a causal mask", result);
   const State empty_rows = student_state(calls, hidden, 1);
+  if (static_cast<int64_t>(std::min(empty_rows.max.size(), empty_rows.sum.size())) < hidden.rows) {
+    shape_ok(empty_rows, hidden, "chunk_state of a chunk no row sees", result);
+    return result;
+  }
   for (int64_t i = 0; i < hidden.rows; ++i)
     if (!(empty_rows.max[static_cast<size_t>(i)] == -INFINITY) || empty_rows.sum[static_cast<size_t>(i)] != 0) {
       result.fail(
@@ -369,9 +378,12 @@ CriterionResult large_scores_criterion(Calls& calls) {
   const State merged = fold(calls, states, {0, 1, 2, 3});
   if (check_state(merged, c, "chunks with scores in the hundreds", result, &calls)) return result;
   CriterionResult probe;
+  // The library merges your states only if they have the problem's shape (else that is the fault).
+  const bool shaped =
+      std::all_of(states.begin(), states.end(), [&](const State& s) { return shape_ok(s, c, "probe", probe); });
   State chunks_alone = states[0];
-  for (size_t g = 1; g < 4; ++g) chunks_alone.merge(states[g]);
-  if (!check_state(chunks_alone, c, "probe", probe)) {
+  for (size_t g = 1; g < 4 && shaped; ++g) chunks_alone.merge(states[g]);
+  if (!shaped || !check_state(chunks_alone, c, "probe", probe)) {
     result.hint = std::isinf(probe.observed_error)
                       ? "your chunk_state overflows: exp(score) is inf in float above about 88 - subtract the row's "
                         "max before exp"
