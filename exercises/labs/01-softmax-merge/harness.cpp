@@ -1,22 +1,97 @@
 // Lab 01's hidden tests: the student's chunk_state, merge and finalize, each checked on its own
 // (the other two taken from reference/softmax_state.hpp) and then together, against exact
 // attention in float64 — over P = 2, 3, 5 and 8 chunks, in every grouping and order.
-// Sections: [problems] [checks] [criteria]
+// Judged from outside: every call into the student's code goes through a criterion's Calls, which
+// records what the call produced where the student's code runs and replays it where the judge runs
+// (all of a criterion's calls cross in one lab::across).
+// Sections: [across] [problems] [checks] [criteria]
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <random>
+#include <utility>
 
 #include "exercises/labs/01-softmax-merge/lab.hpp"
 #include "exercises/labs/common/harness.hpp"
 #include "reference/exact_attention.hpp"
 #include "reference/inputs.hpp"
 
+namespace ringlab {
+
+// A state crosses field by field; a student's state of the wrong shape crosses as it is, and the
+// judge's shape check reports it.
+template <class Ar, class T>
+void fields(Ar& ar, SoftmaxState<T>& s) {
+  ar(s.rows, s.width, s.max, s.sum, s.out);
+}
+
+}  // namespace ringlab
+
 namespace ringlab::lab01 {
 
 namespace {
 
 using lab::CriterionResult;
+
+// ---- [across] ----------------------------------------------------------------------------------
+
+// The calls a criterion makes into the student's code. Where that code runs, the criterion is run
+// once recording: each call runs and what it produced is written down. Then, on both sides, it is
+// run again replaying: each call reads what the recorded one produced, in order, and runs nothing.
+// The criterion is deterministic (it decides on what the calls produced, never on time), so both
+// runs take the same path and make the same calls; the record crosses as one lab::across frame.
+class Calls {
+ public:
+  // One call: `produce` calls the student's code and stores what it produced in `values`.
+  template <class... T>
+  void operator()(const std::function<void()>& produce, T&... values) {
+    if (!replay_) {
+      produce();
+      record_(values...);
+      return;
+    }
+    try {
+      (*replay_)(values...);
+    } catch (const lab::wire::WireError& e) {
+      throw lab::StudentGone(std::string("what the process running your code sent for ") + what_ +
+                             " is malformed: " + e.what());
+    }
+  }
+  // One call that returns what it produced.
+  template <class T, class F>
+  T value(F&& produce) {
+    T v{};
+    (*this)([&] { v = produce(); }, v);
+    return v;
+  }
+
+  // Runs `criterion(calls)` as above: its calls cross as one frame named `what`.
+  template <class F>
+  static CriterionResult across(const char* what, F&& criterion) {
+    Calls calls;
+    calls.what_ = what;
+    std::string record;
+    lab::across(
+        what,
+        [&] {
+          criterion(calls);
+          record = calls.record_.buffer();
+        },
+        record);
+    calls.replay_.emplace(std::move(record));
+    CriterionResult result = criterion(calls);
+    if (!calls.replay_->done())
+      throw lab::StudentGone(std::string("the process running your code sent more for ") + what +
+                             " than the criterion's calls produce");
+    return result;
+  }
+
+ private:
+  const char* what_ = "";
+  lab::wire::Writer record_;
+  std::optional<lab::wire::Reader> replay_;
+};
 
 // ---- [problems] --------------------------------------------------------------------------------
 
@@ -94,8 +169,13 @@ State library_state(const Chunks& c, size_t g) {
   return s;
 }
 
-State student_state(const Chunks& c, size_t g) {
-  return chunk_state(c.q, c.k[g], c.v[g], c.rows, keys_of(c, g), c.dim, c.visible[g]);
+State student_state(Calls& calls, const Chunks& c, size_t g) {
+  return calls.value<State>(
+      [&] { return chunk_state(c.q, c.k[g], c.v[g], c.rows, keys_of(c, g), c.dim, c.visible[g]); });
+}
+
+State student_merge(Calls& calls, const State& a, const State& b) {
+  return calls.value<State>([&] { return merge(a, b); });
 }
 
 // ---- [checks] ----------------------------------------------------------------------------------
@@ -110,13 +190,14 @@ bool shape_ok(const State& s, const Chunks& c, const std::string& what, Criterio
   return false;
 }
 
-// Finalizes with the library (or the student's finalize) and compares with the oracle.
+// Finalizes with the library (or the student's finalize, through `student_finalize`) and compares
+// with the oracle.
 bool check_state(const State& s, const Chunks& c, const std::string& what, CriterionResult& result,
-                 bool student_finalize = false) {
+                 Calls* student_finalize = nullptr) {
   if (!shape_ok(s, c, what, result)) return false;
   std::vector<float> out, lse;
   if (student_finalize) {
-    finalize(s, out, lse);
+    (*student_finalize)([&] { finalize(s, out, lse); }, out, lse);
   } else {
     s.finalize(out, lse);
   }
@@ -126,17 +207,17 @@ bool check_state(const State& s, const Chunks& c, const std::string& what, Crite
   return ok;
 }
 
-State fold(const std::vector<State>& states, const std::vector<size_t>& order) {
+State fold(Calls& calls, const std::vector<State>& states, const std::vector<size_t>& order) {
   State acc = states[order.front()];
-  for (size_t i = 1; i < order.size(); ++i) acc = merge(acc, states[order[i]]);
+  for (size_t i = 1; i < order.size(); ++i) acc = student_merge(calls, acc, states[order[i]]);
   return acc;
 }
 
 // Pairwise tree: ((0 1)(2 3))((4 5)(6 7)) ...
-State tree(std::vector<State> level) {
+State tree(Calls& calls, std::vector<State> level) {
   while (level.size() > 1) {
     std::vector<State> next;
-    for (size_t i = 0; i + 1 < level.size(); i += 2) next.push_back(merge(level[i], level[i + 1]));
+    for (size_t i = 0; i + 1 < level.size(); i += 2) next.push_back(student_merge(calls, level[i], level[i + 1]));
     if (level.size() % 2) next.push_back(level.back());
     level = std::move(next);
   }
@@ -145,16 +226,21 @@ State tree(std::vector<State> level) {
 
 // ---- [criteria] --------------------------------------------------------------------------------
 
-CriterionResult finalize_criterion() {
+CriterionResult finalize_criterion(Calls& calls) {
   CriterionResult result;
   const Chunks c = make_chunks(3, 5, true, 101);
   State s = library_state(c, 0);
   for (size_t g = 1; g < 3; ++g) s.merge(library_state(c, g));
-  check_state(s, c, "finalize of a merged state", result, true);
+  check_state(s, c, "finalize of a merged state", result, &calls);
   // A row that saw nothing: out 0, lse -inf.
   const State empty = State::empty(c.rows, c.dim);
   std::vector<float> out, lse;
-  finalize(empty, out, lse);
+  calls([&] { finalize(empty, out, lse); }, out, lse);
+  if (out.size() < lse.size() * static_cast<size_t>(c.dim)) {
+    result.fail("finalize of an empty state gives " + std::to_string(out.size()) + " outputs for " +
+                std::to_string(lse.size()) + " rows; expected " + std::to_string(c.dim) + " per row");
+    return result;
+  }
   for (size_t i = 0; i < lse.size(); ++i)
     if (!(std::isinf(lse[i]) && lse[i] < 0) || std::isnan(out[i * static_cast<size_t>(c.dim)])) {
       result.fail("finalize of an empty row gives lse " + std::to_string(lse[i]) + " and out " +
@@ -165,26 +251,30 @@ CriterionResult finalize_criterion() {
   return result;
 }
 
-CriterionResult chunk_scale_criterion() {
+CriterionResult chunk_scale_criterion(Calls& calls) {
   CriterionResult result;
   const Chunks c = make_chunks(1, 12, false, 102);
-  if (check_state(student_state(c, 0), c, "chunk_state of one chunk (full attention)", result)) return result;
+  if (check_state(student_state(calls, c, 0), c, "chunk_state of one chunk (full attention)", result)) return result;
   // Would it match without the 1/sqrt(D) scale? (q sqrt(D) with the scale = q without it.)
   const Chunks unscaled = make_chunks(1, 12, false, 102, std::sqrt(double(c.dim)));
   CriterionResult probe;
-  if (check_state(student_state(c, 0), unscaled, "probe", probe))
+  if (check_state(student_state(calls, c, 0), unscaled, "probe", probe))
     result.hint = "your scores lack the 1/sqrt(D) scale (the book's erratum 3: the source's flash solution omits it)";
   else
     result.hint = "the state of a row is m = max score, l = sum exp(score - m), o = sum exp(score - m) v";
   return result;
 }
 
-CriterionResult chunk_mask_criterion() {
+CriterionResult chunk_mask_criterion(Calls& calls) {
   CriterionResult result;
   const Chunks c = make_chunks(1, 12, true, 103);
   const Chunks hidden = make_chunks(2, 6, true, 104, 1, 1);  // chunk 1 visible to nobody
-  check_state(student_state(c, 0), c, "chunk_state with a causal mask", result);
-  const State empty_rows = student_state(hidden, 1);
+  check_state(student_state(calls, c, 0), c, "chunk_state with a causal mask", result);
+  const State empty_rows = student_state(calls, hidden, 1);
+  if (static_cast<int64_t>(std::min(empty_rows.max.size(), empty_rows.sum.size())) < hidden.rows) {
+    shape_ok(empty_rows, hidden, "chunk_state of a chunk no row sees", result);
+    return result;
+  }
   for (int64_t i = 0; i < hidden.rows; ++i)
     if (!(empty_rows.max[static_cast<size_t>(i)] == -INFINITY) || empty_rows.sum[static_cast<size_t>(i)] != 0) {
       result.fail(
@@ -196,18 +286,18 @@ CriterionResult chunk_mask_criterion() {
   return result;
 }
 
-CriterionResult merge_criterion(int64_t chunks, uint64_t seed) {
+CriterionResult merge_criterion(Calls& calls, int64_t chunks, uint64_t seed) {
   CriterionResult result;
   const Chunks c = make_chunks(chunks, 5, true, seed);
   std::vector<State> states;
   for (size_t g = 0; g < static_cast<size_t>(chunks); ++g) states.push_back(library_state(c, g));
   std::vector<size_t> order(static_cast<size_t>(chunks));
   std::iota(order.begin(), order.end(), size_t{0});
-  bool ok = check_state(fold(states, order), c, "left fold ((c0 (+) c1) (+) c2 ...)", result);
+  bool ok = check_state(fold(calls, states, order), c, "left fold ((c0 (+) c1) (+) c2 ...)", result);
   if (chunks >= 3) {
     // (A (+) B) (+) C against A (+) (B (+) C): both exact, and equal to each other.
-    const State left = merge(merge(states[0], states[1]), states[2]);
-    const State right = merge(states[0], merge(states[1], states[2]));
+    const State left = student_merge(calls, student_merge(calls, states[0], states[1]), states[2]);
+    const State right = student_merge(calls, states[0], student_merge(calls, states[1], states[2]));
     if (chunks == 3) {
       ok &= check_state(left, c, "(A (+) B) (+) C", result);
       ok &= check_state(right, c, "A (+) (B (+) C)", result);
@@ -224,9 +314,9 @@ CriterionResult merge_criterion(int64_t chunks, uint64_t seed) {
     std::mt19937 shuffle(static_cast<unsigned>(seed));
     for (int trial = 0; trial < 4 && ok; ++trial) {
       std::shuffle(order.begin(), order.end(), shuffle);
-      ok &= check_state(fold(states, order), c, "a shuffled order", result);
+      ok &= check_state(fold(calls, states, order), c, "a shuffled order", result);
     }
-    if (ok) check_state(tree(states), c, "a pairwise tree", result);
+    if (ok) check_state(tree(calls, states), c, "a pairwise tree", result);
   }
   if (!result.passed)
     result.hint = std::isinf(result.observed_error)
@@ -236,7 +326,7 @@ CriterionResult merge_criterion(int64_t chunks, uint64_t seed) {
   return result;
 }
 
-CriterionResult identity_criterion() {
+CriterionResult identity_criterion(Calls& calls) {
   CriterionResult result;
   const Chunks c = make_chunks(2, 5, true, 105);
   const State x = library_state(c, 0);
@@ -256,9 +346,9 @@ CriterionResult identity_criterion() {
       }
     }
   };
-  same_as_x(merge(empty, x), "empty (+) x");
-  same_as_x(merge(x, empty), "x (+) empty");
-  const State both = merge(empty, empty);
+  same_as_x(student_merge(calls, empty, x), "empty (+) x");
+  same_as_x(student_merge(calls, x, empty), "x (+) empty");
+  const State both = student_merge(calls, empty, empty);
   if (shape_ok(both, c, "empty (+) empty", result))
     for (int64_t i = 0; i < c.rows; ++i)
       if (!(both.max[static_cast<size_t>(i)] == -INFINITY) || both.sum[static_cast<size_t>(i)] != 0 ||
@@ -277,27 +367,30 @@ CriterionResult identity_criterion() {
 // Scores in the hundreds through all three of the student's functions; on a failure, each
 // function is probed alone (the other two from the library) and the hint names the first one that
 // fails on its own: chunk_state (no max subtracted), merge (no rescale, or NaN), finalize.
-CriterionResult large_scores_criterion() {
+CriterionResult large_scores_criterion(Calls& calls) {
   CriterionResult result;
   const Chunks c = make_chunks(4, 5, true, 106, 60.0);  // scores in the hundreds
   std::vector<State> states, library;
   for (size_t g = 0; g < 4; ++g) {
-    states.push_back(student_state(c, g));
+    states.push_back(student_state(calls, c, g));
     library.push_back(library_state(c, g));
   }
-  const State merged = fold(states, {0, 1, 2, 3});
-  if (check_state(merged, c, "chunks with scores in the hundreds", result, true)) return result;
+  const State merged = fold(calls, states, {0, 1, 2, 3});
+  if (check_state(merged, c, "chunks with scores in the hundreds", result, &calls)) return result;
   CriterionResult probe;
+  // The library merges your states only if they have the problem's shape (else that is the fault).
+  const bool shaped =
+      std::all_of(states.begin(), states.end(), [&](const State& s) { return shape_ok(s, c, "probe", probe); });
   State chunks_alone = states[0];
-  for (size_t g = 1; g < 4; ++g) chunks_alone.merge(states[g]);
-  if (!check_state(chunks_alone, c, "probe", probe)) {
+  for (size_t g = 1; g < 4 && shaped; ++g) chunks_alone.merge(states[g]);
+  if (!shaped || !check_state(chunks_alone, c, "probe", probe)) {
     result.hint = std::isinf(probe.observed_error)
                       ? "your chunk_state overflows: exp(score) is inf in float above about 88 - subtract the row's "
                         "max before exp"
                       : "your chunk_state is wrong here without overflowing: see criteria chunk-scale and chunk-mask";
     return result;
   }
-  if (!check_state(fold(library, {0, 1, 2, 3}), c, "probe", probe)) {
+  if (!check_state(fold(calls, library, {0, 1, 2, 3}), c, "probe", probe)) {
     result.hint =
         "your merge fails on these scores: each state's l and o are relative to its own max - multiply "
         "them by exp(m_i - m), with m the larger max, before adding";
@@ -307,12 +400,12 @@ CriterionResult large_scores_criterion() {
   return result;
 }
 
-CriterionResult end_to_end_criterion(int64_t chunks, uint64_t seed) {
+CriterionResult end_to_end_criterion(Calls& calls, int64_t chunks, uint64_t seed) {
   CriterionResult result;
   const Chunks c = make_chunks(chunks, 4, true, seed);
   std::vector<State> states;
-  for (size_t g = 0; g < static_cast<size_t>(chunks); ++g) states.push_back(student_state(c, g));
-  check_state(tree(states), c, "your chunk_state, merge and finalize together", result, true);
+  for (size_t g = 0; g < static_cast<size_t>(chunks); ++g) states.push_back(student_state(calls, c, g));
+  check_state(tree(calls, states), c, "your chunk_state, merge and finalize together", result, &calls);
   return result;
 }
 
@@ -323,28 +416,35 @@ CriterionResult end_to_end_criterion(int64_t chunks, uint64_t seed) {
 namespace ringlab::lab {
 
 const char* lab_name() { return "01-softmax-merge"; }
-// Not yet: some of its calls into the student's code are made outside `across`.
-bool lab_isolated() { return false; }
+bool lab_isolated() { return true; }
 
 std::vector<Criterion> lab_criteria() {
   using namespace ringlab::lab01;
+  // Each criterion's calls into the student's code cross as one frame, named after the criterion.
+  auto judged = [](const char* what, CriterionResult (*criterion)(Calls&)) {
+    return [what, criterion] { return Calls::across(what, criterion); };
+  };
+  auto merges = [](const char* what, int64_t chunks, uint64_t seed) {
+    return [=] { return Calls::across(what, [=](Calls& calls) { return merge_criterion(calls, chunks, seed); }); };
+  };
   return {
       {"finalize", "finalize: out = o / l, lse = m + log l; an empty row gives 0 and -inf", 20, false, false,
-       finalize_criterion},
-      {"chunk-scale", "chunk_state of one chunk: scores scaled by 1/sqrt(D)", 20, false, false, chunk_scale_criterion},
+       judged("finalize", finalize_criterion)},
+      {"chunk-scale", "chunk_state of one chunk: scores scaled by 1/sqrt(D)", 20, false, false,
+       judged("chunk-scale", chunk_scale_criterion)},
       {"chunk-mask", "chunk_state under a causal mask, rows that see no key stay empty", 20, false, false,
-       chunk_mask_criterion},
-      {"merge-two", "P = 2 chunks: merge of two states", 20, false, false, [] { return merge_criterion(2, 201); }},
+       judged("chunk-mask", chunk_mask_criterion)},
+      {"merge-two", "P = 2 chunks: merge of two states", 20, false, false, merges("merge-two", 2, 201)},
       {"assoc-p3", "P = 3 chunks: (A (+) B) (+) C = A (+) (B (+) C), both exact", 20, false, false,
-       [] { return merge_criterion(3, 202); }},
-      {"order-p5", "P = 5 chunks in shuffled orders and as a tree", 20, false, false,
-       [] { return merge_criterion(5, 203); }},
-      {"order-p8", "P = 8 chunks in shuffled orders and as a tree", 20, false, false,
-       [] { return merge_criterion(8, 204); }},
-      {"identity", "the empty state is the identity; empty (+) empty has no NaN", 20, false, false, identity_criterion},
-      {"large-scores", "scores in the hundreds: no overflow", 20, false, false, large_scores_criterion},
+       merges("assoc-p3", 3, 202)},
+      {"order-p5", "P = 5 chunks in shuffled orders and as a tree", 20, false, false, merges("order-p5", 5, 203)},
+      {"order-p8", "P = 8 chunks in shuffled orders and as a tree", 20, false, false, merges("order-p8", 8, 204)},
+      {"identity", "the empty state is the identity; empty (+) empty has no NaN", 20, false, false,
+       judged("identity", identity_criterion)},
+      {"large-scores", "scores in the hundreds: no overflow", 20, false, false,
+       judged("large-scores", large_scores_criterion)},
       {"end-to-end", "P = 6 chunks, causal: your three functions together", 20, false, false,
-       [] { return end_to_end_criterion(6, 205); }},
+       [] { return Calls::across("end-to-end", [](Calls& calls) { return end_to_end_criterion(calls, 6, 205); }); }},
   };
 }
 

@@ -1,9 +1,17 @@
 // Lab 02's hidden tests: the student's layouts against reference/layout.hpp at P = 1, 2, 3, 4, 8
 // (unit blocks from one token to S/(2P)), the partition property, pair counts against
 // causal_pairs_of_positions, and the zig-zag balance measured with the student's own functions.
+// Judged from outside: every call into the student's code goes through a criterion's Calls, which
+// records what the call produced where the student's code runs and replays it where the judge runs
+// (all of a criterion's calls cross in one lab::across).
+// Sections: [across] [criteria]
 #include <algorithm>
+#include <functional>
 #include <numeric>
+#include <optional>
 #include <random>
+#include <string>
+#include <utility>
 
 #include "exercises/labs/02-layouts/lab.hpp"
 #include "exercises/labs/common/harness.hpp"
@@ -15,6 +23,73 @@ namespace {
 using lab::CriterionResult;
 using Positions = std::vector<int64_t>(int64_t, int64_t, int64_t, int64_t);
 
+// ---- [across] ----------------------------------------------------------------------------------
+
+// The calls a criterion makes into the student's code. Where that code runs, the criterion is run
+// once recording: each call runs and what it produced is written down. Then, on both sides, it is
+// run again replaying: each call reads what the recorded one produced, in order, and runs nothing.
+// The criterion is deterministic (it decides on what the calls produced, never on time), so both
+// runs take the same path and make the same calls; the record crosses as one lab::across frame.
+class Calls {
+ public:
+  // One call: `produce` calls the student's code and stores what it produced in `values`.
+  template <class... T>
+  void operator()(const std::function<void()>& produce, T&... values) {
+    if (!replay_) {
+      produce();
+      record_(values...);
+      return;
+    }
+    try {
+      (*replay_)(values...);
+    } catch (const lab::wire::WireError& e) {
+      throw lab::StudentGone(std::string("what the process running your code sent for ") + what_ +
+                             " is malformed: " + e.what());
+    }
+  }
+  // One call that returns what it produced.
+  template <class T, class F>
+  T value(F&& produce) {
+    T v{};
+    (*this)([&] { v = produce(); }, v);
+    return v;
+  }
+
+  // Runs `criterion(calls)` as above: its calls cross as one frame named `what`.
+  template <class F>
+  static CriterionResult across(const char* what, F&& criterion) {
+    Calls calls;
+    calls.what_ = what;
+    std::string record;
+    lab::across(
+        what,
+        [&] {
+          criterion(calls);
+          record = calls.record_.buffer();
+        },
+        record);
+    calls.replay_.emplace(std::move(record));
+    CriterionResult result = criterion(calls);
+    if (!calls.replay_->done())
+      throw lab::StudentGone(std::string("the process running your code sent more for ") + what +
+                             " than the criterion's calls produce");
+    return result;
+  }
+
+ private:
+  const char* what_ = "";
+  lab::wire::Writer record_;
+  std::optional<lab::wire::Reader> replay_;
+};
+
+// ---- [criteria] --------------------------------------------------------------------------------
+
+// A rank's positions by the student's `layout`.
+std::vector<int64_t> student_positions(Calls& calls, Positions* layout, int64_t seq, int64_t ranks, int64_t rank,
+                                       int64_t block) {
+  return calls.value<std::vector<int64_t>>([&] { return layout(seq, ranks, rank, block); });
+}
+
 std::string list_text(const std::vector<int64_t>& v, size_t max = 12) {
   std::string text = "[";
   for (size_t i = 0; i < v.size() && i < max; ++i) text += (i ? ", " : "") + std::to_string(v[i]);
@@ -22,12 +97,13 @@ std::string list_text(const std::vector<int64_t>& v, size_t max = 12) {
 }
 
 // Every rank's positions against the library's layout; the first wrong (rank, index) is named.
-CriterionResult layout_criterion(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block) {
+CriterionResult layout_criterion(Calls& calls, LayoutKind kind, int64_t seq, int64_t ranks, int64_t block) {
   CriterionResult result;
   const Layout reference(kind, seq, ranks, block);
   Positions* student = kind == LayoutKind::zigzag ? zigzag_positions : striped_positions;
   for (int64_t r = 0; r < ranks; ++r) {
-    const std::vector<int64_t> got = student(seq, ranks, r, block), expected = reference.positions(r);
+    const std::vector<int64_t> got = student_positions(calls, student, seq, ranks, r, block),
+                               expected = reference.positions(r);
     if (got == expected) continue;
     size_t i = 0;
     while (i < got.size() && i < expected.size() && got[i] == expected[i]) ++i;
@@ -49,7 +125,7 @@ CriterionResult layout_criterion(LayoutKind kind, int64_t seq, int64_t ranks, in
   return result;
 }
 
-CriterionResult partition_criterion() {
+CriterionResult partition_criterion(Calls& calls) {
   CriterionResult result;
   for (int64_t ranks : {2, 3, 5, 8})
     for (LayoutKind kind : {LayoutKind::zigzag, LayoutKind::striped})
@@ -58,7 +134,7 @@ CriterionResult partition_criterion() {
         std::vector<int64_t> seen(static_cast<size_t>(seq), -1);
         for (int64_t r = 0; r < ranks; ++r) {
           Positions* student = kind == LayoutKind::zigzag ? zigzag_positions : striped_positions;
-          const std::vector<int64_t> mine = student(seq, ranks, r, block);
+          const std::vector<int64_t> mine = student_positions(calls, student, seq, ranks, r, block);
           if (static_cast<int64_t>(mine.size()) != seq / ranks || !std::is_sorted(mine.begin(), mine.end())) {
             result.fail(std::string(layout_name(kind)) + " P = " + std::to_string(ranks) + ": rank " +
                         std::to_string(r) + " holds " + list_text(mine) +
@@ -83,7 +159,7 @@ CriterionResult partition_criterion() {
   return result;
 }
 
-CriterionResult pairs_criterion() {
+CriterionResult pairs_criterion(Calls& calls) {
   CriterionResult result;
   std::mt19937_64 random(7);
   for (int trial = 0; trial < 40; ++trial) {
@@ -91,7 +167,8 @@ CriterionResult pairs_criterion() {
     for (int64_t& x : q) x = static_cast<int64_t>(random() % 50);
     for (int64_t& x : k) x = static_cast<int64_t>(random() % 50);
     if (trial % 2) std::sort(k.begin(), k.end());
-    const int64_t got = causal_pairs(q, k), expected = causal_pairs_of_positions(q, k);
+    const int64_t got = calls.value<int64_t>([&] { return causal_pairs(q, k); }),
+                  expected = causal_pairs_of_positions(q, k);
     if (got != expected) {
       result.fail("causal_pairs(q = " + list_text(q) + ", k = " + list_text(k) + ") = " + std::to_string(got) +
                   ", expected " + std::to_string(expected));
@@ -103,14 +180,17 @@ CriterionResult pairs_criterion() {
 }
 
 // The zig-zag layout balances causal work exactly (with the 2P-chunk block); contiguous does not.
-CriterionResult balance_criterion() {
+CriterionResult balance_criterion(Calls& calls) {
   CriterionResult result;
   for (int64_t ranks : {3, 4, 8}) {
     const int64_t seq = 2 * ranks * 16, block = seq / (2 * ranks);
     std::vector<int64_t> all(static_cast<size_t>(seq));
     std::iota(all.begin(), all.end(), int64_t{0});
     std::vector<int64_t> work;
-    for (int64_t r = 0; r < ranks; ++r) work.push_back(causal_pairs(zigzag_positions(seq, ranks, r, block), all));
+    for (int64_t r = 0; r < ranks; ++r) {
+      const std::vector<int64_t> mine = student_positions(calls, zigzag_positions, seq, ranks, r, block);
+      work.push_back(calls.value<int64_t>([&] { return causal_pairs(mine, all); }));
+    }
     const auto [lo, hi] = std::minmax_element(work.begin(), work.end());
     if (*lo != *hi) {
       result.fail("zig-zag P = " + std::to_string(ranks) + ": causal work per rank " + list_text(work) +
@@ -129,16 +209,26 @@ CriterionResult balance_criterion() {
 namespace ringlab::lab {
 
 const char* lab_name() { return "02-layouts"; }
-// Not yet: some of its calls into the student's code are made outside `across`.
-bool lab_isolated() { return false; }
+bool lab_isolated() { return true; }
 
+// Each criterion's calls into the student's code cross as one frame, named after the layout or the
+// criterion.
 std::vector<Criterion> lab_criteria() {
   using namespace ringlab::lab02;
-  auto zig = [](int64_t seq, int64_t ranks, int64_t block) {
-    return [=] { return layout_criterion(LayoutKind::zigzag, seq, ranks, block); };
+  auto layout = [](LayoutKind kind, int64_t seq, int64_t ranks, int64_t block) {
+    return [=] {
+      return Calls::across(layout_name(kind),
+                           [=](Calls& calls) { return layout_criterion(calls, kind, seq, ranks, block); });
+    };
   };
-  auto stripe = [](int64_t seq, int64_t ranks, int64_t block) {
-    return [=] { return layout_criterion(LayoutKind::striped, seq, ranks, block); };
+  auto zig = [layout](int64_t seq, int64_t ranks, int64_t block) {
+    return layout(LayoutKind::zigzag, seq, ranks, block);
+  };
+  auto stripe = [layout](int64_t seq, int64_t ranks, int64_t block) {
+    return layout(LayoutKind::striped, seq, ranks, block);
+  };
+  auto judged = [](const char* what, CriterionResult (*criterion)(Calls&)) {
+    return [what, criterion] { return Calls::across(what, criterion); };
   };
   return {
       {"zigzag-p1", "zig-zag, P = 1 (one rank holds everything)", 20, false, false, zig(16, 1, 8)},
@@ -150,10 +240,11 @@ std::vector<Criterion> lab_criteria() {
       {"striped-p3", "striped, P = 3, one token per unit", 20, false, false, stripe(24, 3, 1)},
       {"striped-p8", "striped, P = 8, units of 2 tokens", 20, false, false, stripe(64, 8, 2)},
       {"partition", "every position on exactly one rank, S/P each, ascending (P = 2, 3, 5, 8)", 20, false, false,
-       partition_criterion},
-      {"causal-pairs", "causal_pairs counts the pairs with key <= query, any order", 20, false, false, pairs_criterion},
+       judged("partition", partition_criterion)},
+      {"causal-pairs", "causal_pairs counts the pairs with key <= query, any order", 20, false, false,
+       judged("causal-pairs", pairs_criterion)},
       {"balance", "zig-zag balances the causal work exactly (P = 3, 4, 8), by your own functions", 20, false, false,
-       balance_criterion},
+       judged("balance", balance_criterion)},
   };
 }
 

@@ -7,6 +7,8 @@
 // report explains it as a sum of logged contributions (least squares, rounded to 0/1 weights):
 // the first contribution that ended on the wrong rank, or never arrived, is the first diverging
 // (rank, step, block).
+// Every call into the student's code (the ring) goes through lab::across, with the contribution
+// log, so that the grader judges from a process that holds none of it.
 // Sections: [block_backward] [attribution] [running] [criteria]
 #include <Eigen/Dense>
 #include <algorithm>
@@ -22,6 +24,11 @@
 
 namespace ringlab::lab04 {
 
+template <class Ar>
+void fields(Ar& ar, RankGrads& g) {
+  ar(g.dq, g.dk, g.dv);
+}
+
 namespace {
 
 using lab::CriterionResult;
@@ -33,6 +40,11 @@ struct Contribution {
   bool zero = true;            // a fully masked block contributes nothing
   bool positions_ok = true;    // k_pos were the block's own positions
 };
+
+template <class Ar>
+void fields(Ar& ar, Contribution& c) {
+  ar(c.rank, c.step, c.block, c.values, c.zero, c.positions_ok);
+}
 
 struct Session {
   std::vector<RankInputs> inputs;
@@ -100,7 +112,8 @@ void attribute(const Session& s, int64_t r, const std::vector<double>& final_gra
   std::vector<const Contribution*> columns;
   for (const auto& calls : s.calls)
     for (const Contribution& c : calls)
-      if (!c.zero) columns.push_back(&c);
+      // A call given K/V of another shape than the blocks cannot be part of a block's gradient.
+      if (!c.zero && c.values.size() == final_grad.size()) columns.push_back(&c);
   if (columns.empty()) return;
   const Eigen::Index rows = static_cast<Eigen::Index>(final_grad.size()),
                      cols = static_cast<Eigen::Index>(columns.size());
@@ -155,6 +168,19 @@ struct Run {
   RunReport report;
 };
 
+// What came back from the ring has one entry per rank and names blocks that exist: a record that
+// does not could only have been made up, and the judge will not index past it.
+void check_received(const lab::ProblemSpec& spec, const Run& run, const std::vector<RankGrads>& grads) {
+  const auto ranks = static_cast<size_t>(spec.ranks);
+  bool ok = run.report.counters.size() == ranks && grads.size() == ranks && run.session.calls.size() == ranks;
+  for (const auto& calls : run.session.calls)
+    for (const Contribution& c : calls) ok &= c.block >= -1 && c.block < spec.ranks;
+  if (!ok)
+    throw lab::StudentGone(
+        "what the process running your code sent for ring_backward does not fit the problem: not one entry per rank, "
+        "or a block that no rank holds");
+}
+
 Run run_backward(const lab::ProblemSpec& spec, SendMode mode) {
   Run run;
   run.problem = std::make_unique<lab::Problem>(lab::make_problem(spec));
@@ -168,12 +194,18 @@ Run run_backward(const lab::ProblemSpec& spec, SendMode mode) {
   }
   s.calls.resize(static_cast<size_t>(spec.ranks));
   std::vector<RankGrads> grads(static_cast<size_t>(spec.ranks));
-  g_session = &s;
-  run.report = lab::run_ranks(spec.ranks, mode, [&](Communicator& comm) {
-    tl_rank = comm.rank();
-    grads[static_cast<size_t>(comm.rank())] = ring_backward(comm, s.inputs[static_cast<size_t>(comm.rank())]);
-  });
-  g_session = nullptr;
+  lab::across(
+      "ring_backward",
+      [&] {
+        g_session = &s;
+        run.report = lab::run_ranks(spec.ranks, mode, [&](Communicator& comm) {
+          tl_rank = comm.rank();
+          grads[static_cast<size_t>(comm.rank())] = ring_backward(comm, s.inputs[static_cast<size_t>(comm.rank())]);
+        });
+        g_session = nullptr;
+      },
+      run.report, grads, s.calls);
+  check_received(spec, run, grads);
   CriterionResult& result = run.result;
   // Block calls: every rank computes every block once, with the block's positions.
   for (int64_t r = 0; r < spec.ranks; ++r) {
@@ -268,8 +300,7 @@ CriterionResult traffic() {
 namespace ringlab::lab {
 
 const char* lab_name() { return "04-ring-backward"; }
-// Not yet: some of its calls into the student's code are made outside `across`.
-bool lab_isolated() { return false; }
+bool lab_isolated() { return true; }
 
 std::vector<Criterion> lab_criteria() {
   using namespace ringlab::lab04;
