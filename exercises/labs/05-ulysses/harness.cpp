@@ -6,6 +6,8 @@
 // looked up among all (token, head) rows of the input, so the report can say which one arrived
 // instead: that is a divergence at step 0 (the all-to-all in); right inputs with wrong outputs
 // diverge at step 1 (the all-to-all back).
+// The ranks' run goes through lab::across with what local_attention recorded of each rank's
+// inputs, so that the grader judges from a process that holds none of the student's code.
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -94,6 +96,13 @@ struct Run {
   RunReport report;
 };
 
+// What the judge reads is checked before anything is indexed with it: a run of P ranks sends P of
+// each. An honest student's side always fits.
+void refuse_unless(bool fits, const char* what, const std::string& why) {
+  if (!fits)
+    throw lab::StudentGone(std::string("what the student's process sent for ") + what + " is malformed: " + why);
+}
+
 Run run_ulysses(int64_t ranks, int64_t heads, int64_t kv_heads, bool causal, uint64_t seed) {
   lab::ProblemSpec spec;
   spec.ranks = ranks, spec.heads = heads, spec.kv_heads = kv_heads, spec.causal = causal, spec.seed = seed;
@@ -113,12 +122,21 @@ Run run_ulysses(int64_t ranks, int64_t heads, int64_t kv_heads, bool causal, uin
         {lab::rows_of(p.inputs.q, pos), lab::rows_of(p.inputs.k, pos), lab::rows_of(p.inputs.v, pos), causal});
   }
   std::vector<AttentionOutput<float>> outputs(static_cast<size_t>(ranks));
-  g_session = &s;
-  run.report = lab::run_ranks(ranks, SendMode::eager, [&](Communicator& comm) {
-    tl_rank = comm.rank();
-    outputs[static_cast<size_t>(comm.rank())] = ulysses_attention(comm, inputs[static_cast<size_t>(comm.rank())]);
-  });
-  g_session = nullptr;
+  lab::across(
+      "ulysses_attention",
+      [&] {
+        g_session = &s;
+        run.report = lab::run_ranks(ranks, SendMode::eager, [&](Communicator& comm) {
+          tl_rank = comm.rank();
+          outputs[static_cast<size_t>(comm.rank())] = ulysses_attention(comm, inputs[static_cast<size_t>(comm.rank())]);
+        });
+        g_session = nullptr;
+      },
+      run.report, outputs, s.input_problem, s.input_token, s.called);
+  const auto P = static_cast<size_t>(ranks);
+  refuse_unless(run.report.counters.size() == P && outputs.size() == P && s.input_problem.size() == P &&
+                    s.input_token.size() == P && s.called.size() == P,
+                "ulysses_attention", "not one report, output and input check per rank");
   CriterionResult& result = run.result;
   const int64_t n = p.tokens_per_rank();
   for (int64_t r = 0; r < ranks; ++r)
@@ -191,8 +209,7 @@ CriterionResult traffic() {
 namespace ringlab::lab {
 
 const char* lab_name() { return "05-ulysses"; }
-// Not yet: some of its calls into the student's code are made outside `across`.
-bool lab_isolated() { return false; }
+bool lab_isolated() { return true; }
 
 std::vector<Criterion> lab_criteria() {
   using namespace ringlab::lab05;

@@ -6,6 +6,8 @@
 // the first diverging (rank, step, block) of a wrong plan — a block computed without the mask it
 // needs, a needed block never computed — and grades the performance criteria: no kernel call on
 // a fully masked block, no mask on a fully visible one.
+// Every call into the student's code (classify_block on all its cases at once, the ring with the
+// block log) goes through lab::across, so that the grader judges from a process that holds none of it.
 // Sections: block_attention and merge_into (provided), running the ring, the criteria.
 #include <algorithm>
 #include <cstring>
@@ -30,6 +32,18 @@ struct BlockCall {
   bool mask = true;
   bool positions_ok = true;
 };
+
+template <class Ar>
+void fields(Ar& ar, BlockCall& c) {
+  ar(c.origin, c.mask, c.positions_ok);
+}
+
+// What the judge reads is checked before anything is indexed with it: a run of P ranks sends P of
+// each, and a block's origin is a rank or -1. An honest student's side always fits.
+void refuse_unless(bool fits, const char* what, const std::string& why) {
+  if (!fits)
+    throw lab::StudentGone(std::string("what the student's process sent for ") + what + " is malformed: " + why);
+}
 
 struct Session {
   std::vector<RankInputs> inputs;
@@ -130,12 +144,24 @@ Run run_skip(int64_t ranks, LayoutKind layout, SendMode mode = SendMode::eager) 
   }
   s.calls.resize(static_cast<size_t>(ranks));
   std::vector<AttentionOutput<float>> outputs(static_cast<size_t>(ranks));
-  g_session = &s;
-  run.report = lab::run_ranks(ranks, mode, [&](Communicator& comm) {
-    tl_rank = comm.rank();
-    outputs[static_cast<size_t>(comm.rank())] = ring_forward_skip(comm, s.inputs[static_cast<size_t>(comm.rank())]);
-  });
-  g_session = nullptr;
+  lab::across(
+      "ring_forward_skip",
+      [&] {
+        g_session = &s;
+        run.report = lab::run_ranks(ranks, mode, [&](Communicator& comm) {
+          tl_rank = comm.rank();
+          outputs[static_cast<size_t>(comm.rank())] =
+              ring_forward_skip(comm, s.inputs[static_cast<size_t>(comm.rank())]);
+        });
+        g_session = nullptr;
+      },
+      run.report, outputs, s.calls);
+  const auto P = static_cast<size_t>(ranks);
+  refuse_unless(run.report.counters.size() == P && outputs.size() == P && s.calls.size() == P, "ring_forward_skip",
+                "not one report, output and block log per rank");
+  for (const auto& calls : s.calls)
+    for (const BlockCall& call : calls)
+      refuse_unless(call.origin >= -1 && call.origin < ranks, "ring_forward_skip", "a block's origin is not a rank");
   CriterionResult& result = run.result;
   // The plan each rank followed, against the truth of every (rank, block) pair.
   for (int64_t r = 0; r < ranks; ++r) {
@@ -204,38 +230,67 @@ CriterionResult correctness(int64_t ranks, LayoutKind layout, SendMode mode = Se
   return run_skip(ranks, layout, mode).result;
 }
 
-CriterionResult classify_criterion() {
-  CriterionResult result;
-  std::mt19937_64 random(61);
-  auto check = [&](const std::vector<int64_t>& q, const std::vector<int64_t>& k, const std::string& what) {
-    const BlockWork got = classify_block(q, k), expected = truth(q, k);
-    if (got == expected) return true;
-    auto text = [](const std::vector<int64_t>& v) {
-      std::string s = "[";
-      for (size_t i = 0; i < v.size() && i < 8; ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-      return s + (v.size() > 8 ? ", ...]" : "]");
-    };
-    result.fail(what + ": queries " + text(q) + ", keys " + text(k) + " classified " + work_name(got) + ", expected " +
-                work_name(expected));
-    result.hint = "skip: the first key comes after the last query; full: the last key is at or before the first query";
-    return false;
-  };
-  // The blocks of every layout the labs use, then random sets.
+// One block classify_criterion asks about: positions and what they are.
+struct ClassifyCase {
+  std::vector<int64_t> q, k;
+  std::string what;
+};
+
+// The blocks of every layout the labs use, then random sets.
+std::vector<ClassifyCase> classify_cases() {
+  std::vector<ClassifyCase> cases;
   for (LayoutKind kind : {LayoutKind::contiguous, LayoutKind::zigzag, LayoutKind::striped})
     for (int64_t ranks : {2, 3, 4}) {
       const Layout layout(kind, 8 * ranks, ranks);
       for (int64_t a = 0; a < ranks; ++a)
         for (int64_t b = 0; b < ranks; ++b)
-          if (!check(layout.positions(a), layout.positions(b), std::string(layout_name(kind)) + " blocks"))
-            return result;
+          cases.push_back({layout.positions(a), layout.positions(b), std::string(layout_name(kind)) + " blocks"});
     }
+  std::mt19937_64 random(61);
   for (int trial = 0; trial < 200; ++trial) {
     std::vector<int64_t> q(static_cast<size_t>(1 + random() % 6)), k(static_cast<size_t>(1 + random() % 6));
     for (int64_t& x : q) x = static_cast<int64_t>(random() % 24);
     for (int64_t& x : k) x = static_cast<int64_t>(random() % 24);
     std::sort(q.begin(), q.end());
     std::sort(k.begin(), k.end());
-    if (!check(q, k, "random positions")) return result;
+    cases.push_back({std::move(q), std::move(k), "random positions"});
+  }
+  return cases;
+}
+
+CriterionResult classify_criterion() {
+  CriterionResult result;
+  const std::vector<ClassifyCase> cases = classify_cases();
+  // The student's answers, in order, up to and including the first wrong one (the criterion
+  // stops there), sent across as one vector.
+  std::vector<BlockWork> answers;
+  lab::across(
+      "classify_block",
+      [&] {
+        for (const ClassifyCase& c : cases) {
+          answers.push_back(classify_block(c.q, c.k));
+          if (answers.back() != truth(c.q, c.k)) break;
+        }
+      },
+      answers);
+  auto text = [](const std::vector<int64_t>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size() && i < 8; ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s + (v.size() > 8 ? ", ...]" : "]");
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const ClassifyCase& c = cases[i];
+    if (i >= answers.size()) {
+      result.fail("the student's process sent " + std::to_string(answers.size()) +
+                  " answers of classify_block and stopped before a wrong one");
+      return result;
+    }
+    const BlockWork got = answers[i], expected = truth(c.q, c.k);
+    if (got == expected) continue;
+    result.fail(c.what + ": queries " + text(c.q) + ", keys " + text(c.k) + " classified " + work_name(got) +
+                ", expected " + work_name(expected));
+    result.hint = "skip: the first key comes after the last query; full: the last key is at or before the first query";
+    return result;
   }
   return result;
 }
@@ -268,8 +323,7 @@ CriterionResult performance(bool skips) {
 namespace ringlab::lab {
 
 const char* lab_name() { return "06-causal-skip"; }
-// Not yet: some of its calls into the student's code are made outside `across`.
-bool lab_isolated() { return false; }
+bool lab_isolated() { return true; }
 
 std::vector<Criterion> lab_criteria() {
   using namespace ringlab::lab06;

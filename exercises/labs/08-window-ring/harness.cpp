@@ -10,6 +10,9 @@
 // computed twice, a block some query sees that was never computed (a ring that stops short). The
 // traffic criterion counts the K/V bytes each rank sent against the hops the plan's ring makes
 // under the same mask (ring_hops): a ring that goes all the way round is right but wasteful.
+// Every call into the student's code (window_hops and visible on all their cases at once, the ring
+// with the block log) goes through lab::across, so that the grader judges from a process that
+// holds none of it.
 // Sections: [truth] [provided] [diagnosis] [running the ring] [criteria]
 #include <algorithm>
 #include <cmath>
@@ -96,6 +99,28 @@ struct BlockCall {
   int64_t origin_k = -1, origin_v = -1;  // whose K and V (bitwise), -1 = nobody's
   BlockMask mask;
 };
+
+template <class Ar>
+void fields(Ar& ar, BlockCall& c) {
+  ar(c.origin_k, c.origin_v, c.mask.q_pos, c.mask.k_pos, c.mask.visible);
+  if (c.mask.visible.size() != c.mask.q_pos.size() * c.mask.k_pos.size())  // block_attention refuses such a mask
+    throw lab::wire::WireError("a block mask of " + std::to_string(c.mask.visible.size()) + " pairs for " +
+                               std::to_string(c.mask.q_pos.size()) + " queries and " +
+                               std::to_string(c.mask.k_pos.size()) + " keys");
+}
+
+// What the judge reads is checked before anything is indexed with it: a run of P ranks sends P of
+// each, and a block's origin is a rank or -1. An honest student's side always fits.
+void refuse_unless(bool fits, const char* what, const std::string& why) {
+  if (!fits)
+    throw lab::StudentGone(std::string("what the student's process sent for ") + what + " is malformed: " + why);
+}
+
+// The message when the student's side sent fewer answers than the criterion asked for, without a wrong one.
+std::string short_answers(const char* function, size_t got) {
+  return "the student's process sent " + std::to_string(got) + " answers of " + function +
+         " and stopped before a wrong one";
+}
 
 struct Session {
   std::vector<RankInputs> inputs;
@@ -309,12 +334,25 @@ Run run_window(const Case& c) {
   }
   s.calls.resize(static_cast<size_t>(c.ranks));
   std::vector<AttentionOutput<float>> outputs(static_cast<size_t>(c.ranks));
-  g_session = &s;
-  run.report = lab::run_ranks(c.ranks, c.mode, [&](Communicator& comm) {
-    tl_rank = comm.rank();
-    outputs[static_cast<size_t>(comm.rank())] = ring_forward_window(comm, s.inputs[static_cast<size_t>(comm.rank())]);
-  });
-  g_session = nullptr;
+  lab::across(
+      "ring_forward_window",
+      [&] {
+        g_session = &s;
+        run.report = lab::run_ranks(c.ranks, c.mode, [&](Communicator& comm) {
+          tl_rank = comm.rank();
+          outputs[static_cast<size_t>(comm.rank())] =
+              ring_forward_window(comm, s.inputs[static_cast<size_t>(comm.rank())]);
+        });
+        g_session = nullptr;
+      },
+      run.report, outputs, s.calls);
+  const auto P = static_cast<size_t>(c.ranks);
+  refuse_unless(run.report.counters.size() == P && outputs.size() == P && s.calls.size() == P, "ring_forward_window",
+                "not one report, output and block log per rank");
+  for (const auto& calls : s.calls)
+    for (const BlockCall& call : calls)
+      refuse_unless(call.origin_k >= -1 && call.origin_k < c.ranks && call.origin_v >= -1 && call.origin_v < c.ranks,
+                    "ring_forward_window", "a block's origin is not a rank");
   CriterionResult& result = run.result;
   diagnose(s, run.report.ok(), result);
   if (lab::record_run_failure(run.report, result)) {
@@ -342,63 +380,81 @@ CriterionResult correctness(const Case& c) { return run_window(c).result; }
 
 // ---- [criteria] --------------------------------------------------------------------------------
 
-CriterionResult hops_criterion() {
-  CriterionResult result;
+// One question hops_criterion asks, and the plan's answer.
+struct HopsCase {
+  int64_t ranks = 1, n = 1, window = 0, expected = 0;
+};
+
+std::vector<HopsCase> hops_cases() {
+  std::vector<HopsCase> cases;
   for (int64_t ranks : {1, 2, 3, 4, 5, 8})
     for (int64_t n : {1, 3, 8}) {
       std::vector<int64_t> windows{0,     1,         2,         3,         n - 1,        n, n + 1, 2 * n - 1,
                                    2 * n, 2 * n + 1, 3 * n + 2, ranks * n, ranks * n + 7};
-      for (int64_t window : windows) {
-        if (window < 0) continue;
-        const int64_t expected = plan_hops(ranks, n, window, {});
-        const int64_t got = window_hops(ranks, n, window);
-        if (got == expected) continue;
-        result.fail("P = " + std::to_string(ranks) + ", n = " + std::to_string(n) + ", W = " + std::to_string(window) +
-                    ": window_hops gave " + std::to_string(got) + ", the window needs " + std::to_string(expected) +
-                    " hop" + (expected == 1 ? "" : "s"));
-        if (window == 0)
-          result.hint = "no window: a causal ring needs every block, P - 1 hops";
-        else if (got < 0)
-          result.hint = "a hop count is never negative: a window of 1 key sees only the query's own, 0 hops";
-        else if (got > ranks - 1)
-          result.hint = "a ring of P ranks never needs more than P - 1 hops";
-        else if (window > 1 && got == std::min(ranks - 1, (window + n - 1) / n))
-          result.hint = "a window of W keys counts the query's own: it reaches W - 1 tokens back, not W";
-        else if (got + 1 == expected)
-          result.hint = "round up: a window that reaches into part of a block needs the whole block";
-        else
-          result.hint = "the first query of a block reaches W - 1 tokens back: ceil((W - 1) / n) blocks, at most P - 1";
-        return result;
-      }
+      for (int64_t window : windows)
+        if (window >= 0) cases.push_back({ranks, n, window, plan_hops(ranks, n, window, {})});
     }
+  return cases;
+}
+
+CriterionResult hops_criterion() {
+  CriterionResult result;
+  const std::vector<HopsCase> cases = hops_cases();
+  // The student's answers, in order, up to and including the first wrong one (the criterion stops
+  // there), sent across as one vector.
+  std::vector<int64_t> answers;
+  lab::across(
+      "window_hops",
+      [&] {
+        for (const HopsCase& c : cases) {
+          answers.push_back(window_hops(c.ranks, c.n, c.window));
+          if (answers.back() != c.expected) break;
+        }
+      },
+      answers);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (i >= answers.size()) {
+      result.fail(short_answers("window_hops", answers.size()));
+      return result;
+    }
+    const int64_t ranks = cases[i].ranks, n = cases[i].n, window = cases[i].window, expected = cases[i].expected;
+    const int64_t got = answers[i];
+    if (got == expected) continue;
+    result.fail("P = " + std::to_string(ranks) + ", n = " + std::to_string(n) + ", W = " + std::to_string(window) +
+                ": window_hops gave " + std::to_string(got) + ", the window needs " + std::to_string(expected) +
+                " hop" + (expected == 1 ? "" : "s"));
+    if (window == 0)
+      result.hint = "no window: a causal ring needs every block, P - 1 hops";
+    else if (got < 0)
+      result.hint = "a hop count is never negative: a window of 1 key sees only the query's own, 0 hops";
+    else if (got > ranks - 1)
+      result.hint = "a ring of P ranks never needs more than P - 1 hops";
+    else if (window > 1 && got == std::min(ranks - 1, (window + n - 1) / n))
+      result.hint = "a window of W keys counts the query's own: it reaches W - 1 tokens back, not W";
+    else if (got + 1 == expected)
+      result.hint = "round up: a window that reaches into part of a block needs the whole block";
+    else
+      result.hint = "the first query of a block reaches W - 1 tokens back: ceil((W - 1) / n) blocks, at most P - 1";
+    return result;
+  }
   return result;
 }
 
-CriterionResult mask_criterion() {
-  CriterionResult result;
-  std::mt19937_64 random(81);
-  auto check = [&](int64_t seq, int64_t window, const std::vector<int64_t>& lengths) {
-    const Mask truth = truth_of(window, lengths);
-    const WindowMask mask{window, starts_of(lengths, seq)};
-    for (int64_t query = 0; query < seq; ++query)
-      for (int64_t key = 0; key < seq; ++key) {
-        const bool got = visible(mask, query, key);
-        if (got == truth.visible(query, key)) continue;
-        const PairError e = pair_error(truth, query, key, got);
-        result.fail("S = " + std::to_string(seq) + ", W = " + std::to_string(window) + ", " +
-                    (lengths.empty() ? std::string("one document") : "documents " + documents_string(lengths)) + ": " +
-                    e.what);
-        result.hint = e.hint;
-        return false;
-      }
-    return true;
-  };
-  // One document first (the window alone), then boundaries inside and at the window's reach.
-  for (int64_t window : {0, 1, 2, 5, 24})
-    if (!check(24, window, {})) return result;
+// One mask mask_criterion asks about: every (query, key) pair of a sequence of `seq` tokens.
+struct MaskCase {
+  int64_t seq = 0, window = 0;
+  std::vector<int64_t> lengths;  // empty = one document
+};
+
+// One document first (the window alone), then boundaries inside and at the window's reach, then
+// random documents and windows.
+std::vector<MaskCase> mask_cases() {
+  std::vector<MaskCase> cases;
+  for (int64_t window : {0, 1, 2, 5, 24}) cases.push_back({24, window, {}});
   for (int64_t window : {0, 3, 7})
     for (const std::vector<int64_t>& lengths : std::vector<std::vector<int64_t>>{{5, 14, 5}, {1, 1, 22}, {12, 12}})
-      if (!check(24, window, lengths)) return result;
+      cases.push_back({24, window, lengths});
+  std::mt19937_64 random(81);
   for (int trial = 0; trial < 40; ++trial) {
     const int64_t seq = 16 + static_cast<int64_t>(random() % 17);
     std::vector<int64_t> lengths;
@@ -408,7 +464,49 @@ CriterionResult mask_criterion() {
       left -= length;
     }
     const int64_t window = static_cast<int64_t>(random() % 12);
-    if (!check(seq, window, lengths)) return result;
+    cases.push_back({seq, window, std::move(lengths)});
+  }
+  return cases;
+}
+
+CriterionResult mask_criterion() {
+  CriterionResult result;
+  const std::vector<MaskCase> cases = mask_cases();
+  // The student's answers for every pair of every case, query-major, up to and including the first
+  // wrong one (the criterion stops there), sent across as one vector.
+  std::vector<bool> answers;
+  lab::across(
+      "visible",
+      [&] {
+        for (const MaskCase& c : cases) {
+          const Mask truth = truth_of(c.window, c.lengths);
+          const WindowMask mask{c.window, starts_of(c.lengths, c.seq)};
+          for (int64_t query = 0; query < c.seq; ++query)
+            for (int64_t key = 0; key < c.seq; ++key) {
+              answers.push_back(visible(mask, query, key));
+              if (answers.back() != truth.visible(query, key)) return;
+            }
+        }
+      },
+      answers);
+  size_t at = 0;
+  for (const MaskCase& c : cases) {
+    const Mask truth = truth_of(c.window, c.lengths);
+    for (int64_t query = 0; query < c.seq; ++query)
+      for (int64_t key = 0; key < c.seq; ++key, ++at) {
+        if (at >= answers.size()) {
+          result.fail(short_answers("visible", answers.size()));
+          return result;
+        }
+        const bool got = answers[at];
+        if (got == truth.visible(query, key)) continue;
+        const PairError e = pair_error(truth, query, key, got);
+        result.fail("S = " + std::to_string(c.seq) + ", W = " + std::to_string(c.window) + ", " +
+                    (c.lengths.empty() ? std::string("one document") : "documents " + documents_string(c.lengths)) +
+                    ": " + e.what);
+        result.hint = e.hint;
+        return result;
+      }
   }
   return result;
 }
@@ -456,8 +554,7 @@ CriterionResult traffic_criterion() {
 namespace ringlab::lab {
 
 const char* lab_name() { return "08-window-ring"; }
-// Not yet: some of its calls into the student's code are made outside `across`.
-bool lab_isolated() { return false; }
+bool lab_isolated() { return true; }
 
 // Points (the last field): the two things this lab is about - the hop count and the mask - and
 // the rings where a wrong one shows count 2.
