@@ -1,10 +1,10 @@
 // Lab 01's hidden tests: the student's chunk_state, merge and finalize, each checked on its own
 // (the other two taken from reference/softmax_state.hpp) and then together, against exact
 // attention in float64 — over P = 2, 3, 5 and 8 chunks, in every grouping and order.
-// Judged from outside: every call into the student's code goes through a criterion's Calls, which
+// Judged from outside: every call into the student's code goes through a criterion's lab::Calls, which
 // records what the call produced where the student's code runs and replays it where the judge runs
 // (all of a criterion's calls cross in one lab::across).
-// Sections: [across] [problems] [checks] [criteria]
+// Sections: [problems] [checks] [criteria]
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -33,65 +33,6 @@ namespace ringlab::lab01 {
 namespace {
 
 using lab::CriterionResult;
-
-// ---- [across] ----------------------------------------------------------------------------------
-
-// The calls a criterion makes into the student's code. Where that code runs, the criterion is run
-// once recording: each call runs and what it produced is written down. Then, on both sides, it is
-// run again replaying: each call reads what the recorded one produced, in order, and runs nothing.
-// The criterion is deterministic (it decides on what the calls produced, never on time), so both
-// runs take the same path and make the same calls; the record crosses as one lab::across frame.
-class Calls {
- public:
-  // One call: `produce` calls the student's code and stores what it produced in `values`.
-  template <class... T>
-  void operator()(const std::function<void()>& produce, T&... values) {
-    if (!replay_) {
-      produce();
-      record_(values...);
-      return;
-    }
-    try {
-      (*replay_)(values...);
-    } catch (const lab::wire::WireError& e) {
-      throw lab::StudentGone(std::string("what the process running your code sent for ") + what_ +
-                             " is malformed: " + e.what());
-    }
-  }
-  // One call that returns what it produced.
-  template <class T, class F>
-  T value(F&& produce) {
-    T v{};
-    (*this)([&] { v = produce(); }, v);
-    return v;
-  }
-
-  // Runs `criterion(calls)` as above: its calls cross as one frame named `what`.
-  template <class F>
-  static CriterionResult across(const char* what, F&& criterion) {
-    Calls calls;
-    calls.what_ = what;
-    std::string record;
-    lab::across(
-        what,
-        [&] {
-          criterion(calls);
-          record = calls.record_.buffer();
-        },
-        record);
-    calls.replay_.emplace(std::move(record));
-    CriterionResult result = criterion(calls);
-    if (!calls.replay_->done())
-      throw lab::StudentGone(std::string("the process running your code sent more for ") + what +
-                             " than the criterion's calls produce");
-    return result;
-  }
-
- private:
-  const char* what_ = "";
-  lab::wire::Writer record_;
-  std::optional<lab::wire::Reader> replay_;
-};
 
 // ---- [problems] --------------------------------------------------------------------------------
 
@@ -169,12 +110,12 @@ State library_state(const Chunks& c, size_t g) {
   return s;
 }
 
-State student_state(Calls& calls, const Chunks& c, size_t g) {
+State student_state(lab::Calls& calls, const Chunks& c, size_t g) {
   return calls.value<State>(
       [&] { return chunk_state(c.q, c.k[g], c.v[g], c.rows, keys_of(c, g), c.dim, c.visible[g]); });
 }
 
-State student_merge(Calls& calls, const State& a, const State& b) {
+State student_merge(lab::Calls& calls, const State& a, const State& b) {
   return calls.value<State>([&] { return merge(a, b); });
 }
 
@@ -193,7 +134,7 @@ bool shape_ok(const State& s, const Chunks& c, const std::string& what, Criterio
 // Finalizes with the library (or the student's finalize, through `student_finalize`) and compares
 // with the oracle.
 bool check_state(const State& s, const Chunks& c, const std::string& what, CriterionResult& result,
-                 Calls* student_finalize = nullptr) {
+                 lab::Calls* student_finalize = nullptr) {
   if (!shape_ok(s, c, what, result)) return false;
   std::vector<float> out, lse;
   if (student_finalize) {
@@ -207,14 +148,14 @@ bool check_state(const State& s, const Chunks& c, const std::string& what, Crite
   return ok;
 }
 
-State fold(Calls& calls, const std::vector<State>& states, const std::vector<size_t>& order) {
+State fold(lab::Calls& calls, const std::vector<State>& states, const std::vector<size_t>& order) {
   State acc = states[order.front()];
   for (size_t i = 1; i < order.size(); ++i) acc = student_merge(calls, acc, states[order[i]]);
   return acc;
 }
 
 // Pairwise tree: ((0 1)(2 3))((4 5)(6 7)) ...
-State tree(Calls& calls, std::vector<State> level) {
+State tree(lab::Calls& calls, std::vector<State> level) {
   while (level.size() > 1) {
     std::vector<State> next;
     for (size_t i = 0; i + 1 < level.size(); i += 2) next.push_back(student_merge(calls, level[i], level[i + 1]));
@@ -226,7 +167,7 @@ State tree(Calls& calls, std::vector<State> level) {
 
 // ---- [criteria] --------------------------------------------------------------------------------
 
-CriterionResult finalize_criterion(Calls& calls) {
+CriterionResult finalize_criterion(lab::Calls& calls) {
   CriterionResult result;
   const Chunks c = make_chunks(3, 5, true, 101);
   State s = library_state(c, 0);
@@ -251,7 +192,7 @@ CriterionResult finalize_criterion(Calls& calls) {
   return result;
 }
 
-CriterionResult chunk_scale_criterion(Calls& calls) {
+CriterionResult chunk_scale_criterion(lab::Calls& calls) {
   CriterionResult result;
   const Chunks c = make_chunks(1, 12, false, 102);
   if (check_state(student_state(calls, c, 0), c, "chunk_state of one chunk (full attention)", result)) return result;
@@ -265,7 +206,7 @@ CriterionResult chunk_scale_criterion(Calls& calls) {
   return result;
 }
 
-CriterionResult chunk_mask_criterion(Calls& calls) {
+CriterionResult chunk_mask_criterion(lab::Calls& calls) {
   CriterionResult result;
   const Chunks c = make_chunks(1, 12, true, 103);
   const Chunks hidden = make_chunks(2, 6, true, 104, 1, 1);  // chunk 1 visible to nobody
@@ -286,7 +227,7 @@ CriterionResult chunk_mask_criterion(Calls& calls) {
   return result;
 }
 
-CriterionResult merge_criterion(Calls& calls, int64_t chunks, uint64_t seed) {
+CriterionResult merge_criterion(lab::Calls& calls, int64_t chunks, uint64_t seed) {
   CriterionResult result;
   const Chunks c = make_chunks(chunks, 5, true, seed);
   std::vector<State> states;
@@ -326,7 +267,7 @@ CriterionResult merge_criterion(Calls& calls, int64_t chunks, uint64_t seed) {
   return result;
 }
 
-CriterionResult identity_criterion(Calls& calls) {
+CriterionResult identity_criterion(lab::Calls& calls) {
   CriterionResult result;
   const Chunks c = make_chunks(2, 5, true, 105);
   const State x = library_state(c, 0);
@@ -367,7 +308,7 @@ CriterionResult identity_criterion(Calls& calls) {
 // Scores in the hundreds through all three of the student's functions; on a failure, each
 // function is probed alone (the other two from the library) and the hint names the first one that
 // fails on its own: chunk_state (no max subtracted), merge (no rescale, or NaN), finalize.
-CriterionResult large_scores_criterion(Calls& calls) {
+CriterionResult large_scores_criterion(lab::Calls& calls) {
   CriterionResult result;
   const Chunks c = make_chunks(4, 5, true, 106, 60.0);  // scores in the hundreds
   std::vector<State> states, library;
@@ -400,7 +341,7 @@ CriterionResult large_scores_criterion(Calls& calls) {
   return result;
 }
 
-CriterionResult end_to_end_criterion(Calls& calls, int64_t chunks, uint64_t seed) {
+CriterionResult end_to_end_criterion(lab::Calls& calls, int64_t chunks, uint64_t seed) {
   CriterionResult result;
   const Chunks c = make_chunks(chunks, 4, true, seed);
   std::vector<State> states;
@@ -421,11 +362,13 @@ bool lab_isolated() { return true; }
 std::vector<Criterion> lab_criteria() {
   using namespace ringlab::lab01;
   // Each criterion's calls into the student's code cross as one frame, named after the criterion.
-  auto judged = [](const char* what, CriterionResult (*criterion)(Calls&)) {
-    return [what, criterion] { return Calls::across(what, criterion); };
+  auto judged = [](const char* what, CriterionResult (*criterion)(lab::Calls&)) {
+    return [what, criterion] { return lab::Calls::across(what, criterion); };
   };
   auto merges = [](const char* what, int64_t chunks, uint64_t seed) {
-    return [=] { return Calls::across(what, [=](Calls& calls) { return merge_criterion(calls, chunks, seed); }); };
+    return [=] {
+      return lab::Calls::across(what, [=](lab::Calls& calls) { return merge_criterion(calls, chunks, seed); });
+    };
   };
   return {
       {"finalize", "finalize: out = o / l, lse = m + log l; an empty row gives 0 and -inf", 20, false, false,
@@ -444,7 +387,9 @@ std::vector<Criterion> lab_criteria() {
       {"large-scores", "scores in the hundreds: no overflow", 20, false, false,
        judged("large-scores", large_scores_criterion)},
       {"end-to-end", "P = 6 chunks, causal: your three functions together", 20, false, false,
-       [] { return Calls::across("end-to-end", [](Calls& calls) { return end_to_end_criterion(calls, 6, 205); }); }},
+       [] {
+         return lab::Calls::across("end-to-end", [](lab::Calls& calls) { return end_to_end_criterion(calls, 6, 205); });
+       }},
   };
 }
 

@@ -1,10 +1,10 @@
 // Lab 02's hidden tests: the student's layouts against reference/layout.hpp at P = 1, 2, 3, 4, 8
 // (unit blocks from one token to S/(2P)), the partition property, pair counts against
 // causal_pairs_of_positions, and the zig-zag balance measured with the student's own functions.
-// Judged from outside: every call into the student's code goes through a criterion's Calls, which
+// Judged from outside: every call into the student's code goes through a criterion's lab::Calls, which
 // records what the call produced where the student's code runs and replays it where the judge runs
 // (all of a criterion's calls cross in one lab::across).
-// Sections: [across] [criteria]
+// Sections: [criteria]
 #include <algorithm>
 #include <functional>
 #include <numeric>
@@ -23,69 +23,10 @@ namespace {
 using lab::CriterionResult;
 using Positions = std::vector<int64_t>(int64_t, int64_t, int64_t, int64_t);
 
-// ---- [across] ----------------------------------------------------------------------------------
-
-// The calls a criterion makes into the student's code. Where that code runs, the criterion is run
-// once recording: each call runs and what it produced is written down. Then, on both sides, it is
-// run again replaying: each call reads what the recorded one produced, in order, and runs nothing.
-// The criterion is deterministic (it decides on what the calls produced, never on time), so both
-// runs take the same path and make the same calls; the record crosses as one lab::across frame.
-class Calls {
- public:
-  // One call: `produce` calls the student's code and stores what it produced in `values`.
-  template <class... T>
-  void operator()(const std::function<void()>& produce, T&... values) {
-    if (!replay_) {
-      produce();
-      record_(values...);
-      return;
-    }
-    try {
-      (*replay_)(values...);
-    } catch (const lab::wire::WireError& e) {
-      throw lab::StudentGone(std::string("what the process running your code sent for ") + what_ +
-                             " is malformed: " + e.what());
-    }
-  }
-  // One call that returns what it produced.
-  template <class T, class F>
-  T value(F&& produce) {
-    T v{};
-    (*this)([&] { v = produce(); }, v);
-    return v;
-  }
-
-  // Runs `criterion(calls)` as above: its calls cross as one frame named `what`.
-  template <class F>
-  static CriterionResult across(const char* what, F&& criterion) {
-    Calls calls;
-    calls.what_ = what;
-    std::string record;
-    lab::across(
-        what,
-        [&] {
-          criterion(calls);
-          record = calls.record_.buffer();
-        },
-        record);
-    calls.replay_.emplace(std::move(record));
-    CriterionResult result = criterion(calls);
-    if (!calls.replay_->done())
-      throw lab::StudentGone(std::string("the process running your code sent more for ") + what +
-                             " than the criterion's calls produce");
-    return result;
-  }
-
- private:
-  const char* what_ = "";
-  lab::wire::Writer record_;
-  std::optional<lab::wire::Reader> replay_;
-};
-
 // ---- [criteria] --------------------------------------------------------------------------------
 
 // A rank's positions by the student's `layout`.
-std::vector<int64_t> student_positions(Calls& calls, Positions* layout, int64_t seq, int64_t ranks, int64_t rank,
+std::vector<int64_t> student_positions(lab::Calls& calls, Positions* layout, int64_t seq, int64_t ranks, int64_t rank,
                                        int64_t block) {
   return calls.value<std::vector<int64_t>>([&] { return layout(seq, ranks, rank, block); });
 }
@@ -97,7 +38,7 @@ std::string list_text(const std::vector<int64_t>& v, size_t max = 12) {
 }
 
 // Every rank's positions against the library's layout; the first wrong (rank, index) is named.
-CriterionResult layout_criterion(Calls& calls, LayoutKind kind, int64_t seq, int64_t ranks, int64_t block) {
+CriterionResult layout_criterion(lab::Calls& calls, LayoutKind kind, int64_t seq, int64_t ranks, int64_t block) {
   CriterionResult result;
   const Layout reference(kind, seq, ranks, block);
   Positions* student = kind == LayoutKind::zigzag ? zigzag_positions : striped_positions;
@@ -125,7 +66,7 @@ CriterionResult layout_criterion(Calls& calls, LayoutKind kind, int64_t seq, int
   return result;
 }
 
-CriterionResult partition_criterion(Calls& calls) {
+CriterionResult partition_criterion(lab::Calls& calls) {
   CriterionResult result;
   for (int64_t ranks : {2, 3, 5, 8})
     for (LayoutKind kind : {LayoutKind::zigzag, LayoutKind::striped})
@@ -159,7 +100,7 @@ CriterionResult partition_criterion(Calls& calls) {
   return result;
 }
 
-CriterionResult pairs_criterion(Calls& calls) {
+CriterionResult pairs_criterion(lab::Calls& calls) {
   CriterionResult result;
   std::mt19937_64 random(7);
   for (int trial = 0; trial < 40; ++trial) {
@@ -180,7 +121,7 @@ CriterionResult pairs_criterion(Calls& calls) {
 }
 
 // The zig-zag layout balances causal work exactly (with the 2P-chunk block); contiguous does not.
-CriterionResult balance_criterion(Calls& calls) {
+CriterionResult balance_criterion(lab::Calls& calls) {
   CriterionResult result;
   for (int64_t ranks : {3, 4, 8}) {
     const int64_t seq = 2 * ranks * 16, block = seq / (2 * ranks);
@@ -217,8 +158,8 @@ std::vector<Criterion> lab_criteria() {
   using namespace ringlab::lab02;
   auto layout = [](LayoutKind kind, int64_t seq, int64_t ranks, int64_t block) {
     return [=] {
-      return Calls::across(layout_name(kind),
-                           [=](Calls& calls) { return layout_criterion(calls, kind, seq, ranks, block); });
+      return lab::Calls::across(layout_name(kind),
+                                [=](lab::Calls& calls) { return layout_criterion(calls, kind, seq, ranks, block); });
     };
   };
   auto zig = [layout](int64_t seq, int64_t ranks, int64_t block) {
@@ -227,8 +168,8 @@ std::vector<Criterion> lab_criteria() {
   auto stripe = [layout](int64_t seq, int64_t ranks, int64_t block) {
     return layout(LayoutKind::striped, seq, ranks, block);
   };
-  auto judged = [](const char* what, CriterionResult (*criterion)(Calls&)) {
-    return [what, criterion] { return Calls::across(what, criterion); };
+  auto judged = [](const char* what, CriterionResult (*criterion)(lab::Calls&)) {
+    return [what, criterion] { return lab::Calls::across(what, criterion); };
   };
   return {
       {"zigzag-p1", "zig-zag, P = 1 (one rank holds everything)", 20, false, false, zig(16, 1, 8)},

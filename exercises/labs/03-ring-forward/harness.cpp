@@ -249,6 +249,14 @@ Run run_forward(const lab::ProblemSpec& spec, SendMode mode) {
         g_session = nullptr;
       },
       run.report, outputs, s.calls);
+  const auto P = static_cast<size_t>(spec.ranks);
+  lab::refuse_unless(run.report.counters.size() == P && outputs.size() == P && s.calls.size() == P, "ring_forward",
+                     "not one report, output and block log per rank");
+  for (const auto& calls : s.calls)
+    for (const BlockCall& c : calls)
+      lab::refuse_unless(c.origin_k >= -1 && c.origin_k < spec.ranks && c.origin_v >= -1 && c.origin_v < spec.ranks &&
+                             c.label >= -1 && c.label < spec.ranks,
+                         "ring_forward", "a block's origin is not a rank");
   CriterionResult& result = run.result;
   diagnose_calls(s, spec.causal, run.report.ok(), result);
   if (lab::record_run_failure(run.report, result)) {

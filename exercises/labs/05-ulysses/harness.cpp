@@ -96,13 +96,6 @@ struct Run {
   RunReport report;
 };
 
-// What the judge reads is checked before anything is indexed with it: a run of P ranks sends P of
-// each. An honest student's side always fits.
-void refuse_unless(bool fits, const char* what, const std::string& why) {
-  if (!fits)
-    throw lab::StudentGone(std::string("what the student's process sent for ") + what + " is malformed: " + why);
-}
-
 Run run_ulysses(int64_t ranks, int64_t heads, int64_t kv_heads, bool causal, uint64_t seed) {
   lab::ProblemSpec spec;
   spec.ranks = ranks, spec.heads = heads, spec.kv_heads = kv_heads, spec.causal = causal, spec.seed = seed;
@@ -134,9 +127,9 @@ Run run_ulysses(int64_t ranks, int64_t heads, int64_t kv_heads, bool causal, uin
       },
       run.report, outputs, s.input_problem, s.input_token, s.called);
   const auto P = static_cast<size_t>(ranks);
-  refuse_unless(run.report.counters.size() == P && outputs.size() == P && s.input_problem.size() == P &&
-                    s.input_token.size() == P && s.called.size() == P,
-                "ulysses_attention", "not one report, output and input check per rank");
+  lab::refuse_unless(run.report.counters.size() == P && outputs.size() == P && s.input_problem.size() == P &&
+                         s.input_token.size() == P && s.called.size() == P,
+                     "ulysses_attention", "not one report, output and input check per rank");
   CriterionResult& result = run.result;
   const int64_t n = p.tokens_per_rank();
   for (int64_t r = 0; r < ranks; ++r)

@@ -38,13 +38,6 @@ void fields(Ar& ar, BlockCall& c) {
   ar(c.origin, c.mask, c.positions_ok);
 }
 
-// What the judge reads is checked before anything is indexed with it: a run of P ranks sends P of
-// each, and a block's origin is a rank or -1. An honest student's side always fits.
-void refuse_unless(bool fits, const char* what, const std::string& why) {
-  if (!fits)
-    throw lab::StudentGone(std::string("what the student's process sent for ") + what + " is malformed: " + why);
-}
-
 struct Session {
   std::vector<RankInputs> inputs;
   std::vector<std::vector<BlockCall>> calls;  // [rank]
@@ -157,11 +150,12 @@ Run run_skip(int64_t ranks, LayoutKind layout, SendMode mode = SendMode::eager) 
       },
       run.report, outputs, s.calls);
   const auto P = static_cast<size_t>(ranks);
-  refuse_unless(run.report.counters.size() == P && outputs.size() == P && s.calls.size() == P, "ring_forward_skip",
-                "not one report, output and block log per rank");
+  lab::refuse_unless(run.report.counters.size() == P && outputs.size() == P && s.calls.size() == P, "ring_forward_skip",
+                     "not one report, output and block log per rank");
   for (const auto& calls : s.calls)
     for (const BlockCall& call : calls)
-      refuse_unless(call.origin >= -1 && call.origin < ranks, "ring_forward_skip", "a block's origin is not a rank");
+      lab::refuse_unless(call.origin >= -1 && call.origin < ranks, "ring_forward_skip",
+                         "a block's origin is not a rank");
   CriterionResult& result = run.result;
   // The plan each rank followed, against the truth of every (rank, block) pair.
   for (int64_t r = 0; r < ranks; ++r) {

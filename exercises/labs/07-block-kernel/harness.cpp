@@ -149,6 +149,8 @@ bool run_emulated(const Case& c, const Data& data, AttentionOutput<float>& got, 
         }
       },
       shape, got, stopped);
+  lab::refuse_unless(got.out.shape() == Shape{c.B, Sq, c.H, c.D} && got.lse.shape() == Shape{c.B, c.H, Sq},
+                     "block_attention_kernel", "out and lse are not the shapes the kernel was given");
   if (const std::string problem = shape_problem(shape); !problem.empty()) {
     result.fail(c.what + ": block_attention_launch gave " + problem);
     return false;

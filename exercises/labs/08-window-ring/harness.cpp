@@ -109,13 +109,6 @@ void fields(Ar& ar, BlockCall& c) {
                                std::to_string(c.mask.k_pos.size()) + " keys");
 }
 
-// What the judge reads is checked before anything is indexed with it: a run of P ranks sends P of
-// each, and a block's origin is a rank or -1. An honest student's side always fits.
-void refuse_unless(bool fits, const char* what, const std::string& why) {
-  if (!fits)
-    throw lab::StudentGone(std::string("what the student's process sent for ") + what + " is malformed: " + why);
-}
-
 // The message when the student's side sent fewer answers than the criterion asked for, without a wrong one.
 std::string short_answers(const char* function, size_t got) {
   return "the student's process sent " + std::to_string(got) + " answers of " + function +
@@ -347,12 +340,13 @@ Run run_window(const Case& c) {
       },
       run.report, outputs, s.calls);
   const auto P = static_cast<size_t>(c.ranks);
-  refuse_unless(run.report.counters.size() == P && outputs.size() == P && s.calls.size() == P, "ring_forward_window",
-                "not one report, output and block log per rank");
+  lab::refuse_unless(run.report.counters.size() == P && outputs.size() == P && s.calls.size() == P,
+                     "ring_forward_window", "not one report, output and block log per rank");
   for (const auto& calls : s.calls)
     for (const BlockCall& call : calls)
-      refuse_unless(call.origin_k >= -1 && call.origin_k < c.ranks && call.origin_v >= -1 && call.origin_v < c.ranks,
-                    "ring_forward_window", "a block's origin is not a rank");
+      lab::refuse_unless(
+          call.origin_k >= -1 && call.origin_k < c.ranks && call.origin_v >= -1 && call.origin_v < c.ranks,
+          "ring_forward_window", "a block's origin is not a rank");
   CriterionResult& result = run.result;
   diagnose(s, run.report.ok(), result);
   if (lab::record_run_failure(run.report, result)) {

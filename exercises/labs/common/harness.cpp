@@ -189,6 +189,11 @@ constexpr uint32_t kFrameMagic = 0x31464c52;  // "RLF1"
 
 }  // namespace
 
+void refuse_unless(bool fits, const char* what, const std::string& why) {
+  if (!fits)
+    throw StudentGone(std::string("what the process running your code sent for ") + what + " is malformed: " + why);
+}
+
 Side side() { return g_side; }
 void set_side(Side s, int fd) { g_side = s, g_fd = fd; }
 

@@ -199,7 +199,8 @@ void across(const char* what, const std::function<void()>& produce, T&... values
       reader(values...);
       if (!reader.done()) throw wire::WireError("the frame is longer than its values");
     } catch (const wire::WireError& e) {
-      throw StudentGone(std::string("what the student's process sent for ") + what + " is malformed: " + e.what());
+      throw StudentGone(std::string("what the process running your code sent for ") + what +
+                        " is malformed: " + e.what());
     }
     return;
   }
@@ -219,6 +220,11 @@ void across(const char* what, const std::function<void()>& produce, T&... values
   }
 }
 
+// What the judge reads is checked before anything is indexed with it (a run of P ranks sends P of
+// each; a block's origin is a rank or -1): an honest student's side always fits, so a frame that
+// does not could only have been made up. Throws StudentGone naming `what` and `why`.
+void refuse_unless(bool fits, const char* what, const std::string& why);
+
 // The same for one value that `produce` returns.
 template <class T, class F>
 T across_value(const char* what, F&& produce) {
@@ -227,5 +233,62 @@ T across_value(const char* what, F&& produce) {
       what, [&] { value = produce(); }, value);
   return value;
 }
+
+// The calls a criterion makes into the student's code. Where that code runs, the criterion is run
+// once recording: each call runs and what it produced is written down. Then, on both sides, it is
+// run again replaying: each call reads what the recorded one produced, in order, and runs nothing.
+// The criterion is deterministic (it decides on what the calls produced, never on time), so both
+// runs take the same path and make the same calls; the record crosses as one lab::across frame.
+class Calls {
+ public:
+  // One call: `produce` calls the student's code and stores what it produced in `values`.
+  template <class... T>
+  void operator()(const std::function<void()>& produce, T&... values) {
+    if (!replay_) {
+      produce();
+      record_(values...);
+      return;
+    }
+    try {
+      (*replay_)(values...);
+    } catch (const wire::WireError& e) {
+      throw StudentGone(std::string("what the process running your code sent for ") + what_ +
+                        " is malformed: " + e.what());
+    }
+  }
+  // One call that returns what it produced.
+  template <class T, class F>
+  T value(F&& produce) {
+    T v{};
+    (*this)([&] { v = produce(); }, v);
+    return v;
+  }
+
+  // Runs `criterion(calls)` as above: its calls cross as one frame named `what`.
+  template <class F>
+  static CriterionResult across(const char* what, F&& criterion) {
+    Calls calls;
+    calls.what_ = what;
+    std::string record;
+    lab::across(  // the function above, not this one
+        what,
+        [&] {
+          criterion(calls);
+          record = calls.record_.buffer();
+        },
+        record);
+    calls.replay_.emplace(std::move(record));
+    CriterionResult result = criterion(calls);
+    if (!calls.replay_->done())
+      throw StudentGone(std::string("the process running your code sent more for ") + what +
+                        " than the criterion's calls produce");
+    return result;
+  }
+
+ private:
+  const char* what_ = "";
+  wire::Writer record_;
+  std::optional<wire::Reader> replay_;
+};
 
 }  // namespace ringlab::lab
