@@ -266,12 +266,10 @@ struct Listed {
   double timeout = 20;
   bool performance = false, needs_gpu = false;
   double points = 1;
-  bool isolated = false;  // judged from outside: the student's side and the judge in two processes
 };
 
 Listed listed_from(const nlohmann::json& j) {
-  return {j.at("id"),        j.at("title"),          j.at("timeout"),           j.at("performance"),
-          j.at("needs_gpu"), j.value("points", 1.0), j.value("isolated", false)};
+  return {j.at("id"), j.at("title"), j.at("timeout"), j.at("performance"), j.at("needs_gpu"), j.value("points", 1.0)};
 }
 
 // A folder for one sandboxed run, owned by the sandbox's user; "" without a sandbox.
@@ -370,23 +368,13 @@ CriterionReport run_criterion(const Listed& c, const std::string& binary, const 
   // Under a sandbox, a fresh folder of the student's user for each criterion: nothing one
   // criterion's process leaves there can stand for the next one's result.
   sandbox.directory = sandbox_folder(scratch, sandbox);
-  const std::string result_file = (sandbox.active() ? sandbox.directory : scratch) + "/" + c.id + ".json";
-  std::error_code error;
-  fs::remove(result_file, error);
   std::vector<std::string> environment{"OMP_NUM_THREADS=1", "RINGLAB_GRADE_SOURCE=" + source,
                                        "RINGLAB_LAB_HEADERS=" + headers};
   environment.insert(environment.end(), setup().environment.begin(), setup().environment.end());
-  ProcessResult run;
-  std::string text;
-  if (c.isolated) {
-    text = judged_verdict(binary, judge, c, limit, environment, sandbox, run);
-  } else {
-    run = run_process({binary, "--run", c.id, "--result", result_file}, limit, environment, 64 * 1024, sandbox);
-    // Read only now: the process and everything it started are gone.
-    text = read_file(result_file);
-  }
+  ProcessResult run;  // the student's side
+  const std::string text = judged_verdict(binary, judge, c, limit, environment, sandbox, run);
   report.seconds = run.seconds;
-  report.judged = c.isolated ? "outside" : "in-process";
+  report.judged = "outside";
   if (run.timed_out) {
     report.status = Status::timeout;
     report.message = "still running after " + format_seconds(limit) +

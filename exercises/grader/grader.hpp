@@ -1,5 +1,7 @@
 // The grader behind `ringlab grade LAB [FILE]`: compiles a student's file against the lab's
-// prebuilt harness, runs every criterion in its own process group under a wall-clock limit, and
+// prebuilt harness, runs every criterion as two processes under a wall-clock limit - the student's
+// side and a judge built from the lab's starter, which holds none of the submission and alone
+// gives the verdict (exercises/labs/common/harness.hpp) - and
 // reports like a course autograder (CMU 11-868's model): per criterion passed / failed / timeout /
 // needs-GPU, the observed error against its tolerance, the first diverging (rank, step, block),
 // the deadlock report, and the command that reproduces one criterion; performance criteria are
@@ -110,8 +112,8 @@ struct CriterionReport {
   std::string output;     // the tail of what the criterion printed (failures only)
   std::string reproduce;  // the command that runs this criterion alone
   double points = 0;      // what passing it is worth (the lab declares it; "compiles" is worth 0)
-  // Where it was judged: "outside" (a judge process holding none of the submission), "in-process"
-  // (a lab not yet converted: the harness judged beside the submission), "" (it did not run).
+  // Where it was judged: "outside" (by a judge process that holds none of the submission, beside
+  // the process that runs it), "" (it did not run).
   std::string judged;
 };
 

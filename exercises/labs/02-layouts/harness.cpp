@@ -150,7 +150,6 @@ CriterionResult balance_criterion(lab::Calls& calls) {
 namespace ringlab::lab {
 
 const char* lab_name() { return "02-layouts"; }
-bool lab_isolated() { return true; }
 
 // Each criterion's calls into the student's code cross as one frame, named after the layout or the
 // criterion.

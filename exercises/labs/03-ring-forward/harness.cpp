@@ -420,7 +420,6 @@ CriterionResult performance(bool overlap) {
 namespace ringlab::lab {
 
 const char* lab_name() { return "03-ring-forward"; }
-bool lab_isolated() { return true; }
 
 // Points (the last field; 1 when absent): the cases where a ring goes wrong in ways P = 1 and 2
 // cannot show - direction, the causal mask by global position, zig-zag positions, GQA - count 2.

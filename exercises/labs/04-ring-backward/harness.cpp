@@ -300,7 +300,6 @@ CriterionResult traffic() {
 namespace ringlab::lab {
 
 const char* lab_name() { return "04-ring-backward"; }
-bool lab_isolated() { return true; }
 
 std::vector<Criterion> lab_criteria() {
   using namespace ringlab::lab04;

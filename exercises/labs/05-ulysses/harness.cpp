@@ -202,7 +202,6 @@ CriterionResult traffic() {
 namespace ringlab::lab {
 
 const char* lab_name() { return "05-ulysses"; }
-bool lab_isolated() { return true; }
 
 std::vector<Criterion> lab_criteria() {
   using namespace ringlab::lab05;

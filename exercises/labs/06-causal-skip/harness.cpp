@@ -317,7 +317,6 @@ CriterionResult performance(bool skips) {
 namespace ringlab::lab {
 
 const char* lab_name() { return "06-causal-skip"; }
-bool lab_isolated() { return true; }
 
 std::vector<Criterion> lab_criteria() {
   using namespace ringlab::lab06;

@@ -528,7 +528,6 @@ Case large_scores() {
 namespace ringlab::lab {
 
 const char* lab_name() { return "07-block-kernel"; }
-bool lab_isolated() { return true; }
 
 std::vector<Criterion> lab_criteria() {
   using namespace ringlab::lab07;

@@ -548,7 +548,6 @@ CriterionResult traffic_criterion() {
 namespace ringlab::lab {
 
 const char* lab_name() { return "08-window-ring"; }
-bool lab_isolated() { return true; }
 
 // Points (the last field): the two things this lab is about - the hop count and the mask - and
 // the rings where a wrong one shows count 2.

@@ -86,11 +86,10 @@ struct Criterion {
   double points = 1;  // its weight in a course's score (`ringlab grade --format gradescope`)
 };
 
-// Each lab's harness.cpp defines these three. lab_isolated(): whether every call of its criteria
-// into the student's code goes through `across`, so that the grader may judge from outside.
+// Each lab's harness.cpp defines these two. Every call its criteria make into the student's code
+// goes through `across` (or a `Calls`): the judge, built from the starter, calls none.
 const char* lab_name();
 std::vector<Criterion> lab_criteria();
-bool lab_isolated();
 
 // ---- [problems] --------------------------------------------------------------------------------
 
