@@ -155,7 +155,8 @@ Hardware gpu_streams_machine(double flops_per_s, double copy_Bps, int64_t ranks,
   hw.sources.emplace_back(line);
   if (shared_device && peak_rows > 0) {
     hw.sources.push_back("block_rows[" + std::to_string(peak_rows) +
-                         "] = 1: the peak is that block's (one whole S x S kernel, S = " + std::to_string(peak_rows) + ")");
+                         "] = 1: the peak is that block's (one whole S x S kernel, S = " + std::to_string(peak_rows) +
+                         ")");
   }
   hw.sources.emplace_back("launch = 5 us, message latency = 5 us: assumptions");
   return hw;
@@ -318,22 +319,32 @@ FitResult fit_device(const Hardware& base, const std::vector<StepTable>& tables)
     const std::string p = pass_name[pass];
     if (!shapes.full[pass] && !shapes.masked[pass]) continue;
     if (shapes.full[pass] && fit_full) {
-      knobs.push_back({p + "_full efficiency",
-                       [b](const Hardware& h) { return b ? h.device.backward_full_efficiency : h.device.forward_full_efficiency; },
-                       [b](Hardware& h, double v) { (b ? h.device.backward_full_efficiency : h.device.forward_full_efficiency) = v; }});
+      knobs.push_back(
+          {p + "_full efficiency",
+           [b](const Hardware& h) { return b ? h.device.backward_full_efficiency : h.device.forward_full_efficiency; },
+           [b](Hardware& h, double v) {
+             (b ? h.device.backward_full_efficiency : h.device.forward_full_efficiency) = v;
+           }});
     }
     if (shapes.masked[pass]) {
       knobs.push_back({p + "_masked efficiency",
-                       [b](const Hardware& h) { return b ? h.device.backward_masked_efficiency : h.device.forward_masked_efficiency; },
-                       [b](Hardware& h, double v) { (b ? h.device.backward_masked_efficiency : h.device.forward_masked_efficiency) = v; }});
+                       [b](const Hardware& h) {
+                         return b ? h.device.backward_masked_efficiency : h.device.forward_masked_efficiency;
+                       },
+                       [b](Hardware& h, double v) {
+                         (b ? h.device.backward_masked_efficiency : h.device.forward_masked_efficiency) = v;
+                       }});
     }
     for (int64_t n : free_rows) {
       const size_t i = static_cast<size_t>(
           std::find_if(rows.begin(), rows.end(), [n](const BlockRows& k) { return k.rows == n; }) - rows.begin());
-      knobs.push_back({p + " block_rows[" + std::to_string(n) + "]",
-                       [b, i](const Hardware& h) { return b ? h.device.block_rows[i].backward : h.device.block_rows[i].forward; },
-                       [b, i](Hardware& h, double v) { (b ? h.device.block_rows[i].backward : h.device.block_rows[i].forward) = v; },
-                       4.0});
+      knobs.push_back(
+          {p + " block_rows[" + std::to_string(n) + "]",
+           [b, i](const Hardware& h) { return b ? h.device.block_rows[i].backward : h.device.block_rows[i].forward; },
+           [b, i](Hardware& h, double v) {
+             (b ? h.device.block_rows[i].backward : h.device.block_rows[i].forward) = v;
+           },
+           4.0});
     }
     if (shapes.short_queries[pass]) knobs.push_back(factor_knob(p + " short_queries", b, &DeviceModel::short_queries));
     if (shapes.short_keys[pass]) knobs.push_back(factor_knob(p + " short_keys", b, &DeviceModel::short_keys));

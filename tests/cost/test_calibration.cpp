@@ -134,7 +134,8 @@ TEST_CASE("calibration: fitted on both tables, every forward step within 15% (in
   const std::vector<StepTable> tables = fixture();
   // Sharing alone (efficiency 1 on every shape) is not enough: the shapes cost differently.
   double sharing_only = 0;
-  for (const StepTable& t : tables) sharing_only = std::max(sharing_only, worst_error(t, machine(t, true), "shared, not fitted"));
+  for (const StepTable& t : tables)
+    sharing_only = std::max(sharing_only, worst_error(t, machine(t, true), "shared, not fitted"));
   CHECK(sharing_only > 0.15);
 
   const FitResult fit = fit_device(machine(tables[0], true), tables);
@@ -158,7 +159,8 @@ TEST_CASE("calibration: fitted on both tables, every forward step within 15% (in
   // What `--hw FILE` loads predicts the same (the JSON's units round the last bits).
   const Hardware loaded = hardware_from_json(to_json(fit.hardware), "fit.json", 128);
   for (const StepTable& t : tables) {
-    const std::vector<double> a = predicted_steps(t.spec, t.phase, loaded), b = predicted_steps(t.spec, t.phase, fit.hardware);
+    const std::vector<double> a = predicted_steps(t.spec, t.phase, loaded),
+                              b = predicted_steps(t.spec, t.phase, fit.hardware);
     REQUIRE(a.size() == b.size());
     for (size_t s = 0; s < a.size(); ++s) CHECK(a[s] == Approx(b[s]).epsilon(1e-9));
   }
@@ -180,7 +182,8 @@ TEST_CASE("calibration: held out, one table's fit predicts the other", "[calibra
   CHECK(std::abs(c[0] / contiguous.measured[0] - 1) <= 0.15);
 }
 
-TEST_CASE("calibration: machine files carry ranks_per_device and the kernel shapes, and refuse bad ones", "[calibration]") {
+TEST_CASE("calibration: machine files carry ranks_per_device and the kernel shapes, and refuse bad ones",
+          "[calibration]") {
   const nlohmann::json ok = nlohmann::json::parse(
       R"({"device": {"peak_tflops": 300, "efficiency": {"forward_full": 0.8}, "ranks_per_device": 4,
           "block_rows": [{"rows": 1024, "forward": 0.6}, {"rows": 2048}], "short_queries": {"forward": 0.5}},
@@ -189,7 +192,7 @@ TEST_CASE("calibration: machine files carry ranks_per_device and the kernel shap
   CHECK(hw.device.ranks_per_device == 4);
   CHECK(hw.device.rows_factor(false, 1024) == 0.6);
   CHECK(hw.device.rows_factor(false, 2048) == 1.0);
-  CHECK(hw.device.rows_factor(false, 512) == 0.6);                        // flat below
+  CHECK(hw.device.rows_factor(false, 512) == 0.6);                         // flat below
   CHECK(hw.device.rows_factor(false, 1448) == Approx(0.8).epsilon(0.01));  // halfway in log2
   CHECK(hw.device.rows_factor(true, 1024) == 1.0);
   CHECK(hw.device.shape_factor(false, 2048, 1024, 2048) == 0.5);  // half the queries
@@ -236,9 +239,10 @@ TEST_CASE("calibration: held out, whole forward runs of the ring-efficiency tabl
       const Hardware old = machine(StepTable{row.name, spec, "", {}, tables[0].flops_per_s, tables[0].copy_Bps}, false);
       const double predicted = run_dry_plan(build_plan(spec), hw).makespan_s * 1e3;
       const double before = run_dry_plan(build_plan(spec), old).makespan_s * 1e3;
-      std::printf("  T(P) %-30s P=%lld: measured %.3f ms, calibrated %.3f ms (%+.1f%%), uncalibrated %.3f ms (%+.1f%%)\n",
-                  row.name, static_cast<long long>(Ps[i]), row.ms[i], predicted, 100 * (predicted / row.ms[i] - 1),
-                  before, 100 * (before / row.ms[i] - 1));
+      std::printf(
+          "  T(P) %-30s P=%lld: measured %.3f ms, calibrated %.3f ms (%+.1f%%), uncalibrated %.3f ms (%+.1f%%)\n",
+          row.name, static_cast<long long>(Ps[i]), row.ms[i], predicted, 100 * (predicted / row.ms[i] - 1), before,
+          100 * (before / row.ms[i] - 1));
       worst = std::max(worst, std::abs(predicted / row.ms[i] - 1));
       worst_before = std::max(worst_before, std::abs(before / row.ms[i] - 1));
     }
