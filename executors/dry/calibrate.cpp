@@ -71,6 +71,7 @@ std::vector<StepTable> parse_step_tables(const std::string& text, const std::str
   std::vector<StepTable> tables;
   std::istringstream in(text);
   bool inside = false;
+  size_t first_of_title = 0;  // the tables (one per phase) of the title being read
   int line_number = 0;
   for (std::string line; std::getline(in, line);) {
     ++line_number;
@@ -78,6 +79,7 @@ std::vector<StepTable> parse_step_tables(const std::string& text, const std::str
     const std::string title_key = "per-step times: ";
     if (line.rfind(title_key, 0) == 0) {
       tables.push_back(parse_title(line.substr(title_key.size()), where, element_bytes));
+      first_of_title = tables.size() - 1;
       inside = true;
       continue;
     }
@@ -85,8 +87,10 @@ std::vector<StepTable> parse_step_tables(const std::string& text, const std::str
     if (line.rfind("simple model:", 0) == 0) {
       // "max(step FLOPs / 341.6 TFLOP/s, step bytes / 1439 GB/s)"
       const size_t f = line.find("FLOPs / "), b = line.find("bytes / ");
-      if (f != std::string::npos) tables.back().flops_per_s = std::stod(line.substr(f + 8)) * 1e12;
-      if (b != std::string::npos) tables.back().copy_Bps = std::stod(line.substr(b + 8)) * 1e9;
+      for (size_t i = first_of_title; i < tables.size(); ++i) {  // every phase of the table
+        if (f != std::string::npos) tables[i].flops_per_s = std::stod(line.substr(f + 8)) * 1e12;
+        if (b != std::string::npos) tables[i].copy_Bps = std::stod(line.substr(b + 8)) * 1e9;
+      }
       inside = false;
       continue;
     }
@@ -99,9 +103,13 @@ std::vector<StepTable> parse_step_tables(const std::string& text, const std::str
     if (step_at == w.begin() || step_at == w.end() || step_at + 1 == w.end()) continue;  // a header line
     std::string phase;
     for (auto it = w.begin(); it != step_at; ++it) phase += (phase.empty() ? "" : " ") + *it;
+    if (!tables.back().phase.empty() && phase != tables.back().phase) {  // the next phase of the same run
+      StepTable next = tables.back();
+      next.measured.clear();
+      tables.push_back(next);
+    }
     StepTable& t = tables.back();
-    if (t.phase.empty()) t.phase = phase;
-    if (phase != t.phase) throw UsageError(where + ": a second phase ('" + phase + "') in one table; split it");
+    t.phase = phase;
     const int64_t step = std::stoll(*step_at);
     if (step != static_cast<int64_t>(t.measured.size())) {
       throw UsageError(where + ": step " + std::to_string(step) + " where step " + std::to_string(t.measured.size()) +

@@ -42,8 +42,10 @@ struct StepTable {
 //   phase                   step    measured      simple meas/simp     dry run  meas/dry        GFLOP
 //   ring forward               0       0.696       0.402      1.73       0.471      1.48       137.51
 //   simple model: max(step FLOPs / 341.6 TFLOP/s, step bytes / 1439 GB/s), both measured in this run
-// `element_bytes` is the run's dtype size (2: bf16). Throws UsageError naming `source` and the line
-// when a table cannot be read, or when there is none.
+// A table of a forward+backward run ("..., forward+backward (...)") lists its phases one after the
+// other; each phase becomes a StepTable of its own. `element_bytes` is the run's dtype size (2:
+// bf16). Throws UsageError naming `source` and the line when a table cannot be read, or when there
+// is none.
 std::vector<StepTable> parse_step_tables(const std::string& text, const std::string& source, int64_t element_bytes = 2);
 
 // The machine of P virtual ranks on one GPU from two measured figures: the FLOP rate of one

@@ -114,6 +114,18 @@ TEST_CASE("calibration: bench_gpu_ring's per-step tables are read back", "[calib
                     Catch::Contains("not a positive number"));
   CHECK_THROWS_WITH(parse_step_tables("per-step times: ring zigzag, causal, P=4, forward\nring forward 0 1\n", "x.txt"),
                     Catch::Contains("no B="));
+  // A forward+backward table: one StepTable per phase, the figures line applying to both.
+  const std::vector<StepTable> both = parse_step_tables(
+      "per-step times: ring zigzag, causal, P=2, B=1 S=64 H=2 HKV=1 D=8, forward+backward\n"
+      "ring forward 0 0.5\nring forward 1 0.4\nring backward 0 1.5\nring backward 1 1.2\n"
+      "simple model: max(step FLOPs / 100 TFLOP/s, step bytes / 1000 GB/s)\n",
+      "x.txt");
+  REQUIRE(both.size() == 2);
+  CHECK(both[1].phase == "ring backward");
+  CHECK(both[1].spec.backward);
+  CHECK(both[1].measured.size() == 2);
+  CHECK(both[0].flops_per_s == Approx(100e12));
+  CHECK(both[1].copy_Bps == Approx(1000e9));
 }
 
 TEST_CASE("calibration: today's model gives the table's dry-run column, and misses the steps", "[calibration]") {
