@@ -21,9 +21,11 @@
 //              ways, 5 us launches), its P ranks sharing the one device by processor sharing
 //              (DeviceModel::ranks_per_device). Per step: the dry executor's end of the step minus
 //              the end of the one before.
-//   calibrated --write-hw FILE: the device model fitted to every step measured here (ringlab
-//              calibrate's fit: masked-tile efficiency, block size, half-query and half-key calls,
-//              per pass), predicted vs measured per step (in-sample), and the machine file written.
+//   calibrated the device model fitted to every step measured here (ringlab calibrate's fit:
+//              masked-tile efficiency, block size, half-query and half-key calls, per pass),
+//              predicted vs measured per step (in-sample); --write-hw FILE writes the machine file.
+//              Then one kernel (P = 1) at each block size from S/8 to S, non-causal and causal,
+//              measured beside the fitted model's prediction: held out from the fit.
 // The per-step tables are forward, then forward+backward (--no-step-backward: forward only); their
 // text is what `ringlab calibrate FILE` reads back.
 #include <CLI/CLI.hpp>
@@ -231,9 +233,9 @@ std::vector<StepTable> print_steps(const Schedule& s, int64_t P, const Attention
 }
 
 // Fits the device model to every step measured above, prints predicted vs measured per step (the
-// fit's own data: in-sample) and writes the machine file `--hw` loads.
-void calibrate(const std::vector<StepTable>& tables, const Calibration& c, const AttentionDims& dims, gpu::Dtype dtype,
-               const std::string& path) {
+// fit's own data: in-sample) and, given a path, writes the machine file `--hw` loads.
+Hardware calibrate(const std::vector<StepTable>& tables, const Calibration& c, const AttentionDims& dims,
+                   gpu::Dtype dtype, const std::string& path) {
   const int64_t P = tables.front().spec.ranks;
   const FitResult fit = fit_device(one_gpu_machine(c, P, dims, dtype, nullptr), tables);
   std::printf("\ncalibrated model (ringlab calibrate on the tables above; in-sample: %zu unknowns, %d steps)\n",
@@ -250,11 +252,42 @@ void calibrate(const std::vector<StepTable>& tables, const Calibration& c, const
   bench::report_row("gpu ring", "calibrated model: largest |predicted / measured - 1| over the steps (in-sample)",
                     bench::format("%.1f%%", 100 * fit.max_abs_error), "<= 15%",
                     fit.max_abs_error <= 0.15 ? "met" : "MISSED");
-  Hardware out = fit.hardware;
-  out.name = path;
-  write_file_atomically(path, to_json(out).dump(2) + "\n");
-  std::printf("wrote %s (ringlab run --dry-run --hw %s; its ranks_per_device is this run's P)\n", path.c_str(),
-              path.c_str());
+  if (!path.empty()) {
+    Hardware out = fit.hardware;
+    out.name = path;
+    write_file_atomically(path, to_json(out).dump(2) + "\n");
+    std::printf("wrote %s (ringlab run --dry-run --hw %s; its ranks_per_device is this run's P)\n", path.c_str(),
+                path.c_str());
+  }
+  return fit.hardware;
+}
+
+// Held out from the fit: one kernel (P = 1) at each block size, non-causal (the block_rows factors)
+// and causal (the masked efficiency), measured and predicted by the fitted model.
+void kernel_sweep(const AttentionDims& dims, gpu::Dtype dtype, const Calibration& c, const Hardware& fitted,
+                  int iterations) {
+  std::printf("\none kernel by block size (P = 1 runs, median of %d; held out from the fit)\n", iterations);
+  std::printf("%7s %7s %10s %10s %10s %11s %9s\n", "S", "causal", "measured", "TFLOP/s", "of peak", "predicted",
+              "error");
+  std::printf("%7s %7s %10s %10s %10s %11s %9s\n", "", "", "[ms]", "", "", "[ms]", "");
+  Hardware one = fitted;
+  one.device.ranks_per_device = 1, one.ranks_per_node = 1;
+  for (int64_t n = std::max<int64_t>(1024, dims.seq / 8); n <= dims.seq; n *= 2) {
+    for (bool causal : {false, true}) {
+      AttentionDims d = dims;
+      d.seq = n;
+      const Schedule s{"one kernel", Algorithm::ring, LayoutKind::contiguous, causal, 1, 0};
+      const Plan plan = build_plan(spec_of(s, 1, d, false, dtype));
+      gpu::GpuRunOptions options;
+      options.dtype = dtype;
+      gpu::StreamsRun run(plan, make_inputs(d, 1, false), options);
+      const double ms = median_device_ms(run, 1, iterations).ms;
+      const double flops = bench::attention_flops(d.batch, d.heads, n, d.dim, causal, false);
+      const double predicted = run_dry_plan(plan, one).makespan_s * 1e3;
+      std::printf("%7lld %7s %10.3f %10.1f %10.3f %11.3f %+8.1f%%\n", static_cast<long long>(n), causal ? "yes" : "no",
+                  ms, flops / ms / 1e9, flops / ms / c.flops_per_ms, predicted, 100 * (predicted / ms - 1));
+    }
+  }
 }
 
 }  // namespace
@@ -364,7 +397,10 @@ int main(int argc, char** argv) {
             if (!backward || t.spec.backward == (t.phase.find("backward") != std::string::npos)) measured.push_back(t);
         }
     }
-    if (!write_hw.empty() && !measured.empty()) calibrate(measured, calibration, dims, dtype, write_hw);
+    if (!measured.empty()) {
+      const Hardware fitted = calibrate(measured, calibration, dims, dtype, write_hw);
+      kernel_sweep(dims, dtype, calibration, fitted, iterations);
+    }
   }
   std::printf("\n%s: %d check failure(s), %d efficiency target(s) missed\n", failures || missed ? "FAIL" : "PASS",
               failures, missed);

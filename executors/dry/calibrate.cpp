@@ -198,8 +198,8 @@ namespace {
 
 // Nelder-Mead minimisation from x0 with initial steps `scale` (negative: the efficiencies start at
 // their cap and can only go down); deterministic.
-std::vector<double> nelder_mead(const std::function<double(const std::vector<double>&)>& f, std::vector<double> x0,
-                                double scale, int evaluations) {
+std::vector<double> nelder_mead(const std::function<double(const std::vector<double>&)>& f,
+                                const std::vector<double>& x0, double scale, int evaluations) {
   const size_t n = x0.size();
   std::vector<std::vector<double>> simplex(n + 1, x0);
   for (size_t i = 0; i < n; ++i) simplex[i + 1][i] += scale;
