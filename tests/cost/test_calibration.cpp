@@ -262,3 +262,45 @@ TEST_CASE("calibration: held out, whole forward runs of the ring-efficiency tabl
   CHECK(worst <= 0.15);
   CHECK(worst_before > 0.15);  // the negative control: today's model misses some of them
 }
+
+TEST_CASE("calibration: ranks sharing a device in the dry executor, P = 3 and 4, fwd+bwd, traced", "[calibration]") {
+  for (int64_t P : {3, 4}) {
+    PlanSpec spec;
+    spec.ranks = P;
+    spec.dims = {1, 256 * P, 4, 2, 64};
+    spec.causal = true;
+    spec.backward = true;
+    spec.element_bytes = 2;
+    const Plan plan = build_plan(spec);
+    Hardware shared = gpu_streams_machine(100e12, 1e12, P, 2, "test GPU", true);
+    const Hardware split = gpu_streams_machine(100e12, 1e12, P, 2, "test GPU", false);
+    // The contiguous causal ring's last forward step: only the last rank computes (one whole
+    // block). Shared: its kernel at the whole device. Split (the old model): at 1/P of it.
+    const double block_flops = 4.0 * 256 * 256 * 64 * 4;
+    const std::vector<double> a = predicted_steps(spec, "ring forward", shared);
+    const std::vector<double> b = predicted_steps(spec, "ring forward", split);
+    REQUIRE(a.size() == static_cast<size_t>(P));
+    CHECK(a.back() == Approx(block_flops / 100e12 + 5e-6).epsilon(0.02));
+    CHECK(b.back() == Approx(P * block_flops / 100e12 + P * 5e-6).epsilon(0.02));
+    // The whole run: the device is never asked for more than it has. Its busy time (the union of
+    // the compute spans) is at least the sum of every rank's kernel work at the device's rate.
+    DryOptions traced;
+    traced.trace = true;
+    const DryResult run = run_dry_plan(plan, shared, traced);
+    const DryResult untraced = run_dry_plan(plan, shared);
+    CHECK(run.makespan_s == untraced.makespan_s);
+    double work = 0;
+    for (const DryRank& r : untraced.ranks) work += r.flops;
+    CHECK(untraced.makespan_s * 100e12 >= work * 0.99);
+    int computes = 0;
+    for (const TraceEvent& e : run.trace) computes += e.lane == TraceLane::compute ? 1 : 0;
+    int64_t blocks = 0;
+    for (const DryRank& r : run.ranks) blocks += r.blocks_computed;
+    CHECK(computes == blocks);
+    // Folding never applies to a shared device: the fold option changes nothing.
+    DryOptions no_fold;
+    no_fold.fold = false;
+    CHECK(run_dry_plan(plan, shared, no_fold).makespan_s == untraced.makespan_s);
+    for (const DryPhase& phase : untraced.phases) CHECK((phase.steps == 0 || phase.walked_positions == plan.ring()));
+  }
+}
