@@ -223,6 +223,11 @@ int calibrate_command(const CalibrateFlags& flags) {
   Hardware base;
   if (!flags.hw.empty()) {
     base = load_hardware(flags.hw, first.spec.dims.dim);
+    if (base.device.ranks_per_device <= 1 && first.spec.ranks > 1) {
+      base.device.ranks_per_device = first.spec.ranks;
+      std::printf("(%s has no ranks_per_device: set to P = %lld, the tables being of P ranks on one GPU)\n",
+                  flags.hw.c_str(), static_cast<long long>(first.spec.ranks));
+    }
   } else {
     if (first.flops_per_s <= 0 || first.copy_Bps <= 0) {
       throw UsageError(flags.steps +

@@ -170,11 +170,10 @@ Hardware gpu_streams_machine(double flops_per_s, double copy_Bps, int64_t ranks,
   return hw;
 }
 
-std::vector<double> predicted_steps(const PlanSpec& spec, const std::string& phase, const Hardware& hardware) {
-  PlanSpec s = spec;
-  s.element_bytes = hardware.element_bytes;
-  const Plan plan = build_plan(s);
-  const DryResult dry = run_dry_plan(plan, hardware);
+namespace {
+
+// The model's step times of `phase` of a built plan.
+std::vector<double> plan_steps(const Plan& plan, const std::string& phase, const Hardware& hardware) {
   int index = -1;
   std::string names;
   for (size_t p = 0; p < plan.phases().size(); ++p) {
@@ -182,6 +181,7 @@ std::vector<double> predicted_steps(const PlanSpec& spec, const std::string& pha
     if (plan.phases()[p].name == phase) index = static_cast<int>(p);
   }
   if (index < 0) throw UsageError("the plan has no phase '" + phase + "'; its phases are " + names);
+  const DryResult dry = run_dry_plan(plan, hardware);
   std::vector<double> out;
   double before = dry.phases[static_cast<size_t>(index)].start_s;
   for (const DryStep& step : dry.steps) {
@@ -192,12 +192,23 @@ std::vector<double> predicted_steps(const PlanSpec& spec, const std::string& pha
   return out;
 }
 
+Plan plan_for(const PlanSpec& spec, const Hardware& hardware) {
+  PlanSpec s = spec;
+  s.element_bytes = hardware.element_bytes;
+  return build_plan(s);
+}
+
+}  // namespace
+
+std::vector<double> predicted_steps(const PlanSpec& spec, const std::string& phase, const Hardware& hardware) {
+  return plan_steps(plan_for(spec, hardware), phase, hardware);
+}
+
 // ---- [fit] -----------------------------------------------------------------------------------
 
 namespace {
 
-// Nelder-Mead minimisation from x0 with initial steps `scale` (negative: the efficiencies start at
-// their cap and can only go down); deterministic.
+// Nelder-Mead minimisation from x0 with initial steps `scale`; deterministic.
 std::vector<double> nelder_mead(const std::function<double(const std::vector<double>&)>& f,
                                 const std::vector<double>& x0, double scale, int evaluations) {
   const size_t n = x0.size();
@@ -326,7 +337,7 @@ FitResult fit_device(const Hardware& base, const std::vector<StepTable>& tables)
     const bool b = pass == 1;
     const std::string p = pass_name[pass];
     if (!shapes.full[pass] && !shapes.masked[pass]) continue;
-    if (shapes.full[pass] && fit_full) {
+    if (shapes.full[pass] && (fit_full || b)) {
       knobs.push_back(
           {p + "_full efficiency",
            [b](const Hardware& h) { return b ? h.device.backward_full_efficiency : h.device.forward_full_efficiency; },
@@ -343,7 +354,7 @@ FitResult fit_device(const Hardware& base, const std::vector<StepTable>& tables)
                          (b ? h.device.backward_masked_efficiency : h.device.forward_masked_efficiency) = v;
                        }});
     }
-    for (int64_t n : free_rows) {
+    for (int64_t n : b ? std::vector<int64_t>{} : free_rows) {
       const size_t i = static_cast<size_t>(
           std::find_if(rows.begin(), rows.end(), [n](const BlockRows& k) { return k.rows == n; }) - rows.begin());
       knobs.push_back(
@@ -357,26 +368,44 @@ FitResult fit_device(const Hardware& base, const std::vector<StepTable>& tables)
     if (shapes.short_queries[pass]) knobs.push_back(factor_knob(p + " short_queries", b, &DeviceModel::short_queries));
     if (shapes.short_keys[pass]) knobs.push_back(factor_knob(p + " short_keys", b, &DeviceModel::short_keys));
   }
+  // Each unknown v in (0, most) is most / (1 + e^-u) of a free u: smooth, no bound to get stuck on.
+  auto value_of = [&](size_t i, double u) { return knobs[i].most / (1 + std::exp(-u)); };
   auto apply = [&](const std::vector<double>& x) {
     Hardware h = start;
-    for (size_t i = 0; i < knobs.size(); ++i) knobs[i].set(h, std::min(knobs[i].most, std::exp(x[i])));
+    for (size_t i = 0; i < knobs.size(); ++i) knobs[i].set(h, value_of(i, x[i]));
+    for (BlockRows& k : h.device.block_rows)  // the fitted sizes: the backward pass shares the forward's factor
+      if (std::find(free_rows.begin(), free_rows.end(), k.rows) != free_rows.end()) k.backward = k.forward;
     return h;
   };
+  std::vector<Plan> plans;
+  for (const StepTable& t : tables) plans.push_back(plan_for(t.spec, start));
   auto objective = [&](const std::vector<double>& x) {
     const Hardware h = apply(x);
     double sum = 0;
-    for (const StepTable& t : tables) {
-      const std::vector<double> predicted = predicted_steps(t.spec, t.phase, h);
-      for (size_t s = 0; s < t.measured.size(); ++s) {
-        const double r = s < predicted.size() && predicted[s] > 0 ? std::log(predicted[s] / t.measured[s]) : 10.0;
+    for (size_t i = 0; i < tables.size(); ++i) {
+      const std::vector<double> predicted = plan_steps(plans[i], tables[i].phase, h);
+      for (size_t s = 0; s < tables[i].measured.size(); ++s) {
+        const double r =
+            s < predicted.size() && predicted[s] > 0 ? std::log(predicted[s] / tables[i].measured[s]) : 10.0;
         sum += r * r;
       }
     }
     return sum;
   };
-  std::vector<double> x0;
-  for (const Knob& k : knobs) x0.push_back(std::log(k.get(start)));
-  const std::vector<double> x = knobs.empty() ? x0 : nelder_mead(objective, x0, -0.3, 4000);
+  // From the base's values (an efficiency at its cap starts at 80% of it), restarted from the best
+  // point found until a restart gains nothing.
+  std::vector<double> x;
+  for (size_t i = 0; i < knobs.size(); ++i) {
+    const double v = std::clamp(knobs[i].get(start) / knobs[i].most, 0.05, 0.8);
+    x.push_back(std::log(v / (1 - v)));
+  }
+  double best = knobs.empty() ? 0 : objective(x);
+  for (int round = 0; round < 6 && !knobs.empty(); ++round) {
+    x = nelder_mead(objective, x, 0.5, 1500);
+    const double now = objective(x);
+    if (best - now < 1e-12) break;
+    best = now;
+  }
   FitResult result;
   result.hardware = apply(x);
   result.points = points;
@@ -390,8 +419,9 @@ FitResult fit_device(const Hardware& base, const std::vector<StepTable>& tables)
                   k.name.c_str(), k.get(result.hardware), points, knobs.size());
     result.hardware.sources.emplace_back(line);
   }
-  for (const StepTable& t : tables) {
-    const std::vector<double> predicted = predicted_steps(t.spec, t.phase, result.hardware);
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const StepTable& t = tables[i];
+    const std::vector<double> predicted = plan_steps(plans[i], t.phase, result.hardware);
     for (size_t s = 0; s < t.measured.size() && s < predicted.size(); ++s)
       result.max_abs_error = std::max(result.max_abs_error, std::abs(predicted[s] / t.measured[s] - 1));
   }

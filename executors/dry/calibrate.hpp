@@ -11,7 +11,10 @@
 // short_keys factors where such calls occur. The base machine's own block_rows points are anchors,
 // kept as they are (gpu_streams_machine's: the block the peak was measured on, at 1); without
 // anchors, the largest block seen is fixed at 1 and the efficiency on unmasked tiles is fitted
-// instead (the scale needs one or the other). It
+// instead (the scale needs one or the other). The anchors come from a forward kernel, so with
+// backward steps the backward efficiency on unmasked tiles is always fitted, and a fitted block
+// size's backward factor is its forward one (no backward-only size factor: it would be the same
+// unknown as that efficiency while the data show one block size). It
 // minimises the sum over steps of log(predicted / measured)^2 with the dry executor itself as the
 // model (Nelder-Mead in log space, deterministic), so what is fitted is exactly what `--hw FILE`
 // will predict. An unknown the data do not constrain (no masked tile, one row count) is left at
