@@ -15,22 +15,34 @@
 //   simple     a step costs max(compute, transfers): compute = the step's FLOPs over all ranks /
 //              the FLOP rate of the P = 1 run (the ranks share one GPU), transfers = the step's
 //              bytes / the measured device-to-device copy bandwidth
-//   dry run    the simulator's cost model (executors/dry/dry_executor.hpp) walking the same plan, on a
-//              machine description calibrated in this run: one device whose FLOP rate (the P = 1
-//              run's) the P ranks share (DeviceModel::shared_cores = 1), links that share the
-//              measured copy bandwidth, launch latency and elementwise work at the device's rate.
-//              Per step: the dry executor's end of the step minus the end of the one before.
+//   dry run    the simulator's cost model (executors/dry/dry_executor.hpp) walking the same plan, on
+//              the machine of --hw FILE, or else one built from this run's two figures
+//              (executors/dry/calibrate.hpp: the P = 1 run's FLOP rate, the copy bandwidth shared P
+//              ways, 5 us launches), its P ranks sharing the one device by processor sharing
+//              (DeviceModel::ranks_per_device). Per step: the dry executor's end of the step minus
+//              the end of the one before.
+//   calibrated the device model fitted to every step measured here (ringlab calibrate's fit:
+//              masked-tile efficiency, block size, half-query and half-key calls, per pass),
+//              predicted vs measured per step (in-sample); --write-hw FILE writes the machine file.
+//              Then one kernel (P = 1) at each block size from S/8 to S, non-causal and causal,
+//              measured beside the fitted model's prediction: held out from the fit.
+// The per-step tables are forward, then forward+backward (--no-step-backward: forward only); their
+// text is what `ringlab calibrate FILE` reads back.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "bench/gpu/bench_gpu_common.hpp"
 #include "bench/report_row.hpp"
+#include "executors/dry/calibrate.hpp"
 #include "executors/dry/dry_executor.hpp"
 #include "executors/gpu/executor.hpp"
+#include "reference/error.hpp"
 #include "reference/inputs.hpp"
+#include "sim/pipeline/output_files.hpp"
 #include "sim/pipeline/tables.hpp"
 #include "sim/pipeline/verification.hpp"
 
@@ -127,29 +139,26 @@ double predicted_step_ms(double step_flops, double step_bytes, const Calibration
   return std::max(step_flops / c.flops_per_ms, step_bytes / c.bytes_per_ms);
 }
 
-// The cost model's machine for P virtual ranks on this GPU, from this run's measurements.
-Hardware one_gpu_machine(const Calibration& c, int64_t P, gpu::Dtype dtype) {
-  Hardware hw;
-  hw.name = "this GPU, calibrated by bench_gpu_ring";
-  hw.description = gpu::device_description(0);
-  hw.device.name = hw.description;
-  hw.device.peak_flops = c.flops_per_ms * 1e3;  // achieved by one full kernel: efficiencies are 1
-  hw.device.shared_cores = 1;                   // the P ranks share the one device: 1/P each
-  hw.device.kernel_launch_s = 5e-6;
-  hw.device.memory_bandwidth_Bps = c.bytes_per_ms * 1e3 * 2;  // a copy reads and writes each byte
-  LinkClass link;
-  link.name = "device-to-device copy on one GPU";
-  link.latency_s = 5e-6;
-  link.bandwidth_Bps = c.bytes_per_ms * 1e3 / double(P);  // P ranks copy at once, sharing it
-  hw.intra_node = hw.inter_node = link;
-  hw.ranks_per_node = P;
-  hw.element_bytes = gpu::dtype_bytes(dtype);
-  return hw;
+// The cost model's machine for P virtual ranks on this GPU: `model` (--hw FILE) with its ranks
+// sharing the device, or one built from this run's two figures (executors/dry/calibrate.hpp).
+Hardware one_gpu_machine(const Calibration& c, int64_t P, const AttentionDims& dims, gpu::Dtype dtype,
+                         const Hardware* model) {
+  if (model != nullptr) {
+    Hardware hw = *model;
+    hw.device.ranks_per_device = P, hw.device.shared_cores = 0, hw.ranks_per_node = P;
+    return hw;
+  }
+  return gpu_streams_machine(c.flops_per_ms * 1e3, c.bytes_per_ms * 1e3, P, gpu::dtype_bytes(dtype),
+                             gpu::device_description(0), true, dims.seq);
 }
 
-void print_steps(const Schedule& s, int64_t P, const AttentionDims& dims, gpu::Dtype dtype, const Calibration& c) {
-  const Plan plan = build_plan(spec_of(s, P, dims, false, dtype));
-  const AttentionInputs<float> x = make_inputs(dims, 1, false);
+// One schedule's per-step table (forward, or forward+backward with both phases); returns what it
+// measured, one StepTable per phase, for the fit.
+std::vector<StepTable> print_steps(const Schedule& s, int64_t P, const AttentionDims& dims, gpu::Dtype dtype,
+                                   const Calibration& c, bool backward, const Hardware* model) {
+  const PlanSpec spec = spec_of(s, P, dims, backward, dtype);
+  const Plan plan = build_plan(spec);
+  const AttentionInputs<float> x = make_inputs(dims, 1, backward);
   gpu::GpuRunOptions options;
   options.dtype = dtype;
   gpu::StreamsRun run(plan, x, options);
@@ -160,13 +169,15 @@ void print_steps(const Schedule& s, int64_t P, const AttentionDims& dims, gpu::D
     double start = 1e300, end = 0, flops = 0, bytes = 0, dry_ms = -1;
   };
   std::map<std::pair<std::string, int>, Step> steps;
+  std::map<std::string, bool> computes;  // phases with kernels: the ones a table lists
   for (const TraceEvent& e : result.trace) {
     Step& st = steps[{e.label, e.step}];
     st.start = std::min(st.start, e.start_us), st.end = std::max(st.end, e.start_us + e.duration_us);
-    if (e.flops > 0) st.flops += e.flops;
+    if (e.flops > 0) st.flops += e.flops, computes[e.label] = true;
     if (e.name == "recv" && e.bytes > 0) st.bytes += double(e.bytes);
   }
-  const DryResult dry = run_dry_plan(plan, one_gpu_machine(c, P, dtype));
+  const Hardware machine = one_gpu_machine(c, P, dims, dtype, model);
+  const DryResult dry = run_dry_plan(plan, machine);
   for (size_t i = 0; i < dry.steps.size(); ++i) {
     const DryStep& d = dry.steps[i];
     const bool first = i == 0 || dry.steps[i - 1].phase != d.phase;
@@ -174,34 +185,108 @@ void print_steps(const Schedule& s, int64_t P, const AttentionDims& dims, gpu::D
     const auto found = steps.find({plan.phases()[static_cast<size_t>(d.phase)].name, static_cast<int>(d.step)});
     if (found != steps.end()) found->second.dry_ms = (d.end_s - begin) * 1e3;
   }
-  std::printf("\nper-step times: %s, P=%lld, %s, forward (one run, CUDA events)\n", s.name, static_cast<long long>(P),
-              dims.to_string().c_str());
+  const char* pass = backward ? "forward+backward" : "forward";
+  std::printf("\nper-step times: %s, P=%lld, %s, %s (one run, CUDA events)\n", s.name, static_cast<long long>(P),
+              dims.to_string().c_str(), pass);
   std::printf("%-22s %5s %11s %11s %9s %11s %9s %12s\n", "phase", "step", "measured", "simple", "meas/simp", "dry run",
               "meas/dry", "GFLOP");
   std::printf("%-22s %5s %11s %11s %9s %11s %9s %12s\n", "", "", "[ms]", "[ms]", "", "[ms]", "", "");
   std::vector<double> dry_ratios;
-  for (const auto& [key, st] : steps) {
-    if (st.flops <= 0 && st.bytes <= 0) continue;
-    const double measured = (st.end - st.start) / 1000.0, model = predicted_step_ms(st.flops, st.bytes, c);
-    char dry_cell[16] = "-", dry_ratio[16] = "-";
-    if (st.dry_ms > 0) {
-      std::snprintf(dry_cell, sizeof dry_cell, "%.3f", st.dry_ms);
-      std::snprintf(dry_ratio, sizeof dry_ratio, "%.2f", measured / st.dry_ms);
-      dry_ratios.push_back(measured / st.dry_ms);
+  std::vector<StepTable> tables;
+  // Phases in plan order (forward before backward), each phase's steps in order.
+  for (const Phase& phase : plan.phases()) {
+    if (!computes[phase.name]) continue;
+    StepTable table;
+    table.schedule = s.name, table.spec = spec, table.phase = phase.name;
+    table.flops_per_s = c.flops_per_ms * 1e3, table.copy_Bps = c.bytes_per_ms * 1e3;
+    for (int step = 0; step < phase.steps; ++step) {
+      const auto found = steps.find({phase.name, step});
+      if (found == steps.end()) break;
+      const Step& st = found->second;
+      const double measured = (st.end - st.start) / 1000.0, simple = predicted_step_ms(st.flops, st.bytes, c);
+      table.measured.push_back(measured * 1e-3);
+      char dry_cell[16] = "-", dry_ratio[16] = "-";
+      if (st.dry_ms > 0) {
+        std::snprintf(dry_cell, sizeof dry_cell, "%.3f", st.dry_ms);
+        std::snprintf(dry_ratio, sizeof dry_ratio, "%.2f", measured / st.dry_ms);
+        dry_ratios.push_back(measured / st.dry_ms);
+      }
+      std::printf("%-22s %5d %11.3f %11.3f %9.2f %11s %9s %12.2f\n", phase.name.c_str(), step, measured, simple,
+                  simple > 0 ? measured / simple : 0.0, dry_cell, dry_ratio, st.flops / 1e9);
     }
-    std::printf("%-22s %5d %11.3f %11.3f %9.2f %11s %9s %12.2f\n", key.first.c_str(), key.second, measured, model,
-                model > 0 ? measured / model : 0.0, dry_cell, dry_ratio, st.flops / 1e9);
+    tables.push_back(table);
   }
   std::printf("simple model: max(step FLOPs / %.1f TFLOP/s, step bytes / %.0f GB/s), both measured in this run\n",
               c.flops_per_ms / 1e9, c.bytes_per_ms / 1e6);
-  std::printf("dry run: sim/cost's dry executor on the same plan, machine calibrated from the same two figures\n");
+  std::printf("dry run: sim/cost's dry executor on the same plan, %s\n",
+              model != nullptr ? ("machine " + machine.name + " (--hw), its P ranks sharing this GPU").c_str()
+                               : "P ranks sharing one device at this run's two figures, kernel shapes not calibrated");
   if (!dry_ratios.empty()) {
     std::sort(dry_ratios.begin(), dry_ratios.end());
     const double median = dry_ratios[dry_ratios.size() / 2];
     bench::report_row("gpu ring",
-                      bench::format("%s P=%lld fwd: measured / dry-run step time, median over steps", s.name,
-                                    static_cast<long long>(P)),
+                      bench::format("%s P=%lld %s: measured / dry-run step time, median over steps", s.name,
+                                    static_cast<long long>(P), backward ? "fwd+bwd" : "fwd"),
                       bench::format("%.2f", median), "-", "-");
+  }
+  return tables;
+}
+
+// Fits the device model to every step measured above, prints predicted vs measured per step (the
+// fit's own data: in-sample) and, given a path, writes the machine file `--hw` loads.
+Hardware calibrate(const std::vector<StepTable>& tables, const Calibration& c, const AttentionDims& dims,
+                   gpu::Dtype dtype, const std::string& path) {
+  const int64_t P = tables.front().spec.ranks;
+  const FitResult fit = fit_device(one_gpu_machine(c, P, dims, dtype, nullptr), tables);
+  std::printf("\ncalibrated model (ringlab calibrate on the tables above; in-sample: %zu unknowns, %d steps)\n",
+              fit.fitted.size(), fit.points);
+  std::printf("%-30s %-16s %5s %11s %11s %9s\n", "schedule", "phase", "step", "measured", "fitted", "error");
+  for (const StepTable& t : tables) {
+    const std::vector<double> predicted = predicted_steps(t.spec, t.phase, fit.hardware);
+    for (size_t s = 0; s < t.measured.size() && s < predicted.size(); ++s) {
+      std::printf("%-30s %-16s %5zu %11.3f %11.3f %+8.1f%%\n", t.schedule.c_str(), t.phase.c_str(), s,
+                  t.measured[s] * 1e3, predicted[s] * 1e3, 100 * (predicted[s] / t.measured[s] - 1));
+    }
+  }
+  for (const std::string& line : fit.fitted) std::printf("  fitted: %s\n", line.c_str());
+  bench::report_row("gpu ring", "calibrated model: largest |predicted / measured - 1| over the steps (in-sample)",
+                    bench::format("%.1f%%", 100 * fit.max_abs_error), "<= 15%",
+                    fit.max_abs_error <= 0.15 ? "met" : "MISSED");
+  if (!path.empty()) {
+    Hardware out = fit.hardware;
+    out.name = path;
+    write_file_atomically(path, to_json(out).dump(2) + "\n");
+    std::printf("wrote %s (ringlab run --dry-run --hw %s; its ranks_per_device is this run's P)\n", path.c_str(),
+                path.c_str());
+  }
+  return fit.hardware;
+}
+
+// Held out from the fit: one kernel (P = 1) at each block size, non-causal (the block_rows factors)
+// and causal (the masked efficiency), measured and predicted by the fitted model.
+void kernel_sweep(const AttentionDims& dims, gpu::Dtype dtype, const Calibration& c, const Hardware& fitted,
+                  int iterations) {
+  std::printf("\none kernel by block size (P = 1 runs, median of %d; held out from the fit)\n", iterations);
+  std::printf("%7s %7s %10s %10s %10s %11s %9s\n", "S", "causal", "measured", "TFLOP/s", "of peak", "predicted",
+              "error");
+  std::printf("%7s %7s %10s %10s %10s %11s %9s\n", "", "", "[ms]", "", "", "[ms]", "");
+  Hardware one = fitted;
+  one.device.ranks_per_device = 1, one.ranks_per_node = 1;
+  for (int64_t n = std::max<int64_t>(1024, dims.seq / 8); n <= dims.seq; n *= 2) {
+    for (bool causal : {false, true}) {
+      AttentionDims d = dims;
+      d.seq = n;
+      const Schedule s{"one kernel", Algorithm::ring, LayoutKind::contiguous, causal, 1, 0};
+      const Plan plan = build_plan(spec_of(s, 1, d, false, dtype));
+      gpu::GpuRunOptions options;
+      options.dtype = dtype;
+      gpu::StreamsRun run(plan, make_inputs(d, 1, false), options);
+      const double ms = median_device_ms(run, 1, iterations).ms;
+      const double flops = bench::attention_flops(d.batch, d.heads, n, d.dim, causal, false);
+      const double predicted = run_dry_plan(plan, one).makespan_s * 1e3;
+      std::printf("%7lld %7s %10.3f %10.1f %10.3f %11.3f %+8.1f%%\n", static_cast<long long>(n), causal ? "yes" : "no",
+                  ms, flops / ms / 1e9, flops / ms / c.flops_per_ms, predicted, 100 * (predicted / ms - 1));
+    }
   }
 }
 
@@ -224,7 +309,20 @@ int main(int argc, char** argv) {
   app.add_option("--dtype", dtype_name)->capture_default_str();
   app.add_option("--iterations", iterations)->capture_default_str();
   app.add_option("--step-ranks", step_ranks, "P of the per-step table")->capture_default_str();
+  std::string hw_file, write_hw;
+  bool step_backward = true;
+  app.add_option("--hw", hw_file, "the per-step tables' dry-run column on this machine file (its ranks share the GPU)");
+  app.add_option("--write-hw", write_hw,
+                 "fit the cost model to every measured step (ringlab calibrate) and write the machine file here");
+  app.add_flag("!--no-step-backward", step_backward, "per-step tables of the forward pass only");
   CLI11_PARSE(app, argc, argv);
+  std::optional<Hardware> model;
+  try {
+    if (!hw_file.empty()) model = load_hardware(hw_file, dims.dim);
+  } catch (const UsageError& e) {
+    std::cerr << "bench_gpu_ring: error: " << e.what() << "\n";
+    return 2;
+  }
   std::string why;
   if (!gpu::device_available(&why)) {
     std::cerr << "bench_gpu_ring: no CUDA device (" << why << "); nothing to measure\n";
@@ -286,9 +384,23 @@ int main(int argc, char** argv) {
     }
   }
   if (calibration.flops_per_ms > 0) {
-    for (const Schedule& s : kSchedules)
-      if (s.algo == Algorithm::ring && s.causal && s.layout != LayoutKind::striped)
-        print_steps(s, step_ranks, dims, dtype, calibration);
+    std::vector<StepTable> measured;
+    for (bool backward : {false, true}) {
+      if (backward && !step_backward) continue;
+      for (const Schedule& s : kSchedules)
+        if (s.algo == Algorithm::ring && s.causal && s.layout != LayoutKind::striped) {
+          const std::vector<StepTable> tables =
+              print_steps(s, step_ranks, dims, dtype, calibration, backward, model ? &*model : nullptr);
+          // The fit takes the forward steps of the forward run and everything of the fwd+bwd run's
+          // backward phase (its forward steps repeat the forward run's).
+          for (const StepTable& t : tables)
+            if (!backward || t.spec.backward == (t.phase.find("backward") != std::string::npos)) measured.push_back(t);
+        }
+    }
+    if (!measured.empty()) {
+      const Hardware fitted = calibrate(measured, calibration, dims, dtype, write_hw);
+      kernel_sweep(dims, dtype, calibration, fitted, iterations);
+    }
   }
   std::printf("\n%s: %d check failure(s), %d efficiency target(s) missed\n", failures || missed ? "FAIL" : "PASS",
               failures, missed);

@@ -5,14 +5,21 @@
 //   ringlab figure KIND [schedule flags] [--hw ...] [--pass forward|backward] --out FILE.svg [--png FILE.png]
 //       KIND = grid-step | grid-rank | load | timeline (viz/figures/book_figures.hpp: the viewer's
 //       model and colours, the cost model's time on --hw)
+//   ringlab calibrate STEPS [--hw FILE] [--out MACHINE.json]
+//       fits the device model to measured step times (bench_gpu_ring's per-step tables, the file
+//       as printed; executors/dry/calibrate.hpp) and writes the machine `--hw MACHINE.json` loads
 // Exit status 0, or 2 for bad input (one line naming the problem and the fix).
-// Sections: [compare] [figure] [registration]
+// Sections: [compare] [figure] [calibrate] [registration]
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli/ringlab/commands.hpp"
+#include "executors/dry/calibrate.hpp"
 #include "executors/dry/compare.hpp"
 #include "executors/sim/precision_study.hpp"
 #include "reference/error.hpp"
@@ -192,6 +199,71 @@ int figure_command(FigureFlags& flags) {
   return kExitVerified;
 }
 
+// ---- [calibrate] -----------------------------------------------------------------------------
+
+struct CalibrateFlags {
+  std::string steps;
+  std::string hw;
+  std::string out;
+};
+
+int calibrate_command(const CalibrateFlags& flags) {
+  std::ifstream file(flags.steps, std::ios::binary);
+  if (!file) throw UsageError(flags.steps + ": cannot open the step times; give bench_gpu_ring's output (a file)");
+  std::ostringstream text;
+  text << file.rdbuf();
+  const std::vector<StepTable> tables = parse_step_tables(text.str(), flags.steps);
+  const StepTable& first = tables.front();
+  for (const StepTable& t : tables) {
+    if (t.spec.ranks != first.spec.ranks || t.flops_per_s != first.flops_per_s || t.copy_Bps != first.copy_Bps ||
+        t.spec.dims.seq != first.spec.dims.seq || t.spec.dims.dim != first.spec.dims.dim) {
+      throw UsageError(flags.steps + ": the tables differ in P, S, D or measured figures; calibrate one run's tables");
+    }
+  }
+  Hardware base;
+  if (!flags.hw.empty()) {
+    base = load_hardware(flags.hw, first.spec.dims.dim);
+    if (base.device.ranks_per_device <= 1 && first.spec.ranks > 1) {
+      base.device.ranks_per_device = first.spec.ranks;
+      std::printf("(%s has no ranks_per_device: set to P = %lld, the tables being of P ranks on one GPU)\n",
+                  flags.hw.c_str(), static_cast<long long>(first.spec.ranks));
+    }
+  } else {
+    if (first.flops_per_s <= 0 || first.copy_Bps <= 0) {
+      throw UsageError(flags.steps +
+                       ": no 'simple model: ...' line with the measured FLOP rate and copy bandwidth; "
+                       "give --hw FILE as the base machine");
+    }
+    base = gpu_streams_machine(first.flops_per_s, first.copy_Bps, first.spec.ranks, 2, "one GPU, " + flags.steps, true,
+                               first.spec.dims.seq);
+  }
+  const FitResult fit = fit_device(base, tables);
+  std::printf(
+      "ringlab calibrate | %s | %zu table(s), %d steps | base: %s\n\n", flags.steps.c_str(), tables.size(), fit.points,
+      flags.hw.empty() ? "the tables' one-kernel rate and copy bandwidth, P ranks on one device" : base.name.c_str());
+  std::printf("%-30s %5s %10s %10s %7s %10s %7s\n", "schedule", "step", "measured", "base", "error", "fitted", "error");
+  std::printf("%-30s %5s %10s %10s %7s %10s %7s\n", "", "", "[ms]", "[ms]", "[%]", "[ms]", "[%]");
+  for (const StepTable& t : tables) {
+    const std::vector<double> before = predicted_steps(t.spec, t.phase, base);
+    const std::vector<double> after = predicted_steps(t.spec, t.phase, fit.hardware);
+    for (size_t s = 0; s < t.measured.size(); ++s) {
+      const double b = s < before.size() ? before[s] : 0, a = s < after.size() ? after[s] : 0;
+      std::printf("%-30s %5zu %10.3f %10.3f %+7.1f %10.3f %+7.1f\n", t.schedule.c_str(), s, t.measured[s] * 1e3,
+                  b * 1e3, 100 * (b / t.measured[s] - 1), a * 1e3, 100 * (a / t.measured[s] - 1));
+    }
+  }
+  std::printf("\nfitted (%zu unknowns on %d steps: the errors above are in-sample):\n", fit.fitted.size(), fit.points);
+  for (const std::string& line : fit.fitted) std::printf("  %s\n", line.c_str());
+  std::printf("largest error after the fit: %.1f%%\n", 100 * fit.max_abs_error);
+  if (!flags.out.empty()) {
+    Hardware out = fit.hardware;
+    out.name = flags.out;
+    write_file_atomically(flags.out, to_json(out).dump(2) + "\n");
+    std::printf("wrote %s (ringlab run --dry-run --hw %s ...)\n", flags.out.c_str(), flags.out.c_str());
+  }
+  return kExitVerified;
+}
+
 }  // namespace
 
 // ---- [registration] --------------------------------------------------------------------------
@@ -230,6 +302,18 @@ void add_cost_commands(CLI::App& app, Registry& registry) {
     command->add_option("--out", flags->out, "the SVG file to write")->required();
     command->add_option("--png", flags->png, "also write a PNG (needs stb_image_write)");
     registry.add(command, [flags] { return figure_command(*flags); });
+  }
+  {
+    auto flags = std::make_shared<CalibrateFlags>();
+    CLI::App* command = app.add_subcommand(
+        "calibrate",
+        "fit the device model to measured step times (bench_gpu_ring's per-step tables) and write a --hw machine file");
+    command->add_option("steps", flags->steps, "a file holding bench_gpu_ring's output (its per-step tables)")
+        ->required();
+    command->add_option("--hw", flags->hw,
+                        "base machine (a JSON file); default: P ranks on one device, from the tables");
+    command->add_option("--out", flags->out, "write the fitted machine here (JSON, loaded by --hw FILE)");
+    registry.add(command, [flags] { return calibrate_command(*flags); });
   }
 }
 

@@ -57,6 +57,11 @@ class DryRun {
          {&pairs_, &computed_, &skipped_, &masked_, &bytes_sent_, &bytes_received_, &messages_, &messages_received_})
       v->assign(P, 0);
     node_.resize(P);
+    shared_ = hw.device.ranks_per_device > 1;
+    if (shared_) {
+      kernel_start_.assign(P, 0.0), kernel_work_.assign(P, 0.0), kernel_block_.resize(P);
+      device_free_.assign(static_cast<size_t>((P_ + hw.device.ranks_per_device - 1) / hw.device.ranks_per_device), 0.0);
+    }
     const int64_t G = std::max<int64_t>(1, hw.ranks_per_node);
     for (int64_t r = 0; r < P_; ++r) node_[r] = r / G;
     copy_share_ = std::min(1.0, hw.device.rank_share(P_));
@@ -76,6 +81,7 @@ class DryRun {
   // The ring positions this phase needs walking: T when it folds, R otherwise.
   int64_t fold_span(const Phase& phase) {
     if (!options_.fold || tracing_ || R_ < 2) return R_;
+    if (hw_.device.ranks_per_device > 1) return R_;  // ranks sharing a device: their kernels meet
     for (const TemplateEntry& entry : phase.body)
       if (std::holds_alternative<CollectiveT>(entry.op)) return R_;
     if (!phase.travel.empty() &&
@@ -269,8 +275,11 @@ class DryRun {
     };
     auto cost_of = [&](const BlockWork& work) {
       Cost c;
-      c.seconds = work.kernels * launch + double(work.full_area) * per_pair / full_rate +
-                  double(work.masked_area) * per_pair / masked_rate;
+      const double rows = work.kernels > 0 ? hw_.device.shape_factor(backward, plan_.block_tokens(), work.q_rows.size(),
+                                                                     work.kv_rows.size())
+                                           : 1.0;
+      c.seconds = work.kernels * launch + double(work.full_area) * per_pair / full_rate / rows +
+                  double(work.masked_area) * per_pair / masked_rate / rows;
       c.flops = double(work.pairs) * per_pair;
       c.pairs = work.pairs;
       c.skipped = work.kernels == 0;
@@ -305,18 +314,58 @@ class DryRun {
         masked_[r] += cost->masked ? 1 : 0;
         pairs_[r] += cost->pairs;
         flops_[r] += cost->flops;
-        if (tracing_) {
-          TraceEvent event =
-              event_at(r, TraceLane::compute, compute_trace_name(t.pass), clock_[r], clock_[r] + cost->seconds, step);
-          event.flops = cost->flops;
-          event.q_block = static_cast<int>(g);
-          event.kv_block = static_cast<int>(kv);
-          event.mask = block_shape_name(cost->shape);
-          trace_.push_back(std::move(event));
+        if (shared_) {  // priced below, when every rank on the device has said what it runs
+          kernel_start_[r] = clock_[r], kernel_work_[r] = cost->seconds;
+          kernel_block_[r] = {g, kv, cost->flops, cost->shape};
+          continue;
         }
+        if (tracing_) trace_compute(t.pass, r, {g, kv, cost->flops, cost->shape}, clock_[r] + cost->seconds, step);
         clock_[r] += cost->seconds;
         compute_[r] += cost->seconds;
         step_compute_[r] += cost->seconds;
+      }
+    }
+    if (shared_) share_devices(t.pass, step);
+  }
+
+  struct KernelBlock {
+    int64_t q = 0, kv = 0;
+    double flops = 0;
+    BlockShape shape = BlockShape::full;
+  };
+  void trace_compute(Pass pass, int64_t r, const KernelBlock& block, double end, int64_t step) {
+    TraceEvent event = event_at(r, TraceLane::compute, compute_trace_name(pass), clock_[r], end, step);
+    event.flops = block.flops;
+    event.q_block = static_cast<int>(block.q);
+    event.kv_block = static_cast<int>(block.kv);
+    event.mask = block_shape_name(block.shape);
+    trace_.push_back(std::move(event));
+  }
+
+  // Ranks sharing a device (ranks_per_device > 1): the kernels this compute entry launched on one
+  // device run under processor sharing (hardware.hpp), each from its rank's clock, but not before
+  // the device has finished the kernels priced before them (a rank that finished its step early
+  // finds the device busy with the others' kernels: the device's time is conserved, not doubled).
+  void share_devices(Pass pass, int64_t step) {
+    const int64_t n = hw_.device.ranks_per_device;
+    std::vector<double> start, work;
+    for (int64_t first = 0; first < P_; first += n) {
+      const int64_t last = std::min(P_, first + n);
+      double& device_free = device_free_[static_cast<size_t>(first / n)];
+      start.assign(kernel_start_.begin() + first, kernel_start_.begin() + last);
+      for (double& t : start) t = std::max(t, device_free);
+      work.assign(kernel_work_.begin() + first, kernel_work_.begin() + last);
+      const std::vector<double> finish = processor_sharing(start, work);
+      for (int64_t r = first; r < last; ++r) {
+        const double end = finish[static_cast<size_t>(r - first)];
+        if (kernel_work_[r] > 0) device_free = std::max(device_free, end);
+        if (kernel_work_[r] > 0) {
+          if (tracing_) trace_compute(pass, r, kernel_block_[r], end, step);
+          compute_[r] += end - clock_[r];
+          step_compute_[r] += end - clock_[r];
+          clock_[r] = end;
+        }
+        kernel_work_[r] = 0;
       }
     }
   }
@@ -446,6 +495,10 @@ class DryRun {
   double copy_share_ = 1;
   std::vector<double> clock_, compute_, other_, exposed_, idle_, comm_, hidden_, flops_, send_free_, recv_free_,
       step_compute_;
+  bool shared_ = false;                             // ranks share devices (DeviceModel::ranks_per_device)
+  std::vector<double> kernel_start_, kernel_work_;  // with shared_: this compute entry's kernels
+  std::vector<KernelBlock> kernel_block_;
+  std::vector<double> device_free_;  // with shared_: per device, when the kernels priced so far end
   std::vector<int64_t> pairs_, computed_, skipped_, masked_, node_;
   // Every rank runs every template entry, so each sends and receives the same: one count for all.
   std::vector<int64_t> bytes_sent_, bytes_received_, messages_, messages_received_;  // per rank

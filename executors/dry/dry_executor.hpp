@@ -34,7 +34,11 @@
 //             the rest is "exposed communication" (the transfer itself, or queueing behind another
 //             on a busy port). Of the incoming transfer's own duration, what did not stall the
 //             rank is "hidden" (overlapped with its compute).
-//   Compute   launch + tile areas x FLOPs per pair / the rank's rate for unmasked and masked tiles.
+//   Compute   launch + tile areas x FLOPs per pair / the rank's rate for unmasked and masked tiles,
+//             divided by the kernel's shape factor (DeviceModel::shape_factor). With
+//             ranks_per_device > 1 the kernels a compute entry launches on one device run under
+//             processor sharing (hardware.hpp), none starting before the device has finished the
+//             kernels priced before it; such a phase is never folded.
 //   Collective all members synchronise (waiting for the last is idle), then it costs the
 //             all-to-all or ring formula of hardware.hpp (exposed communication).
 //   Finalize, PrepareBackward, Accumulate, LoadKv: elementwise bytes at memory bandwidth ("other").

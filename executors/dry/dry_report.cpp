@@ -141,6 +141,22 @@ void print_model_assumptions(std::ostream& os, const Hardware& hw) {
         "rank gets cores/P of a core\n",
         static_cast<long long>(d.shared_cores));
   }
+  if (d.ranks_per_device > 1) {
+    os << format("  %lld ranks share each device: their kernels run under processor sharing (k at once: 1/k each)\n",
+                 static_cast<long long>(d.ranks_per_device));
+  }
+  if (!d.block_rows.empty() || d.short_queries.forward != 1 || d.short_queries.backward != 1 ||
+      d.short_keys.forward != 1 || d.short_keys.backward != 1) {
+    std::string rows;
+    for (const BlockRows& b : d.block_rows)
+      rows +=
+          format("%s%lld: %.3g/%.3g", rows.empty() ? "" : ", ", static_cast<long long>(b.rows), b.forward, b.backward);
+    os << format(
+        "  kernel throughput factors (forward/backward): block rows %s; half the queries %.3g/%.3g; half the "
+        "keys %.3g/%.3g\n",
+        rows.empty() ? "-" : rows.c_str(), d.short_queries.forward, d.short_queries.backward, d.short_keys.forward,
+        d.short_keys.backward);
+  }
   auto link = [&](const char* what, const LinkClass& l) {
     os << format("  %s: %s, %.4g GB/s per direction, %.3g us latency%s\n", what, l.name.c_str(), l.bandwidth_Bps / 1e9,
                  l.latency_s * 1e6,

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <numeric>
+#include <queue>
 #include <sstream>
 
 #include "reference/error.hpp"
@@ -43,6 +45,64 @@ double DeviceModel::rank_flops(bool backward, MaskedWork work, int64_t ranks) co
                                 ? (work == MaskedWork::full ? backward_full_efficiency : backward_masked_efficiency)
                                 : (work == MaskedWork::full ? forward_full_efficiency : forward_masked_efficiency);
   return peak_flops * efficiency * rank_share(ranks) * thread_efficiency(backward, ranks);
+}
+
+double DeviceModel::rows_factor(bool backward, int64_t rows) const {
+  if (block_rows.empty() || rows <= 0) return 1.0;
+  auto value = [&](const BlockRows& k) { return backward ? k.backward : k.forward; };
+  if (rows <= block_rows.front().rows) return value(block_rows.front());
+  if (rows >= block_rows.back().rows) return value(block_rows.back());
+  for (size_t i = 1; i < block_rows.size(); ++i) {
+    const BlockRows &a = block_rows[i - 1], &b = block_rows[i];
+    if (rows > b.rows) continue;
+    const double x = std::log2(double(rows)), xa = std::log2(double(a.rows)), xb = std::log2(double(b.rows));
+    return value(a) + (value(b) - value(a)) * (x - xa) / (xb - xa);
+  }
+  return value(block_rows.back());
+}
+
+double DeviceModel::shape_factor(bool backward, int64_t block, int64_t q_rows, int64_t kv_rows) const {
+  double factor = rows_factor(backward, block);
+  if (2 * q_rows <= block) factor *= short_queries.of(backward);
+  if (2 * kv_rows <= block) factor *= short_keys.of(backward);
+  return factor;
+}
+
+std::vector<double> processor_sharing(const std::vector<double>& start, const std::vector<double>& work) {
+  const size_t n = start.size();
+  std::vector<double> finish(n, 0);
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return start[a] < start[b]; });
+  // Virtual time V advances at 1/k per second while k jobs run; a job arriving at V_a with work w
+  // leaves at V = V_a + w. A min-heap of those leaving points.
+  using Leaving = std::pair<double, size_t>;
+  std::priority_queue<Leaving, std::vector<Leaving>, std::greater<>> running;
+  double t = 0, v = 0;
+  size_t next = 0;
+  while (next < n || !running.empty()) {
+    const double arrival = next < n ? start[order[next]] : INFINITY;
+    if (running.empty()) {
+      t = std::max(t, arrival);
+    } else {
+      const double k = double(running.size());
+      const double leaves_at = t + (running.top().first - v) * k;
+      if (leaves_at <= arrival) {
+        t = leaves_at, v = running.top().first;
+        finish[running.top().second] = t;
+        running.pop();
+        continue;
+      }
+      v += (arrival - t) / k, t = arrival;
+    }
+    const size_t job = order[next++];
+    if (work[job] <= 0) {
+      finish[job] = start[job];
+    } else {
+      running.emplace(v + work[job], job);
+    }
+  }
+  return finish;
 }
 
 double DeviceModel::memory_seconds(double bytes, int64_t ranks) const {
@@ -270,13 +330,42 @@ void read_link(const Fields& parent, const char* key, const std::string& where, 
   link.verify_bandwidth_Bps = 0;
 }
 
+// [{"rows": 1024, "forward": 0.6, "backward": 0.8}, ...]: rows ascending, distinct, factors > 0.
+void read_block_rows(const json& list, const std::string& where, std::vector<BlockRows>& into) {
+  if (!list.is_array()) throw UsageError(where + " must be an array of {\"rows\": n, \"forward\": f, \"backward\": b}");
+  into.clear();
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    const Fields f(list[i], at, {"rows", "forward", "backward"});
+    if (!f.has("rows")) throw UsageError(at + " needs rows (the kernel call's query rows)");
+    BlockRows k;
+    f.integer("rows", k.rows, 1);
+    f.number("forward", k.forward, 1, false, 4);
+    f.number("backward", k.backward, 1, false, 4);
+    if (!into.empty() && k.rows <= into.back().rows)
+      throw UsageError(at + ".rows = " + std::to_string(k.rows) + " must be above the one before; list rows ascending");
+    into.push_back(k);
+  }
+}
+
+// {"forward": 0.6, "backward": 0.9}
+void read_factor(const Fields& parent, const char* key, const std::string& where, PassFactor& into) {
+  if (!parent.has(key)) return;
+  const Fields f(parent.at(key), where + "." + key, {"forward", "backward"});
+  f.number("forward", into.forward, 1, false, 4);
+  f.number("backward", into.backward, 1, false, 4);
+}
+
 }  // namespace
 
 std::string hardware_json_help() {
   return "a machine file is {\"name\": \"my-cluster\", \"base\": \"h100-ib\" (optional preset to start from), "
          "\"element_bytes\": 2, \"ranks_per_node\": 8, \"device\": {\"peak_tflops\": 989, \"efficiency\": "
          "{\"forward_full\": 0.65, \"forward_masked\": 0.11, \"backward_full\": 0.57, \"backward_masked\": 0.1}, "
-         "\"tile\": [128, 128], \"kernel_launch_us\": 4, \"memory_bandwidth_gb_per_s\": 3350, \"memory_gb\": 80}, "
+         "\"tile\": [128, 128], \"kernel_launch_us\": 4, \"memory_bandwidth_gb_per_s\": 3350, \"memory_gb\": 80, "
+         "\"ranks_per_device\": 1 (P virtual ranks on one GPU: P), \"block_rows\": [{\"rows\": 1024, \"forward\": "
+         "0.7, \"backward\": 0.9}], \"short_queries\": {\"forward\": 0.6}, \"short_keys\": {\"forward\": 1.1} "
+         "(the last four optional)}, "
          "\"intra_node\": {\"bandwidth_gb_per_s\": 375, \"latency_us\": 3}, \"inter_node\": {\"bandwidth_gb_per_s\": "
          "50, "
          "\"latency_us\": 5}, \"sources\": [\"...\"]}; without \"base\", device.peak_tflops, "
@@ -311,15 +400,19 @@ Hardware hardware_from_json(const json& document, const std::string& source, int
   bool have_peak = from_base, have_efficiency = from_base;
   if (top.has("device")) {
     const std::string where = source + ".device";
-    const Fields d(
-        top.at("device"), where,
-        {"name", "peak_tflops", "efficiency", "tile", "kernel_launch_us", "memory_bandwidth_gb_per_s", "memory_gb"});
+    const Fields d(top.at("device"), where,
+                   {"name", "peak_tflops", "efficiency", "tile", "kernel_launch_us", "memory_bandwidth_gb_per_s",
+                    "memory_gb", "ranks_per_device", "block_rows", "short_queries", "short_keys"});
     d.text("name", hw.device.name);
     have_peak = have_peak || d.has("peak_tflops");
     d.number("peak_tflops", hw.device.peak_flops, 1e12);
     d.number("kernel_launch_us", hw.device.kernel_launch_s, 1e-6, true);
     d.number("memory_bandwidth_gb_per_s", hw.device.memory_bandwidth_Bps, 1e9, true);
     d.number("memory_gb", hw.device.memory_capacity_bytes, 1e9, true);
+    d.integer("ranks_per_device", hw.device.ranks_per_device, 1);
+    if (d.has("block_rows")) read_block_rows(d.at("block_rows"), where + ".block_rows", hw.device.block_rows);
+    read_factor(d, "short_queries", where, hw.device.short_queries);
+    read_factor(d, "short_keys", where, hw.device.short_keys);
     if (d.has("efficiency")) {
       const Fields e(d.at("efficiency"), where + ".efficiency",
                      {"forward_full", "forward_masked", "backward_full", "backward_masked"});
@@ -408,6 +501,13 @@ json to_json(const Hardware& hw) {
                  {"memory_gb", d.memory_capacity_bytes / 1e9}};
   if (d.shared_cores > 0) device["shared_cores"] = d.shared_cores;
   if (d.first_touch_Bps > 0) device["first_touch_gb_per_s"] = d.first_touch_Bps / 1e9;
+  if (d.ranks_per_device > 1) device["ranks_per_device"] = d.ranks_per_device;
+  for (const BlockRows& k : d.block_rows) {
+    device["block_rows"].push_back({{"rows", k.rows}, {"forward", k.forward}, {"backward", k.backward}});
+  }
+  for (const auto& [key, f] : {std::pair{"short_queries", d.short_queries}, std::pair{"short_keys", d.short_keys}}) {
+    if (f.forward != 1 || f.backward != 1) device[key] = {{"forward", f.forward}, {"backward", f.backward}};
+  }
   for (const ThreadScaling& s : d.thread_scaling) {
     device["thread_scaling"].push_back({{"threads", s.threads}, {"forward", s.forward}, {"backward", s.backward}});
   }

@@ -14,11 +14,24 @@
 //         T = (n-1) (alpha_slowest + m / beta_slowest)
 //     (reduce-scatter adds its (n-1) m bytes of additions at memory bandwidth).
 //   * a kernel call on a (query block x key block) costs
-//         launch + full_area F / (peak eff_full) + masked_area F / (peak eff_masked)
+//         launch + (full_area F / (peak eff_full) + masked_area F / (peak eff_masked)) / shape
 //     where the areas are the (query, key) pairs of the tiles the kernel really computes — the
 //     tiles a causal kernel skips cost nothing, the tiles the diagonal cuts through are computed
 //     whole under the mask — and F is the FLOPs per pair (4 D forward, 10 D backward, times the
-//     rank's heads and batch; reference/formulas.hpp).
+//     rank's heads and batch; reference/formulas.hpp). `shape` is the kernel's throughput
+//     relative to the efficiencies, DeviceModel::shape_factor: block_rows(n) at the rank's block
+//     of n rows (measured points, interpolated in log2 n, flat beyond the ends; none = 1), times
+//     short_queries when the call covers at most half the block's query rows (zig-zag's "later
+//     half of the queries" blocks), times short_keys when it covers at most half its key rows
+//     (zig-zag's "earlier half of the keys" blocks). All 1 unless measured (ringlab calibrate).
+//   * ranks_per_device = n > 1 (P virtual ranks on one GPU, the gpu-streams executor): ranks
+//     r with the same r / n share one device. Their kernels do not each get a device: they share
+//     it by processor sharing — while k of them have kernel work outstanding, each progresses at
+//     1/k of the device's rate, and each kernel's work is priced at the whole device's rate as
+//     above. A step in which the ranks start together so ends when the SUM of their kernel times
+//     has passed: an idle rank's share goes to the busy ones (a rank whose block is skipped costs
+//     the others nothing), where the model without it gives each rank 1/n of the device for the
+//     whole step and so prices a step by its slowest rank's work times n.
 //   * elementwise work (online-softmax finalize, dK/dV accumulation, local copies) moves its bytes
 //     at the device's memory bandwidth.
 //   * first touch (the cpu preset): a rank writes the memory of a new peak (the memory model's
@@ -58,6 +71,18 @@ struct ThreadScaling {
   double forward = 1, backward = 1;  // rate on t threads / (t x the rate on one)
 };
 
+// A kernel's throughput on a rank's block of `rows` rows, relative to the efficiencies (1 = as they say).
+struct BlockRows {
+  int64_t rows = 0;
+  double forward = 1, backward = 1;
+};
+
+// A throughput factor by pass.
+struct PassFactor {
+  double forward = 1, backward = 1;
+  double of(bool backward_pass) const { return backward_pass ? backward : forward; }
+};
+
 struct DeviceModel {
   std::string name;                      // "H100 SXM5 (bf16, FlashAttention-3)"
   double peak_flops = 1;                 // FLOP/s of one device (dense)
@@ -73,6 +98,9 @@ struct DeviceModel {
   double memory_capacity_bytes = 0;           // 0 = unknown
   int64_t shared_cores = 0;                   // > 0: P rank threads share this many cores (the cpu preset)
   std::vector<ThreadScaling> thread_scaling;  // with shared_cores, by threads ascending; none = linear
+  int64_t ranks_per_device = 1;               // > 1: that many consecutive ranks share one device
+  std::vector<BlockRows> block_rows;          // by rows ascending; none = the efficiencies at every size
+  PassFactor short_queries, short_keys;       // calls on at most half the block's query / key rows
 
   // FLOP/s one rank's kernel gets on tiles of a kind, with P ranks on the machine: peak x
   // efficiency x rank_share, and with shared_cores, x the kernel's measured scaling on its threads.
@@ -84,6 +112,12 @@ struct DeviceModel {
   // single-threaded kernels, interpolated linearly in t between the measured thread counts; 1
   // with one thread or nothing measured.
   double thread_efficiency(bool backward, int64_t ranks) const;
+  // Throughput on a block of `rows` rows relative to the efficiencies: block_rows interpolated in
+  // log2 rows, the end values beyond the ends, 1 without points.
+  double rows_factor(bool backward, int64_t rows) const;
+  // A kernel call on q_rows x kv_rows of a block of block_rows rows: rows_factor x short_queries
+  // (q_rows <= block_rows / 2) x short_keys (kv_rows <= block_rows / 2).
+  double shape_factor(bool backward, int64_t block_rows, int64_t q_rows, int64_t kv_rows) const;
   // Seconds to move `bytes` through memory on one rank (elementwise work).
   double memory_seconds(double bytes, int64_t ranks) const;
   // Seconds for one rank to write `bytes` of memory it never touched before (0 when not modelled).
@@ -118,6 +152,11 @@ Hardware hardware_from_json(const nlohmann::json& document, const std::string& s
 nlohmann::json to_json(const Hardware& hardware);
 // The JSON format, with an example, for error messages and --help.
 std::string hardware_json_help();
+
+// Processor sharing of one device: job i arrives at start[i] with work[i] seconds of the whole
+// device; while k jobs are unfinished each progresses at 1/k. Returns each job's finish time.
+// O(n log n). Jobs with no work finish at their start.
+std::vector<double> processor_sharing(const std::vector<double>& start, const std::vector<double>& work);
 
 // The FA3-style derivation of the masked-tile efficiency: the efficiency on diagonal tiles that
 // makes a causal S x S attention with square tiles of `tile` rows run at `causal_efficiency`

@@ -1,10 +1,11 @@
 // The command line of the cost model: `ringlab run --dry-run` (text, compact summary, --json,
 // --trace, --hw presets and files, errors) and `ringlab compare` (its table format pinned here,
-// scenarios, --json). `ringlab figure` is tested with the figures, in tests/viz.
+// scenarios, --json), `ringlab calibrate`. `ringlab figure` is tested with the figures, in tests/viz.
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -174,4 +175,30 @@ TEST_CASE("ringlab run --dry-run --hw: presets, machine files, and clear errors"
   const Run inject = run_ringlab("run --dry-run --inject drop@1:0");
   CHECK(inject.status == 2);
   CHECK(inject.err.find("--inject") != std::string::npos);
+}
+
+TEST_CASE("ringlab calibrate: fits bench_gpu_ring's step tables and writes a machine --hw loads", "[cost][cli]") {
+  const std::string steps = std::string(RINGLAB_TEST_DATA) + "/h100-2026-11-26-steps.txt";
+  const std::string out = "/tmp/ringlab_cost_cli_fit_" + std::to_string(::getpid()) + ".json";
+  const Run fit = run_ringlab("calibrate " + steps + " --out " + out);
+  CHECK(fit.status == 0);
+  CHECK(fit.out.find("in-sample") != std::string::npos);
+  CHECK(fit.out.find("wrote " + out) != std::string::npos);
+  const Run dry =
+      run_ringlab("run --dry-run --hw " + out +
+                  " --algo ring --layout zigzag --ranks 4 --seq 8192 --heads 32 --kv-heads 8 --dim 128 --causal");
+  CHECK(dry.status == 0);
+  CHECK(dry.out.find("4 ranks share each device") != std::string::npos);
+  CHECK(dry.out.find("half the queries") != std::string::npos);
+  std::remove(out.c_str());
+  // Bad input: one line, exit 2, no file.
+  const std::string empty = "/tmp/ringlab_cost_cli_empty_" + std::to_string(::getpid()) + ".txt";
+  std::ofstream(empty) << "no tables here\n";
+  const Run bad = run_ringlab("calibrate " + empty + " --out " + out);
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("no per-step table") != std::string::npos);
+  CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+  CHECK_FALSE(std::ifstream(out).good());
+  std::remove(empty.c_str());
+  CHECK(run_ringlab("calibrate /nonexistent/steps.txt").status == 2);
 }
