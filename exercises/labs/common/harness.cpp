@@ -312,7 +312,7 @@ int main(int argc, char** argv) {
     if (fd < 3) return usage();
     const bool judge = args[2] == "--judge";
     if (judge) {
-#ifndef __SANITIZE_ADDRESS__  // LeakSanitizer traces the process at exit, which this would forbid
+#ifndef __SANITIZE_ADDRESS__      // LeakSanitizer traces the process at exit, which this would forbid
       prctl(PR_SET_DUMPABLE, 0);  // no process of the same user may trace it or read its memory
 #endif
     }

@@ -20,6 +20,7 @@
 
 int64_t ringlab_mock_launches_before_first_timing_event();  // mock_cuda_runtime.cpp
 void ringlab_mock_set_device_count(int count);              // mock_cuda_runtime.cpp
+void ringlab_mock_nccl_reset();                             // mock_nccl.cpp
 
 namespace ringlab {
 namespace gpu {  // emulated_launchers.cpp
@@ -104,12 +105,14 @@ TEST_CASE("emulated gpu-streams: the warm-up's launches all precede the first ti
 
 #ifdef RINGLAB_WITH_NCCL
 TEST_CASE("emulated gpu-nccl: the warm-up runs first, untimed, and leaves no count behind", "[gpu][emulated][warmup]") {
+  ringlab_mock_nccl_reset();  // no fault left over from the fault tests of this binary
   // One rank: every launch of the warm-up comes before the measured run's first timing event.
   {
     PlanSpec spec = test::gpu_spec("ring", "zigzag", 1, true, true);
     const Plan plan = build_plan(spec);
     const AttentionInputs<float> inputs = make_inputs(spec.dims, 1, spec.backward);
     const Launches cold = execute_counting<gpu::NcclExecutor>(plan, inputs, 0);
+    INFO((cold.result.failure ? cold.result.failure->description : std::string()));
     REQUIRE(cold.result.ok());
     const int64_t setup = cold.before_timing, run = cold.total - setup;
     CHECK(run > 0);
