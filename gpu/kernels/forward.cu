@@ -28,11 +28,16 @@ std::string kernel_support(Dtype dtype, int64_t dim) {
          "; use --dim 64 or 128, or --dtype fp32 (any D <= 128)";
 }
 
-// The fused finalize is the tensor-core kernel's (forward_fa2.cuh); the others only accumulate.
+// The fused finalize and init are the tensor-core kernel's (forward_fa2.cuh); the others only
+// accumulate into an initialised state.
 static void refuse_fused_finalize(const ForwardParams& p, const char* kernel) {
   if (p.out != nullptr || p.lse != nullptr) {
     throw UsageError(std::string("the fused finalize (ForwardParams::out, lse) is forward_fa2's; ") + kernel +
                      " only accumulates: call finalize_accumulator after it");
+  }
+  if (p.init) {
+    throw UsageError(std::string("the fused init (ForwardParams::init) is forward_fa2's; ") + kernel +
+                     " reads the accumulator: call init_accumulator before it");
   }
 }
 

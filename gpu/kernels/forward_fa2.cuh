@@ -29,6 +29,9 @@
 // On the rows' last step (ForwardParams::out set) the merged state is finalised here, out = o / l
 // (stored in T, pairs packed by cvt.rn) and lse = m + log l (fp32), instead of going back to the accumulator for finalize_accumulator: one pass
 // over the (B H Sq) x D fp32 state less per forward, and no finalize launch.
+// On the rows' first step (ForwardParams::init) the state starts empty in registers instead of being
+// loaded: no init_accumulator launch before the forward, and no read of the fp32 state by its first
+// block; with both, a row's only block neither reads nor writes the state.
 // The state (m, l, o) in the accumulators is in natural units (m = max of scale s): converted to
 // log2 units on loading (m log2(e)) and back on storing (m ln 2). Needs scale > 0 (1/sqrt(D)), so
 // that the max of the raw scores is the max of the scaled ones.
@@ -188,13 +191,14 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_fa2_kernel(ForwardParams 
   // O and S take 192 of the 255 registers.
   const int warp_row = warp * Tiles::kRowsPerWarp + g;
   auto row_of = [&](int mb, int r) { return warp_row + 16 * mb + 8 * r; };
+  // The rows' first step (p.init) starts from the empty state: nothing is loaded.
   float m[kRowBlocks][2], l[kRowBlocks][2];
   float o[kRowBlocks][kOutTiles][4];
   RINGLAB_UNROLL
   for (int mb = 0; mb < kRowBlocks; ++mb) {
     RINGLAB_UNROLL
     for (int r = 0; r < 2; ++r) {
-      const bool valid = row_of(mb, r) < q_count;
+      const bool valid = !p.init && row_of(mb, r) < q_count;
       const int64_t at = acc_offset() + row_of(mb, r);
       m[mb][r] = valid ? p.acc_max[at] * kLog2e : -INFINITY;
       l[mb][r] = valid && t == 0 ? p.acc_sum[at] : 0.f;
@@ -387,7 +391,9 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_fa2_kernel(ForwardParams 
     }
     return;
   }
-  if (!q_loaded) return;  // every key tile is masked for these queries: the state is unchanged
+  // Every key tile is masked for these queries: the state is unchanged — unless this is the rows'
+  // first step, whose empty state is stored below (nothing before it wrote the accumulator).
+  if (!q_loaded && !p.init) return;
 
   // Write the state back: l summed over the quad, m in natural units, O as float pairs.
   RINGLAB_UNROLL
