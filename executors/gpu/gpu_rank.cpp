@@ -172,9 +172,11 @@ GpuRank::GpuRank(const Plan& plan, int64_t rank, Dtype dtype, const AttentionInp
   }
 
   const int64_t rows = g.B * g.heads * g.n;  // accumulator rows (b, h, i)
-  acc_max_ = DeviceBuffer(floats(rows));
-  acc_sum_ = DeviceBuffer(floats(rows));
-  acc_out_ = DeviceBuffer(floats(rows * g.D));
+  if (!fp32_state_unused(fused_init_, fused_finalize_)) {
+    acc_max_ = DeviceBuffer(floats(rows));
+    acc_sum_ = DeviceBuffer(floats(rows));
+    acc_out_ = DeviceBuffer(floats(rows * g.D));
+  }
   if (!fused_init_.fused) {  // else every row's first launch starts it from the empty state
     init_accumulator(acc_max_.as<float>(), acc_sum_.as<float>(), acc_out_.as<float>(), rows, static_cast<int>(g.D),
                      nullptr);

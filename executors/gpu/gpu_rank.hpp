@@ -113,6 +113,13 @@ struct FusedInit {
 // covers rows an earlier block touched) nothing is fused and init_accumulator runs as before.
 FusedInit plan_fused_init(const std::vector<Op>& ops, int64_t rows, Dtype dtype);
 
+// Whether no kernel touches the fp32 state (m, l, o): both fused, and every launch both starts and
+// finalises its rows (each row has one block: a rank whose block is its only block). GpuRank then
+// allocates no state at all, and the launches get null accumulator pointers.
+inline bool fp32_state_unused(const FusedInit& init, const FusedFinalize& finalize) {
+  return init.fused && finalize.fused && init.inits == finalize.finalizes;
+}
+
 class GpuRank {
  public:
   // Allocates this rank's buffers on the current device and uploads its local inputs (rounded to
@@ -189,7 +196,7 @@ class GpuRank {
   void* v_ = nullptr;
   void* dout_ = nullptr;
   DeviceBuffer own_kv_;  // [K; V] of the working set, for the all-gather
-  // Accumulator and working outputs (fp32).
+  // Accumulator (empty where fp32_state_unused) and working outputs (fp32).
   DeviceBuffer acc_max_, acc_sum_, acc_out_;
   DeviceBuffer out_, lse_, delta_, dq_, dk_, dv_;
   // Local outputs when U > 1 (else the working ones).

@@ -145,11 +145,11 @@ RINGLAB_DEVICE int swizzled_lane_part(int row, int half) {
 
 }  // namespace dev
 
-// kChunkTiles: the key tiles classified per table (tests lower it to cross chunk boundaries in
-// small problems; the launchers use the default).
-template <class T, int D, int kChunkTiles = ForwardFa2Tiles<D>::kChunkTiles>
-RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_fa2_kernel(ForwardParams p) {
-  using namespace dev;
+namespace dev {
+
+// The kernels' body; kInit: the rows' first step (ForwardParams::init), forward_fa2_init_kernel below.
+template <class T, int D, int kChunkTiles, bool kInit>
+RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
   using Tiles = ForwardFa2Tiles<D>;
   constexpr int BQ = Tiles::kBlockQ, BK = Tiles::kBlockK, kWarps = Tiles::kWarps;
   constexpr int kRowBlocks = Tiles::kRowsPerWarp / 16;
@@ -198,7 +198,7 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_fa2_kernel(ForwardParams 
   for (int mb = 0; mb < kRowBlocks; ++mb) {
     RINGLAB_UNROLL
     for (int r = 0; r < 2; ++r) {
-      const bool valid = !p.init && row_of(mb, r) < q_count;
+      const bool valid = !kInit && row_of(mb, r) < q_count;
       const int64_t at = acc_offset() + row_of(mb, r);
       m[mb][r] = valid ? p.acc_max[at] * kLog2e : -INFINITY;
       l[mb][r] = valid && t == 0 ? p.acc_sum[at] : 0.f;
@@ -391,9 +391,17 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_fa2_kernel(ForwardParams 
     }
     return;
   }
-  // Every key tile is masked for these queries: the state is unchanged — unless this is the rows'
-  // first step, whose empty state is stored below (nothing before it wrote the accumulator).
-  if (!q_loaded && !p.init) return;
+  if (!q_loaded) {          // every key tile is masked for these queries: the state is unchanged...
+    if constexpr (kInit) {  // ...unless nothing wrote it yet (the rows' first step): the empty state
+      for (int row = static_cast<int>(threadIdx.x); row < q_count; row += Tiles::kThreads) {
+        const int64_t at = acc_offset() + row;
+        p.acc_max[at] = -INFINITY;
+        p.acc_sum[at] = 0.f;
+        for (int d = 0; d < D; ++d) p.acc_out[at * D + d] = 0.f;
+      }
+    }
+    return;
+  }
 
   // Write the state back: l summed over the quad, m in natural units, O as float pairs.
   RINGLAB_UNROLL
@@ -414,6 +422,25 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_fa2_kernel(ForwardParams 
       }
     }
   }
+}
+
+}  // namespace dev
+
+// kChunkTiles: the key tiles classified per table (tests lower it to cross chunk boundaries in
+// small problems; the launchers use the default).
+// Two kernels, one per value of p.init, chosen by the launcher: with the flag as a runtime branch
+// in one kernel (or both bodies in one kernel behind a uniform branch), ptxas spilled at D = 128
+// (255 registers and a 24-32 byte stack frame, CUDA 13.0); each body alone stays at 255 registers
+// without a spill. forward_fa2_kernel ignores p.init (it loads the state); the launchers route a
+// launch with p.init to forward_fa2_init_kernel.
+template <class T, int D, int kChunkTiles = ForwardFa2Tiles<D>::kChunkTiles>
+RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_fa2_kernel(ForwardParams p) {
+  dev::forward_fa2_body<T, D, kChunkTiles, false>(p);
+}
+
+template <class T, int D, int kChunkTiles = ForwardFa2Tiles<D>::kChunkTiles>
+RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_fa2_init_kernel(ForwardParams p) {
+  dev::forward_fa2_body<T, D, kChunkTiles, true>(p);
 }
 
 }  // namespace ringlab::gpu

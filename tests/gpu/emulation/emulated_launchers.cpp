@@ -42,7 +42,7 @@ template <class T, int D>
 void forward_fa2(const ForwardParams& p) {
   using Tiles = ForwardFa2Tiles<D>;
   counted_launch(grid2(Tiles::q_tiles(p.a), p.a.batch * p.a.heads), Tiles::kThreads, Tiles::kSmemBytes,
-                 [&] { forward_fa2_kernel<T, D>(p); });
+                 [&] { p.init ? forward_fa2_init_kernel<T, D>(p) : forward_fa2_kernel<T, D>(p); });
 }
 
 template <class T, int D>

@@ -135,7 +135,14 @@ void launch_forward(const ForwardParams& p, const BlockProblem& pr) {
     const std::string name = "forward_fa2<" + dtype_name<T>() + ", " + std::to_string(D) + ">";
     emu::launch(
         grid_of(Tiles::q_tiles(p.a), pr), Tiles::kThreads, Tiles::smem_bytes(kChunkTiles),
-        [&] { gpu::forward_fa2_kernel<T, D, kChunkTiles>(p); }, name.c_str());
+        [&] {
+          if (p.init) {
+            gpu::forward_fa2_init_kernel<T, D, kChunkTiles>(p);
+          } else {
+            gpu::forward_fa2_kernel<T, D, kChunkTiles>(p);
+          }
+        },
+        name.c_str());
   } else {
     using Tiles = gpu::ForwardMmaTiles<D>;
     const std::string name = "forward_mma<" + dtype_name<T>() + ", " + std::to_string(D) + ">";

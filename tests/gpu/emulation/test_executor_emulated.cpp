@@ -470,7 +470,20 @@ TEST_CASE("plan_fused_init: the launches that start their rows, against every ch
   SECTION("a rank's only block") {
     const std::vector<Op> ops = {forward_compute({{0, 8, 0, 8}}), finalize};
     expect_init_rule(ops, 8);
-    CHECK(gpu::plan_fused_init(ops, 8, Dtype::bf16).inits == std::vector<std::vector<bool>>{{true}});
+    const gpu::FusedInit init = gpu::plan_fused_init(ops, 8, Dtype::bf16);
+    CHECK(init.inits == std::vector<std::vector<bool>>{{true}});
+    // Started and finalised by one launch: no kernel touches the fp32 state.
+    CHECK(gpu::fp32_state_unused(init, gpu::plan_fused_finalize(ops, 8, Dtype::bf16)));
+    CHECK_FALSE(gpu::fp32_state_unused(init, gpu::FusedFinalize{}));
+    CHECK_FALSE(gpu::fp32_state_unused(gpu::FusedInit{}, gpu::plan_fused_finalize(ops, 8, Dtype::bf16)));
+    // Two blocks over the rows: the first writes the state the second reads.
+    const std::vector<Op> two = {forward_compute({{0, 8, 0, 8}}), forward_compute({{0, 8, 0, 8}}), finalize};
+    CHECK_FALSE(gpu::fp32_state_unused(gpu::plan_fused_init(two, 8, Dtype::bf16),
+                                       gpu::plan_fused_finalize(two, 8, Dtype::bf16)));
+    // One launch per row but rows in two blocks: still no state.
+    const std::vector<Op> split = {forward_compute({{0, 4, 0, 8}, {4, 8, 0, 8}}), finalize};
+    CHECK(gpu::fp32_state_unused(gpu::plan_fused_init(split, 8, Dtype::bf16),
+                                 gpu::plan_fused_finalize(split, 8, Dtype::bf16)));
   }
   SECTION("rows started in two blocks of one op, or in two ops") {
     expect_init_rule({forward_compute({{0, 4, 0, 8}, {4, 8, 0, 8}}), forward_compute({{0, 8, 0, 8}}), finalize}, 8);
@@ -551,6 +564,7 @@ int64_t count_true(const std::vector<std::vector<bool>>& launches) {
 // How many ranks fused their finalize, and how many their init.
 struct Fused {
   int64_t finalize = 0, init = 0;
+  int64_t stateless = 0;  // ranks that allocate no fp32 state: a kernel touching it would fault
 };
 
 // Runs the spec on the executor `make` returns, verifies its outputs, and checks that each rank
@@ -572,6 +586,7 @@ Fused expect_fusion_as_planned(PlanSpec spec, Dtype dtype, Make make = streams) 
     const gpu::FusedInit init = gpu::plan_fused_init(ops, plan.block_tokens(), dtype);
     fused.finalize += finalize.fused ? 1 : 0;
     fused.init += init.fused ? 1 : 0;
+    fused.stateless += gpu::fp32_state_unused(init, finalize) ? 1 : 0;
     finalizing_launches += count_true(finalize.finalizes);
     starting_launches += count_true(init.inits);
   }
@@ -605,14 +620,23 @@ TEST_CASE("emulated gpu-streams and gpu-nccl: the fused finalize and init, where
   SECTION("every rank's rows started and finished by whole launches: every rank fuses both") {
     // Once with the backward (softmax_delta reads the fused out; the emulated backward is slow), the
     // plain and the general mask, padding; P = 1: the only block, the fp32 state never touched.
-    CHECK(both(expect_fusion_as_planned(gpu_spec("ring", "contiguous", 3, true, true), Dtype::bf16), 3));
-    CHECK(both(expect_fusion_as_planned(gpu_spec("ring", "zigzag", 1, true, false), Dtype::fp16), 1));
+    const Fused ring = expect_fusion_as_planned(gpu_spec("ring", "contiguous", 3, true, true), Dtype::bf16);
+    CHECK(both(ring, 3));
+    // Causal contiguous: rank 0 sees only its own block (every later step is in its future) and
+    // allocates no state; the others merge their blocks through it. Both kinds in one run.
+    CHECK(ring.stateless > 0);
+    CHECK(ring.stateless < 3);
+    const Fused only = expect_fusion_as_planned(gpu_spec("ring", "zigzag", 1, true, false), Dtype::fp16);
+    CHECK(both(only, 1));
+    CHECK(only.stateless == 1);
     const PlanSpec ring3 = gpu_spec("ring", "contiguous", 3, true, false);
     CHECK(both(expect_fusion_as_planned(masked_spec(ring3, 20, documents_for(ring3)), Dtype::fp16), 3));
     const PlanSpec zigzag3 = gpu_spec("ring", "zigzag", 3, true, false);
     CHECK(both(expect_fusion_as_planned(masked_spec(zigzag3, 24, documents_for(zigzag3)), Dtype::bf16), 3));
-    CHECK(both(
-        expect_fusion_as_planned(masked_spec(gpu_spec("ulysses", "zigzag", 4, true, false), 10, {}), Dtype::bf16), 4));
+    const Fused ulysses =
+        expect_fusion_as_planned(masked_spec(gpu_spec("ulysses", "zigzag", 4, true, false), 10, {}), Dtype::bf16);
+    CHECK(both(ulysses, 4));
+    CHECK(ulysses.stateless == 4);  // every rank's block is its only one
     CHECK(both(expect_fusion_as_planned(gpu_spec("hybrid", "contiguous", 4, true, false, 2), Dtype::bf16), 4));
     CHECK(both(expect_fusion_as_planned(gpu_spec("allgather", "striped", 3, false, false), Dtype::bf16), 3));
     CHECK(both(
