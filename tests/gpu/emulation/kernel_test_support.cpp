@@ -132,7 +132,8 @@ void launch_forward(const ForwardParams& p, const BlockProblem& pr) {
         [&] { gpu::forward_fp32_kernel(p); }, "forward_fp32");
   } else if constexpr (kKernel == Forward::fa2) {
     using Tiles = gpu::ForwardFa2Tiles<D>;
-    const std::string name = "forward_fa2<" + dtype_name<T>() + ", " + std::to_string(D) + ">";
+    const std::string name =
+        std::string(p.init ? "forward_fa2_init<" : "forward_fa2<") + dtype_name<T>() + ", " + std::to_string(D) + ">";
     emu::launch(
         grid_of(Tiles::q_tiles(p.a), pr), Tiles::kThreads, Tiles::smem_bytes(kChunkTiles),
         [&] {
