@@ -162,7 +162,6 @@ TEST_CASE("emulated mma forward, the first block's launch starts its rows: the s
   BlockProblem causal = causal_problem();
   causal.fused_init = true;
   check_forward<__nv_bfloat16, 64>(Kind::bf16, causal, kBf16Out, kBf16Lse);
-  causal.skip = false;
   check_forward<__half, 128>(Kind::fp16, causal, kFp16Out, kFp16Lse);
   // A rank's only block: started and finalised by one launch, the state neither read nor written.
   BlockProblem only = causal_problem();
@@ -177,12 +176,14 @@ TEST_CASE("emulated mma forward, the first block's launch starts its rows: the s
   check_forward<__nv_bfloat16, 64>(Kind::bf16, future, kBf16Out, kBf16Lse);
   future.fused_finalize = true;
   check_forward<__half, 64>(Kind::fp16, future, kFp16Out, kFp16Lse);
-  // Every general-mask case, every other one finalised by its last launch as well.
-  const size_t index = GENERATE(range(size_t{0}, std::size(kMaskCases)));
+  // General masks: documents, a window inside a tile, queries that see no key (the first block
+  // stores their empty state), padding; the last two finalised by their last launch as well. (The
+  // init touches only the state's load and store: the other cases add emulation time, not paths.)
+  const size_t index = GENERATE(0, 2, 6, 8);
   INFO(kMaskCases[index].name);
   BlockProblem masked = masked_problem(kMaskCases[index]);
   masked.fused_init = true;
-  masked.fused_finalize = index % 2 == 1;
+  masked.fused_finalize = index >= 6;
   check_forward<__nv_bfloat16, 64>(Kind::bf16, masked, kBf16Out, kBf16Lse);
 }
 
