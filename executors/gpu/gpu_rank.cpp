@@ -1,4 +1,4 @@
-// Sections: [geometry] [fused finalize] [construction] [local ops] [outputs] [all-to-all geometry]
+// Sections: [geometry] [fused finalize] [fused init] [construction] [local ops] [outputs] [all-to-all geometry]
 #include "executors/gpu/gpu_rank.hpp"
 
 #include <algorithm>
@@ -102,11 +102,57 @@ FusedFinalize plan_fused_finalize(const std::vector<Op>& ops, int64_t rows, Dtyp
   return fused;
 }
 
+// ---- [fused init] ------------------------------------------------------------------------------
+
+FusedInit plan_fused_init(const std::vector<Op>& ops, int64_t rows, Dtype dtype) {
+  if (dtype == Dtype::fp32) return {};
+  // The forward computes, and first[row]: (compute, block) of the row's first block.
+  std::vector<const ComputeOp*> computes;
+  constexpr std::pair<size_t, size_t> kNone{SIZE_MAX, SIZE_MAX};
+  std::vector<std::pair<size_t, size_t>> first(static_cast<size_t>(rows), kNone);
+  auto launches = [](const KernelBlock& kb) { return !kb.q_rows.empty() && !kb.kv_rows.empty(); };
+  for (const Op& op : ops) {
+    const auto* compute = std::get_if<ComputeOp>(&op.body);
+    if (compute == nullptr || compute->pass != Pass::forward) continue;
+    for (size_t k = 0; k < compute->kernels.size(); ++k) {
+      const KernelBlock& kb = compute->kernels[k];
+      if (!launches(kb)) continue;
+      if (kb.q_rows.begin < 0 || kb.q_rows.end > rows) {
+        throw std::logic_error("gpu rank: a kernel block's query rows lie outside the rank's block");
+      }
+      for (int64_t r = kb.q_rows.begin; r < kb.q_rows.end; ++r) {
+        if (first[static_cast<size_t>(r)] == kNone) first[static_cast<size_t>(r)] = {computes.size(), k};
+      }
+    }
+    computes.push_back(compute);
+  }
+
+  FusedInit fused;
+  fused.fused = true;
+  for (size_t c = 0; c < computes.size(); ++c) {
+    const std::vector<KernelBlock>& kernels = computes[c]->kernels;
+    std::vector<bool>& inits = fused.inits.emplace_back(kernels.size(), false);
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      const RowRange q = kernels[k].q_rows;
+      inits[k] = launches(kernels[k]) && std::all_of(first.begin() + q.begin, first.begin() + q.end, [&](auto at) {
+                   return at == std::pair<size_t, size_t>{c, k};
+                 });
+    }
+  }
+  for (const auto& [c, k] : first) {
+    if (c == SIZE_MAX || !fused.inits[c][k]) return {};
+  }
+  return fused;
+}
+
 // ---- [construction] ----------------------------------------------------------------------------
 
 GpuRank::GpuRank(const Plan& plan, int64_t rank, Dtype dtype, const AttentionInputs<float>& inputs)
     : geo_(plan, rank, dtype), local_positions_(plan.layout().positions(rank)), backward_(plan.spec().backward),
-      separate_working_(geo_.U > 1), fused_finalize_(plan_fused_finalize(expand(plan, rank), geo_.n, dtype)) {
+      separate_working_(geo_.U > 1) {
+  const std::vector<Op> ops = expand(plan, rank);
+  fused_finalize_ = plan_fused_finalize(ops, geo_.n, dtype);
+  fused_init_ = plan_fused_init(ops, geo_.n, dtype);
   const RankGeometry& g = geo_;
   const int64_t es = g.element_bytes();
   local_q_ = upload_tensor(gather_rows(inputs.q, local_positions_, 1), dtype);
@@ -126,11 +172,15 @@ GpuRank::GpuRank(const Plan& plan, int64_t rank, Dtype dtype, const AttentionInp
   }
 
   const int64_t rows = g.B * g.heads * g.n;  // accumulator rows (b, h, i)
-  acc_max_ = DeviceBuffer(floats(rows));
-  acc_sum_ = DeviceBuffer(floats(rows));
-  acc_out_ = DeviceBuffer(floats(rows * g.D));
-  init_accumulator(acc_max_.as<float>(), acc_sum_.as<float>(), acc_out_.as<float>(), rows, static_cast<int>(g.D),
-                   nullptr);
+  if (!fp32_state_unused(fused_init_, fused_finalize_)) {
+    acc_max_ = DeviceBuffer(floats(rows));
+    acc_sum_ = DeviceBuffer(floats(rows));
+    acc_out_ = DeviceBuffer(floats(rows * g.D));
+  }
+  if (!fused_init_.fused) {  // else every row's first launch starts it from the empty state
+    init_accumulator(acc_max_.as<float>(), acc_sum_.as<float>(), acc_out_.as<float>(), rows, static_cast<int>(g.D),
+                     nullptr);
+  }
   out_ = zeroed(static_cast<size_t>(g.B * g.n * g.heads * g.D * g.element_bytes()));  // in the dtype
   lse_ = zeroed(floats(g.B * g.heads * g.n));
   if (backward_) {
@@ -195,6 +245,7 @@ void GpuRank::pack_own_kv(cudaStream_t stream) {
 
 void GpuRank::reset(cudaStream_t stream) {
   forward_computes_ = 0;
+  if (fused_init_.fused) return;  // every row's first launch starts it from the empty state
   const int64_t rows = geo_.B * geo_.heads * geo_.n;
   init_accumulator(acc_max_.as<float>(), acc_sum_.as<float>(), acc_out_.as<float>(), rows, static_cast<int>(geo_.D),
                    stream);
@@ -217,12 +268,21 @@ void GpuRank::compute(const ComputeOp& op, cudaStream_t stream) {
     DeviceBuffer& grad = slots_[static_cast<size_t>(op.grad_slot)];
     RINGLAB_CUDA_CHECK(cudaMemsetAsync(slot_block(op.grad_slot), 0, grad.bytes(), stream));
   }
-  // This op's row of FusedFinalize::finalizes (counted for skipped computes too, as the pass counts them).
+  // This op's rows of FusedFinalize::finalizes and FusedInit::inits (counted for skipped computes
+  // too, as the passes count them).
   const std::vector<bool>* finalizes = nullptr;
+  const std::vector<bool>* inits = nullptr;
   if (op.pass == Pass::forward) {
     const auto index = static_cast<size_t>(forward_computes_++);
     if (fused_finalize_.fused && index < fused_finalize_.finalizes.size())
       finalizes = &fused_finalize_.finalizes[index];
+    if (fused_init_.fused) {
+      if (index >= fused_init_.inits.size()) {
+        throw std::logic_error("gpu rank: forward compute " + std::to_string(index) +
+                               " after reset, where the plan has " + std::to_string(fused_init_.inits.size()));
+      }
+      inits = &fused_init_.inits[index];
+    }
   }
   if (op.kernels.empty()) return;
   const int64_t half = g.B * g.n * g.kv_heads * g.D;  // elements of K (or V) in a block
@@ -268,6 +328,7 @@ void GpuRank::compute(const ComputeOp& op, cudaStream_t stream) {
       p.acc_sum = acc_sum_.as<float>();
       p.acc_out = acc_out_.as<float>();
       if (finalizes != nullptr && (*finalizes)[k]) p.out = out_.get(), p.lse = lse_.as<float>();
+      p.init = inits != nullptr && (*inits)[k];
       forward_accumulate(g.dtype, p, stream);
     } else {
       float* grad = static_cast<float*>(slot_block(op.grad_slot, op.grad_slot == Slot::gathered_dkv ? block : 0));

@@ -19,10 +19,14 @@
 //     computes delta, zeroes dq, dkv0 and gathered_dkv;
 //   * with bf16 / fp16, a rank whose every row is finished by a launch that finishes all of its
 //     rows has those launches finalise in the kernel and its FinalizeOp does nothing
-//     (plan_fused_finalize); otherwise FinalizeOp runs finalize_accumulator.
+//     (plan_fused_finalize); otherwise FinalizeOp runs finalize_accumulator;
+//   * likewise, a rank whose every row is started by a launch that starts all of its rows has
+//     those launches begin from the empty state in registers (plan_fused_init), and neither the
+//     constructor nor reset runs init_accumulator; with both fused, a rank whose every block is its
+//     rows' only one neither reads nor writes the fp32 accumulator.
 // Slots hold K then V (or dK then dV): [2][B][n][HKV/U][D]; gathered slots hold R such blocks in
 // ring order, so a compute on block g of a gathered slot reads block g like any other slot.
-// Sections: [geometry] [fused finalize] [buffers] [local ops] [all-to-all geometry]
+// Sections: [geometry] [fused finalize] [fused init] [buffers] [local ops] [all-to-all geometry]
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -87,6 +91,35 @@ struct FusedFinalize {
 // no block touches included: nothing would write its out and lse).
 FusedFinalize plan_fused_finalize(const std::vector<Op>& ops, int64_t rows, Dtype dtype);
 
+// ---- [fused init] ------------------------------------------------------------------------------
+
+// Which of a rank's forward kernel launches start their query rows from the empty state in the
+// kernel (ForwardParams::init: m = -inf, l = 0, o = 0, the accumulator not read) instead of
+// loading the state init_accumulator left.
+struct FusedInit {
+  bool fused = false;
+  // [forward ComputeOp, counted in op order][its kernel block]: that launch starts its rows. Empty
+  // when not fused.
+  std::vector<std::vector<bool>> inits;
+};
+
+// The rule, the finalize's mirrored: a row's first block is the first kernel block, in launch order,
+// of a forward ComputeOp whose query rows contain it (blocks that launch nothing do not count). A
+// block starts its rows when it is the first block of every row it covers. A launch that starts
+// its rows overwrites their state, so a row whose first block does not start it would read what
+// init_accumulator left: the fusion is all or nothing, since init_accumulator clears every row.
+// It happens only if the dtype has the fused kernel (bf16 / fp16) and every row has a first block
+// that starts it; otherwise (fp32, a row that no block touches, a row whose first block also
+// covers rows an earlier block touched) nothing is fused and init_accumulator runs as before.
+FusedInit plan_fused_init(const std::vector<Op>& ops, int64_t rows, Dtype dtype);
+
+// Whether no kernel touches the fp32 state (m, l, o): both fused, and every launch both starts and
+// finalises its rows (each row has one block: a rank whose block is its only block). GpuRank then
+// allocates no state at all, and the launches get null accumulator pointers.
+inline bool fp32_state_unused(const FusedInit& init, const FusedFinalize& finalize) {
+  return init.fused && finalize.fused && init.inits == finalize.finalizes;
+}
+
 class GpuRank {
  public:
   // Allocates this rank's buffers on the current device and uploads its local inputs (rounded to
@@ -111,7 +144,8 @@ class GpuRank {
   // ---- [local ops] -----------------------------------------------------------------------------
 
   // Each enqueues its work on `stream` and returns.
-  // Before every run: the accumulator back to m = -inf, l = 0, o = 0, the forward computes' count to 0.
+  // Before every run: the accumulator back to m = -inf, l = 0, o = 0 (unless the init is fused: the
+  // first launches start from there), the forward computes' count to 0.
   void reset(cudaStream_t stream);
   void load_kv(const LoadKvOp& op, cudaStream_t stream);
   void compute(const ComputeOp& op, cudaStream_t stream);
@@ -151,6 +185,7 @@ class GpuRank {
   bool backward_ = false;
   bool separate_working_ = false;  // U > 1: working tensors are their own buffers
   FusedFinalize fused_finalize_;   // computed once from the plan
+  FusedInit fused_init_;           // likewise
   int64_t forward_computes_ = 0;   // forward ComputeOps run since reset: FusedFinalize's first index
 
   // Inputs, dtype: local (B, n_local, H|HKV, D) and working (B, n, heads|kv_heads, D).
@@ -161,7 +196,7 @@ class GpuRank {
   void* v_ = nullptr;
   void* dout_ = nullptr;
   DeviceBuffer own_kv_;  // [K; V] of the working set, for the all-gather
-  // Accumulator and working outputs (fp32).
+  // Accumulator (empty where fp32_state_unused) and working outputs (fp32).
   DeviceBuffer acc_max_, acc_sum_, acc_out_;
   DeviceBuffer out_, lse_, delta_, dq_, dk_, dv_;
   // Local outputs when U > 1 (else the working ones).

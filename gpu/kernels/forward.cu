@@ -11,6 +11,7 @@ namespace ringlab::gpu {
 // static resource check (tests/gpu/kernel_static.py; launch.cuh, smem_record), and checked here
 // against the per-block limit (the check adds the kernels' static shared memory from the cubins).
 RINGLAB_SMEM_RECORDS_16BIT(kForwardSmem, "forward_fa2_kernel", ", 256", ForwardFa2Tiles);
+RINGLAB_SMEM_RECORDS_16BIT(kForwardInitSmem, "forward_fa2_init_kernel", ", 256", ForwardFa2Tiles);
 static_assert(ForwardFp32Tiles::smem_bytes(ForwardFp32Tiles::kMaxDim) <= kMaxSmemPerBlock);
 static_assert(ForwardFa2Tiles<64>::kChunkTiles == 256 && ForwardFa2Tiles<128>::kChunkTiles == 256,
               "the records above name the kernels' default chunk size");
@@ -28,17 +29,32 @@ std::string kernel_support(Dtype dtype, int64_t dim) {
          "; use --dim 64 or 128, or --dtype fp32 (any D <= 128)";
 }
 
-// The fused finalize is the tensor-core kernel's (forward_fa2.cuh); the others only accumulate.
+// The fused finalize and init are the tensor-core kernel's (forward_fa2.cuh); the others only
+// accumulate into an initialised state.
 static void refuse_fused_finalize(const ForwardParams& p, const char* kernel) {
   if (p.out != nullptr || p.lse != nullptr) {
     throw UsageError(std::string("the fused finalize (ForwardParams::out, lse) is forward_fa2's; ") + kernel +
                      " only accumulates: call finalize_accumulator after it");
   }
+  if (p.init) {
+    throw UsageError(std::string("the fused init (ForwardParams::init) is forward_fa2's; ") + kernel +
+                     " reads the accumulator: call init_accumulator before it");
+  }
 }
 
 void forward_accumulate(Dtype dtype, const ForwardParams& p, cudaStream_t stream) {
   if ((p.out == nullptr) != (p.lse == nullptr)) throw UsageError("ForwardParams: out and lse are set together");
-  launch_by_dtype(dtype, p, RINGLAB_MMA_LAUNCH(forward_fa2_kernel, ForwardFa2Tiles, q_tiles), [&] {
+  // The rows' first step starts them in forward_fa2_init_kernel (forward_fa2.cuh: why two kernels).
+  auto accumulate = RINGLAB_MMA_LAUNCH(forward_fa2_kernel, ForwardFa2Tiles, q_tiles);
+  auto start = RINGLAB_MMA_LAUNCH(forward_fa2_init_kernel, ForwardFa2Tiles, q_tiles);
+  auto fa2 = [&](auto type, auto dim) {
+    if (p.init) {
+      start(type, dim);
+    } else {
+      accumulate(type, dim);
+    }
+  };
+  launch_by_dtype(dtype, p, fa2, [&] {
     refuse_fused_finalize(p, "the fp32 kernel");
     using Tiles = ForwardFp32Tiles;
     launch_attention(forward_fp32_kernel, Tiles::q_tiles(p.a), Tiles::kThreads, Tiles::smem_bytes(p.a.dim), p, stream);

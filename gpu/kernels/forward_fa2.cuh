@@ -29,6 +29,9 @@
 // On the rows' last step (ForwardParams::out set) the merged state is finalised here, out = o / l
 // (stored in T, pairs packed by cvt.rn) and lse = m + log l (fp32), instead of going back to the accumulator for finalize_accumulator: one pass
 // over the (B H Sq) x D fp32 state less per forward, and no finalize launch.
+// On the rows' first step (ForwardParams::init) the state starts empty in registers instead of being
+// loaded: no init_accumulator launch before the forward, and no read of the fp32 state by its first
+// block; with both, a row's only block neither reads nor writes the state.
 // The state (m, l, o) in the accumulators is in natural units (m = max of scale s): converted to
 // log2 units on loading (m log2(e)) and back on storing (m ln 2). Needs scale > 0 (1/sqrt(D)), so
 // that the max of the raw scores is the max of the scaled ones.
@@ -142,11 +145,11 @@ RINGLAB_DEVICE int swizzled_lane_part(int row, int half) {
 
 }  // namespace dev
 
-// kChunkTiles: the key tiles classified per table (tests lower it to cross chunk boundaries in
-// small problems; the launchers use the default).
-template <class T, int D, int kChunkTiles = ForwardFa2Tiles<D>::kChunkTiles>
-RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_fa2_kernel(ForwardParams p) {
-  using namespace dev;
+namespace dev {
+
+// The kernels' body; kInit: the rows' first step (ForwardParams::init), forward_fa2_init_kernel below.
+template <class T, int D, int kChunkTiles, bool kInit>
+RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
   using Tiles = ForwardFa2Tiles<D>;
   constexpr int BQ = Tiles::kBlockQ, BK = Tiles::kBlockK, kWarps = Tiles::kWarps;
   constexpr int kRowBlocks = Tiles::kRowsPerWarp / 16;
@@ -188,13 +191,14 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_fa2_kernel(ForwardParams 
   // O and S take 192 of the 255 registers.
   const int warp_row = warp * Tiles::kRowsPerWarp + g;
   auto row_of = [&](int mb, int r) { return warp_row + 16 * mb + 8 * r; };
+  // The rows' first step (p.init) starts from the empty state: nothing is loaded.
   float m[kRowBlocks][2], l[kRowBlocks][2];
   float o[kRowBlocks][kOutTiles][4];
   RINGLAB_UNROLL
   for (int mb = 0; mb < kRowBlocks; ++mb) {
     RINGLAB_UNROLL
     for (int r = 0; r < 2; ++r) {
-      const bool valid = row_of(mb, r) < q_count;
+      const bool valid = !kInit && row_of(mb, r) < q_count;
       const int64_t at = acc_offset() + row_of(mb, r);
       m[mb][r] = valid ? p.acc_max[at] * kLog2e : -INFINITY;
       l[mb][r] = valid && t == 0 ? p.acc_sum[at] : 0.f;
@@ -387,7 +391,17 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_fa2_kernel(ForwardParams 
     }
     return;
   }
-  if (!q_loaded) return;  // every key tile is masked for these queries: the state is unchanged
+  if (!q_loaded) {          // every key tile is masked for these queries: the state is unchanged...
+    if constexpr (kInit) {  // ...unless nothing wrote it yet (the rows' first step): the empty state
+      for (int row = static_cast<int>(threadIdx.x); row < q_count; row += Tiles::kThreads) {
+        const int64_t at = acc_offset() + row;
+        p.acc_max[at] = -INFINITY;
+        p.acc_sum[at] = 0.f;
+        for (int d = 0; d < D; ++d) p.acc_out[at * D + d] = 0.f;
+      }
+    }
+    return;
+  }
 
   // Write the state back: l summed over the quad, m in natural units, O as float pairs.
   RINGLAB_UNROLL
@@ -408,6 +422,25 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_fa2_kernel(ForwardParams 
       }
     }
   }
+}
+
+}  // namespace dev
+
+// kChunkTiles: the key tiles classified per table (tests lower it to cross chunk boundaries in
+// small problems; the launchers use the default).
+// Two kernels, one per value of p.init, chosen by the launcher: with the flag as a runtime branch
+// in one kernel (or both bodies in one kernel behind a uniform branch), ptxas spilled at D = 128
+// (255 registers and a 24-32 byte stack frame, CUDA 13.0); each body alone stays at 255 registers
+// without a spill. forward_fa2_kernel ignores p.init (it loads the state); the launchers route a
+// launch with p.init to forward_fa2_init_kernel.
+template <class T, int D, int kChunkTiles = ForwardFa2Tiles<D>::kChunkTiles>
+RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_fa2_kernel(ForwardParams p) {
+  dev::forward_fa2_body<T, D, kChunkTiles, false>(p);
+}
+
+template <class T, int D, int kChunkTiles = ForwardFa2Tiles<D>::kChunkTiles>
+RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) forward_fa2_init_kernel(ForwardParams p) {
+  dev::forward_fa2_body<T, D, kChunkTiles, true>(p);
 }
 
 }  // namespace ringlab::gpu

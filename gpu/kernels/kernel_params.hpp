@@ -59,6 +59,12 @@ struct ForwardParams {
   // only (every step but a row's last).
   void* out = nullptr;
   float* lse = nullptr;
+  // Set when this launch is the first to accumulate its query rows [q_begin, q_end) (the fused
+  // init): it starts those rows from the empty state m = -inf, l = 0, o = 0 in registers instead of
+  // loading the accumulator, which may hold anything (init_accumulator need not have run), and it
+  // stores its state even where the mask skips every key tile. With out / lse set as well (a row's
+  // only block) the accumulator is neither read nor written. False: the state is loaded.
+  bool init = false;
 };
 
 // Backward of one block, *added* into dq, dk, dv. lse and delta are those of the whole forward.

@@ -5,6 +5,8 @@
                                          dynamic shared memory; exit 1 when a kernel breaks a limit
     kernel_static.py costs LIB...        per-kernel static instruction counts of the main loop (PTX),
                                          next to FlashAttention-2's ratios derived from its tile shapes
+    kernel_static.py fused-init LIB...   forward_fa2_init_kernel loads no fp32 state (ld.global.f32),
+                                         where forward_fa2_kernel does; exit 1 otherwise, 77 without zstd
     kernel_static.py self-test           the checks run on synthetic input (a spill, too many
                                          registers, too much shared memory) must fail
 
@@ -16,7 +18,7 @@ compile into their objects. `resources --ptxas-log FILE` checks `nvcc -Xptxas=-v
 (that one names spill stores and loads separately; the cubin only has the stack frame they live in).
 
 cuobjdump and nvdisasm are not needed (the toolkit installed here and in CI has neither); the PTX for `costs` is zstd
-compressed in the fat binary, so `costs` needs the zstd command.
+compressed in the fat binary, so `costs` and `fused-init` need the zstd command.
 """
 import argparse
 import re
@@ -516,7 +518,49 @@ def self_test(_args):
            atomics["atomics"] == [2, 1] and atomics["atomic floats"] == [5, 1])
     expect("FA2's ratios: 0.3125 at 32 rows per warp with Q re-read, 0.5 at 16 with Q in registers",
            fa2_ldmatrix_per_mma(32, q_in_registers=False) == 0.3125 and fa2_ldmatrix_per_mma(16) == 0.5)
+    expect("fp32 global loads are counted, 16-bit, int32 and shared ones are not",
+           state_loads(["ld.global.f32 %f1, [%rd1];", "@%p3 ld.global.v2.f32 {%f1, %f2}, [%rd2];",
+                        "ld.global.u32 %r1, [%rd3];", "ld.shared.f32 %f3, [%r2];", "st.global.f32 [%rd4], %f4;"]) == 2)
     print("self-test: " + ("FAILED" if failures else "passed"))
+    return 1 if failures else 0
+
+
+def state_loads(lines):
+    """fp32 loads from global memory in a kernel's PTX (the forward's accumulator state is its only
+    fp32 global input: Q, K, V are 16-bit, positions and document bounds int32)."""
+    return sum(1 for line in lines if re.match(r"(@%p\d+\s+)?ld\.global(\.nc)?(\.v[24])?\.f32\b", line))
+
+
+def fused_init(args):
+    """The fused init's static evidence: forward_fa2_init_kernel<...> loads no fp32 state, where its
+    twin forward_fa2_kernel<...> (same body, the state loaded) does (so the count can fail)."""
+    _, _, ptx_payloads = read_libraries(args.libraries, args.sm)
+    functions = {}
+    for payload in ptx_payloads:
+        text = decompress_ptx(payload)
+        if text is None:
+            print("kernel_static: the PTX in the fat binary is zstd-compressed and the zstd command is missing",
+                  file=sys.stderr)
+            return 77
+        functions.update(ptx_functions(text))
+    names = demangle(sorted(functions))
+    loads = {short(names[m]): state_loads(lines) for m, lines in functions.items()
+             if re.match(r"forward_fa2(_init)?_kernel<", short(names[m]))}
+    failures = []
+    starting = sorted(n for n in loads if n.startswith("forward_fa2_init_kernel<"))
+    if not starting:
+        failures.append("no forward_fa2_init_kernel in the PTX")
+    for name in starting:
+        twin = name.replace("forward_fa2_init_kernel<", "forward_fa2_kernel<")
+        print(f"{name}: {loads[name]} fp32 global loads; {twin}: {loads.get(twin, '-')}")
+        if loads[name] != 0:
+            failures.append(f"{name} loads fp32 from global memory ({loads[name]} ld.global.f32): the state")
+        if not loads.get(twin):
+            failures.append(f"{twin} shows no state loads: the count finds nothing to tell them apart")
+    for failure in failures:
+        print("FAIL: " + failure)
+    if not failures:
+        print(f"OK: {len(starting)} forward_fa2_init_kernel instances load no fp32 state; their twins do")
     return 1 if failures else 0
 
 
@@ -532,12 +576,16 @@ def main():
     c = sub.add_parser("costs")
     c.add_argument("libraries", nargs="+")
     c.add_argument("--sm", type=int, default=90)
-    c.add_argument("--kernels", default="_(mma|fa2)_kernel",
+    c.add_argument("--kernels", default="_(mma|fa2|fa2_init)_kernel",
                    help="regex of the kernels to count (default: tensor-core)")
     c.add_argument("--rows", action="store_true", help="also print scripts/bench's @row summary lines")
+    f = sub.add_parser("fused-init")
+    f.add_argument("libraries", nargs="+")
+    f.add_argument("--sm", type=int, default=90)
     sub.add_parser("self-test")
     args = parser.parse_args()
-    return {"resources": resources, "costs": costs, "self-test": self_test}[args.command](args)
+    return {"resources": resources, "costs": costs, "fused-init": fused_init, "self-test": self_test}[args.command](
+        args)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 // position lists, causal masks with and without tile skipping, GQA, row ranges that do not start
 // at 0, two key blocks merged into one accumulator, and the backward's dq, dk, dv.
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <vector>
 
 #include "gpu/device.hpp"
@@ -97,7 +99,9 @@ BlockInputs block_inputs(Dtype dtype, const Problem& pr) {
           rounded(dtype, TensorId::dout, {pr.B, pr.Sq, pr.H, pr.D})};
 }
 
-void check_forward(Dtype dtype, const Problem& pr) {
+// start: the query rows' state holds garbage (no init_accumulator) and the first block's launch
+// starts them itself (ForwardParams::init, forward_fa2_init_kernel; bf16 / fp16 only).
+void check_forward(Dtype dtype, const Problem& pr, bool start = false) {
   const BlockInputs x = block_inputs(dtype, pr);
   const std::vector<int64_t>&q_pos = x.q_pos, &k_pos = x.k_pos;
   const MaskKind mask = x.mask;
@@ -107,6 +111,15 @@ void check_forward(Dtype dtype, const Problem& pr) {
     flash_forward_accumulate(q, k, v, q_pos, k_pos, pr.q_rows, kv, mask, want, {0, pr.skip});
 
   SoftmaxState<float> got = make_accumulator(pr.B, pr.H, pr.Sq, pr.D);
+  if (start) {
+    for (int64_t bh = 0; bh < int64_t{pr.B} * pr.H; ++bh) {
+      for (int64_t i = pr.q_rows.begin; i < pr.q_rows.end; ++i) {
+        const auto row = static_cast<size_t>(bh * pr.Sq + i);
+        got.max[row] = 2.f, got.sum[row] = 50.f;
+        std::fill_n(got.out.begin() + static_cast<int64_t>(row) * pr.D, pr.D, 100.f);
+      }
+    }
+  }
   const DeviceBuffer qd = upload(q, dtype), kd = upload(k, dtype), vd = upload(v, dtype);
   const DeviceBuffer qp = upload_positions(q_pos), kp = upload_positions(k_pos);
   DeviceBuffer m = upload_floats(got.max), l = upload_floats(got.sum), o = upload_floats(got.out);
@@ -114,6 +127,7 @@ void check_forward(Dtype dtype, const Problem& pr) {
     gpu::ForwardParams p;
     p.a = params(pr, qd, kd, vd, qp, kp, kv);
     p.acc_max = m.as<float>(), p.acc_sum = l.as<float>(), p.acc_out = o.as<float>();
+    p.init = start && &kv == &pr.kv_blocks.front();
     gpu::forward_accumulate(dtype, p, nullptr);
   }
   RINGLAB_CUDA_CHECK(cudaDeviceSynchronize());
@@ -122,8 +136,8 @@ void check_forward(Dtype dtype, const Problem& pr) {
   const AttentionOutput<float> b = finalize_accumulator(want, pr.B, pr.H, pr.Sq, pr.D);
   const CompareResult out = compare(a.out, b.out, gpu::gpu_tolerance(dtype, "out"));
   const CompareResult lse = compare(a.lse, b.lse, gpu::gpu_tolerance(dtype, "lse"));
-  INFO(gpu::dtype_name(dtype) << " D=" << pr.D << " out: " << out.describe() << " (max abs " << out.max_abs_error
-                              << "), lse: " << lse.describe());
+  INFO(gpu::dtype_name(dtype) << " D=" << pr.D << (start ? " (fused init)" : "") << " out: " << out.describe()
+                              << " (max abs " << out.max_abs_error << "), lse: " << lse.describe());
   CHECK(out.ok);
   CHECK(lse.ok);
 }
@@ -177,6 +191,7 @@ TEST_CASE("gpu kernels: forward and backward vs the reference kernel, every prec
   pr.D = D;
   pr.causal = causal;
   check_forward(dtype, pr);
+  if (dtype != Dtype::fp32) check_forward(dtype, pr, true);
   check_backward(dtype, pr);
 }
 
@@ -207,6 +222,12 @@ TEST_CASE("gpu kernels: unsupported sizes are refused with the fix", "[gpu][kern
   gpu::ForwardParams forward;
   forward.a.batch = 2, forward.a.heads = 32768, forward.a.kv_heads = 1;
   forward.a.q_seq = forward.a.kv_seq = 64, forward.a.q_end = forward.a.kv_end = 64;
+  // The fused init is the tensor-core kernel's: fp32 refuses it, before anything is launched.
+  gpu::ForwardParams starting;
+  starting.a.q_seq = starting.a.kv_seq = 64, starting.a.q_end = starting.a.kv_end = 64;
+  starting.init = true;
+  CHECK_THROWS_WITH(gpu::forward_accumulate(Dtype::fp32, starting, nullptr),
+                    Catch::Contains("fused init") && Catch::Contains("init_accumulator"));
   for (const Dtype dtype : {Dtype::bf16, Dtype::fp32}) {
     try {
       gpu::forward_accumulate(dtype, forward, nullptr);

@@ -23,6 +23,11 @@ void forward_accumulate_64_row_tiles(Dtype dtype, const ForwardParams& p, cudaSt
         "the fused finalize (ForwardParams::out, lse) is forward_fa2's; forward_mma (64-row tiles) only "
         "accumulates: call finalize_accumulator after it");
   }
+  if (p.init) {
+    throw UsageError(
+        "the fused init (ForwardParams::init) is forward_fa2's; forward_mma (64-row tiles) reads the "
+        "accumulator: call init_accumulator before it");
+  }
   launch_by_dtype(dtype, p, RINGLAB_MMA_LAUNCH(forward_mma_kernel, ForwardMmaTiles, q_tiles),
                   [&] { forward_accumulate(Dtype::fp32, p, stream); });
 }

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "gpu/kernels/attention_kernels.hpp"
@@ -40,7 +42,7 @@ template <class T, int D>
 void forward_fa2(const ForwardParams& p) {
   using Tiles = ForwardFa2Tiles<D>;
   counted_launch(grid2(Tiles::q_tiles(p.a), p.a.batch * p.a.heads), Tiles::kThreads, Tiles::kSmemBytes,
-                 [&] { forward_fa2_kernel<T, D>(p); });
+                 [&] { p.init ? forward_fa2_init_kernel<T, D>(p) : forward_fa2_kernel<T, D>(p); });
 }
 
 template <class T, int D>
@@ -56,6 +58,12 @@ void backward_mma(const BackwardParams& p) {
 // (test_executor_emulated.cpp). Atomic: gpu-nccl's ranks are threads.
 std::atomic<int64_t> emulated_fused_forward_launches{0};
 std::atomic<int64_t> emulated_finalize_accumulator_launches{0};
+// Likewise for the fused init: forward launches that start their rows (ForwardParams::init), and
+// init_accumulator's launches by the accumulator they clear (each rank has its own: the executor
+// tests count them rank by rank).
+std::atomic<int64_t> emulated_init_forward_launches{0};
+std::mutex emulated_init_mutex;
+std::map<const float*, int64_t> emulated_init_accumulator_launches;
 
 std::string kernel_support(Dtype dtype, int64_t dim) {
   if (dtype == Dtype::fp32) return dim >= 1 && dim <= 128 ? "" : "fp32: D <= 128";
@@ -66,12 +74,14 @@ void forward_accumulate(Dtype dtype, const ForwardParams& p, cudaStream_t) {
   if (p.a.q_end <= p.a.q_begin || p.a.kv_end <= p.a.kv_begin) return;
   if (const std::string why = kernel_support(dtype, p.a.dim); !why.empty()) throw UsageError(why);
   if (p.out != nullptr && dtype != Dtype::fp32) ++emulated_fused_forward_launches;
+  if (p.init && dtype != Dtype::fp32) ++emulated_init_forward_launches;
   const bool d64 = p.a.dim == 64;
   switch (dtype) {
     case Dtype::bf16: return d64 ? forward_fa2<__nv_bfloat16, 64>(p) : forward_fa2<__nv_bfloat16, 128>(p);
     case Dtype::fp16: return d64 ? forward_fa2<__half, 64>(p) : forward_fa2<__half, 128>(p);
     case Dtype::fp32:
       if (p.out != nullptr) throw UsageError("fp32: no fused finalize");
+      if (p.init) throw UsageError("fp32: no fused init");
       counted_launch(grid2(ForwardFp32Tiles::q_tiles(p.a), p.a.batch * p.a.heads), ForwardFp32Tiles::kThreads,
                      ForwardFp32Tiles::smem_bytes(p.a.dim), [&] { forward_fp32_kernel(p); });
   }
@@ -91,6 +101,10 @@ void backward_accumulate(Dtype dtype, const BackwardParams& p, cudaStream_t) {
 }
 
 void init_accumulator(float* max, float* sum, float* out, int64_t rows, int dim, cudaStream_t) {
+  {
+    const std::lock_guard<std::mutex> lock(emulated_init_mutex);
+    ++emulated_init_accumulator_launches[max];
+  }
   counted_launch(small_grid(rows * dim), 256, 0, [&] { init_accumulator_kernel(max, sum, out, rows, dim); });
 }
 

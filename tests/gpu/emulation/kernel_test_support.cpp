@@ -132,10 +132,18 @@ void launch_forward(const ForwardParams& p, const BlockProblem& pr) {
         [&] { gpu::forward_fp32_kernel(p); }, "forward_fp32");
   } else if constexpr (kKernel == Forward::fa2) {
     using Tiles = gpu::ForwardFa2Tiles<D>;
-    const std::string name = "forward_fa2<" + dtype_name<T>() + ", " + std::to_string(D) + ">";
+    const std::string name =
+        std::string(p.init ? "forward_fa2_init<" : "forward_fa2<") + dtype_name<T>() + ", " + std::to_string(D) + ">";
     emu::launch(
         grid_of(Tiles::q_tiles(p.a), pr), Tiles::kThreads, Tiles::smem_bytes(kChunkTiles),
-        [&] { gpu::forward_fa2_kernel<T, D, kChunkTiles>(p); }, name.c_str());
+        [&] {
+          if (p.init) {
+            gpu::forward_fa2_init_kernel<T, D, kChunkTiles>(p);
+          } else {
+            gpu::forward_fa2_kernel<T, D, kChunkTiles>(p);
+          }
+        },
+        name.c_str());
   } else {
     using Tiles = gpu::ForwardMmaTiles<D>;
     const std::string name = "forward_mma<" + dtype_name<T>() + ", " + std::to_string(D) + ">";
@@ -180,8 +188,19 @@ Verdict run_forward(Kind kind, BlockProblem pr, Tolerance out_tol, Tolerance lse
   for (int64_t i = 0; i < fused.lse.size(); ++i) fused.lse[i] = -INFINITY;
   std::vector<T> fused_out = device_copy<T>(fused.out);
   REQUIRE((!pr.fused_finalize || (kKernel == Forward::fa2 && !std::is_same_v<T, float>)));
+  REQUIRE((!pr.fused_init || (kKernel == Forward::fa2 && !std::is_same_v<T, float>)));
+  if (pr.fused_init || pr.init_withheld) {  // the query rows' state as no init_accumulator left it
+    for (int64_t bh = 0; bh < int64_t{pr.B} * pr.H; ++bh) {
+      for (int64_t i = pr.q_rows.begin; i < pr.q_rows.end; ++i) {
+        const auto row = static_cast<size_t>(bh * pr.Sq + i);
+        actual.max[row] = 2.f, actual.sum[row] = 50.f;
+        std::fill_n(actual.out.begin() + static_cast<int64_t>(row) * pr.D, pr.D, 100.f);
+      }
+    }
+  }
   for (const RowRange& kv : pr.kv_blocks) {
     ForwardParams p = forward_params(pr, device, kv, actual);
+    p.init = pr.fused_init && &kv == &pr.kv_blocks.front();
     if (pr.fused_finalize && &kv == &pr.kv_blocks.back()) {
       p.out = fused_out.data();
       p.lse = fused.lse.data();

@@ -52,6 +52,11 @@ struct BlockProblem {
   std::vector<int64_t> q_pos, k_pos;
   bool expect_empty_rows = false;  // some query row sees no key of the blocks (checked to happen)
   bool fused_finalize = false;     // forward: the last block's launch writes out and lse itself
+  // forward: the query rows' state starts as garbage (what init_accumulator would have cleared),
+  // and the first block's launch starts it itself (ForwardParams::init) ...
+  bool fused_init = false;
+  // ... or, a negative control, is not told to: the garbage must show in the results.
+  bool init_withheld = false;
   Mask mask() const { return Mask(causal, window, documents, valid); }
 };
 

@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <random>
 #include <set>
 #include <tuple>
@@ -28,6 +29,9 @@ namespace ringlab {
 namespace gpu {  // emulated_launchers.cpp
 extern std::atomic<int64_t> emulated_fused_forward_launches;
 extern std::atomic<int64_t> emulated_finalize_accumulator_launches;
+extern std::atomic<int64_t> emulated_init_forward_launches;
+extern std::mutex emulated_init_mutex;
+extern std::map<const float*, int64_t> emulated_init_accumulator_launches;
 }  // namespace gpu
 namespace {
 
@@ -393,6 +397,146 @@ TEST_CASE("plan_fused_finalize: the launches that finalise, against every choice
   }
 }
 
+// ---- the fused init (plan_fused_init) -----------------------------------------------------------
+
+namespace {
+
+// What any choice of starting launches must achieve, by brute force over every choice: the forward
+// launches in order, each a contribution to its rows; a row's state begins as garbage (what
+// init_accumulator would have cleared), a starting launch replaces its rows' state with its own
+// contribution, any other adds to it. A choice is right iff every row's state ends up holding
+// exactly every contribution to it (no garbage: an untouched row keeps it). Returns the right
+// choices (as FusedInit::inits): at most one exists (a row's starter must be its first launch).
+std::vector<std::vector<std::vector<bool>>> right_init_choices(const std::vector<Op>& ops, int64_t rows) {
+  std::vector<std::pair<size_t, size_t>> launches;  // (forward compute, block)
+  std::vector<std::vector<bool>> shape;
+  std::vector<const ComputeOp*> computes;
+  for (const Op& op : ops) {
+    const auto* c = std::get_if<ComputeOp>(&op.body);
+    if (c == nullptr || c->pass != Pass::forward) continue;
+    for (size_t k = 0; k < c->kernels.size(); ++k)
+      if (!c->kernels[k].q_rows.empty() && !c->kernels[k].kv_rows.empty()) launches.emplace_back(computes.size(), k);
+    shape.emplace_back(c->kernels.size(), false);
+    computes.push_back(c);
+  }
+  REQUIRE(launches.size() < 16);
+  constexpr size_t kGarbage = SIZE_MAX;
+  std::vector<std::vector<std::vector<bool>>> right;
+  for (uint32_t choice = 0; choice < (1u << launches.size()); ++choice) {
+    std::vector<std::set<size_t>> state(static_cast<size_t>(rows), std::set<size_t>{kGarbage});
+    std::vector<std::set<size_t>> all(static_cast<size_t>(rows));
+    std::vector<std::vector<bool>> inits = shape;
+    for (size_t l = 0; l < launches.size(); ++l) {
+      const auto [c, k] = launches[l];
+      const bool starting = (choice >> l) & 1u;
+      inits[c][k] = starting;
+      const RowRange q = computes[c]->kernels[k].q_rows;
+      for (int64_t r = q.begin; r < q.end; ++r) {
+        const auto row = static_cast<size_t>(r);
+        all[row].insert(l);
+        if (starting) state[row].clear();
+        state[row].insert(l);
+      }
+    }
+    if (state == all) right.push_back(inits);
+  }
+  return right;
+}
+
+void expect_init_rule(const std::vector<Op>& ops, int64_t rows) {
+  const std::vector<std::vector<std::vector<bool>>> right = right_init_choices(ops, rows);
+  REQUIRE(right.size() <= 1);
+  for (const Dtype dtype : {Dtype::bf16, Dtype::fp16}) {
+    const gpu::FusedInit fused = gpu::plan_fused_init(ops, rows, dtype);
+    CHECK(fused.fused == (right.size() == 1));
+    if (fused.fused) CHECK(fused.inits == right.front());
+    if (!fused.fused) CHECK(fused.inits.empty());
+  }
+  CHECK_FALSE(gpu::plan_fused_init(ops, rows, Dtype::fp32).fused);  // fp32 has no fused kernel
+}
+
+}  // namespace
+
+TEST_CASE("plan_fused_init: the launches that start their rows, against every choice of them", "[gpu][fused]") {
+  const Op finalize{0, 0, FinalizeOp{}};
+  SECTION("a skipped compute, then one block over every row, then more") {
+    const std::vector<Op> ops = {Op{0, 0, ComputeOp{}}, forward_compute({{0, 8, 0, 8}}),
+                                 forward_compute({{0, 8, 0, 8}}), finalize};
+    expect_init_rule(ops, 8);
+    const gpu::FusedInit fused = gpu::plan_fused_init(ops, 8, Dtype::bf16);
+    CHECK(fused.fused);  // the skipped compute is counted, with no block; the second starts
+    CHECK(fused.inits == std::vector<std::vector<bool>>{{}, {true}, {false}});
+  }
+  SECTION("a rank's only block") {
+    const std::vector<Op> ops = {forward_compute({{0, 8, 0, 8}}), finalize};
+    expect_init_rule(ops, 8);
+    const gpu::FusedInit init = gpu::plan_fused_init(ops, 8, Dtype::bf16);
+    CHECK(init.inits == std::vector<std::vector<bool>>{{true}});
+    // Started and finalised by one launch: no kernel touches the fp32 state.
+    CHECK(gpu::fp32_state_unused(init, gpu::plan_fused_finalize(ops, 8, Dtype::bf16)));
+    CHECK_FALSE(gpu::fp32_state_unused(init, gpu::FusedFinalize{}));
+    CHECK_FALSE(gpu::fp32_state_unused(gpu::FusedInit{}, gpu::plan_fused_finalize(ops, 8, Dtype::bf16)));
+    // Two blocks over the rows: the first writes the state the second reads.
+    const std::vector<Op> two = {forward_compute({{0, 8, 0, 8}}), forward_compute({{0, 8, 0, 8}}), finalize};
+    CHECK_FALSE(gpu::fp32_state_unused(gpu::plan_fused_init(two, 8, Dtype::bf16),
+                                       gpu::plan_fused_finalize(two, 8, Dtype::bf16)));
+    // One launch per row but rows in two blocks: still no state.
+    const std::vector<Op> split = {forward_compute({{0, 4, 0, 8}, {4, 8, 0, 8}}), finalize};
+    CHECK(gpu::fp32_state_unused(gpu::plan_fused_init(split, 8, Dtype::bf16),
+                                 gpu::plan_fused_finalize(split, 8, Dtype::bf16)));
+  }
+  SECTION("rows started in two blocks of one op, or in two ops") {
+    expect_init_rule({forward_compute({{0, 4, 0, 8}, {4, 8, 0, 8}}), forward_compute({{0, 8, 0, 8}}), finalize}, 8);
+    const std::vector<Op> ops = {forward_compute({{0, 4, 0, 8}}), forward_compute({{4, 8, 0, 8}, {0, 8, 0, 8}})};
+    expect_init_rule(ops, 8);
+    CHECK(gpu::plan_fused_init(ops, 8, Dtype::fp16).inits == std::vector<std::vector<bool>>{{true}, {true, false}});
+  }
+  SECTION("the first block does not cover every row it starts alone: the init stays") {
+    // Rows 4..7's first block also covers rows 0..3, which an earlier block touched.
+    const std::vector<Op> ops = {forward_compute({{0, 4, 0, 8}}), forward_compute({{0, 8, 0, 8}}), finalize};
+    expect_init_rule(ops, 8);
+    CHECK_FALSE(gpu::plan_fused_init(ops, 8, Dtype::bf16).fused);
+    expect_init_rule({forward_compute({{0, 8, 0, 8}, {2, 6, 0, 8}})}, 8);  // overlapping blocks of one op: fused
+  }
+  SECTION("an untouched row, a block without keys") {
+    expect_init_rule({forward_compute({{0, 6, 0, 8}}), finalize}, 8);
+    CHECK_FALSE(gpu::plan_fused_init({forward_compute({{0, 6, 0, 8}}), finalize}, 8, Dtype::bf16).fused);
+    const std::vector<Op> keyless = {forward_compute({{0, 8, 3, 3}}), forward_compute({{0, 4, 0, 8}, {4, 8, 0, 8}})};
+    expect_init_rule(keyless, 8);
+    CHECK(gpu::plan_fused_init(keyless, 8, Dtype::bf16).inits == std::vector<std::vector<bool>>{{false}, {true, true}});
+  }
+  SECTION("backward computes do not count") {
+    ComputeOp backward;
+    backward.pass = Pass::backward;
+    backward.kernels = std::get<ComputeOp>(forward_compute({{0, 4, 0, 8}}).body).kernels;
+    const std::vector<Op> ops = {Op{0, 0, backward}, forward_compute({{0, 8, 0, 8}}), finalize};
+    expect_init_rule(ops, 8);
+    CHECK(gpu::plan_fused_init(ops, 8, Dtype::bf16).fused);
+  }
+  SECTION("random op lists") {
+    std::mt19937 random(25);
+    auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(random); };
+    int fused = 0;
+    for (int trial = 0; trial < 300; ++trial) {
+      std::vector<Op> ops;
+      for (int64_t c = uniform(1, 3); c > 0; --c) {
+        std::vector<std::array<int64_t, 4>> blocks;
+        for (int64_t k = uniform(0, 3); k > 0; --k) {
+          const int64_t q0 = uniform(0, 2), kv0 = uniform(0, 3);
+          blocks.push_back({q0, uniform(q0 + 1, 6), kv0, uniform(kv0 + (uniform(0, 9) > 0 ? 1 : 0), 4)});
+        }
+        ops.push_back(forward_compute(blocks));
+      }
+      ops.push_back(finalize);
+      INFO("trial " << trial);
+      expect_init_rule(ops, 6);
+      fused += gpu::plan_fused_init(ops, 6, Dtype::bf16).fused ? 1 : 0;
+    }
+    CHECK(fused > 10);  // both outcomes are exercised
+    CHECK(fused < 290);
+  }
+}
+
 namespace {
 
 // out comes back in the input dtype, whichever path finalised it (the fused forward or
@@ -411,64 +555,117 @@ void expect_out_stored_in(Dtype dtype, const Tensor<float>& out) {
   }
 }
 
+int64_t count_true(const std::vector<std::vector<bool>>& launches) {
+  int64_t count = 0;
+  for (const std::vector<bool>& blocks : launches) count += std::count(blocks.begin(), blocks.end(), true);
+  return count;
+}
+
+// How many ranks fused their finalize, and how many their init.
+struct Fused {
+  int64_t finalize = 0, init = 0;
+  int64_t stateless = 0;  // ranks that allocate no fp32 state: a kernel touching it would fault
+};
+
 // Runs the spec on the executor `make` returns, verifies its outputs, and checks that each rank
-// fused its finalize exactly as plan_fused_finalize says (counting the emulated launches: a run
-// that silently fell back to finalize_accumulator fails). Returns how many ranks fused.
+// fused its finalize and its init exactly as plan_fused_finalize and plan_fused_init say (counting
+// the emulated launches: a run that silently fell back to finalize_accumulator or init_accumulator
+// fails, and so does one that dropped init_accumulator where it is needed: its state is stale).
+// init_accumulator is counted rank by rank (by the accumulator it clears): a rank that does not
+// fuse its init clears it twice (constructor, reset before the run: no warm-up here), one that
+// fuses never.
 template <class Make = decltype(streams)>
-int64_t expect_fusion_as_planned(PlanSpec spec, Dtype dtype, Make make = streams) {
+Fused expect_fusion_as_planned(PlanSpec spec, Dtype dtype, Make make = streams) {
   spec.element_bytes = gpu::dtype_bytes(dtype);  // as run_and_verify builds the plan
   const Plan plan = build_plan(spec);
-  int64_t fused_ranks = 0, fused_launches = 0;
+  Fused fused;
+  int64_t finalizing_launches = 0, starting_launches = 0;
   for (int64_t r = 0; r < plan.ranks(); ++r) {
-    const gpu::FusedFinalize fused = gpu::plan_fused_finalize(expand(plan, r), plan.block_tokens(), dtype);
-    fused_ranks += fused.fused ? 1 : 0;
-    for (const std::vector<bool>& blocks : fused.finalizes)
-      fused_launches += std::count(blocks.begin(), blocks.end(), true);
+    const std::vector<Op> ops = expand(plan, r);
+    const gpu::FusedFinalize finalize = gpu::plan_fused_finalize(ops, plan.block_tokens(), dtype);
+    const gpu::FusedInit init = gpu::plan_fused_init(ops, plan.block_tokens(), dtype);
+    fused.finalize += finalize.fused ? 1 : 0;
+    fused.init += init.fused ? 1 : 0;
+    fused.stateless += gpu::fp32_state_unused(init, finalize) ? 1 : 0;
+    finalizing_launches += count_true(finalize.finalizes);
+    starting_launches += count_true(init.inits);
   }
-  const int64_t fused_before = gpu::emulated_fused_forward_launches;
+  const int64_t finalizing_before = gpu::emulated_fused_forward_launches;
   const int64_t finalize_before = gpu::emulated_finalize_accumulator_launches;
+  const int64_t starting_before = gpu::emulated_init_forward_launches;
+  {
+    const std::lock_guard<std::mutex> lock(gpu::emulated_init_mutex);
+    gpu::emulated_init_accumulator_launches.clear();
+  }
   const test::GpuCheck check = expect_verified(spec, dtype, make);
   INFO(spec.describe() << " [" << gpu::dtype_name(dtype) << "]");
   expect_out_stored_in(dtype, check.result.outputs.out);
-  CHECK(gpu::emulated_fused_forward_launches - fused_before == fused_launches);
-  CHECK(gpu::emulated_finalize_accumulator_launches - finalize_before == plan.ranks() - fused_ranks);
-  return fused_ranks;
+  CHECK(gpu::emulated_fused_forward_launches - finalizing_before == finalizing_launches);
+  CHECK(gpu::emulated_finalize_accumulator_launches - finalize_before == plan.ranks() - fused.finalize);
+  CHECK(gpu::emulated_init_forward_launches - starting_before == starting_launches);
+  const std::lock_guard<std::mutex> lock(gpu::emulated_init_mutex);
+  CHECK(static_cast<int64_t>(gpu::emulated_init_accumulator_launches.size()) == plan.ranks() - fused.init);
+  for (const auto& [accumulator, launches] : gpu::emulated_init_accumulator_launches) CHECK(launches == 2);
+  return fused;
 }
 
 }  // namespace
 
-TEST_CASE("emulated gpu-streams and gpu-nccl: the fused finalize, where it applies and where not",
+TEST_CASE("emulated gpu-streams and gpu-nccl: the fused finalize and init, where they apply and where not",
           "[gpu][emulated][streams][fused]") {
-  SECTION("every rank's rows finished by whole launches: every rank fuses") {
+  // Every plan the builder makes starts each rank with its own whole block (the diagonal step), so
+  // the init fuses wherever the dtype has the kernel; op lists where it must not are the rule's
+  // test above ("plan_fused_init").
+  auto both = [](const Fused& fused, int64_t ranks) { return fused.finalize == ranks && fused.init == ranks; };
+  SECTION("every rank's rows started and finished by whole launches: every rank fuses both") {
     // Once with the backward (softmax_delta reads the fused out; the emulated backward is slow), the
-    // plain and the general mask, padding.
-    CHECK(expect_fusion_as_planned(gpu_spec("ring", "contiguous", 3, true, true), Dtype::bf16) == 3);
+    // plain and the general mask, padding; P = 1: the only block, the fp32 state never touched.
+    const Fused ring = expect_fusion_as_planned(gpu_spec("ring", "contiguous", 3, true, true), Dtype::bf16);
+    CHECK(both(ring, 3));
+    // Causal contiguous: rank 0 sees only its own block (every later step is in its future) and
+    // allocates no state; the others merge their blocks through it. Both kinds in one run.
+    CHECK(ring.stateless > 0);
+    CHECK(ring.stateless < 3);
+    const Fused only = expect_fusion_as_planned(gpu_spec("ring", "zigzag", 1, true, false), Dtype::fp16);
+    CHECK(both(only, 1));
+    CHECK(only.stateless == 1);
     const PlanSpec ring3 = gpu_spec("ring", "contiguous", 3, true, false);
-    CHECK(expect_fusion_as_planned(masked_spec(ring3, 20, documents_for(ring3)), Dtype::fp16) == 3);
+    CHECK(both(expect_fusion_as_planned(masked_spec(ring3, 20, documents_for(ring3)), Dtype::fp16), 3));
     const PlanSpec zigzag3 = gpu_spec("ring", "zigzag", 3, true, false);
-    CHECK(expect_fusion_as_planned(masked_spec(zigzag3, 24, documents_for(zigzag3)), Dtype::bf16) == 3);
-    CHECK(expect_fusion_as_planned(masked_spec(gpu_spec("ulysses", "zigzag", 4, true, false), 10, {}), Dtype::bf16) ==
-          4);
-    CHECK(expect_fusion_as_planned(gpu_spec("hybrid", "contiguous", 4, true, false, 2), Dtype::bf16) == 4);
-    CHECK(expect_fusion_as_planned(masked_spec(gpu_spec("ring", "contiguous", 4, true, false), 0, {}, 97),
-                                   Dtype::fp16) == 4);  // padding rows: rows that see no key, 0 and -inf
+    CHECK(both(expect_fusion_as_planned(masked_spec(zigzag3, 24, documents_for(zigzag3)), Dtype::bf16), 3));
+    const Fused ulysses =
+        expect_fusion_as_planned(masked_spec(gpu_spec("ulysses", "zigzag", 4, true, false), 10, {}), Dtype::bf16);
+    CHECK(both(ulysses, 4));
+    CHECK(ulysses.stateless == 4);  // every rank's block is its only one
+    CHECK(both(expect_fusion_as_planned(gpu_spec("hybrid", "contiguous", 4, true, false, 2), Dtype::bf16), 4));
+    CHECK(both(expect_fusion_as_planned(gpu_spec("allgather", "striped", 3, false, false), Dtype::bf16), 3));
+    CHECK(both(
+        expect_fusion_as_planned(masked_spec(gpu_spec("ring", "contiguous", 4, true, false), 0, {}, 97), Dtype::fp16),
+        4));  // padding rows: rows that see no key, 0 and -inf
   }
   SECTION("zig-zag causal: some ranks' first half is finished by a launch that does not finish the second") {
+    // The init still fuses on every rank: the first step is the rank's whole own block. Ranks that
+    // start their rows in the kernel but finalise with finalize_accumulator read the state the
+    // launches wrote, never init_accumulator's.
     for (const PlanSpec& spec :
-         {gpu_spec("ring", "zigzag", 3, true, false), gpu_spec("hybrid", "zigzag", 4, true, false, 2)}) {
-      const int64_t fused = expect_fusion_as_planned(spec, Dtype::bf16);
-      CHECK(fused > 0);  // both paths in one run
-      CHECK(fused < spec.ranks);
+         {gpu_spec("ring", "zigzag", 3, true, false), gpu_spec("hybrid", "zigzag", 4, true, false, 2),
+          gpu_spec("allgather", "zigzag", 4, true, false)}) {
+      const Fused fused = expect_fusion_as_planned(spec, Dtype::bf16);
+      CHECK(fused.finalize > 0);  // both paths in one run
+      CHECK(fused.finalize < spec.ranks);
+      CHECK(fused.init == spec.ranks);
     }
   }
-  SECTION("fp32 has no fused kernel: finalize_accumulator on every rank") {
-    CHECK(expect_fusion_as_planned(gpu_spec("ring", "contiguous", 3, true, true), Dtype::fp32) == 0);
+  SECTION("fp32 has no fused kernel: init_accumulator and finalize_accumulator on every rank") {
+    const Fused fused = expect_fusion_as_planned(gpu_spec("ring", "contiguous", 3, true, true), Dtype::fp32);
+    CHECK(fused.finalize == 0);
+    CHECK(fused.init == 0);
   }
 #ifdef RINGLAB_WITH_NCCL
   SECTION("gpu-nccl: the same GpuRank code on rank threads") {
     auto nccl = [](const gpu::GpuRunOptions& options) { return gpu::NcclExecutor(options); };
     ringlab_mock_set_device_count(4);
-    CHECK(expect_fusion_as_planned(gpu_spec("ring", "contiguous", 4, true, false), Dtype::bf16, nccl) == 4);
+    CHECK(both(expect_fusion_as_planned(gpu_spec("ring", "contiguous", 4, true, false), Dtype::bf16, nccl), 4));
     ringlab_mock_set_device_count(1);
   }
 #endif

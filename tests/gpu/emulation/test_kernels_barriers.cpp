@@ -19,6 +19,10 @@ TEST_CASE("emulated kernels: deleting any barrier of forward_fa2 is caught", "[g
   const BlockProblem pr = one_block(128, 192, 64);
   check_barriers("forward_fa2<bf16, 64>", {{1, "race", ""}, {2, "race", ""}},
                  [&] { return run_forward<__nv_bfloat16, 64>(Kind::bf16, pr, kBf16Out, kBf16Lse); });
+  BlockProblem starting = pr;  // forward_fa2_init_kernel: the same body, the state not loaded
+  starting.fused_init = true;
+  check_barriers("forward_fa2_init<bf16, 64>", {{1, "race", ""}, {2, "race", ""}},
+                 [&] { return run_forward<__nv_bfloat16, 64>(Kind::bf16, starting, kBf16Out, kBf16Lse); });
   const BlockProblem pr128 = one_block(128, 192, 128);
   check_barriers("forward_fa2<fp16, 128>", {{1, "race", ""}, {2, "race", ""}},
                  [&] { return run_forward<__half, 128>(Kind::fp16, pr128, kFp16Out, kFp16Lse); });

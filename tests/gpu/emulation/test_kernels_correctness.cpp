@@ -156,6 +156,51 @@ TEST_CASE("emulated mma forward, the last block's launch finalizes: out and lse 
   check_forward<__nv_bfloat16, 64>(Kind::bf16, masked, kBf16Out, kBf16Lse);
 }
 
+TEST_CASE("emulated mma forward, the first block's launch starts its rows: the stale state is never read",
+          "[gpu][emulated][mask]") {
+  // The rows' state holds garbage (no init_accumulator), the first launch is told to start them.
+  BlockProblem causal = causal_problem();
+  causal.fused_init = true;
+  check_forward<__nv_bfloat16, 64>(Kind::bf16, causal, kBf16Out, kBf16Lse);
+  check_forward<__half, 128>(Kind::fp16, causal, kFp16Out, kFp16Lse);
+  // A rank's only block: started and finalised by one launch, the state neither read nor written.
+  BlockProblem only = causal_problem();
+  only.kv_blocks = {{0, 100}};
+  only.fused_init = only.fused_finalize = true;
+  check_forward<__nv_bfloat16, 64>(Kind::bf16, only, kBf16Out, kBf16Lse);
+  // The first block lies wholly in the queries' future: every tile skipped, and still the launch
+  // must store the empty state for the second block to merge into.
+  BlockProblem future = causal_chunks(64);
+  future.kv_blocks = {{256, 384}, {0, 256}};
+  future.fused_init = true;
+  check_forward<__nv_bfloat16, 64>(Kind::bf16, future, kBf16Out, kBf16Lse);
+  future.fused_finalize = true;
+  check_forward<__half, 64>(Kind::fp16, future, kFp16Out, kFp16Lse);
+  // General masks: documents, a window inside a tile, queries that see no key (the first block
+  // stores their empty state), padding; the last two finalised by their last launch as well. (The
+  // init touches only the state's load and store: the other cases add emulation time, not paths.)
+  const size_t index = GENERATE(0, 2, 6, 8);
+  INFO(kMaskCases[index].name);
+  BlockProblem masked = masked_problem(kMaskCases[index]);
+  masked.fused_init = true;
+  masked.fused_finalize = index >= 6;
+  check_forward<__nv_bfloat16, 64>(Kind::bf16, masked, kBf16Out, kBf16Lse);
+}
+
+TEST_CASE("emulated mma forward, the stale state shows where the first launch is not told to start its rows",
+          "[gpu][emulated]") {
+  // The negative control of the test above: the same garbage state, ForwardParams::init withheld.
+  BlockProblem pr = causal_problem();
+  pr.init_withheld = true;
+  const Verdict loaded = run_forward<__nv_bfloat16, 64, Forward::fa2, 256>(Kind::bf16, pr, kBf16Out, kBf16Lse);
+  INFO(loaded.describe);
+  CHECK_FALSE(loaded.ok);
+  pr.fused_finalize = true;
+  CHECK_FALSE(run_forward<__nv_bfloat16, 64, Forward::fa2, 256>(Kind::bf16, pr, kBf16Out, kBf16Lse).ok);
+  pr.init_withheld = false, pr.fused_init = true;  // and the same problem passes with it
+  CHECK(run_forward<__nv_bfloat16, 64, Forward::fa2, 256>(Kind::bf16, pr, kBf16Out, kBf16Lse).ok);
+}
+
 // ---- the general mask: documents, window, padding ----------------------------------------------
 
 TEST_CASE("emulated mma forward and backward, bf16, D=64: documents, window, padding", "[gpu][emulated][mask]") {
