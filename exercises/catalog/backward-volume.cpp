@@ -5,6 +5,9 @@
 
 namespace ringlab::exercises::catalog {
 
+// This exercise's own names, apart from the others' (the catalog is compiled as one unit).
+namespace backward_volume {
+
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
     int64_t seq = 128 * 1024, heads = 32, kv_heads = 8, ranks = 8;
@@ -57,8 +60,10 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = "ringlab plan --ranks 4 --seq 1024 --causal --backward    # dkv> cells: P per rank, kv> cells: P - 1";
 }
 
+}  // namespace backward_volume
+
 constexpr CatalogEntry kBackwardVolume{"backward-volume", "The ring backward's traffic: K/V and their gradients",
                                        "context-parallelism notes, section 8 (and the book's erratum 1)", "notes §8",
-                                       write};
+                                       backward_volume::write};
 
 }  // namespace ringlab::exercises::catalog

@@ -10,6 +10,9 @@
 
 namespace ringlab::exercises::catalog {
 
+// This exercise's own names, apart from the others' (the catalog is compiled as one unit).
+namespace erratum_causal_mask {
+
 // The keys the query in `row` of `rank`'s block sees under a plan's forward ops: each kernel's mask
 // applied as the executors apply it (none; causal by position; or, in the erratum, causal by the
 // query's index within its block).
@@ -102,11 +105,13 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = demo_command("run", p.ranks, seq, "--causal --erratum kv-offset-mask", "exit 1, every rank wrong");
 }
 
+}  // namespace erratum_causal_mask
+
 constexpr CatalogEntry kErratumCausalMask{"erratum-causal-mask",
                                           "Erratum 2: a causal mask from block offsets",
                                           "the book's erratum 2 (the source material's ring code)",
                                           "erratum 2",
-                                          write,
+                                          erratum_causal_mask::write,
                                           "03-ring-forward"};
 
 }  // namespace ringlab::exercises::catalog

@@ -7,6 +7,9 @@
 
 namespace ringlab::exercises::catalog {
 
+// This exercise's own names, apart from the others' (the catalog is compiled as one unit).
+namespace erratum_dkv_direction {
+
 namespace {
 
 // The block whose dK/dV accumulator rank `rank` adds its step-`step` contribution into: the one its
@@ -88,11 +91,13 @@ static void write(VariantDraw& draw, Exercise& e) {
       "--ranks 2 passes";
 }
 
+}  // namespace erratum_dkv_direction
+
 constexpr CatalogEntry kErratumDkvDirection{"erratum-dkv-direction",
                                             "Erratum 1: dK/dV sent against the K/V direction",
                                             "the book's erratum 1 (the backward pass of notes, section 8)",
                                             "erratum 1",
-                                            write,
+                                            erratum_dkv_direction::write,
                                             "04-ring-backward"};
 
 }  // namespace ringlab::exercises::catalog

@@ -8,6 +8,9 @@
 
 namespace ringlab::exercises::catalog {
 
+// This exercise's own names, apart from the others' (the catalog is compiled as one unit).
+namespace erratum_head_memory {
+
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
     int64_t seq = 128 * 1024, dim = 128, heads = 64, element = 2;
@@ -58,8 +61,10 @@ static void write(VariantDraw& draw, Exercise& e) {
                            "the memory table: inputs (q, k, v) and outputs of the heads");
 }
 
+}  // namespace erratum_head_memory
+
 constexpr CatalogEntry kErratumHeadMemory{"erratum-head-memory", "Erratum 14: the memory of one head at 128K tokens",
                                           "the book's erratum 14 (a GPU course's ring-attention page)", "erratum 14",
-                                          write};
+                                          erratum_head_memory::write};
 
 }  // namespace ringlab::exercises::catalog

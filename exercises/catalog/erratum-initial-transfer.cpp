@@ -6,6 +6,9 @@
 
 namespace ringlab::exercises::catalog {
 
+// This exercise's own names, apart from the others' (the catalog is compiled as one unit).
+namespace erratum_initial_transfer {
+
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
     int64_t ranks = 8, compute_ms = 2, transfer_ms = 3;
@@ -53,8 +56,10 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = demo_command("plan", p.ranks, 16 * p.ranks, "", "kv> cells at steps 0..P-2 only");
 }
 
+}  // namespace erratum_initial_transfer
+
 constexpr CatalogEntry kErratumInitialTransfer{"erratum-initial-transfer", "Erratum 5: there is no initial transfer",
                                                "the book's erratum 5 (the source material, exercise 3)", "erratum 5",
-                                               write};
+                                               erratum_initial_transfer::write};
 
 }  // namespace ringlab::exercises::catalog

@@ -11,6 +11,9 @@
 
 namespace ringlab::exercises::catalog {
 
+// This exercise's own names, apart from the others' (the catalog is compiled as one unit).
+namespace erratum_merge_weights {
+
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
     double a0 = 2, a1 = 0, b0 = 1, b1 = 1;       // scaled scores of chunks A and B
@@ -76,11 +79,13 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = "ringlab grade 01-softmax-merge solution    # a merge that is exact, on normalised states too";
 }
 
+}  // namespace erratum_merge_weights
+
 constexpr CatalogEntry kErratumMergeWeights{"erratum-merge-weights",
                                             "Erratum 13: merge weights that do not sum to 1",
                                             "the book's erratum 13 (the ring-attention write-up's merge)",
                                             "erratum 13",
-                                            write,
+                                            erratum_merge_weights::write,
                                             "01-softmax-merge"};
 
 }  // namespace ringlab::exercises::catalog

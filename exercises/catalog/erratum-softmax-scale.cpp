@@ -8,6 +8,9 @@
 
 namespace ringlab::exercises::catalog {
 
+// This exercise's own names, apart from the others' (the catalog is compiled as one unit).
+namespace erratum_softmax_scale {
+
 namespace {
 
 // Weight of key 1 in softmax over two keys with raw dot products s1, s2, through the exact oracle:
@@ -64,12 +67,14 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = "ringlab grade 01-softmax-merge broken/missing_scale    # the lab's scale criterion catches it";
 }
 
+}  // namespace erratum_softmax_scale
+
 constexpr CatalogEntry kErratumSoftmaxScale{
     "erratum-softmax-scale",
     "Erratum 3: the flash solution without 1/sqrt(d)",
     "the book's erratum 3 (the flash-attention solution of the source material, exercise 7)",
     "erratum 3",
-    write,
+    erratum_softmax_scale::write,
     "01-softmax-merge"};
 
 }  // namespace ringlab::exercises::catalog

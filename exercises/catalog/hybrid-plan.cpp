@@ -8,6 +8,9 @@
 
 namespace ringlab::exercises::catalog {
 
+// This exercise's own names, apart from the others' (the catalog is compiled as one unit).
+namespace hybrid_plan {
+
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
     int64_t nodes = 8, gpus_per_node = 8, seq = 2048 * 1024, heads = 64, kv_heads = 64;
@@ -122,7 +125,9 @@ static void write(VariantDraw& draw, Exercise& e) {
       "ringlab plan --algo hybrid --ranks 8 --ulysses 4 --seq 4096 --heads 8 --dim 64    # the same phases, small";
 }
 
+}  // namespace hybrid_plan
+
 constexpr CatalogEntry kHybridPlan{"hybrid-plan", "A hybrid Ulysses x ring plan for many nodes",
-                                   "the source material, exercise 5", "source ex. 5", write};
+                                   "the source material, exercise 5", "source ex. 5", hybrid_plan::write};
 
 }  // namespace ringlab::exercises::catalog

@@ -8,6 +8,9 @@
 
 namespace ringlab::exercises::catalog {
 
+// This exercise's own names, apart from the others' (the catalog is compiled as one unit).
+namespace imbalance_ratio {
+
 static void write(VariantDraw& draw, Exercise& e) {
   const RanksTokens p = draw_ranks_tokens(draw, {8, 16384}, {4, 6, 8, 12, 16}, {4096, 16384});
   const int64_t seq = p.seq();
@@ -42,7 +45,9 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = demo_command("plan", p.ranks, seq, "--causal --no-skip", "per-rank visible pairs in the footer");
 }
 
+}  // namespace imbalance_ratio
+
 constexpr CatalogEntry kImbalanceRatio{"imbalance-ratio", "The contiguous layout's causal imbalance",
-                                       "context-parallelism notes, section 5.2", "notes §5.2", write};
+                                       "context-parallelism notes, section 5.2", "notes §5.2", imbalance_ratio::write};
 
 }  // namespace ringlab::exercises::catalog

@@ -8,6 +8,9 @@
 
 namespace ringlab::exercises::catalog {
 
+// This exercise's own names, apart from the others' (the catalog is compiled as one unit).
+namespace online_softmax {
+
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
     double a0 = 2, a1 = 1, b0 = 3, b1 = 0.5;     // scaled scores of chunks A and B
@@ -61,11 +64,13 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = "ringlab grade 01-softmax-merge solution    # the lab's reference merge against its hidden tests";
 }
 
+}  // namespace online_softmax
+
 constexpr CatalogEntry kOnlineSoftmax{"online-softmax",
                                       "Merging two online-softmax states by hand",
                                       "the source material, exercise 6 (the associativity itself is code lab 01)",
                                       "source ex. 6",
-                                      write,
+                                      online_softmax::write,
                                       "01-softmax-merge"};
 
 }  // namespace ringlab::exercises::catalog

@@ -10,6 +10,9 @@
 
 namespace ringlab::exercises::catalog {
 
+// This exercise's own names, apart from the others' (the catalog is compiled as one unit).
+namespace packed_balance {
+
 namespace {
 
 struct Packed {
@@ -79,7 +82,9 @@ static void write(VariantDraw& draw, Exercise& e) {
               "    # the imbalance line; add --layout zigzag for the fix";
 }
 
+}  // namespace packed_balance
+
 constexpr CatalogEntry kPackedBalance{"packed-balance", "Packed documents: who is busiest, and the fix",
-                                      "ringlab's chapter on documents and windows", "ringlab", write};
+                                      "ringlab's chapter on documents and windows", "ringlab", packed_balance::write};
 
 }  // namespace ringlab::exercises::catalog

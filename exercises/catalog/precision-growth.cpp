@@ -8,6 +8,9 @@
 
 namespace ringlab::exercises::catalog {
 
+// This exercise's own names, apart from the others' (the catalog is compiled as one unit).
+namespace precision_growth {
+
 namespace {
 
 struct Growth {
@@ -67,7 +70,9 @@ static void write(VariantDraw& draw, Exercise& e) {
                   precision, " --seed ", g.seed, " --ranks 1,", g.ranks, "    # the dv rows, rms/P=1");
 }
 
+}  // namespace precision_growth
+
 constexpr CatalogEntry kPrecisionGrowth{"precision-growth", "How does a bf16 ring's error grow with P?",
-                                        "ringlab's chapter on low precision", "ringlab", write};
+                                        "ringlab's chapter on low precision", "ringlab", precision_growth::write};
 
 }  // namespace ringlab::exercises::catalog

@@ -6,6 +6,9 @@
 
 namespace ringlab::exercises::catalog {
 
+// This exercise's own names, apart from the others' (the catalog is compiled as one unit).
+namespace ulysses_degree {
+
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
     int64_t heads = 64, kv_heads = 8, ranks = 32;
@@ -67,8 +70,10 @@ static void write(VariantDraw& draw, Exercise& e) {
                   " --kv-heads ", p.kv_heads, " --dim 16 --show-ranks 4");
 }
 
+}  // namespace ulysses_degree
+
 constexpr CatalogEntry kUlyssesDegree{"ulysses-degree", "How far can Ulysses go with grouped-query attention?",
                                       "the source material (Ulysses) and the notes, section 12.3 (GQA)",
-                                      "source, notes §12.3", write};
+                                      "source, notes §12.3", ulysses_degree::write};
 
 }  // namespace ringlab::exercises::catalog

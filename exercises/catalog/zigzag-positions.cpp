@@ -8,6 +8,9 @@
 
 namespace ringlab::exercises::catalog {
 
+// This exercise's own names, apart from the others' (the catalog is compiled as one unit).
+namespace zigzag_positions {
+
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
     int64_t seq = 16, ranks = 4, rank = 0;
@@ -55,7 +58,10 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = demo_command("plan", p.ranks, p.seq, "--causal --layout zigzag --block 1");
 }
 
+}  // namespace zigzag_positions
+
 constexpr CatalogEntry kZigzagPositions{"zigzag-positions", "Zig-zag positions and their balanced sums",
-                                        "context-parallelism notes, sections 6.1 and 2.3", "notes §6.1, §2.3", write};
+                                        "context-parallelism notes, sections 6.1 and 2.3", "notes §6.1, §2.3",
+                                        zigzag_positions::write};
 
 }  // namespace ringlab::exercises::catalog

@@ -4,6 +4,7 @@
 // `ringlab student-kit DIR`: what students and Gradescope get (handout.hpp, kit.hpp).
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -22,13 +23,34 @@
 
 namespace ringlab::cli {
 
+namespace {
+
+// The labs' archives (each lab's harness, the libraries a submission links, the kits' ringlab-grade)
+// are built by `cmake --build` with everything else, but the ringlab target does not wait for
+// them: the first `ringlab run` comes sooner. Grading before they are built would fail at the
+// link, as if the student's file were at fault; say so instead, with the command that builds them.
+void require_lab_archives(const grader::LabInfo& lab, bool runner) {
+  std::vector<std::string> needed = grader::setup().toolchain.libraries;
+  needed.insert(needed.begin(), lab.harness);
+  if (runner) needed.push_back(grader::runner_binary());
+  for (const std::string& file : needed)
+    if (!file.empty() && !std::filesystem::is_regular_file(file))
+      throw UsageError("the labs' archives are not built yet (no " + std::filesystem::path(file).filename().string() +
+                       "); build them once: " RINGLAB_LABS_BUILD_COMMAND);
+}
+
+}  // namespace
+
 void add_grade_command(CLI::App& app, Registry& registry) {
   grader::install_setup(grader::build_setup());
   auto args = std::make_shared<grader::GradeArgs>();
   CLI::App* command = app.add_subcommand(
       "grade", "grade a code lab: compile FILE against the lab's hand-out and hidden tests, and report");
   grader::add_grade_options(*command, args);
-  registry.add(command, [args] { return grader::run_grade(*args); });
+  registry.add(command, [args] {
+    if (!args->list && !args->options.lab.empty()) require_lab_archives(grader::find_lab(args->options.lab), false);
+    return grader::run_grade(*args);
+  });
 
   auto kit = std::make_shared<std::pair<std::string, std::string>>();
   CLI::App* autograder = app.add_subcommand(
@@ -37,6 +59,7 @@ void add_grade_command(CLI::App& app, Registry& registry) {
   autograder->add_option("dir", kit->second, "the folder to create (must not exist, or be empty)")->required();
   registry.add(autograder, [kit] {
     const grader::LabInfo lab = grader::find_lab(kit->first);
+    require_lab_archives(lab, true);
     const std::vector<std::string> files = grader::write_autograder(lab, kit->second);
     std::cout << "ringlab autograder " << lab.id << ": " << files.size() << " files in " << kit->second << "\n"
               << "  setup.sh          installs the compiler, creates the user submissions run as\n"
@@ -50,6 +73,7 @@ void add_grade_command(CLI::App& app, Registry& registry) {
       "student-kit", "write the students' distribution: every lab's hand-out and a grader, no solution");
   student_kit->add_option("dir", *student, "the folder to create (must not exist, or be empty)")->required();
   registry.add(student_kit, [student] {
+    for (const grader::LabInfo& lab : grader::labs()) require_lab_archives(lab, true);
     const std::vector<std::string> files = grader::write_student_kit(*student);
     std::cout << "ringlab student-kit: " << files.size() << " files in " << *student << "\n";
     for (const grader::LabInfo& lab : grader::labs()) std::cout << "  " << lab.id << "/\n";
