@@ -39,6 +39,23 @@ void require_lab_archives(const grader::LabInfo& lab, bool runner) {
                        "); build them once: " RINGLAB_LABS_BUILD_COMMAND);
 }
 
+// DIR, the folder a command writes (a hand-out, an autograder, a student kit).
+void add_folder_argument(CLI::App* command, std::string& directory) {
+  command->add_option("dir", directory, "the folder to create (must not exist, or be empty)")->required();
+}
+
+// LAB and DIR, the arguments of `ringlab handout` and `ringlab autograder`.
+struct LabFolder {
+  std::string lab, directory;
+};
+
+std::shared_ptr<LabFolder> add_lab_folder_arguments(CLI::App* command) {
+  auto args = std::make_shared<LabFolder>();
+  command->add_option("lab", args->lab, "lab id, number or name (run 'ringlab grade --list')")->required();
+  add_folder_argument(command, args->directory);
+  return args;
+}
+
 }  // namespace
 
 void add_grade_command(CLI::App& app, Registry& registry) {
@@ -52,26 +69,24 @@ void add_grade_command(CLI::App& app, Registry& registry) {
     return grader::run_grade(*args);
   });
 
-  auto kit = std::make_shared<std::pair<std::string, std::string>>();
   CLI::App* autograder = app.add_subcommand(
       "autograder", "write a lab's Gradescope autograder: setup.sh, run_autograder and the grader, relocatable");
-  autograder->add_option("lab", kit->first, "lab id, number or name (run 'ringlab grade --list')")->required();
-  autograder->add_option("dir", kit->second, "the folder to create (must not exist, or be empty)")->required();
+  const std::shared_ptr<LabFolder> kit = add_lab_folder_arguments(autograder);
   registry.add(autograder, [kit] {
-    const grader::LabInfo lab = grader::find_lab(kit->first);
+    const grader::LabInfo lab = grader::find_lab(kit->lab);
     require_lab_archives(lab, true);
-    const std::vector<std::string> files = grader::write_autograder(lab, kit->second);
-    std::cout << "ringlab autograder " << lab.id << ": " << files.size() << " files in " << kit->second << "\n"
+    const std::vector<std::string> files = grader::write_autograder(lab, kit->directory);
+    std::cout << "ringlab autograder " << lab.id << ": " << files.size() << " files in " << kit->directory << "\n"
               << "  setup.sh          installs the compiler, creates the user submissions run as\n"
               << "  run_autograder    grades the submission's .cpp into results/results.json\n"
               << "  grader/           the grader, the lab's prebuilt archives and hand-out headers\n"
-              << "upload: cd " << kit->second << " && zip -r ../autograder.zip .\n";
+              << "upload: cd " << kit->directory << " && zip -r ../autograder.zip .\n";
     return kExitVerified;
   });
   auto student = std::make_shared<std::string>();
   CLI::App* student_kit = app.add_subcommand(
       "student-kit", "write the students' distribution: every lab's hand-out and a grader, no solution");
-  student_kit->add_option("dir", *student, "the folder to create (must not exist, or be empty)")->required();
+  add_folder_argument(student_kit, *student);
   registry.add(student_kit, [student] {
     for (const grader::LabInfo& lab : grader::labs()) require_lab_archives(lab, true);
     const std::vector<std::string> files = grader::write_student_kit(*student);
@@ -84,14 +99,9 @@ void add_grade_command(CLI::App& app, Registry& registry) {
 }
 
 void add_handout_command(CLI::App& app, Registry& registry) {
-  struct HandoutArgs {
-    std::string lab, directory;
-  };
-  auto args = std::make_shared<HandoutArgs>();
   CLI::App* command = app.add_subcommand(
       "handout", "write a lab's student folder: README, starter, headers, Makefile; no solution or broken version");
-  command->add_option("lab", args->lab, "lab id, number or name (run 'ringlab grade --list')")->required();
-  command->add_option("dir", args->directory, "the folder to create (must not exist, or be empty)")->required();
+  const std::shared_ptr<LabFolder> args = add_lab_folder_arguments(command);
   registry.add(command, [args] {
     const grader::LabInfo lab = grader::find_lab(args->lab);
     const std::vector<std::string> files = grader::write_handout(lab, args->directory);

@@ -147,47 +147,14 @@ Buffer Communicator::all_to_all(std::span<const float> input) {
   return output;
 }
 
-Buffer Communicator::reduce_scatter(std::span<const float> input) {
-  const Clock::time_point start = Clock::now();
-  const size_t c = chunk_floats(input, size(), world_rank_, "reduce_scatter");
-  const int index = enter_collective();
-  for (int offset = 1; offset < size(); ++offset) {
-    const int member = (rank_ + offset) % size();
-    send_chunk(member, index, CollectiveKind::reduce_scatter, input.subspan(c * static_cast<size_t>(member), c));
-  }
-  // out = chunk from rank 0, then + chunk from rank 1, ... : one fixed order of additions.
-  Buffer output(c);
-  for (int member = 0; member < size(); ++member) {
-    Buffer received;
-    std::span<const float> chunk = input.subspan(c * static_cast<size_t>(rank_), c);
-    if (member != rank_) {
-      received = receive_chunk(member, index, CollectiveKind::reduce_scatter, c);
-      chunk = received;
-    }
-    if (member == 0) {
-      std::copy(chunk.begin(), chunk.end(), output.begin());
-    } else {
-      for (size_t i = 0; i < c; ++i) output[i] += chunk[i];
-    }
-    world_->pool().give_back(std::move(received));
-  }
-  detail::trace_comm(*world_, world_rank_, "reduce_scatter", start, -1, -1,
-                     static_cast<int64_t>(c * sizeof(float)) * (size() - 1), trace_group_);
-  return output;
-}
-
-Buffer Communicator::all_reduce(std::span<const float> input) {
-  const Clock::time_point start = Clock::now();
-  const int index = enter_collective();
-  const size_t n = input.size();
-  for (int offset = 1; offset < size(); ++offset)
-    send_chunk((rank_ + offset) % size(), index, CollectiveKind::all_reduce, input);
+Buffer Communicator::sum_in_rank_order(int index, CollectiveKind kind, std::span<const float> own) {
+  const size_t n = own.size();
   Buffer output(n);
   for (int member = 0; member < size(); ++member) {
     Buffer received;
-    std::span<const float> contribution = input;
+    std::span<const float> contribution = own;
     if (member != rank_) {
-      received = receive_chunk(member, index, CollectiveKind::all_reduce, n);
+      received = receive_chunk(member, index, kind, n);
       contribution = received;
     }
     if (member == 0) {
@@ -197,6 +164,30 @@ Buffer Communicator::all_reduce(std::span<const float> input) {
     }
     world_->pool().give_back(std::move(received));
   }
+  return output;
+}
+
+Buffer Communicator::reduce_scatter(std::span<const float> input) {
+  const Clock::time_point start = Clock::now();
+  const size_t c = chunk_floats(input, size(), world_rank_, "reduce_scatter");
+  const int index = enter_collective();
+  for (int offset = 1; offset < size(); ++offset) {
+    const int member = (rank_ + offset) % size();
+    send_chunk(member, index, CollectiveKind::reduce_scatter, input.subspan(c * static_cast<size_t>(member), c));
+  }
+  Buffer output =
+      sum_in_rank_order(index, CollectiveKind::reduce_scatter, input.subspan(c * static_cast<size_t>(rank_), c));
+  detail::trace_comm(*world_, world_rank_, "reduce_scatter", start, -1, -1,
+                     static_cast<int64_t>(c * sizeof(float)) * (size() - 1), trace_group_);
+  return output;
+}
+
+Buffer Communicator::all_reduce(std::span<const float> input) {
+  const Clock::time_point start = Clock::now();
+  const int index = enter_collective();
+  for (int offset = 1; offset < size(); ++offset)
+    send_chunk((rank_ + offset) % size(), index, CollectiveKind::all_reduce, input);
+  Buffer output = sum_in_rank_order(index, CollectiveKind::all_reduce, input);
   detail::trace_comm(*world_, world_rank_, "all_reduce", start, -1, -1,
                      static_cast<int64_t>(input.size_bytes()) * (size() - 1), trace_group_);
   return output;

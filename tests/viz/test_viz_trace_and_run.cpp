@@ -9,6 +9,7 @@
 #include "reference/inputs.hpp"
 #include "sim/pipeline/trace.hpp"
 #include "sim/ranks/world_options.hpp"
+#include "tests/plan/plan_cases.hpp"
 #include "viz/model/live_run.hpp"
 #include "viz/model/trace_model.hpp"
 #include "viz_test_support.hpp"
@@ -217,20 +218,7 @@ TEST_CASE("LiveRun runs on a background thread and hands the outcome over once",
 }
 
 TEST_CASE("a trace carries its run's spec, every field, and refuses a malformed one", "[viz][trace]") {
-  PlanSpec spec;
-  spec.algo = Algorithm::hybrid;
-  spec.layout = LayoutKind::striped;
-  spec.block = 2;
-  spec.ranks = 8;
-  spec.ulysses = 2;
-  spec.dims = {3, 976, 8, 8, 128};  // as ringlab plan pads H=7 for U=2: one padding head
-  spec.causal = true;
-  spec.window = 77;
-  spec.documents = {480, 496};
-  spec.padding_heads = 1;
-  spec.skip = false;
-  spec.full_ring = true;
-  spec.backward = true;
+  PlanSpec spec = ringlab::test::every_field_spec();
   spec.element_bytes = 2;
   const TraceRun about{"ringlab-gpu run", "gpu-streams, 8 virtual ranks", spec};
   TraceEvent event;
