@@ -5,10 +5,7 @@
 #include "reference/formulas.hpp"
 #include "sim/plan/plan.hpp"
 
-namespace ringlab::exercises::catalog {
-
-// This exercise's own names, apart from the others' (the catalog is compiled as one unit).
-namespace attention_memory {
+namespace ringlab::exercises::catalog::attention_memory {
 
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
@@ -81,9 +78,7 @@ static void write(VariantDraw& draw, Exercise& e) {
                            "every cell scores one S/P block of queries against one S/P block of keys");
 }
 
-}  // namespace attention_memory
+constexpr CatalogEntry kEntry{"attention-memory", "Memory of the materialised attention scores",
+                              "the source material, exercise 1", "source ex. 1", write};
 
-constexpr CatalogEntry kAttentionMemory{"attention-memory", "Memory of the materialised attention scores",
-                                        "the source material, exercise 1", "source ex. 1", attention_memory::write};
-
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::attention_memory

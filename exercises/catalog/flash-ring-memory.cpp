@@ -4,10 +4,7 @@
 #include "exercises/catalog/support.hpp"
 #include "reference/formulas.hpp"
 
-namespace ringlab::exercises::catalog {
-
-// This exercise's own names, apart from the others' (the catalog is compiled as one unit).
-namespace flash_ring_memory {
+namespace ringlab::exercises::catalog::flash_ring_memory {
 
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
@@ -69,9 +66,7 @@ static void write(VariantDraw& draw, Exercise& e) {
                            "the sim's ring runs the blockwise (flash) kernel at every step");
 }
 
-}  // namespace flash_ring_memory
+constexpr CatalogEntry kEntry{"flash-ring-memory", "Flash attention inside the ring: memory per GPU",
+                              "the source material, exercise 7", "source ex. 7", write};
 
-constexpr CatalogEntry kFlashRingMemory{"flash-ring-memory", "Flash attention inside the ring: memory per GPU",
-                                        "the source material, exercise 7", "source ex. 7", flash_ring_memory::write};
-
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::flash_ring_memory

@@ -6,10 +6,7 @@
 #include "exercises/catalog/support.hpp"
 #include "reference/softmax_state.hpp"
 
-namespace ringlab::exercises::catalog {
-
-// This exercise's own names, apart from the others' (the catalog is compiled as one unit).
-namespace online_softmax {
+namespace ringlab::exercises::catalog::online_softmax {
 
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
@@ -64,13 +61,11 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = "ringlab grade 01-softmax-merge solution    # the lab's reference merge against its hidden tests";
 }
 
-}  // namespace online_softmax
+constexpr CatalogEntry kEntry{"online-softmax",
+                              "Merging two online-softmax states by hand",
+                              "the source material, exercise 6 (the associativity itself is code lab 01)",
+                              "source ex. 6",
+                              write,
+                              "01-softmax-merge"};
 
-constexpr CatalogEntry kOnlineSoftmax{"online-softmax",
-                                      "Merging two online-softmax states by hand",
-                                      "the source material, exercise 6 (the associativity itself is code lab 01)",
-                                      "source ex. 6",
-                                      online_softmax::write,
-                                      "01-softmax-merge"};
-
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::online_softmax

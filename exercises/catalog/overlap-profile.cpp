@@ -5,10 +5,7 @@
 #include "exercises/step_timing.hpp"
 #include "reference/formulas.hpp"
 
-namespace ringlab::exercises::catalog {
-
-// This exercise's own names, apart from the others' (the catalog is compiled as one unit).
-namespace overlap_profile {
+namespace ringlab::exercises::catalog::overlap_profile {
 
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
@@ -75,10 +72,7 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = "ringlab exercises show overlap-threshold";
 }
 
-}  // namespace overlap_profile
+constexpr CatalogEntry kEntry{"overlap-profile", "Profiling one ring step: compute vs transfer",
+                              "context-parallelism notes, section 12.4", "notes §12.4", write};
 
-constexpr CatalogEntry kOverlapProfile{"overlap-profile", "Profiling one ring step: compute vs transfer",
-                                       "context-parallelism notes, section 12.4", "notes §12.4",
-                                       overlap_profile::write};
-
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::overlap_profile

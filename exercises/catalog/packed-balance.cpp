@@ -8,10 +8,7 @@
 #include "exercises/catalog/support.hpp"
 #include "sim/plan/queries.hpp"
 
-namespace ringlab::exercises::catalog {
-
-// This exercise's own names, apart from the others' (the catalog is compiled as one unit).
-namespace packed_balance {
+namespace ringlab::exercises::catalog::packed_balance {
 
 namespace {
 
@@ -82,9 +79,7 @@ static void write(VariantDraw& draw, Exercise& e) {
               "    # the imbalance line; add --layout zigzag for the fix";
 }
 
-}  // namespace packed_balance
+constexpr CatalogEntry kEntry{"packed-balance", "Packed documents: who is busiest, and the fix",
+                              "ringlab's chapter on documents and windows", "ringlab", write};
 
-constexpr CatalogEntry kPackedBalance{"packed-balance", "Packed documents: who is busiest, and the fix",
-                                      "ringlab's chapter on documents and windows", "ringlab", packed_balance::write};
-
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::packed_balance

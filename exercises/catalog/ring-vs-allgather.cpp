@@ -7,10 +7,7 @@
 #include "exercises/catalog/support.hpp"
 #include "sim/cost/memory_model.hpp"
 
-namespace ringlab::exercises::catalog {
-
-// This exercise's own names, apart from the others' (the catalog is compiled as one unit).
-namespace ring_vs_allgather {
+namespace ringlab::exercises::catalog::ring_vs_allgather {
 
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
@@ -83,10 +80,7 @@ static void write(VariantDraw& draw, Exercise& e) {
       "4 --seq 1024 --heads 8 --kv-heads 2    # equal MB sent";
 }
 
-}  // namespace ring_vs_allgather
+constexpr CatalogEntry kEntry{"ring-vs-allgather", "All-gather vs ring: the same bytes, different memory",
+                              "context-parallelism notes, sections 3.2, 4.4 and 7", "notes §3.2, §4.4, §7", write};
 
-constexpr CatalogEntry kRingVsAllgather{"ring-vs-allgather", "All-gather vs ring: the same bytes, different memory",
-                                        "context-parallelism notes, sections 3.2, 4.4 and 7", "notes §3.2, §4.4, §7",
-                                        ring_vs_allgather::write};
-
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::ring_vs_allgather

@@ -6,10 +6,7 @@
 #include "exercises/catalog/catalog.hpp"
 #include "exercises/catalog/support.hpp"
 
-namespace ringlab::exercises::catalog {
-
-// This exercise's own names, apart from the others' (the catalog is compiled as one unit).
-namespace zigzag_positions {
+namespace ringlab::exercises::catalog::zigzag_positions {
 
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
@@ -58,10 +55,7 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = demo_command("plan", p.ranks, p.seq, "--causal --layout zigzag --block 1");
 }
 
-}  // namespace zigzag_positions
+constexpr CatalogEntry kEntry{"zigzag-positions", "Zig-zag positions and their balanced sums",
+                              "context-parallelism notes, sections 6.1 and 2.3", "notes §6.1, §2.3", write};
 
-constexpr CatalogEntry kZigzagPositions{"zigzag-positions", "Zig-zag positions and their balanced sums",
-                                        "context-parallelism notes, sections 6.1 and 2.3", "notes §6.1, §2.3",
-                                        zigzag_positions::write};
-
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::zigzag_positions

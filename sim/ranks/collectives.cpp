@@ -106,17 +106,9 @@ void Communicator::barrier() {
 Buffer Communicator::all_gather(std::span<const float> input) {
   const Clock::time_point start = Clock::now();
   const int index = enter_collective();
-  const size_t n = input.size();
   for (int offset = 1; offset < size(); ++offset)
     send_chunk((rank_ + offset) % size(), index, CollectiveKind::all_gather, input);
-  Buffer output = output_buffer(world_->pool(), n * members_.size());
-  std::copy(input.begin(), input.end(), output.begin() + static_cast<ptrdiff_t>(n * static_cast<size_t>(rank_)));
-  for (int member = 0; member < size(); ++member) {
-    if (member == rank_) continue;
-    Buffer chunk = receive_chunk(member, index, CollectiveKind::all_gather, n);
-    std::copy(chunk.begin(), chunk.end(), output.begin() + static_cast<ptrdiff_t>(n * static_cast<size_t>(member)));
-    world_->pool().give_back(std::move(chunk));
-  }
+  Buffer output = gather_in_rank_order(index, CollectiveKind::all_gather, input);
   detail::trace_comm(*world_, world_rank_, "all_gather", start, -1, -1,
                      static_cast<int64_t>(input.size_bytes()) * (size() - 1), trace_group_);
   return output;
@@ -133,17 +125,22 @@ Buffer Communicator::all_to_all(std::span<const float> input) {
     const int member = (rank_ + offset) % size();
     send_chunk(member, index, CollectiveKind::all_to_all, chunk_of(input, member));
   }
-  Buffer output = output_buffer(world_->pool(), input.size());
-  const std::span<const float> own = chunk_of(input, rank_);
-  std::copy(own.begin(), own.end(), output.begin() + static_cast<ptrdiff_t>(c * static_cast<size_t>(rank_)));
-  for (int member = 0; member < size(); ++member) {
-    if (member == rank_) continue;
-    Buffer chunk = receive_chunk(member, index, CollectiveKind::all_to_all, c);
-    std::copy(chunk.begin(), chunk.end(), output.begin() + static_cast<ptrdiff_t>(c * static_cast<size_t>(member)));
-    world_->pool().give_back(std::move(chunk));
-  }
+  Buffer output = gather_in_rank_order(index, CollectiveKind::all_to_all, chunk_of(input, rank_));
   detail::trace_comm(*world_, world_rank_, "all_to_all", start, -1, -1,
                      static_cast<int64_t>(c * sizeof(float)) * (size() - 1), trace_group_);
+  return output;
+}
+
+Buffer Communicator::gather_in_rank_order(int index, CollectiveKind kind, std::span<const float> own) {
+  const size_t n = own.size();
+  Buffer output = output_buffer(world_->pool(), n * members_.size());
+  std::copy(own.begin(), own.end(), output.begin() + static_cast<ptrdiff_t>(n * static_cast<size_t>(rank_)));
+  for (int member = 0; member < size(); ++member) {
+    if (member == rank_) continue;
+    Buffer chunk = receive_chunk(member, index, kind, n);
+    std::copy(chunk.begin(), chunk.end(), output.begin() + static_cast<ptrdiff_t>(n * static_cast<size_t>(member)));
+    world_->pool().give_back(std::move(chunk));
+  }
   return output;
 }
 

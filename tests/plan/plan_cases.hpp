@@ -29,15 +29,8 @@ inline std::vector<PlanCase> plan_cases() {
 // Ulysses group), dims, mask and pass; the rest (block, skipping, window, documents) default.
 inline PlanSpec spec_for(Algorithm algo, LayoutKind layout, int64_t P, int64_t U, const AttentionDims& dims,
                          bool causal, bool backward) {
-  PlanSpec spec;
-  spec.algo = algo;
-  spec.layout = layout;
-  spec.ranks = P;
-  spec.ulysses = U;
-  spec.dims = dims;
-  spec.causal = causal;
-  spec.backward = backward;
-  return spec;
+  return {
+      .algo = algo, .layout = layout, .ranks = P, .ulysses = U, .dims = dims, .causal = causal, .backward = backward};
 }
 
 // A plan of the matrix: `dims` (sized for P: heads divisible by P for Ulysses), the hybrid at U = 2

@@ -174,19 +174,22 @@ int64_t first_collective(const std::vector<Op>& list) {
   return first_op(list, [](const Op& op) { return std::holds_alternative<CollectiveOp>(op.body); });
 }
 
-// The fault tests' sweep of causal plans for one algorithm: every layout that cuts S into chunks,
-// P in {2, 3, 4, 8}, forward and backward.
+// The fault tests' sweep of causal plans: the given algorithms, every layout that cuts S into
+// chunks, P in {2, 3, 4, 8}, forward and backward.
 struct FaultCase {
+  Algorithm algo;
   LayoutKind layout;
   int64_t P;
   bool backward;
+  Plan plan() const { return build_plan(spec_of(algo, layout, P, true, backward)); }
 };
 
-std::vector<FaultCase> fault_cases() {
+std::vector<FaultCase> fault_cases(std::initializer_list<Algorithm> algorithms) {
   std::vector<FaultCase> cases;
-  for (LayoutKind layout : {LayoutKind::contiguous, LayoutKind::zigzag, LayoutKind::striped})
-    for (int64_t P : {2, 3, 4, 8})
-      for (bool backward : {false, true}) cases.push_back({layout, P, backward});
+  for (Algorithm algo : algorithms)
+    for (LayoutKind layout : {LayoutKind::contiguous, LayoutKind::zigzag, LayoutKind::striped})
+      for (int64_t P : {2, 3, 4, 8})
+        for (bool backward : {false, true}) cases.push_back({algo, layout, P, backward});
   return cases;
 }
 
@@ -224,9 +227,8 @@ TEST_CASE("walk order respects every dependency, the same on every call", "[plan
 }
 
 TEST_CASE("a missing send: the receiver waits for the sender, which never sends it", "[plans][walk]") {
-  const Algorithm algo = GENERATE(Algorithm::ring, Algorithm::hybrid);
-  const FaultCase c = GENERATE(from_range(fault_cases()));
-  const Plan plan = build_plan(spec_of(algo, c.layout, c.P, true, c.backward));
+  const FaultCase c = GENERATE(from_range(fault_cases({Algorithm::ring, Algorithm::hybrid})));
+  const Plan plan = c.plan();
   std::vector<std::vector<Op>> ops = expand_all(plan);
   const int64_t culprit = GENERATE_COPY(range<int64_t>(0, c.P));
   INFO(plan.spec().describe() << ", rank " << culprit << " drops its first send");
@@ -287,9 +289,8 @@ TEST_CASE("a wrong peer: the intended receiver is blocked, the message goes unre
 }
 
 TEST_CASE("a collective a member never enters: the others wait for it, naming it", "[plans][walk]") {
-  const Algorithm algo = GENERATE(Algorithm::allgather, Algorithm::ulysses, Algorithm::hybrid);
-  const FaultCase c = GENERATE(from_range(fault_cases()));
-  const Plan plan = build_plan(spec_of(algo, c.layout, c.P, true, c.backward));
+  const FaultCase c = GENERATE(from_range(fault_cases({Algorithm::allgather, Algorithm::ulysses, Algorithm::hybrid})));
+  const Plan plan = c.plan();
   std::vector<std::vector<Op>> ops = expand_all(plan);
   const int64_t culprit = GENERATE_COPY(range<int64_t>(0, c.P));
   INFO(plan.spec().describe() << ", rank " << culprit << " skips its first collective");
