@@ -104,13 +104,16 @@ void Communicator::barrier() {
 }
 
 Buffer Communicator::all_gather(std::span<const float> input) {
+  return replicate(CollectiveKind::all_gather, "all_gather", input, false);
+}
+
+Buffer Communicator::replicate(CollectiveKind kind, const char* name, std::span<const float> input, bool sum) {
   const Clock::time_point start = Clock::now();
   const int index = enter_collective();
-  for (int offset = 1; offset < size(); ++offset)
-    send_chunk((rank_ + offset) % size(), index, CollectiveKind::all_gather, input);
-  Buffer output = gather_in_rank_order(index, CollectiveKind::all_gather, input);
-  detail::trace_comm(*world_, world_rank_, "all_gather", start, -1, -1,
-                     static_cast<int64_t>(input.size_bytes()) * (size() - 1), trace_group_);
+  for (int offset = 1; offset < size(); ++offset) send_chunk((rank_ + offset) % size(), index, kind, input);
+  Buffer output = sum ? sum_in_rank_order(index, kind, input) : gather_in_rank_order(index, kind, input);
+  detail::trace_comm(*world_, world_rank_, name, start, -1, -1, static_cast<int64_t>(input.size_bytes()) * (size() - 1),
+                     trace_group_);
   return output;
 }
 
@@ -180,14 +183,7 @@ Buffer Communicator::reduce_scatter(std::span<const float> input) {
 }
 
 Buffer Communicator::all_reduce(std::span<const float> input) {
-  const Clock::time_point start = Clock::now();
-  const int index = enter_collective();
-  for (int offset = 1; offset < size(); ++offset)
-    send_chunk((rank_ + offset) % size(), index, CollectiveKind::all_reduce, input);
-  Buffer output = sum_in_rank_order(index, CollectiveKind::all_reduce, input);
-  detail::trace_comm(*world_, world_rank_, "all_reduce", start, -1, -1,
-                     static_cast<int64_t>(input.size_bytes()) * (size() - 1), trace_group_);
-  return output;
+  return replicate(CollectiveKind::all_reduce, "all_reduce", input, true);
 }
 
 Communicator Communicator::split(int color, int key) {

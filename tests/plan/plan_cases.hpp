@@ -25,6 +25,21 @@ inline std::vector<PlanCase> plan_cases() {
   return cases;
 }
 
+// The matrix with both masks and both passes: every plan case, full or causal, forward or
+// forward + backward.
+struct MatrixCase : PlanCase {
+  bool causal;
+  bool backward;
+};
+
+inline std::vector<MatrixCase> matrix_cases() {
+  std::vector<MatrixCase> cases;
+  for (const PlanCase& c : plan_cases())
+    for (bool causal : {false, true})
+      for (bool backward : {false, true}) cases.push_back({c, causal, backward});
+  return cases;
+}
+
 // A plan spec from the fields every test sets: the algorithm, layout, P ranks (U of them in each
 // Ulysses group), dims, mask and pass; the rest (block, skipping, window, documents) default.
 inline PlanSpec spec_for(Algorithm algo, LayoutKind layout, int64_t P, int64_t U, const AttentionDims& dims,

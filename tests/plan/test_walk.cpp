@@ -199,13 +199,26 @@ const BlockedRank* blocked_rank(const WalkResult& result, int64_t rank) {
   return nullptr;
 }
 
+// Walks op lists broken so that `victim` waits forever for a message from `culprit`: the walk must
+// stop with victim blocked on that message. The walk's result and victim's record.
+std::pair<WalkResult, BlockedRank> walk_blocked_on_message(const Plan& plan, const std::vector<std::vector<Op>>& ops,
+                                                           int64_t victim, int64_t culprit) {
+  Recorder rec(ops);
+  WalkResult result = walk_plan(plan, ops, rec);
+  REQUIRE_FALSE(result.finished());
+  const BlockedRank* b = blocked_rank(result, victim);
+  REQUIRE(b != nullptr);
+  CHECK(b->waits == BlockedRank::Waits::message);
+  CHECK(b->peer == culprit);
+  const BlockedRank blocked = *b;
+  return {std::move(result), blocked};
+}
+
 }  // namespace
 
 TEST_CASE("walk order respects every dependency, the same on every call", "[plans][walk]") {
-  const auto [algo, layout, P] = GENERATE(from_range(test::plan_cases()));
-  const bool causal = GENERATE(false, true);
-  const bool backward = GENERATE(false, true);
-  const Plan plan = build_plan(spec_of(algo, layout, P, causal, backward));
+  const test::MatrixCase c = GENERATE(from_range(test::matrix_cases()));
+  const Plan plan = build_plan(spec_of(c.algo, c.layout, c.ranks, c.causal, c.backward));
   INFO(plan.spec().describe());
   const std::vector<std::vector<Op>> ops = expand_all(plan);
   Recorder first(ops);
@@ -238,13 +251,8 @@ TEST_CASE("a missing send: the receiver waits for the sender, which never sends 
   const int64_t victim = e.send_to;
   const int tag = e.tag;
   e.send_to = -1;
-  Recorder rec(ops);
-  const WalkResult result = walk_plan(plan, ops, rec);
-  REQUIRE_FALSE(result.finished());
-  const BlockedRank* b = blocked_rank(result, victim);
-  REQUIRE(b != nullptr);
-  CHECK(b->waits == BlockedRank::Waits::message);
-  CHECK(b->peer == culprit);
+  const auto [result, victim_blocked] = walk_blocked_on_message(plan, ops, victim, culprit);
+  const BlockedRank* b = &victim_blocked;
   CHECK(b->tag == tag);
   CHECK(std::holds_alternative<WaitOp>(op_at(ops, b->at).body));
   const Op& stopped = op_at(ops, b->at);
@@ -272,13 +280,7 @@ TEST_CASE("a wrong peer: the intended receiver is blocked, the message goes unre
   auto& e = std::get<ExchangeOp>(ops[static_cast<size_t>(culprit)][static_cast<size_t>(index)].body);
   const int64_t victim = e.send_to, wrong = (e.send_to + 1) % P;
   e.send_to = wrong;
-  Recorder rec(ops);
-  const WalkResult result = walk_plan(plan, ops, rec);
-  REQUIRE_FALSE(result.finished());
-  const BlockedRank* b = blocked_rank(result, victim);
-  REQUIRE(b != nullptr);
-  CHECK(b->waits == BlockedRank::Waits::message);
-  CHECK(b->peer == culprit);
+  const WalkResult result = walk_blocked_on_message(plan, ops, victim, culprit).first;
   bool stray = false;
   for (const WalkMessage& m : result.unreceived) stray |= m.from() == culprit && m.to == wrong && m.tag == e.tag;
   CHECK(stray);

@@ -37,7 +37,7 @@ TEST_CASE("a trace's model has the plan's grid, held blocks and transfers, in me
   const int64_t P = GENERATE(1, 3, 4);
   const LayoutKind layout = GENERATE(LayoutKind::contiguous, LayoutKind::zigzag);
   const PlanSpec spec = spec_of(Algorithm::ring, layout, P, true);
-  const ScheduleModel plan = test::model_of(spec);
+  const ScheduleModel plan = viz::test::model_of(spec);
   // Through the JSON text, as a file would be read.
   const std::vector<TraceEvent> events =
       parse_chrome_trace(chrome_trace_json(traced_run(spec), static_cast<int>(P)), "run.json");
@@ -126,7 +126,7 @@ TEST_CASE("small run specs keep the blocks, units and shapes of the plan on scre
   CHECK(small.dims.seq <= 512);
   CHECK(small.dims.batch == 1);
   CHECK(small.dims.heads <= 16);
-  const ScheduleModel big = test::model_of(spec), run = test::model_of(small);
+  const ScheduleModel big = viz::test::model_of(spec), run = viz::test::model_of(small);
   REQUIRE(big.grids[0].blocks == run.grids[0].blocks);
   for (size_t i = 0; i < big.grids[0].cells.size(); ++i)
     CHECK(big.grids[0].cells[i].shape == run.grids[0].cells[i].shape);

@@ -2,7 +2,6 @@
 #pragma once
 
 #include "sim/plan/plan.hpp"
-#include "tests/plan/plan_cases.hpp"
 #include "viz/model/plan_model.hpp"
 #include "viz/model/schedule_model.hpp"
 
@@ -11,7 +10,14 @@ namespace ringlab::viz::test {
 // S = 16 P tokens (every layout divides), H = HKV = 2P (Ulysses divides), D = 8.
 inline PlanSpec spec_of(Algorithm algo, LayoutKind layout, int64_t P, bool causal, bool backward = false,
                         Erratum erratum = Erratum::none, int64_t ulysses = 1) {
-  PlanSpec spec = ringlab::test::spec_for(algo, layout, P, ulysses, {1, 16 * P, 2 * P, 2 * P, 8}, causal, backward);
+  PlanSpec spec;
+  spec.algo = algo;
+  spec.layout = layout;
+  spec.ranks = P;
+  spec.ulysses = ulysses;
+  spec.dims = {1, 16 * P, 2 * P, 2 * P, 8};
+  spec.causal = causal;
+  spec.backward = backward;
   spec.erratum = erratum;
   return spec;
 }
