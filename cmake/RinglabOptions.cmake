@@ -37,3 +37,12 @@ function(ringlab_target_options target)
     $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<NOT:$<BOOL:${RINGLAB_NATIVE}>>,$<BOOL:${RINGLAB_MARCH}>>:-march=${RINGLAB_MARCH}>
     $<$<COMPILE_LANGUAGE:CXX>:${_ringlab_sanitize_flags}>)
 endfunction()
+
+# ringlab_unity(target batch): with RINGLAB_UNITY (the default), the target's files are compiled in
+# batches of `batch` (0: all in one), each batch one translation unit: the standard library, Eigen,
+# nlohmann-json and CLI11 are parsed once a batch instead of once a file, which is most of a clean
+# build's time. Files with compile options of their own stay apart (CMake leaves them out). With
+# RINGLAB_UNITY=OFF every file is its own unit, as clang-tidy needs (scripts/test, tidy stage).
+function(ringlab_unity target batch)
+  set_target_properties(${target} PROPERTIES UNITY_BUILD ${RINGLAB_UNITY} UNITY_BUILD_BATCH_SIZE ${batch})
+endfunction()

@@ -80,8 +80,10 @@ void apply_mask(Matrix& s, const Mask& mask, const Tile& q, const Tile& k, std::
 
 int thread_count(const KernelOptions& options) { return options.threads > 0 ? options.threads : omp_get_max_threads(); }
 
+// The shapes of one accumulate call, and its softmax scale 1/sqrt(D).
 struct Geometry {
   int64_t B, Sq, Sk, H, HKV, D, group;
+  float scale;
 };
 
 Geometry check(const Tensor<float>& q, const Tensor<float>& k, const Tensor<float>& v, std::span<const int64_t> q_pos,
@@ -93,7 +95,17 @@ Geometry check(const Tensor<float>& q, const Tensor<float>& k, const Tensor<floa
     throw std::invalid_argument("flash attention: q " + shape_string(q.shape()) + " / k " + shape_string(k.shape()) +
                                 " / v " + shape_string(v.shape()) + " / positions / row ranges are inconsistent");
   }
-  return {q.dim(0), q.dim(1), k.dim(1), q.dim(2), k.dim(2), q.dim(3), q.dim(2) / k.dim(2)};
+  const float scale = 1.0f / std::sqrt(static_cast<float>(q.dim(3)));
+  return {q.dim(0), q.dim(1), k.dim(1), q.dim(2), k.dim(2), q.dim(3), q.dim(2) / k.dim(2), scale};
+}
+
+// The query and key tiles of one accumulate call's row ranges.
+struct Tiles {
+  std::vector<Tile> q, k;
+};
+
+Tiles tiles_of(RowRange q_rows, RowRange kv_rows, std::span<const int64_t> q_pos, std::span<const int64_t> k_pos) {
+  return {tiles_of(q_rows, kQueryTile, q_pos), tiles_of(kv_rows, kKeyTile, k_pos)};
 }
 
 }  // namespace
@@ -113,10 +125,8 @@ void flash_forward_accumulate(const Tensor<float>& q, const Tensor<float>& k, co
     throw std::invalid_argument("flash_forward_accumulate: accumulator is not (B*H*Sq) x D");
   }
   if (q_rows.empty() || kv_rows.empty()) return;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(g.D));
-  const std::vector<Tile> q_tiles = tiles_of(q_rows, kQueryTile, q_pos);
-  const std::vector<Tile> k_tiles = tiles_of(kv_rows, kKeyTile, k_pos);
-  const int64_t n_q_tiles = static_cast<int64_t>(q_tiles.size());
+  const Tiles tiles = tiles_of(q_rows, kv_rows, q_pos, k_pos);
+  const int64_t n_q_tiles = static_cast<int64_t>(tiles.q.size());
   const int64_t tasks = g.B * g.H * n_q_tiles;
 
 #pragma omp parallel num_threads(thread_count(options))
@@ -125,19 +135,19 @@ void flash_forward_accumulate(const Tensor<float>& q, const Tensor<float>& k, co
     Vector alpha, shift, row_max;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task) {
-      const Tile& qt = q_tiles[task % n_q_tiles];
+      const Tile& qt = tiles.q[task % n_q_tiles];
       const int64_t b = task / n_q_tiles / g.H;
       const int64_t h = task / n_q_tiles % g.H;
       const int64_t hk = h / g.group;
       const int64_t n = qt.size();
-      qs = scale * StridedConst(&q(b, qt.begin, h, 0), n, g.D, Eigen::OuterStride<>(g.H * g.D));
+      qs = g.scale * StridedConst(&q(b, qt.begin, h, 0), n, g.D, Eigen::OuterStride<>(g.H * g.D));
       const int64_t row0 = (b * g.H + h) * g.Sq + qt.begin;
       Eigen::Map<Vector> m(acc.max.data() + row0, n);
       Eigen::Map<Vector> l(acc.sum.data() + row0, n);
       Eigen::Map<Matrix> o(acc.out.data() + row0 * g.D, n, g.D);
       alpha.resize(n);
       shift.resize(n);
-      for (const Tile& kt : k_tiles) {
+      for (const Tile& kt : tiles.k) {
         const TileMask tile_mask = classify(mask, qt, kt, q_pos, options.skip_masked_tiles);
         if (tile_mask == TileMask::skip) continue;
         const StridedConst kmat(&k(b, kt.begin, hk, 0), kt.size(), g.D, Eigen::OuterStride<>(g.HKV * g.D));
@@ -214,10 +224,8 @@ void flash_backward_accumulate(const Tensor<float>& q, const Tensor<float>& k, c
     throw std::invalid_argument("flash_backward_accumulate: dout/dq must be q's shape, dk/dv k's, lse/delta (B,H,Sq)");
   }
   if (q_rows.empty() || kv_rows.empty()) return;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(g.D));
-  const std::vector<Tile> q_tiles = tiles_of(q_rows, kQueryTile, q_pos);
-  const std::vector<Tile> k_tiles = tiles_of(kv_rows, kKeyTile, k_pos);
-  const int64_t n_k_tiles = static_cast<int64_t>(k_tiles.size());
+  const Tiles tiles = tiles_of(q_rows, kv_rows, q_pos, k_pos);
+  const int64_t n_k_tiles = static_cast<int64_t>(tiles.k.size());
 
   // Tasks are (b, kv head, chunk of key tiles): a task owns dk, dv of its key tiles. When there are
   // fewer than 8 (b, kv head) pairs the key tiles are split into chunks, each writing dq into its
@@ -245,17 +253,17 @@ void flash_backward_accumulate(const Tensor<float>& q, const Tensor<float>& k, c
       const int64_t b = task / chunks / g.HKV;
       const int64_t hk = task / chunks % g.HKV;
       for (int64_t kti = c * n_k_tiles / chunks; kti < (c + 1) * n_k_tiles / chunks; ++kti) {
-        const Tile& kt = k_tiles[kti];
+        const Tile& kt = tiles.k[kti];
         const StridedConst kmat(&k(b, kt.begin, hk, 0), kt.size(), g.D, Eigen::OuterStride<>(g.HKV * g.D));
         const StridedConst vmat(&v(b, kt.begin, hk, 0), kt.size(), g.D, Eigen::OuterStride<>(g.HKV * g.D));
         dk_acc.setZero(kt.size(), g.D);
         dv_acc.setZero(kt.size(), g.D);
         for (int64_t h = hk * g.group; h < (hk + 1) * g.group; ++h) {
-          for (const Tile& qt : q_tiles) {
+          for (const Tile& qt : tiles.q) {
             const TileMask tile_mask = classify(mask, qt, kt, q_pos, options.skip_masked_tiles);
             if (tile_mask == TileMask::skip) continue;
             const int64_t n = qt.size();
-            qs = scale * StridedConst(&q(b, qt.begin, h, 0), n, g.D, Eigen::OuterStride<>(g.H * g.D));
+            qs = g.scale * StridedConst(&q(b, qt.begin, h, 0), n, g.D, Eigen::OuterStride<>(g.H * g.D));
             const StridedConst dmat(&dout(b, qt.begin, h, 0), n, g.D, Eigen::OuterStride<>(g.H * g.D));
             lse_shift.resize(n);
             delta_rows.resize(n);
@@ -286,10 +294,10 @@ void flash_backward_accumulate(const Tensor<float>& q, const Tensor<float>& k, c
             dk_acc.noalias() += ds.transpose() * qs;  // qs already carries the scale
             dq_tile.noalias() = ds * kmat;
             if (chunks == 1) {
-              Strided(&dq(b, qt.begin, h, 0), n, g.D, Eigen::OuterStride<>(g.H * g.D)) += scale * dq_tile;
+              Strided(&dq(b, qt.begin, h, 0), n, g.D, Eigen::OuterStride<>(g.H * g.D)) += g.scale * dq_tile;
             } else {
               float* base = dq_partial + (((c * g.B + b) * g.H + h) * nq + (qt.begin - q_rows.begin)) * g.D;
-              Eigen::Map<Matrix>(base, n, g.D) += scale * dq_tile;
+              Eigen::Map<Matrix>(base, n, g.D) += g.scale * dq_tile;
             }
           }
         }

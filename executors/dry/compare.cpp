@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "reference/error.hpp"
+#include "reference/printf_text.hpp"
 
 namespace ringlab {
 
@@ -209,33 +210,28 @@ std::vector<CompareRow> run_compare(const std::vector<CompareCase>& cases, const
 
 namespace {
 
-std::string format(const char* pattern, auto... values) {
-  char line[640];
-  std::snprintf(line, sizeof line, pattern, values...);
-  return line;
-}
-
 constexpr const char* kHeader = "%-16s %-11s %5s %5s %11s %10s %10s %12s %10s %9s %8s  %s\n";
 
 }  // namespace
 
 void print_compare_table(std::ostream& os, const std::vector<CompareRow>& rows) {
-  os << format(kHeader, "case", "layout", "U", "R", "time", "exposed", "compute", "sent", "peak mem", "imbalance",
-               "of ideal", "note");
-  os << format(kHeader, "", "", "", "", "ms", "comm ms", "ms max", "MB/rank", "MB/rank", "max/mean", "%", "");
+  os << printf_text(kHeader, "case", "layout", "U", "R", "time", "exposed", "compute", "sent", "peak mem", "imbalance",
+                    "of ideal", "note");
+  os << printf_text(kHeader, "", "", "", "", "ms", "comm ms", "ms max", "MB/rank", "MB/rank", "max/mean", "%", "");
   for (const CompareRow& row : rows) {
     const std::string layout = row.what.spec.algo == Algorithm::ulysses ? "-" : layout_name(row.what.spec.layout);
     const std::string& label = row.what.label;
     if (!row.ok) {
-      os << format("%-16s %-11s %5s %5s %11s %10s %10s %12s %10s %9s %8s  %s\n", label.c_str(), layout.c_str(), "-",
-                   "-", "-", "-", "-", "-", "-", "-", "-", row.note.c_str());
+      os << printf_text("%-16s %-11s %5s %5s %11s %10s %10s %12s %10s %9s %8s  %s\n", label.c_str(), layout.c_str(),
+                        "-", "-", "-", "-", "-", "-", "-", "-", "-", row.note.c_str());
       continue;
     }
     const DrySummary& s = row.summary;
-    os << format("%-16s %-11s %5lld %5lld %11.3f %10.3f %10.3f %12.2f %10.2f %9.3f %8.1f  %s\n", label.c_str(),
-                 layout.c_str(), static_cast<long long>(row.ulysses), static_cast<long long>(row.ring), s.time_s * 1e3,
-                 s.exposed_max_s * 1e3, s.compute_max_s * 1e3, double(s.bytes_sent_max) / 1e6,
-                 double(row.peak_memory_bytes) / 1e6, s.compute_imbalance, 100 * row.ideal_fraction, row.note.c_str());
+    os << printf_text("%-16s %-11s %5lld %5lld %11.3f %10.3f %10.3f %12.2f %10.2f %9.3f %8.1f  %s\n", label.c_str(),
+                      layout.c_str(), static_cast<long long>(row.ulysses), static_cast<long long>(row.ring),
+                      s.time_s * 1e3, s.exposed_max_s * 1e3, s.compute_max_s * 1e3, double(s.bytes_sent_max) / 1e6,
+                      double(row.peak_memory_bytes) / 1e6, s.compute_imbalance, 100 * row.ideal_fraction,
+                      row.note.c_str());
   }
 }
 

@@ -1,5 +1,6 @@
 // Sections: [rank table] [totals and phases] [memory] [assumptions] [json]
 #include "executors/dry/dry_report.hpp"
+#include "reference/printf_text.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -12,12 +13,6 @@ namespace {
 
 constexpr double kMB = 1e6;
 
-std::string format(const char* pattern, auto... values) {
-  char line[512];
-  std::snprintf(line, sizeof line, pattern, values...);
-  return line;
-}
-
 // Columns of the per-rank table, as values of one rank (or of a min/median/max row).
 struct RankRow {
   double compute_ms, other_ms, exposed_ms, idle_ms, total_ms, gflop, mb_sent, peak_mb;
@@ -29,8 +24,8 @@ RankRow row_of(const DryRank& r, double peak_mb) {
 }
 
 std::string row_text(const std::string& label, const RankRow& v) {
-  return format("%8s %10.3f %9.3f %10.3f %9.3f %10.3f %11.2f %10.2f %9.2f\n", label.c_str(), v.compute_ms, v.other_ms,
-                v.exposed_ms, v.idle_ms, v.total_ms, v.gflop, v.mb_sent, v.peak_mb);
+  return printf_text("%8s %10.3f %9.3f %10.3f %9.3f %10.3f %11.2f %10.2f %9.2f\n", label.c_str(), v.compute_ms,
+                     v.other_ms, v.exposed_ms, v.idle_ms, v.total_ms, v.gflop, v.mb_sent, v.peak_mb);
 }
 
 }  // namespace
@@ -38,10 +33,10 @@ std::string row_text(const std::string& label, const RankRow& v) {
 // ---- [rank table] ----------------------------------------------------------------------------
 
 void print_dry_rank_table(std::ostream& os, const DryResult& result, const DryReportOptions& options) {
-  os << format("%8s %10s %9s %10s %9s %10s %11s %10s %9s\n", "rank", "compute", "other", "exposed", "idle", "total",
-               "work", "sent", "peak mem");
-  os << format("%8s %10s %9s %10s %9s %10s %11s %10s %9s\n", "", "ms", "ms", "comm ms", "ms", "ms", "GFLOP", "MB",
-               "MB");
+  os << printf_text("%8s %10s %9s %10s %9s %10s %11s %10s %9s\n", "rank", "compute", "other", "exposed", "idle",
+                    "total", "work", "sent", "peak mem");
+  os << printf_text("%8s %10s %9s %10s %9s %10s %11s %10s %9s\n", "", "ms", "ms", "comm ms", "ms", "ms", "GFLOP", "MB",
+                    "MB");
   const double peak_mb = double(result.memory.peak_bytes) / kMB;
   const int64_t P = static_cast<int64_t>(result.ranks.size());
   if (P <= options.all_ranks_up_to) {
@@ -52,7 +47,7 @@ void print_dry_rank_table(std::ostream& os, const DryResult& result, const DryRe
   const int64_t edge = std::min(options.edge_ranks, P / 2);
   for (int64_t r = 0; r < edge; ++r)
     os << row_text(std::to_string(r), row_of(result.ranks[static_cast<size_t>(r)], peak_mb));
-  os << format("%8s   (%lld ranks not shown)\n", "...", static_cast<long long>(P - 2 * edge));
+  os << printf_text("%8s   (%lld ranks not shown)\n", "...", static_cast<long long>(P - 2 * edge));
   for (int64_t r = P - edge; r < P; ++r)
     os << row_text(std::to_string(r), row_of(result.ranks[static_cast<size_t>(r)], peak_mb));
   // Min / median / max of every column over all ranks.
@@ -80,23 +75,24 @@ namespace {
 void print_totals(std::ostream& os, const DryResult& result) {
   const DrySummary s = summarize(result);
   const DryRank& any = result.ranks.front();
-  os << format("time: %.3f ms (the slowest rank's finish); compute %.3f ms max, %.3f ms mean per rank\n",
-               s.time_s * 1e3, s.compute_max_s * 1e3, s.compute_mean_s * 1e3);
-  os << format(
+  os << printf_text("time: %.3f ms (the slowest rank's finish); compute %.3f ms max, %.3f ms mean per rank\n",
+                    s.time_s * 1e3, s.compute_max_s * 1e3, s.compute_mean_s * 1e3);
+  os << printf_text(
       "communication: %.3f ms of transfers per rank, %.1f%% of it hidden (the rank was busy or waiting on "
       "a peer); exposed %.3f ms max, %.3f ms mean\n",
       s.comm_mean_s * 1e3, 100 * s.hidden_fraction, s.exposed_max_s * 1e3, s.exposed_mean_s * 1e3);
-  os << format("traffic: %.3f MB sent per rank in %lld messages (every rank the same); %.3f TFLOP of visible work\n",
-               double(any.bytes_sent) / kMB, static_cast<long long>(any.messages_sent), s.flops_total / 1e12);
-  os << format("load imbalance: max/mean FLOPs %.3f, max/mean compute time %.3f\n", s.flops_imbalance,
-               s.compute_imbalance);
+  os << printf_text(
+      "traffic: %.3f MB sent per rank in %lld messages (every rank the same); %.3f TFLOP of visible work\n",
+      double(any.bytes_sent) / kMB, static_cast<long long>(any.messages_sent), s.flops_total / 1e12);
+  os << printf_text("load imbalance: max/mean FLOPs %.3f, max/mean compute time %.3f\n", s.flops_imbalance,
+                    s.compute_imbalance);
 }
 
 void print_phases(std::ostream& os, const DryResult& result) {
-  os << format("%-40s %7s %11s %11s\n", "phase", "steps", "start ms", "end ms");
+  os << printf_text("%-40s %7s %11s %11s\n", "phase", "steps", "start ms", "end ms");
   for (const DryPhase& p : result.phases) {
-    os << format("%-40s %7lld %11.3f %11.3f\n", p.name.c_str(), static_cast<long long>(p.steps), p.start_s * 1e3,
-                 p.end_s * 1e3);
+    os << printf_text("%-40s %7lld %11.3f %11.3f\n", p.name.c_str(), static_cast<long long>(p.steps), p.start_s * 1e3,
+                      p.end_s * 1e3);
   }
 }
 
@@ -105,22 +101,23 @@ void print_phases(std::ostream& os, const DryResult& result) {
 // ---- [memory] --------------------------------------------------------------------------------
 
 void print_memory_table(std::ostream& os, const MemoryReport& memory) {
-  os << format("%-32s", "phase");
+  os << printf_text("%-32s", "phase");
   for (size_t c = 0; c < kMemoryCategories; ++c)
-    os << format(" %12s", memory_category_name(static_cast<MemoryCategory>(c)));
-  os << format(" %10s\n", "total");
-  os << format("%-32s", "");
-  for (size_t c = 0; c <= kMemoryCategories; ++c) os << format(c == kMemoryCategories ? " %10s" : " %12s", "MB");
+    os << printf_text(" %12s", memory_category_name(static_cast<MemoryCategory>(c)));
+  os << printf_text(" %10s\n", "total");
+  os << printf_text("%-32s", "");
+  for (size_t c = 0; c <= kMemoryCategories; ++c) os << printf_text(c == kMemoryCategories ? " %10s" : " %12s", "MB");
   os << "\n";
   for (const PhaseMemory& m : memory.phases) {
     const std::string name = m.phase.size() > 32 ? m.phase.substr(0, 31) + "~" : m.phase;
-    os << format("%-32s", name.c_str());
-    for (int64_t b : m.bytes) os << format(" %12.2f", double(b) / kMB);
-    os << format(" %10.2f\n", double(m.total()) / kMB);
+    os << printf_text("%-32s", name.c_str());
+    for (int64_t b : m.bytes) os << printf_text(" %12.2f", double(b) / kMB);
+    os << printf_text(" %10.2f\n", double(m.total()) / kMB);
   }
   if (!memory.phases.empty()) {
-    os << format("peak: %.2f MB per rank, in phase \"%s\" (every rank holds the same sizes)\n",
-                 double(memory.peak_bytes) / kMB, memory.phases[static_cast<size_t>(memory.peak_phase)].phase.c_str());
+    os << printf_text("peak: %.2f MB per rank, in phase \"%s\" (every rank holds the same sizes)\n",
+                      double(memory.peak_bytes) / kMB,
+                      memory.phases[static_cast<size_t>(memory.peak_phase)].phase.c_str());
   }
 }
 
@@ -129,14 +126,14 @@ void print_memory_table(std::ostream& os, const MemoryReport& memory) {
 void print_model_assumptions(std::ostream& os, const Hardware& hw) {
   const DeviceModel& d = hw.device;
   os << "model: " << hw.name << " - " << hw.description << "\n";
-  os << format(
+  os << printf_text(
       "  device: %s; %.4g TFLOP/s%s; efficiency forward %.3f (diagonal tiles %.3f), backward %.3f "
       "(diagonal tiles %.3f); tiles %lld x %lld rows; %.3g us per kernel call\n",
       d.name.c_str(), d.peak_flops / 1e12, d.shared_cores > 0 ? " per core" : "", d.forward_full_efficiency,
       d.forward_masked_efficiency, d.backward_full_efficiency, d.backward_masked_efficiency,
       static_cast<long long>(d.q_tile), static_cast<long long>(d.kv_tile), d.kernel_launch_s * 1e6);
   if (d.shared_cores > 0) {
-    os << format(
+    os << printf_text(
         "  ranks are threads sharing %lld cores: a kernel uses max(1, cores/P) threads, and with P > cores each "
         "rank gets cores/P of a core\n",
         static_cast<long long>(d.shared_cores));
@@ -158,21 +155,22 @@ void print_model_assumptions(std::ostream& os, const Hardware& hw) {
         d.short_keys.backward);
   }
   auto link = [&](const char* what, const LinkClass& l) {
-    os << format("  %s: %s, %.4g GB/s per direction, %.3g us latency%s\n", what, l.name.c_str(), l.bandwidth_Bps / 1e9,
-                 l.latency_s * 1e6,
-                 l.host_copy ? "; copied by the sending thread (no overlap), checksummed by the receiver" : "");
+    os << printf_text("  %s: %s, %.4g GB/s per direction, %.3g us latency%s\n", what, l.name.c_str(),
+                      l.bandwidth_Bps / 1e9, l.latency_s * 1e6,
+                      l.host_copy ? "; copied by the sending thread (no overlap), checksummed by the receiver" : "");
   };
   if (hw.ranks_per_node < (int64_t{1} << 40)) {
     link("intra-node", hw.intra_node);
     link("inter-node", hw.inter_node);
-    os << format("  topology: %lld ranks per node (rank p on node p / %lld); ring neighbours as the plan places them\n",
-                 static_cast<long long>(hw.ranks_per_node), static_cast<long long>(hw.ranks_per_node));
+    os << printf_text(
+        "  topology: %lld ranks per node (rank p on node p / %lld); ring neighbours as the plan places them\n",
+        static_cast<long long>(hw.ranks_per_node), static_cast<long long>(hw.ranks_per_node));
   } else {
     link("links", hw.intra_node);
   }
   os << "  overlap: the transfer for step t+1 runs during the compute of step t, as the plan's double buffer says;\n"
         "    all-to-all (grouped send/recv to every peer) and ring all-gather / reduce-scatter block the rank\n";
-  os << format(
+  os << printf_text(
       "  precision: q, k, v, out on the wire and in memory %lld bytes per element; accumulators, lse and "
       "dK/dV fp32\n",
       static_cast<long long>(hw.element_bytes));

@@ -757,15 +757,18 @@ Tolerance precision_tolerance(Precision storage, const std::string& tensor) {
 }
 
 namespace {
-Tolerance bf16_tolerance(const std::string& tensor) { return precision_tolerance(Precision::bf16, tensor); }
-Tolerance fp16_tolerance(const std::string& tensor) { return precision_tolerance(Precision::fp16, tensor); }
+// precision_tolerance at one storage precision, as a ToleranceFunction (a plain function pointer).
+template <Precision storage>
+Tolerance tolerance_at(const std::string& tensor) {
+  return precision_tolerance(storage, tensor);
+}
 }  // namespace
 
 ToleranceFunction precision_tolerance_function(Precision storage) {
   switch (storage) {
     case Precision::fp32: return fp32_tolerance;
-    case Precision::bf16: return bf16_tolerance;
-    case Precision::fp16: return fp16_tolerance;
+    case Precision::bf16: return tolerance_at<Precision::bf16>;
+    case Precision::fp16: return tolerance_at<Precision::fp16>;
   }
   return fp32_tolerance;
 }

@@ -5,7 +5,7 @@
 #include "reference/formulas.hpp"
 #include "sim/plan/plan.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::attention_memory {
 
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
@@ -78,7 +78,7 @@ static void write(VariantDraw& draw, Exercise& e) {
                            "every cell scores one S/P block of queries against one S/P block of keys");
 }
 
-constexpr CatalogEntry kAttentionMemory{"attention-memory", "Memory of the materialised attention scores",
-                                        "the source material, exercise 1", "source ex. 1", write};
+constexpr CatalogEntry kEntry{"attention-memory", "Memory of the materialised attention scores",
+                              "the source material, exercise 1", "source ex. 1", write};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::attention_memory

@@ -3,7 +3,7 @@
 #include "exercises/catalog/catalog.hpp"
 #include "exercises/catalog/support.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::backward_volume {
 
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
@@ -57,8 +57,7 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = "ringlab plan --ranks 4 --seq 1024 --causal --backward    # dkv> cells: P per rank, kv> cells: P - 1";
 }
 
-constexpr CatalogEntry kBackwardVolume{"backward-volume", "The ring backward's traffic: K/V and their gradients",
-                                       "context-parallelism notes, section 8 (and the book's erratum 1)", "notes §8",
-                                       write};
+constexpr CatalogEntry kEntry{"backward-volume", "The ring backward's traffic: K/V and their gradients",
+                              "context-parallelism notes, section 8 (and the book's erratum 1)", "notes §8", write};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::backward_volume

@@ -23,17 +23,20 @@ const std::vector<CatalogEntry>& exercise_catalog() {
   using namespace catalog;
   static const std::vector<CatalogEntry> entries = {
       // the source material's exercises 1-7
-      kAttentionMemory, kCommVolume, kOverlapTime, kCausalSkip, kHybridPlan, kOnlineSoftmax, kFlashRingMemory,
+      attention_memory::kEntry, comm_volume::kEntry, overlap_time::kEntry, causal_skip::kEntry, hybrid_plan::kEntry,
+      online_softmax::kEntry, flash_ring_memory::kEntry,
       // the worked numbers of the context-parallelism notes
-      kImbalanceRatio, kZigzagPositions, kLayoutEfficiency, kOverlapThreshold, kOverlapProfile, kRingVsAllgather,
-      kBackwardVolume, kUlyssesDegree, kMemoryTable,
+      imbalance_ratio::kEntry, zigzag_positions::kEntry, layout_efficiency::kEntry, overlap_threshold::kEntry,
+      overlap_profile::kEntry, ring_vs_allgather::kEntry, backward_volume::kEntry, ulysses_degree::kEntry,
+      memory_table::kEntry,
       // one per known mistake of the source material
-      kErratumDkvDirection, kErratumCausalMask, kErratumSoftmaxScale, kErratumSkipSpeedup, kErratumInitialTransfer,
-      kErratumMergeWeights, kErratumHeadMemory,
+      erratum_dkv_direction::kEntry, erratum_causal_mask::kEntry, erratum_softmax_scale::kEntry,
+      erratum_skip_speedup::kEntry, erratum_initial_transfer::kEntry, erratum_merge_weights::kEntry,
+      erratum_head_memory::kEntry,
       // documents and windows
-      kPackedBalance, kWindowHops, kRedundantBytes,
+      packed_balance::kEntry, window_hops::kEntry, redundant_bytes::kEntry,
       // low precision
-      kPrecisionGrowth};
+      precision_growth::kEntry};
   return entries;
 }
 

@@ -3,7 +3,7 @@
 #include "exercises/catalog/catalog.hpp"
 #include "exercises/catalog/support.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::causal_skip {
 
 namespace {
 
@@ -74,7 +74,7 @@ static void write(VariantDraw& draw, Exercise& e) {
               demo_command("plan", p.ranks, seq, "--causal --layout zigzag", "per-rank pairs in the footer");
 }
 
-constexpr CatalogEntry kCausalSkip{"causal-skip", "Skipping fully masked blocks: work saved vs time saved",
-                                   "the source material, exercise 4 (and the book's erratum 4)", "source ex. 4", write};
+constexpr CatalogEntry kEntry{"causal-skip", "Skipping fully masked blocks: work saved vs time saved",
+                              "the source material, exercise 4 (and the book's erratum 4)", "source ex. 4", write};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::causal_skip

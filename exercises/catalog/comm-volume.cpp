@@ -4,7 +4,7 @@
 #include "exercises/catalog/support.hpp"
 #include "reference/formulas.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::comm_volume {
 
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
@@ -81,7 +81,7 @@ static void write(VariantDraw& draw, Exercise& e) {
       "--seq 1024 --heads 8 --dim 64    # compare the MB sent columns (the simulator sends fp32)";
 }
 
-constexpr CatalogEntry kCommVolume{"comm-volume", "Ring vs Ulysses: bytes each GPU sends",
-                                   "the source material, exercise 2", "source ex. 2", write};
+constexpr CatalogEntry kEntry{"comm-volume", "Ring vs Ulysses: bytes each GPU sends", "the source material, exercise 2",
+                              "source ex. 2", write};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::comm_volume

@@ -8,7 +8,7 @@
 #include "exercises/catalog/support.hpp"
 #include "reference/formulas.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::erratum_causal_mask {
 
 // The keys the query in `row` of `rank`'s block sees under a plan's forward ops: each kernel's mask
 // applied as the executors apply it (none; causal by position; or, in the erratum, causal by the
@@ -102,11 +102,11 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = demo_command("run", p.ranks, seq, "--causal --erratum kv-offset-mask", "exit 1, every rank wrong");
 }
 
-constexpr CatalogEntry kErratumCausalMask{"erratum-causal-mask",
-                                          "Erratum 2: a causal mask from block offsets",
-                                          "the book's erratum 2 (the source material's ring code)",
-                                          "erratum 2",
-                                          write,
-                                          "03-ring-forward"};
+constexpr CatalogEntry kEntry{"erratum-causal-mask",
+                              "Erratum 2: a causal mask from block offsets",
+                              "the book's erratum 2 (the source material's ring code)",
+                              "erratum 2",
+                              write,
+                              "03-ring-forward"};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::erratum_causal_mask

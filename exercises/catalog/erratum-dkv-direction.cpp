@@ -5,7 +5,7 @@
 #include "exercises/catalog/support.hpp"
 #include "sim/plan/check.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::erratum_dkv_direction {
 
 namespace {
 
@@ -88,11 +88,11 @@ static void write(VariantDraw& draw, Exercise& e) {
       "--ranks 2 passes";
 }
 
-constexpr CatalogEntry kErratumDkvDirection{"erratum-dkv-direction",
-                                            "Erratum 1: dK/dV sent against the K/V direction",
-                                            "the book's erratum 1 (the backward pass of notes, section 8)",
-                                            "erratum 1",
-                                            write,
-                                            "04-ring-backward"};
+constexpr CatalogEntry kEntry{"erratum-dkv-direction",
+                              "Erratum 1: dK/dV sent against the K/V direction",
+                              "the book's erratum 1 (the backward pass of notes, section 8)",
+                              "erratum 1",
+                              write,
+                              "04-ring-backward"};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::erratum_dkv_direction

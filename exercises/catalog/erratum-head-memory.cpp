@@ -6,7 +6,7 @@
 #include "exercises/catalog/support.hpp"
 #include "sim/plan/plan.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::erratum_head_memory {
 
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
@@ -58,8 +58,7 @@ static void write(VariantDraw& draw, Exercise& e) {
                            "the memory table: inputs (q, k, v) and outputs of the heads");
 }
 
-constexpr CatalogEntry kErratumHeadMemory{"erratum-head-memory", "Erratum 14: the memory of one head at 128K tokens",
-                                          "the book's erratum 14 (a GPU course's ring-attention page)", "erratum 14",
-                                          write};
+constexpr CatalogEntry kEntry{"erratum-head-memory", "Erratum 14: the memory of one head at 128K tokens",
+                              "the book's erratum 14 (a GPU course's ring-attention page)", "erratum 14", write};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::erratum_head_memory

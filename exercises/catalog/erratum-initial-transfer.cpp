@@ -4,7 +4,7 @@
 #include "exercises/catalog/support.hpp"
 #include "exercises/step_timing.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::erratum_initial_transfer {
 
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
@@ -53,8 +53,7 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = demo_command("plan", p.ranks, 16 * p.ranks, "", "kv> cells at steps 0..P-2 only");
 }
 
-constexpr CatalogEntry kErratumInitialTransfer{"erratum-initial-transfer", "Erratum 5: there is no initial transfer",
-                                               "the book's erratum 5 (the source material, exercise 3)", "erratum 5",
-                                               write};
+constexpr CatalogEntry kEntry{"erratum-initial-transfer", "Erratum 5: there is no initial transfer",
+                              "the book's erratum 5 (the source material, exercise 3)", "erratum 5", write};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::erratum_initial_transfer

@@ -9,7 +9,7 @@
 #include "exercises/catalog/support.hpp"
 #include "reference/softmax_state.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::erratum_merge_weights {
 
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
@@ -76,11 +76,11 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = "ringlab grade 01-softmax-merge solution    # a merge that is exact, on normalised states too";
 }
 
-constexpr CatalogEntry kErratumMergeWeights{"erratum-merge-weights",
-                                            "Erratum 13: merge weights that do not sum to 1",
-                                            "the book's erratum 13 (the ring-attention write-up's merge)",
-                                            "erratum 13",
-                                            write,
-                                            "01-softmax-merge"};
+constexpr CatalogEntry kEntry{"erratum-merge-weights",
+                              "Erratum 13: merge weights that do not sum to 1",
+                              "the book's erratum 13 (the ring-attention write-up's merge)",
+                              "erratum 13",
+                              write,
+                              "01-softmax-merge"};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::erratum_merge_weights

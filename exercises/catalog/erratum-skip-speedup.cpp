@@ -3,7 +3,7 @@
 #include "exercises/catalog/catalog.hpp"
 #include "exercises/catalog/support.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::erratum_skip_speedup {
 
 static void write(VariantDraw& draw, Exercise& e) {
   const RanksTokens p = draw_ranks_tokens(draw, {8, 8192}, {4, 6, 8, 12, 16}, {2048, 8192});
@@ -44,8 +44,7 @@ static void write(VariantDraw& draw, Exercise& e) {
                            "compare the load-imbalance line with --layout contiguous");
 }
 
-constexpr CatalogEntry kErratumSkipSpeedup{"erratum-skip-speedup", "Erratum 4: work saved is not time saved",
-                                           "the book's erratum 4 (the source material, exercise 4)", "erratum 4",
-                                           write};
+constexpr CatalogEntry kEntry{"erratum-skip-speedup", "Erratum 4: work saved is not time saved",
+                              "the book's erratum 4 (the source material, exercise 4)", "erratum 4", write};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::erratum_skip_speedup

@@ -6,7 +6,7 @@
 #include "exercises/catalog/support.hpp"
 #include "reference/exact_attention.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::erratum_softmax_scale {
 
 namespace {
 
@@ -64,12 +64,11 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = "ringlab grade 01-softmax-merge broken/missing_scale    # the lab's scale criterion catches it";
 }
 
-constexpr CatalogEntry kErratumSoftmaxScale{
-    "erratum-softmax-scale",
-    "Erratum 3: the flash solution without 1/sqrt(d)",
-    "the book's erratum 3 (the flash-attention solution of the source material, exercise 7)",
-    "erratum 3",
-    write,
-    "01-softmax-merge"};
+constexpr CatalogEntry kEntry{"erratum-softmax-scale",
+                              "Erratum 3: the flash solution without 1/sqrt(d)",
+                              "the book's erratum 3 (the flash-attention solution of the source material, exercise 7)",
+                              "erratum 3",
+                              write,
+                              "01-softmax-merge"};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::erratum_softmax_scale

@@ -4,7 +4,7 @@
 #include "exercises/catalog/support.hpp"
 #include "reference/formulas.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::flash_ring_memory {
 
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
@@ -66,7 +66,7 @@ static void write(VariantDraw& draw, Exercise& e) {
                            "the sim's ring runs the blockwise (flash) kernel at every step");
 }
 
-constexpr CatalogEntry kFlashRingMemory{"flash-ring-memory", "Flash attention inside the ring: memory per GPU",
-                                        "the source material, exercise 7", "source ex. 7", write};
+constexpr CatalogEntry kEntry{"flash-ring-memory", "Flash attention inside the ring: memory per GPU",
+                              "the source material, exercise 7", "source ex. 7", write};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::flash_ring_memory

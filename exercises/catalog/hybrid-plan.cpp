@@ -6,7 +6,7 @@
 #include "reference/formulas.hpp"
 #include "sim/cost/memory_model.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::hybrid_plan {
 
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
@@ -122,7 +122,7 @@ static void write(VariantDraw& draw, Exercise& e) {
       "ringlab plan --algo hybrid --ranks 8 --ulysses 4 --seq 4096 --heads 8 --dim 64    # the same phases, small";
 }
 
-constexpr CatalogEntry kHybridPlan{"hybrid-plan", "A hybrid Ulysses x ring plan for many nodes",
-                                   "the source material, exercise 5", "source ex. 5", write};
+constexpr CatalogEntry kEntry{"hybrid-plan", "A hybrid Ulysses x ring plan for many nodes",
+                              "the source material, exercise 5", "source ex. 5", write};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::hybrid_plan

@@ -6,7 +6,7 @@
 #include "exercises/catalog/support.hpp"
 #include "reference/formulas.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::imbalance_ratio {
 
 static void write(VariantDraw& draw, Exercise& e) {
   const RanksTokens p = draw_ranks_tokens(draw, {8, 16384}, {4, 6, 8, 12, 16}, {4096, 16384});
@@ -42,7 +42,7 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = demo_command("plan", p.ranks, seq, "--causal --no-skip", "per-rank visible pairs in the footer");
 }
 
-constexpr CatalogEntry kImbalanceRatio{"imbalance-ratio", "The contiguous layout's causal imbalance",
-                                       "context-parallelism notes, section 5.2", "notes §5.2", write};
+constexpr CatalogEntry kEntry{"imbalance-ratio", "The contiguous layout's causal imbalance",
+                              "context-parallelism notes, section 5.2", "notes §5.2", write};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::imbalance_ratio

@@ -7,7 +7,7 @@
 #include "exercises/catalog/catalog.hpp"
 #include "exercises/catalog/support.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::layout_efficiency {
 
 static void write(VariantDraw& draw, Exercise& e) {
   const RanksTokens p = draw_ranks_tokens(draw, {8, 8192}, {2, 4, 6, 8, 16, 32}, {1024, 8192});
@@ -40,8 +40,8 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = demo_command("run", p.ranks, 128 * p.ranks, "--causal --layout zigzag", "load imbalance line");
 }
 
-constexpr CatalogEntry kLayoutEfficiency{
+constexpr CatalogEntry kEntry{
     "layout-efficiency", "How balanced is each layout?",
     "context-parallelism notes, sections 5-6 (and the zhuzilin ring-flash-attention benchmark)", "notes §5-6", write};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::layout_efficiency

@@ -4,7 +4,7 @@
 #include "exercises/catalog/support.hpp"
 #include "reference/formulas.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::memory_table {
 
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
@@ -56,8 +56,8 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = demo_command("run", p.ranks, 128 * p.ranks, "--heads 2 --dim 128", "per-rank MB in the table");
 }
 
-constexpr CatalogEntry kMemoryTable{
-    "memory-table", "Per-GPU attention memory: a table",
-    "context-parallelism notes, section 12.1 (and the source material's memory figures)", "notes §12.1", write};
+constexpr CatalogEntry kEntry{"memory-table", "Per-GPU attention memory: a table",
+                              "context-parallelism notes, section 12.1 (and the source material's memory figures)",
+                              "notes §12.1", write};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::memory_table

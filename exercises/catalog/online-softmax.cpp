@@ -6,7 +6,7 @@
 #include "exercises/catalog/support.hpp"
 #include "reference/softmax_state.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::online_softmax {
 
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
@@ -61,11 +61,11 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = "ringlab grade 01-softmax-merge solution    # the lab's reference merge against its hidden tests";
 }
 
-constexpr CatalogEntry kOnlineSoftmax{"online-softmax",
-                                      "Merging two online-softmax states by hand",
-                                      "the source material, exercise 6 (the associativity itself is code lab 01)",
-                                      "source ex. 6",
-                                      write,
-                                      "01-softmax-merge"};
+constexpr CatalogEntry kEntry{"online-softmax",
+                              "Merging two online-softmax states by hand",
+                              "the source material, exercise 6 (the associativity itself is code lab 01)",
+                              "source ex. 6",
+                              write,
+                              "01-softmax-merge"};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::online_softmax

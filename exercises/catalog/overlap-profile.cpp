@@ -5,7 +5,7 @@
 #include "exercises/step_timing.hpp"
 #include "reference/formulas.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::overlap_profile {
 
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
@@ -72,7 +72,7 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = "ringlab exercises show overlap-threshold";
 }
 
-constexpr CatalogEntry kOverlapProfile{"overlap-profile", "Profiling one ring step: compute vs transfer",
-                                       "context-parallelism notes, section 12.4", "notes §12.4", write};
+constexpr CatalogEntry kEntry{"overlap-profile", "Profiling one ring step: compute vs transfer",
+                              "context-parallelism notes, section 12.4", "notes §12.4", write};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::overlap_profile

@@ -4,7 +4,7 @@
 #include "exercises/catalog/support.hpp"
 #include "exercises/step_timing.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::overlap_threshold {
 
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
@@ -51,8 +51,8 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = "ringlab exercises show overlap-profile    # the same model on a concrete step";
 }
 
-constexpr CatalogEntry kOverlapThreshold{
+constexpr CatalogEntry kEntry{
     "overlap-threshold", "How many tokens per GPU hide the ring's transfers?",
     "context-parallelism notes, section 7.1 (the Ring Attention paper's block-size condition)", "notes §7.1", write};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::overlap_threshold

@@ -7,7 +7,7 @@
 #include "exercises/catalog/support.hpp"
 #include "exercises/step_timing.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::overlap_time {
 
 namespace {
 
@@ -97,8 +97,7 @@ static void write(VariantDraw& draw, Exercise& e) {
                            "count the kv> cells of one rank: P - 1 sends, none before step 0");
 }
 
-constexpr CatalogEntry kOverlapTime{"overlap-time", "Overlapping the ring's transfers with compute",
-                                    "the source material, exercise 3 (and the book's erratum 5)", "source ex. 3",
-                                    write};
+constexpr CatalogEntry kEntry{"overlap-time", "Overlapping the ring's transfers with compute",
+                              "the source material, exercise 3 (and the book's erratum 5)", "source ex. 3", write};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::overlap_time

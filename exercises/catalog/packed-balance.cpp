@@ -8,7 +8,7 @@
 #include "exercises/catalog/support.hpp"
 #include "sim/plan/queries.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::packed_balance {
 
 namespace {
 
@@ -79,7 +79,7 @@ static void write(VariantDraw& draw, Exercise& e) {
               "    # the imbalance line; add --layout zigzag for the fix";
 }
 
-constexpr CatalogEntry kPackedBalance{"packed-balance", "Packed documents: who is busiest, and the fix",
-                                      "ringlab's chapter on documents and windows", "ringlab", write};
+constexpr CatalogEntry kEntry{"packed-balance", "Packed documents: who is busiest, and the fix",
+                              "ringlab's chapter on documents and windows", "ringlab", write};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::packed_balance

@@ -8,15 +8,6 @@
 
 namespace ringlab::exercises::catalog {
 
-namespace {
-
-struct Growth {
-  int64_t ranks = 8, fp16 = 0, seed = 0;
-  static Growth drawn(VariantDraw& d) { return {d.pick<int64_t>({4, 8, 16}), d.integer(0, 1), d.integer(1, 99)}; }
-};
-
-}  // namespace
-
 // The exercise's problem: small enough that writing it runs the study in a fraction of a second.
 RunConfig precision_growth_problem(int64_t ranks, bool fp16, int64_t seed) {
   RunConfig config;
@@ -29,6 +20,19 @@ RunConfig precision_growth_problem(int64_t ranks, bool fp16, int64_t seed) {
   config.seed = static_cast<uint64_t>(seed);
   return config;
 }
+
+}  // namespace ringlab::exercises::catalog
+
+namespace ringlab::exercises::catalog::precision_growth {
+
+namespace {
+
+struct Growth {
+  int64_t ranks = 8, fp16 = 0, seed = 0;
+  static Growth drawn(VariantDraw& d) { return {d.pick<int64_t>({4, 8, 16}), d.integer(0, 1), d.integer(1, 99)}; }
+};
+
+}  // namespace
 
 static void write(VariantDraw& draw, Exercise& e) {
   const Growth g = variant_params<Growth>(draw, Growth{}, &Growth::drawn);
@@ -67,7 +71,7 @@ static void write(VariantDraw& draw, Exercise& e) {
                   precision, " --seed ", g.seed, " --ranks 1,", g.ranks, "    # the dv rows, rms/P=1");
 }
 
-constexpr CatalogEntry kPrecisionGrowth{"precision-growth", "How does a bf16 ring's error grow with P?",
-                                        "ringlab's chapter on low precision", "ringlab", write};
+constexpr CatalogEntry kEntry{"precision-growth", "How does a bf16 ring's error grow with P?",
+                              "ringlab's chapter on low precision", "ringlab", write};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::precision_growth

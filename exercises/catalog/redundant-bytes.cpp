@@ -5,7 +5,7 @@
 #include "exercises/catalog/catalog.hpp"
 #include "exercises/catalog/support.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::redundant_bytes {
 
 static void write(VariantDraw& draw, Exercise& e) {
   int64_t P = 4, seq = 8192, kv_heads = 8, dim = 128;
@@ -60,7 +60,7 @@ static void write(VariantDraw& draw, Exercise& e) {
               "    # the never-used K/V column (the simulator plans in fp32: twice the bf16 bytes)";
 }
 
-constexpr CatalogEntry kRedundantBytes{"redundant-bytes", "K/V that a plain ring sends for nothing",
-                                       "ringlab's chapter on documents and windows", "ringlab", write};
+constexpr CatalogEntry kEntry{"redundant-bytes", "K/V that a plain ring sends for nothing",
+                              "ringlab's chapter on documents and windows", "ringlab", write};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::redundant_bytes

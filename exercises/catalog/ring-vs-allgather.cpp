@@ -7,7 +7,7 @@
 #include "exercises/catalog/support.hpp"
 #include "sim/cost/memory_model.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::ring_vs_allgather {
 
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
@@ -80,8 +80,7 @@ static void write(VariantDraw& draw, Exercise& e) {
       "4 --seq 1024 --heads 8 --kv-heads 2    # equal MB sent";
 }
 
-constexpr CatalogEntry kRingVsAllgather{"ring-vs-allgather", "All-gather vs ring: the same bytes, different memory",
-                                        "context-parallelism notes, sections 3.2, 4.4 and 7", "notes §3.2, §4.4, §7",
-                                        write};
+constexpr CatalogEntry kEntry{"ring-vs-allgather", "All-gather vs ring: the same bytes, different memory",
+                              "context-parallelism notes, sections 3.2, 4.4 and 7", "notes §3.2, §4.4, §7", write};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::ring_vs_allgather

@@ -4,7 +4,7 @@
 #include "exercises/catalog/support.hpp"
 #include "reference/error.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::ulysses_degree {
 
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
@@ -67,8 +67,8 @@ static void write(VariantDraw& draw, Exercise& e) {
                   " --kv-heads ", p.kv_heads, " --dim 16 --show-ranks 4");
 }
 
-constexpr CatalogEntry kUlyssesDegree{"ulysses-degree", "How far can Ulysses go with grouped-query attention?",
-                                      "the source material (Ulysses) and the notes, section 12.3 (GQA)",
-                                      "source, notes §12.3", write};
+constexpr CatalogEntry kEntry{"ulysses-degree", "How far can Ulysses go with grouped-query attention?",
+                              "the source material (Ulysses) and the notes, section 12.3 (GQA)", "source, notes §12.3",
+                              write};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::ulysses_degree

@@ -4,7 +4,7 @@
 #include "exercises/catalog/support.hpp"
 #include "sim/plan/queries.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::window_hops {
 
 namespace {
 
@@ -69,7 +69,7 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = demo_command("plan", w.ranks, seq, cat("--causal --window ", w.window), "the ring's step count");
 }
 
-constexpr CatalogEntry kWindowHops{"window-hops", "How far does a sliding window's ring go?",
-                                   "ringlab's chapter on documents and windows", "ringlab", write};
+constexpr CatalogEntry kEntry{"window-hops", "How far does a sliding window's ring go?",
+                              "ringlab's chapter on documents and windows", "ringlab", write};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::window_hops

@@ -6,7 +6,7 @@
 #include "exercises/catalog/catalog.hpp"
 #include "exercises/catalog/support.hpp"
 
-namespace ringlab::exercises::catalog {
+namespace ringlab::exercises::catalog::zigzag_positions {
 
 static void write(VariantDraw& draw, Exercise& e) {
   struct Params {
@@ -55,7 +55,7 @@ static void write(VariantDraw& draw, Exercise& e) {
   e.command = demo_command("plan", p.ranks, p.seq, "--causal --layout zigzag --block 1");
 }
 
-constexpr CatalogEntry kZigzagPositions{"zigzag-positions", "Zig-zag positions and their balanced sums",
-                                        "context-parallelism notes, sections 6.1 and 2.3", "notes §6.1, §2.3", write};
+constexpr CatalogEntry kEntry{"zigzag-positions", "Zig-zag positions and their balanced sums",
+                              "context-parallelism notes, sections 6.1 and 2.3", "notes §6.1, §2.3", write};
 
-}  // namespace ringlab::exercises::catalog
+}  // namespace ringlab::exercises::catalog::zigzag_positions

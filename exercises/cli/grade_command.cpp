@@ -4,6 +4,7 @@
 // `ringlab student-kit DIR`: what students and Gradescope get (handout.hpp, kit.hpp).
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -22,34 +23,72 @@
 
 namespace ringlab::cli {
 
+namespace {
+
+// The labs' archives (each lab's harness, the libraries a submission links, the kits' ringlab-grade)
+// are built by `cmake --build` with everything else, but the ringlab target does not wait for
+// them: the first `ringlab run` comes sooner. Grading before they are built would fail at the
+// link, as if the student's file were at fault; say so instead, with the command that builds them.
+void require_lab_archives(const grader::LabInfo& lab, bool runner) {
+  std::vector<std::string> needed = grader::setup().toolchain.libraries;
+  needed.insert(needed.begin(), lab.harness);
+  if (runner) needed.push_back(grader::runner_binary());
+  for (const std::string& file : needed)
+    if (!file.empty() && !std::filesystem::is_regular_file(file))
+      throw UsageError("the labs' archives are not built yet (no " + std::filesystem::path(file).filename().string() +
+                       "); build them once: " RINGLAB_LABS_BUILD_COMMAND);
+}
+
+// DIR, the folder a command writes (a hand-out, an autograder, a student kit).
+void add_folder_argument(CLI::App* command, std::string& directory) {
+  command->add_option("dir", directory, "the folder to create (must not exist, or be empty)")->required();
+}
+
+// LAB and DIR, the arguments of `ringlab handout` and `ringlab autograder`.
+struct LabFolder {
+  std::string lab, directory;
+};
+
+std::shared_ptr<LabFolder> add_lab_folder_arguments(CLI::App* command) {
+  auto args = std::make_shared<LabFolder>();
+  command->add_option("lab", args->lab, "lab id, number or name (run 'ringlab grade --list')")->required();
+  add_folder_argument(command, args->directory);
+  return args;
+}
+
+}  // namespace
+
 void add_grade_command(CLI::App& app, Registry& registry) {
   grader::install_setup(grader::build_setup());
   auto args = std::make_shared<grader::GradeArgs>();
   CLI::App* command = app.add_subcommand(
       "grade", "grade a code lab: compile FILE against the lab's hand-out and hidden tests, and report");
   grader::add_grade_options(*command, args);
-  registry.add(command, [args] { return grader::run_grade(*args); });
+  registry.add(command, [args] {
+    if (!args->list && !args->options.lab.empty()) require_lab_archives(grader::find_lab(args->options.lab), false);
+    return grader::run_grade(*args);
+  });
 
-  auto kit = std::make_shared<std::pair<std::string, std::string>>();
   CLI::App* autograder = app.add_subcommand(
       "autograder", "write a lab's Gradescope autograder: setup.sh, run_autograder and the grader, relocatable");
-  autograder->add_option("lab", kit->first, "lab id, number or name (run 'ringlab grade --list')")->required();
-  autograder->add_option("dir", kit->second, "the folder to create (must not exist, or be empty)")->required();
+  const std::shared_ptr<LabFolder> kit = add_lab_folder_arguments(autograder);
   registry.add(autograder, [kit] {
-    const grader::LabInfo lab = grader::find_lab(kit->first);
-    const std::vector<std::string> files = grader::write_autograder(lab, kit->second);
-    std::cout << "ringlab autograder " << lab.id << ": " << files.size() << " files in " << kit->second << "\n"
+    const grader::LabInfo lab = grader::find_lab(kit->lab);
+    require_lab_archives(lab, true);
+    const std::vector<std::string> files = grader::write_autograder(lab, kit->directory);
+    std::cout << "ringlab autograder " << lab.id << ": " << files.size() << " files in " << kit->directory << "\n"
               << "  setup.sh          installs the compiler, creates the user submissions run as\n"
               << "  run_autograder    grades the submission's .cpp into results/results.json\n"
               << "  grader/           the grader, the lab's prebuilt archives and hand-out headers\n"
-              << "upload: cd " << kit->second << " && zip -r ../autograder.zip .\n";
+              << "upload: cd " << kit->directory << " && zip -r ../autograder.zip .\n";
     return kExitVerified;
   });
   auto student = std::make_shared<std::string>();
   CLI::App* student_kit = app.add_subcommand(
       "student-kit", "write the students' distribution: every lab's hand-out and a grader, no solution");
-  student_kit->add_option("dir", *student, "the folder to create (must not exist, or be empty)")->required();
+  add_folder_argument(student_kit, *student);
   registry.add(student_kit, [student] {
+    for (const grader::LabInfo& lab : grader::labs()) require_lab_archives(lab, true);
     const std::vector<std::string> files = grader::write_student_kit(*student);
     std::cout << "ringlab student-kit: " << files.size() << " files in " << *student << "\n";
     for (const grader::LabInfo& lab : grader::labs()) std::cout << "  " << lab.id << "/\n";
@@ -60,14 +99,9 @@ void add_grade_command(CLI::App& app, Registry& registry) {
 }
 
 void add_handout_command(CLI::App& app, Registry& registry) {
-  struct HandoutArgs {
-    std::string lab, directory;
-  };
-  auto args = std::make_shared<HandoutArgs>();
   CLI::App* command = app.add_subcommand(
       "handout", "write a lab's student folder: README, starter, headers, Makefile; no solution or broken version");
-  command->add_option("lab", args->lab, "lab id, number or name (run 'ringlab grade --list')")->required();
-  command->add_option("dir", args->directory, "the folder to create (must not exist, or be empty)")->required();
+  const std::shared_ptr<LabFolder> args = add_lab_folder_arguments(command);
   registry.add(command, [args] {
     const grader::LabInfo lab = grader::find_lab(args->lab);
     const std::vector<std::string> files = grader::write_handout(lab, args->directory);

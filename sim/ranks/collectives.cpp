@@ -104,21 +104,16 @@ void Communicator::barrier() {
 }
 
 Buffer Communicator::all_gather(std::span<const float> input) {
+  return replicate(CollectiveKind::all_gather, "all_gather", input, false);
+}
+
+Buffer Communicator::replicate(CollectiveKind kind, const char* name, std::span<const float> input, bool sum) {
   const Clock::time_point start = Clock::now();
   const int index = enter_collective();
-  const size_t n = input.size();
-  for (int offset = 1; offset < size(); ++offset)
-    send_chunk((rank_ + offset) % size(), index, CollectiveKind::all_gather, input);
-  Buffer output = output_buffer(world_->pool(), n * members_.size());
-  std::copy(input.begin(), input.end(), output.begin() + static_cast<ptrdiff_t>(n * static_cast<size_t>(rank_)));
-  for (int member = 0; member < size(); ++member) {
-    if (member == rank_) continue;
-    Buffer chunk = receive_chunk(member, index, CollectiveKind::all_gather, n);
-    std::copy(chunk.begin(), chunk.end(), output.begin() + static_cast<ptrdiff_t>(n * static_cast<size_t>(member)));
-    world_->pool().give_back(std::move(chunk));
-  }
-  detail::trace_comm(*world_, world_rank_, "all_gather", start, -1, -1,
-                     static_cast<int64_t>(input.size_bytes()) * (size() - 1), trace_group_);
+  for (int offset = 1; offset < size(); ++offset) send_chunk((rank_ + offset) % size(), index, kind, input);
+  Buffer output = sum ? sum_in_rank_order(index, kind, input) : gather_in_rank_order(index, kind, input);
+  detail::trace_comm(*world_, world_rank_, name, start, -1, -1, static_cast<int64_t>(input.size_bytes()) * (size() - 1),
+                     trace_group_);
   return output;
 }
 
@@ -133,17 +128,42 @@ Buffer Communicator::all_to_all(std::span<const float> input) {
     const int member = (rank_ + offset) % size();
     send_chunk(member, index, CollectiveKind::all_to_all, chunk_of(input, member));
   }
-  Buffer output = output_buffer(world_->pool(), input.size());
-  const std::span<const float> own = chunk_of(input, rank_);
-  std::copy(own.begin(), own.end(), output.begin() + static_cast<ptrdiff_t>(c * static_cast<size_t>(rank_)));
-  for (int member = 0; member < size(); ++member) {
-    if (member == rank_) continue;
-    Buffer chunk = receive_chunk(member, index, CollectiveKind::all_to_all, c);
-    std::copy(chunk.begin(), chunk.end(), output.begin() + static_cast<ptrdiff_t>(c * static_cast<size_t>(member)));
-    world_->pool().give_back(std::move(chunk));
-  }
+  Buffer output = gather_in_rank_order(index, CollectiveKind::all_to_all, chunk_of(input, rank_));
   detail::trace_comm(*world_, world_rank_, "all_to_all", start, -1, -1,
                      static_cast<int64_t>(c * sizeof(float)) * (size() - 1), trace_group_);
+  return output;
+}
+
+Buffer Communicator::gather_in_rank_order(int index, CollectiveKind kind, std::span<const float> own) {
+  const size_t n = own.size();
+  Buffer output = output_buffer(world_->pool(), n * members_.size());
+  std::copy(own.begin(), own.end(), output.begin() + static_cast<ptrdiff_t>(n * static_cast<size_t>(rank_)));
+  for (int member = 0; member < size(); ++member) {
+    if (member == rank_) continue;
+    Buffer chunk = receive_chunk(member, index, kind, n);
+    std::copy(chunk.begin(), chunk.end(), output.begin() + static_cast<ptrdiff_t>(n * static_cast<size_t>(member)));
+    world_->pool().give_back(std::move(chunk));
+  }
+  return output;
+}
+
+Buffer Communicator::sum_in_rank_order(int index, CollectiveKind kind, std::span<const float> own) {
+  const size_t n = own.size();
+  Buffer output(n);
+  for (int member = 0; member < size(); ++member) {
+    Buffer received;
+    std::span<const float> contribution = own;
+    if (member != rank_) {
+      received = receive_chunk(member, index, kind, n);
+      contribution = received;
+    }
+    if (member == 0) {
+      std::copy(contribution.begin(), contribution.end(), output.begin());
+    } else {
+      for (size_t i = 0; i < n; ++i) output[i] += contribution[i];
+    }
+    world_->pool().give_back(std::move(received));
+  }
   return output;
 }
 
@@ -155,51 +175,15 @@ Buffer Communicator::reduce_scatter(std::span<const float> input) {
     const int member = (rank_ + offset) % size();
     send_chunk(member, index, CollectiveKind::reduce_scatter, input.subspan(c * static_cast<size_t>(member), c));
   }
-  // out = chunk from rank 0, then + chunk from rank 1, ... : one fixed order of additions.
-  Buffer output(c);
-  for (int member = 0; member < size(); ++member) {
-    Buffer received;
-    std::span<const float> chunk = input.subspan(c * static_cast<size_t>(rank_), c);
-    if (member != rank_) {
-      received = receive_chunk(member, index, CollectiveKind::reduce_scatter, c);
-      chunk = received;
-    }
-    if (member == 0) {
-      std::copy(chunk.begin(), chunk.end(), output.begin());
-    } else {
-      for (size_t i = 0; i < c; ++i) output[i] += chunk[i];
-    }
-    world_->pool().give_back(std::move(received));
-  }
+  Buffer output =
+      sum_in_rank_order(index, CollectiveKind::reduce_scatter, input.subspan(c * static_cast<size_t>(rank_), c));
   detail::trace_comm(*world_, world_rank_, "reduce_scatter", start, -1, -1,
                      static_cast<int64_t>(c * sizeof(float)) * (size() - 1), trace_group_);
   return output;
 }
 
 Buffer Communicator::all_reduce(std::span<const float> input) {
-  const Clock::time_point start = Clock::now();
-  const int index = enter_collective();
-  const size_t n = input.size();
-  for (int offset = 1; offset < size(); ++offset)
-    send_chunk((rank_ + offset) % size(), index, CollectiveKind::all_reduce, input);
-  Buffer output(n);
-  for (int member = 0; member < size(); ++member) {
-    Buffer received;
-    std::span<const float> contribution = input;
-    if (member != rank_) {
-      received = receive_chunk(member, index, CollectiveKind::all_reduce, n);
-      contribution = received;
-    }
-    if (member == 0) {
-      std::copy(contribution.begin(), contribution.end(), output.begin());
-    } else {
-      for (size_t i = 0; i < n; ++i) output[i] += contribution[i];
-    }
-    world_->pool().give_back(std::move(received));
-  }
-  detail::trace_comm(*world_, world_rank_, "all_reduce", start, -1, -1,
-                     static_cast<int64_t>(input.size_bytes()) * (size() - 1), trace_group_);
-  return output;
+  return replicate(CollectiveKind::all_reduce, "all_reduce", input, true);
 }
 
 Communicator Communicator::split(int color, int key) {

@@ -170,6 +170,15 @@ class Communicator {
   void send_chunk(int member, int index, detail::CollectiveKind kind, std::span<const float> chunk);
   // Receives group rank `member`'s message for collective `index`, checking its kind and size.
   Buffer receive_chunk(int member, int index, detail::CollectiveKind kind, size_t expected_floats);
+  // all_gather (sum = false) and all_reduce (sum = true): every member sends its whole input to
+  // every other; traced as one call `name`.
+  Buffer replicate(detail::CollectiveKind kind, const char* name, std::span<const float> input, bool sum);
+  // Every member's `own.size()` floats for collective `index` (this rank's are `own`), laid out in
+  // rank order: member m's at m * own.size().
+  Buffer gather_in_rank_order(int index, detail::CollectiveKind kind, std::span<const float> own);
+  // The sum over the group of every member's `own.size()` floats for collective `index` (this
+  // rank's are `own`), added in rank order: chunk of rank 0, + rank 1, ... (one fixed order).
+  Buffer sum_in_rank_order(int index, detail::CollectiveKind kind, std::span<const float> own);
 
   detail::WorldState* world_;
   int world_rank_;

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "executors/dry/dry_executor.hpp"
+#include "tests/plan/plan_cases.hpp"
 
 using namespace ringlab;
 
@@ -88,14 +89,8 @@ Case make(Algorithm algo, LayoutKind layout, int64_t P, bool causal) {
 }
 
 PlanSpec spec_of(const Case& c) {
-  PlanSpec spec;
-  spec.algo = c.algo;
-  spec.layout = c.layout;
-  spec.ranks = c.P;
-  spec.ulysses = c.U;
-  spec.dims = {2, 256 * c.P, 4 * c.U, 2 * c.U, 64};
-  spec.causal = c.causal;
-  spec.backward = c.backward;
+  PlanSpec spec =
+      test::spec_for(c.algo, c.layout, c.P, c.U, {2, 256 * c.P, 4 * c.U, 2 * c.U, 64}, c.causal, c.backward);
   spec.window = c.window;
   spec.documents = c.documents;
   spec.element_bytes = 2;

@@ -4,6 +4,7 @@
 
 #include "executors/sim/sim_executor.hpp"
 #include "reference/inputs.hpp"
+#include "tests/plan/plan_cases.hpp"
 
 using namespace ringlab;
 
@@ -21,14 +22,8 @@ TEST_CASE("shapes from peers' test suites", "[sim][peers]") {
                            Shape{Algorithm::ring, LayoutKind::zigzag, 4, 1, {2, 4096, 12, 12, 128}},
                            Shape{Algorithm::ring, LayoutKind::contiguous, 4, 1, {2, 4096, 32, 4, 128}},
                            Shape{Algorithm::hybrid, LayoutKind::zigzag, 4, 2, {1, 1024, 32, 32, 64}});
-  PlanSpec spec;
-  spec.algo = s.algo;
-  spec.layout = s.layout;
-  spec.ranks = s.P;
-  spec.ulysses = s.U;
-  spec.dims = s.dims;
-  spec.causal = true;
-  spec.backward = s.dims.seq * s.dims.heads * s.dims.batch <= 40000;  // the larger two forward only
+  const bool backward = s.dims.seq * s.dims.heads * s.dims.batch <= 40000;  // the larger two forward only
+  const PlanSpec spec = test::spec_for(s.algo, s.layout, s.P, s.U, s.dims, true, backward);
   const Plan plan = build_plan(spec);
   INFO(plan.spec().describe());
   const AttentionInputs<float> x = make_inputs(spec.dims, 1, spec.backward);

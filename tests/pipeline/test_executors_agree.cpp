@@ -12,20 +12,16 @@
 #include "executors/dry/dry_executor.hpp"
 #include "executors/sim/sim_executor.hpp"
 #include "reference/inputs.hpp"
+#include "tests/plan/plan_cases.hpp"
 
 using namespace ringlab;
 
 namespace {
 
 PlanSpec spec_of(Algorithm algo, LayoutKind layout, int64_t P, bool causal) {
-  PlanSpec spec;
-  spec.algo = algo;
-  spec.layout = layout;
-  spec.ranks = P;
-  spec.ulysses = algo == Algorithm::hybrid ? 2 : 1;
-  spec.dims = {1, 24 * P, 2 * P, P, 8};  // heads divisible by P for Ulysses; GQA
-  spec.causal = causal;
-  spec.backward = true;
+  // heads divisible by P for Ulysses; GQA
+  PlanSpec spec =
+      test::spec_for(algo, layout, P, algo == Algorithm::hybrid ? 2 : 1, {1, 24 * P, 2 * P, P, 8}, causal, true);
   spec.element_bytes = 4;  // the simulator's fp32 on the wire
   return spec;
 }

@@ -104,6 +104,13 @@ RunConfig small_config() {
   return config;
 }
 
+// small_config with --trace DIR/t.json.
+RunConfig traced_config(const fs::path& dir) {
+  RunConfig config = small_config();
+  config.trace_file = (dir / "t.json").string();
+  return config;
+}
+
 struct Outcome {
   int status = -1;
   std::string out, err;
@@ -244,10 +251,9 @@ TEST_CASE("pipeline: bad --save and --trace paths are refused before anything ru
 TEST_CASE("pipeline: --save writes the outputs whole, in global order, and --trace the trace", "[run][pipeline]") {
   TempDir dir;
   FakeExecutor fake;
-  RunConfig config = small_config();
+  RunConfig config = traced_config(dir.path);
   config.backward = true;
   config.save_dir = (dir.path / "out").string();
-  config.trace_file = (dir.path / "t.json").string();
   CHECK(run(config, fake).status == kExitVerified);
   CHECK(dir.entries() == std::vector<std::string>{"out", "out/dk.npy", "out/dq.npy", "out/dv.npy", "out/lse.npy",
                                                   "out/out.npy", "t.json"});
@@ -340,9 +346,8 @@ TEST_CASE("pipeline: an executor without outputs or a report of its own: its wor
 TEST_CASE("pipeline: the dry executor goes through it and prints its own report", "[run][pipeline][dry]") {
   TempDir dir;
   DryExecutor dry;
-  RunConfig config = small_config();
+  RunConfig config = traced_config(dir.path);
   config.dry_run = true;
-  config.trace_file = (dir.path / "t.json").string();
   const Outcome o = run(config, dry);
   INFO(o.out << o.err);
   CHECK(o.status == kExitVerified);

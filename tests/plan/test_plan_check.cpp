@@ -36,11 +36,9 @@ PlanCheck erratum_check(int64_t P, Erratum erratum, bool backward) {
 }  // namespace
 
 TEST_CASE("every algorithm's plan passes the checker", "[plans][checker]") {
-  const auto [algo, layout, P] = GENERATE(from_range(test::plan_cases()));
-  const bool causal = GENERATE(false, true);
+  const test::MatrixCase c = GENERATE(from_range(test::matrix_cases()));
   const bool skip = GENERATE(true, false);
-  const bool backward = GENERATE(false, true);
-  const Plan plan = build_plan(spec_of(algo, layout, P, causal, skip, backward));
+  const Plan plan = build_plan(spec_of(c.algo, c.layout, c.ranks, c.causal, skip, c.backward));
   INFO(plan.spec().describe());
   const PlanCheck check = check_plan(plan);
   INFO(findings_text(check));

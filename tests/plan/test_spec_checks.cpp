@@ -6,6 +6,7 @@
 
 #include "reference/error.hpp"
 #include "sim/plan/plan.hpp"
+#include "tests/plan/plan_cases.hpp"
 
 using namespace ringlab;
 
@@ -15,21 +16,9 @@ namespace {
 // documents {480, 496} = 976 tokens, and S=1008 with the last 32 tail padding, which a
 // per-document layout has no rank for.
 PlanSpec tail_padded_documents() {
-  PlanSpec spec;
-  spec.algo = Algorithm::hybrid;
-  spec.layout = LayoutKind::striped;
-  spec.block = 2;
-  spec.ranks = 8;
-  spec.ulysses = 2;
-  spec.dims = {3, 1008, 8, 8, 128};
-  spec.causal = true;
-  spec.window = 77;
-  spec.documents = {480, 496};
+  PlanSpec spec = test::every_field_spec();
+  spec.dims.seq = 1008;
   spec.padding = 32;
-  spec.padding_heads = 1;
-  spec.skip = false;
-  spec.full_ring = true;
-  spec.backward = true;
   return spec;
 }
 

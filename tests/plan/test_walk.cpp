@@ -162,19 +162,63 @@ int64_t first_op(const std::vector<Op>& list, Pred pred) {
   return -1;
 }
 
+// The first exchange of a rank's list that sends, and its first collective (-1 when none).
+int64_t first_send(const std::vector<Op>& list) {
+  return first_op(list, [](const Op& op) {
+    const auto* e = std::get_if<ExchangeOp>(&op.body);
+    return e && e->send_to >= 0;
+  });
+}
+
+int64_t first_collective(const std::vector<Op>& list) {
+  return first_op(list, [](const Op& op) { return std::holds_alternative<CollectiveOp>(op.body); });
+}
+
+// The fault tests' sweep of causal plans: the given algorithms, every layout that cuts S into
+// chunks, P in {2, 3, 4, 8}, forward and backward.
+struct FaultCase {
+  Algorithm algo;
+  LayoutKind layout;
+  int64_t P;
+  bool backward;
+  Plan plan() const { return build_plan(spec_of(algo, layout, P, true, backward)); }
+};
+
+std::vector<FaultCase> fault_cases(std::initializer_list<Algorithm> algorithms) {
+  std::vector<FaultCase> cases;
+  for (Algorithm algo : algorithms)
+    for (LayoutKind layout : {LayoutKind::contiguous, LayoutKind::zigzag, LayoutKind::striped})
+      for (int64_t P : {2, 3, 4, 8})
+        for (bool backward : {false, true}) cases.push_back({algo, layout, P, backward});
+  return cases;
+}
+
 const BlockedRank* blocked_rank(const WalkResult& result, int64_t rank) {
   for (const BlockedRank& b : result.blocked)
     if (b.at.rank == rank) return &b;
   return nullptr;
 }
 
+// Walks op lists broken so that `victim` waits forever for a message from `culprit`: the walk must
+// stop with victim blocked on that message. The walk's result and victim's record.
+std::pair<WalkResult, BlockedRank> walk_blocked_on_message(const Plan& plan, const std::vector<std::vector<Op>>& ops,
+                                                           int64_t victim, int64_t culprit) {
+  Recorder rec(ops);
+  WalkResult result = walk_plan(plan, ops, rec);
+  REQUIRE_FALSE(result.finished());
+  const BlockedRank* b = blocked_rank(result, victim);
+  REQUIRE(b != nullptr);
+  CHECK(b->waits == BlockedRank::Waits::message);
+  CHECK(b->peer == culprit);
+  const BlockedRank blocked = *b;
+  return {std::move(result), blocked};
+}
+
 }  // namespace
 
 TEST_CASE("walk order respects every dependency, the same on every call", "[plans][walk]") {
-  const auto [algo, layout, P] = GENERATE(from_range(test::plan_cases()));
-  const bool causal = GENERATE(false, true);
-  const bool backward = GENERATE(false, true);
-  const Plan plan = build_plan(spec_of(algo, layout, P, causal, backward));
+  const test::MatrixCase c = GENERATE(from_range(test::matrix_cases()));
+  const Plan plan = build_plan(spec_of(c.algo, c.layout, c.ranks, c.causal, c.backward));
   INFO(plan.spec().describe());
   const std::vector<std::vector<Op>> ops = expand_all(plan);
   Recorder first(ops);
@@ -196,30 +240,19 @@ TEST_CASE("walk order respects every dependency, the same on every call", "[plan
 }
 
 TEST_CASE("a missing send: the receiver waits for the sender, which never sends it", "[plans][walk]") {
-  const Algorithm algo = GENERATE(Algorithm::ring, Algorithm::hybrid);
-  const LayoutKind layout = GENERATE(LayoutKind::contiguous, LayoutKind::zigzag, LayoutKind::striped);
-  const int64_t P = GENERATE(2, 3, 4, 8);
-  const bool backward = GENERATE(false, true);
-  const Plan plan = build_plan(spec_of(algo, layout, P, true, backward));
+  const FaultCase c = GENERATE(from_range(fault_cases({Algorithm::ring, Algorithm::hybrid})));
+  const Plan plan = c.plan();
   std::vector<std::vector<Op>> ops = expand_all(plan);
-  const int64_t culprit = GENERATE_COPY(range<int64_t>(0, P));
+  const int64_t culprit = GENERATE_COPY(range<int64_t>(0, c.P));
   INFO(plan.spec().describe() << ", rank " << culprit << " drops its first send");
-  const int64_t index = first_op(ops[static_cast<size_t>(culprit)], [](const Op& op) {
-    const auto* e = std::get_if<ExchangeOp>(&op.body);
-    return e && e->send_to >= 0;
-  });
+  const int64_t index = first_send(ops[static_cast<size_t>(culprit)]);
   if (index < 0) return;  // hybrid with U = P: no ring exchange
   auto& e = std::get<ExchangeOp>(ops[static_cast<size_t>(culprit)][static_cast<size_t>(index)].body);
   const int64_t victim = e.send_to;
   const int tag = e.tag;
   e.send_to = -1;
-  Recorder rec(ops);
-  const WalkResult result = walk_plan(plan, ops, rec);
-  REQUIRE_FALSE(result.finished());
-  const BlockedRank* b = blocked_rank(result, victim);
-  REQUIRE(b != nullptr);
-  CHECK(b->waits == BlockedRank::Waits::message);
-  CHECK(b->peer == culprit);
+  const auto [result, victim_blocked] = walk_blocked_on_message(plan, ops, victim, culprit);
+  const BlockedRank* b = &victim_blocked;
   CHECK(b->tag == tag);
   CHECK(std::holds_alternative<WaitOp>(op_at(ops, b->at).body));
   const Op& stopped = op_at(ops, b->at);
@@ -242,21 +275,12 @@ TEST_CASE("a wrong peer: the intended receiver is blocked, the message goes unre
   std::vector<std::vector<Op>> ops = expand_all(plan);
   const int64_t culprit = GENERATE_COPY(range<int64_t>(0, P));
   INFO(plan.spec().describe() << ", rank " << culprit);
-  const int64_t index = first_op(ops[static_cast<size_t>(culprit)], [](const Op& op) {
-    const auto* e = std::get_if<ExchangeOp>(&op.body);
-    return e && e->send_to >= 0;
-  });
+  const int64_t index = first_send(ops[static_cast<size_t>(culprit)]);
   REQUIRE(index >= 0);
   auto& e = std::get<ExchangeOp>(ops[static_cast<size_t>(culprit)][static_cast<size_t>(index)].body);
   const int64_t victim = e.send_to, wrong = (e.send_to + 1) % P;
   e.send_to = wrong;
-  Recorder rec(ops);
-  const WalkResult result = walk_plan(plan, ops, rec);
-  REQUIRE_FALSE(result.finished());
-  const BlockedRank* b = blocked_rank(result, victim);
-  REQUIRE(b != nullptr);
-  CHECK(b->waits == BlockedRank::Waits::message);
-  CHECK(b->peer == culprit);
+  const WalkResult result = walk_blocked_on_message(plan, ops, victim, culprit).first;
   bool stray = false;
   for (const WalkMessage& m : result.unreceived) stray |= m.from() == culprit && m.to == wrong && m.tag == e.tag;
   CHECK(stray);
@@ -267,16 +291,13 @@ TEST_CASE("a wrong peer: the intended receiver is blocked, the message goes unre
 }
 
 TEST_CASE("a collective a member never enters: the others wait for it, naming it", "[plans][walk]") {
-  const Algorithm algo = GENERATE(Algorithm::allgather, Algorithm::ulysses, Algorithm::hybrid);
-  const LayoutKind layout = GENERATE(LayoutKind::contiguous, LayoutKind::zigzag, LayoutKind::striped);
-  const int64_t P = GENERATE(2, 3, 4, 8);
-  const bool backward = GENERATE(false, true);
-  const Plan plan = build_plan(spec_of(algo, layout, P, true, backward));
+  const FaultCase c = GENERATE(from_range(fault_cases({Algorithm::allgather, Algorithm::ulysses, Algorithm::hybrid})));
+  const Plan plan = c.plan();
   std::vector<std::vector<Op>> ops = expand_all(plan);
-  const int64_t culprit = GENERATE_COPY(range<int64_t>(0, P));
+  const int64_t culprit = GENERATE_COPY(range<int64_t>(0, c.P));
   INFO(plan.spec().describe() << ", rank " << culprit << " skips its first collective");
   std::vector<Op>& list = ops[static_cast<size_t>(culprit)];
-  const int64_t index = first_op(list, [](const Op& op) { return std::holds_alternative<CollectiveOp>(op.body); });
+  const int64_t index = first_collective(list);
   if (index < 0) return;  // hybrid with U = 1: no collective
   const CollectiveOp skipped = std::get<CollectiveOp>(list[static_cast<size_t>(index)].body);
   if (skipped.members.size() < 2) return;  // a group of one waits for nobody
@@ -306,7 +327,7 @@ TEST_CASE("mismatched collective kinds are reported on entry, and the walk goes 
   const int64_t culprit = GENERATE_COPY(range<int64_t>(0, P));
   INFO(plan.spec().describe() << ", rank " << culprit);
   std::vector<Op>& list = ops[static_cast<size_t>(culprit)];
-  const int64_t index = first_op(list, [](const Op& op) { return std::holds_alternative<CollectiveOp>(op.body); });
+  const int64_t index = first_collective(list);
   REQUIRE(index >= 0);
   auto& c = std::get<CollectiveOp>(list[static_cast<size_t>(index)].body);
   if (c.members.size() < 2) return;

@@ -9,16 +9,38 @@
 using namespace ringlab;
 using namespace ringlab::testing;
 
+namespace {
+
+// Every rank's result of `collective` (called with its communicator) on a world of P ranks; the run
+// must end cleanly.
+template <typename Collective>
+std::vector<Buffer> outputs_of(int P, SendMode mode, Collective collective) {
+  std::vector<Buffer> outputs(static_cast<size_t>(P));
+  const RunReport report = World(world_options(P, mode)).run([&](Communicator& comm) {
+    outputs[static_cast<size_t>(comm.rank())] = collective(comm);
+  });
+  INFO("P=" << P << " " << send_mode_name(mode) << "\n" << report.describe());
+  REQUIRE(report.ok());
+  return outputs;
+}
+
+// What a rank-ordered sum of every rank's exact_payload elements [first, first + n) must be: rank 0's,
+// then + rank 1's, ... in that order.
+std::vector<float> rank_ordered_sum(int P, size_t first, size_t n) {
+  std::vector<float> sum(n, 0.0f);
+  for (int source = 0; source < P; ++source)
+    for (size_t k = 0; k < n; ++k) sum[k] += exact_value(source, first + k);
+  return sum;
+}
+
+}  // namespace
+
 TEST_CASE("all_gather concatenates every rank's input in rank order", "[sim][collectives]") {
   const int P = GENERATE(1, 2, 3, 4, 8);
   const SendMode mode = GENERATE(SendMode::eager, SendMode::rendezvous);
   const size_t n = 5;
-  std::vector<Buffer> outputs(static_cast<size_t>(P));
-  const RunReport report = World(world_options(P, mode)).run([&](Communicator& comm) {
-    outputs[static_cast<size_t>(comm.rank())] = comm.all_gather(exact_payload(comm.rank(), n));
-  });
-  INFO("P=" << P << " " << send_mode_name(mode) << "\n" << report.describe());
-  REQUIRE(report.ok());
+  const std::vector<Buffer> outputs =
+      outputs_of(P, mode, [&](Communicator& comm) { return comm.all_gather(exact_payload(comm.rank(), n)); });
   std::vector<float> expected;
   for (int rank = 0; rank < P; ++rank) {
     const std::vector<float> part = exact_payload(rank, n);
@@ -30,13 +52,10 @@ TEST_CASE("all_gather concatenates every rank's input in rank order", "[sim][col
 TEST_CASE("all_to_all sends chunk j to rank j and lays chunks out by source rank", "[sim][collectives]") {
   const int P = GENERATE(1, 2, 3, 4, 8);
   const size_t c = 3;  // floats per chunk
-  std::vector<Buffer> outputs(static_cast<size_t>(P));
-  const RunReport report = World(world_options(P)).run([&](Communicator& comm) {
-    // input: (P, c); element (j, k) = exact_value(rank, j c + k)
-    outputs[static_cast<size_t>(comm.rank())] = comm.all_to_all(exact_payload(comm.rank(), c * static_cast<size_t>(P)));
+  // input: (P, c); element (j, k) = exact_value(rank, j c + k)
+  const std::vector<Buffer> outputs = outputs_of(P, SendMode::eager, [&](Communicator& comm) {
+    return comm.all_to_all(exact_payload(comm.rank(), c * static_cast<size_t>(P)));
   });
-  INFO(report.describe());
-  REQUIRE(report.ok());
   for (int me = 0; me < P; ++me) {
     std::vector<float> expected;  // chunk i = rank i's chunk `me`
     for (int source = 0; source < P; ++source) {
@@ -49,35 +68,19 @@ TEST_CASE("all_to_all sends chunk j to rank j and lays chunks out by source rank
 TEST_CASE("reduce_scatter gives rank r the rank-ordered sum of everyone's chunk r", "[sim][collectives]") {
   const int P = GENERATE(1, 2, 3, 4, 8);
   const size_t c = 4;
-  std::vector<Buffer> outputs(static_cast<size_t>(P));
-  const RunReport report = World(world_options(P)).run([&](Communicator& comm) {
-    outputs[static_cast<size_t>(comm.rank())] =
-        comm.reduce_scatter(exact_payload(comm.rank(), c * static_cast<size_t>(P)));
+  const std::vector<Buffer> outputs = outputs_of(P, SendMode::eager, [&](Communicator& comm) {
+    return comm.reduce_scatter(exact_payload(comm.rank(), c * static_cast<size_t>(P)));
   });
-  INFO(report.describe());
-  REQUIRE(report.ok());
-  for (int me = 0; me < P; ++me) {
-    std::vector<float> expected(c, 0.0f);
-    for (int source = 0; source < P; ++source) {
-      for (size_t k = 0; k < c; ++k) expected[k] += exact_value(source, static_cast<size_t>(me) * c + k);
-    }
-    CHECK(same_bits(outputs[static_cast<size_t>(me)], expected));
-  }
+  for (int me = 0; me < P; ++me)
+    CHECK(same_bits(outputs[static_cast<size_t>(me)], rank_ordered_sum(P, static_cast<size_t>(me) * c, c)));
 }
 
 TEST_CASE("all_reduce gives every rank the rank-ordered sum", "[sim][collectives]") {
   const int P = GENERATE(1, 2, 3, 4, 8);
   const size_t n = 6;
-  std::vector<Buffer> outputs(static_cast<size_t>(P));
-  const RunReport report = World(world_options(P)).run([&](Communicator& comm) {
-    outputs[static_cast<size_t>(comm.rank())] = comm.all_reduce(exact_payload(comm.rank(), n));
-  });
-  INFO(report.describe());
-  REQUIRE(report.ok());
-  std::vector<float> expected(n, 0.0f);
-  for (int source = 0; source < P; ++source) {
-    for (size_t k = 0; k < n; ++k) expected[k] += exact_value(source, k);
-  }
+  const std::vector<Buffer> outputs = outputs_of(
+      P, SendMode::eager, [&](Communicator& comm) { return comm.all_reduce(exact_payload(comm.rank(), n)); });
+  const std::vector<float> expected = rank_ordered_sum(P, 0, n);
   for (int rank = 0; rank < P; ++rank) CHECK(same_bits(outputs[static_cast<size_t>(rank)], expected));
 }
 

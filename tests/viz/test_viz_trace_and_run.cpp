@@ -9,6 +9,7 @@
 #include "reference/inputs.hpp"
 #include "sim/pipeline/trace.hpp"
 #include "sim/ranks/world_options.hpp"
+#include "tests/plan/plan_cases.hpp"
 #include "viz/model/live_run.hpp"
 #include "viz/model/trace_model.hpp"
 #include "viz_test_support.hpp"
@@ -36,7 +37,7 @@ TEST_CASE("a trace's model has the plan's grid, held blocks and transfers, in me
   const int64_t P = GENERATE(1, 3, 4);
   const LayoutKind layout = GENERATE(LayoutKind::contiguous, LayoutKind::zigzag);
   const PlanSpec spec = spec_of(Algorithm::ring, layout, P, true);
-  const ScheduleModel plan = test::model_of(spec);
+  const ScheduleModel plan = viz::test::model_of(spec);
   // Through the JSON text, as a file would be read.
   const std::vector<TraceEvent> events =
       parse_chrome_trace(chrome_trace_json(traced_run(spec), static_cast<int>(P)), "run.json");
@@ -125,7 +126,7 @@ TEST_CASE("small run specs keep the blocks, units and shapes of the plan on scre
   CHECK(small.dims.seq <= 512);
   CHECK(small.dims.batch == 1);
   CHECK(small.dims.heads <= 16);
-  const ScheduleModel big = test::model_of(spec), run = test::model_of(small);
+  const ScheduleModel big = viz::test::model_of(spec), run = viz::test::model_of(small);
   REQUIRE(big.grids[0].blocks == run.grids[0].blocks);
   for (size_t i = 0; i < big.grids[0].cells.size(); ++i)
     CHECK(big.grids[0].cells[i].shape == run.grids[0].cells[i].shape);
@@ -217,20 +218,7 @@ TEST_CASE("LiveRun runs on a background thread and hands the outcome over once",
 }
 
 TEST_CASE("a trace carries its run's spec, every field, and refuses a malformed one", "[viz][trace]") {
-  PlanSpec spec;
-  spec.algo = Algorithm::hybrid;
-  spec.layout = LayoutKind::striped;
-  spec.block = 2;
-  spec.ranks = 8;
-  spec.ulysses = 2;
-  spec.dims = {3, 976, 8, 8, 128};  // as ringlab plan pads H=7 for U=2: one padding head
-  spec.causal = true;
-  spec.window = 77;
-  spec.documents = {480, 496};
-  spec.padding_heads = 1;
-  spec.skip = false;
-  spec.full_ring = true;
-  spec.backward = true;
+  PlanSpec spec = ringlab::test::every_field_spec();
   spec.element_bytes = 2;
   const TraceRun about{"ringlab-gpu run", "gpu-streams, 8 virtual ranks", spec};
   TraceEvent event;

@@ -16,7 +16,7 @@ namespace ringlab::viz {
 
 namespace {
 
-constexpr double kLeft = 70, kTop = 70;  // the matrix's corner: room for the title and axis labels
+constexpr double kMatrixLeft = 70, kMatrixTop = 70;  // the matrix's corner: room for the title and axis labels
 constexpr int64_t kNoDimming = std::numeric_limits<int64_t>::max();  // a figure shows every step done
 constexpr int64_t kLegendEntries = 16;
 
@@ -94,15 +94,15 @@ void draw_cell(Figure& figure, const ScheduleModel& model, const BlockGrid& grid
 
 void draw_axes(Figure& figure, const GridGeometry& g) {
   const double middle = (g.matrix.x0 + g.matrix.x1) / 2;
-  figure.texts.push_back({middle, kTop - 26, "key block (ring position)", 11, "middle"});
-  figure.texts.push_back({kLeft - 34, (g.matrix.y0 + g.matrix.y1) / 2, "query block (ring position)", 11, "middle",
-                          palette::paper::text, -90});
+  figure.texts.push_back({middle, kMatrixTop - 26, "key block (ring position)", 11, "middle"});
+  figure.texts.push_back({kMatrixLeft - 34, (g.matrix.y0 + g.matrix.y1) / 2, "query block (ring position)", 11,
+                          "middle", palette::paper::text, -90});
   for (int64_t b = 0; b < g.blocks; ++b) {
     if (g.cell < 14 && b % 4 != 0) continue;
     const Rect column = g.cell_rect(0, b), row = g.cell_rect(b, 0);
     const std::string name = std::to_string(b);
-    figure.texts.push_back({column.centre().x, kTop - 6, name, 9, "middle", palette::paper::text_dim});
-    figure.texts.push_back({kLeft - 6, row.centre().y + 3, name, 9, "end", palette::paper::text_dim});
+    figure.texts.push_back({column.centre().x, kMatrixTop - 6, name, 9, "middle", palette::paper::text_dim});
+    figure.texts.push_back({kMatrixLeft - 6, row.centre().y + 3, name, 9, "end", palette::paper::text_dim});
   }
 }
 
@@ -170,15 +170,16 @@ Figure grid_figure(const ScheduleModel& model, GridColouring colouring, Pass pas
   const int64_t N = grid->blocks;
   const double cell = std::clamp(std::floor(480.0 / static_cast<double>(N)), 8.0, 120.0);
   const double side = cell * static_cast<double>(N);
-  // The canvas grid_geometry lays the viewer's matrix into, placed so the matrix starts at (kLeft, kTop).
-  const Rect canvas{static_cast<float>(kLeft - GridGeometry::kMargin), static_cast<float>(kTop - GridGeometry::kMargin),
-                    static_cast<float>(kLeft + side + 8), static_cast<float>(kTop + side + 8)};
+  // The canvas grid_geometry lays the viewer's matrix into, placed so the matrix starts at (kMatrixLeft, kMatrixTop).
+  const Rect canvas{static_cast<float>(kMatrixLeft - GridGeometry::kMargin),
+                    static_cast<float>(kMatrixTop - GridGeometry::kMargin), static_cast<float>(kMatrixLeft + side + 8),
+                    static_cast<float>(kMatrixTop + side + 8)};
   const GridGeometry g = grid_geometry(canvas, N);
 
   Figure figure;
   figure.title = std::string(colouring == GridColouring::rank ? "blocks by rank" : "blocks by step") + " (" +
                  (pass == Pass::forward ? "forward" : "backward") + "): " + model.title;
-  figure.texts.push_back({kLeft, 22, figure.title, 13});
+  figure.texts.push_back({kMatrixLeft, 22, figure.title, 13});
   draw_axes(figure, g);
   for (const DocumentStrip& strip : document_strips(model, g))  // tokens coloured by document
     figure.rects.push_back({strip.rect.x0,
@@ -193,11 +194,11 @@ Figure grid_figure(const ScheduleModel& model, GridColouring colouring, Pass pas
   for (const GridCell& c : grid->cells)
     draw_cell(figure, model, *grid, c, g.cell_rect(c.q_block, c.kv_block), colouring);
 
-  const double legend_x = kLeft + side + 24;
-  double legend_y = draw_colour_legend(figure, model, *grid, colouring, legend_x, kTop);
+  const double legend_x = kMatrixLeft + side + 24;
+  double legend_y = draw_colour_legend(figure, model, *grid, colouring, legend_x, kMatrixTop);
   legend_y = draw_state_legend(figure, model, *grid, legend_x, legend_y);
   figure.width = legend_x + 160;
-  figure.height = std::max(kTop + side + 30, legend_y + 20);
+  figure.height = std::max(kMatrixTop + side + 30, legend_y + 20);
   fit_canvas_to_text(figure);
   return figure;
 }

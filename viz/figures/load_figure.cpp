@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "reference/printf_text.hpp"
 #include "viz/figures/book_figures.hpp"
 #include "viz/model/geometry.hpp"
 
@@ -12,14 +13,8 @@ namespace ringlab::viz {
 
 namespace {
 
-constexpr double kLeft = 70, kTop = 60;  // the plot's corner: room for the title and the ms axis
+constexpr double kPlotLeft = 70, kPlotTop = 60;  // the plot's corner: room for the title and the ms axis
 constexpr double kPlotHeight = 320;
-
-std::string format_number(const char* pattern, double value) {
-  char text[48];
-  std::snprintf(text, sizeof text, pattern, value);
-  return text;
-}
 
 // The ms axis: round ticks from 0 to `top_ms`, grid lines across the plot.
 void draw_time_axis(Figure& figure, const Rect& plot, double top_ms) {
@@ -27,10 +22,10 @@ void draw_time_axis(Figure& figure, const Rect& plot, double top_ms) {
   for (int tick = 0; static_cast<double>(tick) * step_ms <= top_ms * 1.0001; ++tick) {
     const double t = static_cast<double>(tick) * step_ms;
     const double y = plot.y1 - plot.height() * (t / top_ms);
-    add_rule(figure, kLeft - 4, y, plot.x1, y + 0.5);
-    figure.texts.push_back({kLeft - 8, y + 4, format_number("%g", t), 9, "end", palette::paper::text_dim});
+    add_rule(figure, kPlotLeft - 4, y, plot.x1, y + 0.5);
+    figure.texts.push_back({kPlotLeft - 8, y + 4, printf_text("%g", t), 9, "end", palette::paper::text_dim});
   }
-  figure.texts.push_back({14, kTop - 10, "ms", 10, "start", palette::paper::text_dim});
+  figure.texts.push_back({14, kPlotTop - 10, "ms", 10, "start", palette::paper::text_dim});
 }
 
 void draw_dashed(Figure& figure, double x0, double x1, double y, Rgba colour, const std::string& css_class) {
@@ -47,18 +42,18 @@ Figure load_figure(const ScheduleModel& model) {
   const auto P = static_cast<int64_t>(load.ranks.size());
   check_figure_size(FigureKind::load, model.ring, P);
   const double pitch = std::clamp(std::floor(640.0 / static_cast<double>(std::max<int64_t>(1, P))), 3.0, 48.0);
-  // The canvas bar_geometry lays the bars into, placed so its plot starts at (kLeft, kTop).
-  const Rect canvas{static_cast<float>(kLeft - 8), static_cast<float>(kTop - 22),
-                    static_cast<float>(kLeft + pitch * static_cast<double>(P) + 8),
-                    static_cast<float>(kTop + kPlotHeight + 18)};
+  // The canvas bar_geometry lays the bars into, placed so its plot starts at (kPlotLeft, kPlotTop).
+  const Rect canvas{static_cast<float>(kPlotLeft - 8), static_cast<float>(kPlotTop - 22),
+                    static_cast<float>(kPlotLeft + pitch * static_cast<double>(P) + 8),
+                    static_cast<float>(kPlotTop + kPlotHeight + 18)};
   const BarGeometry g = bar_geometry(canvas, P);
 
   Figure figure;
   figure.title = "per-rank time: " + model.title;
-  figure.texts.push_back({kLeft, 22, figure.title, 13});
-  figure.texts.push_back({kLeft, 40,
-                          format_number("max/mean: FLOPs %.2f", load.flops_imbalance()) +
-                              format_number(", busy time %.2f", load.busy_imbalance()),
+  figure.texts.push_back({kPlotLeft, 22, figure.title, 13});
+  figure.texts.push_back({kPlotLeft, 40,
+                          printf_text("max/mean: FLOPs %.2f", load.flops_imbalance()) +
+                              printf_text(", busy time %.2f", load.busy_imbalance()),
                           10, "start", palette::paper::text_dim});
   double top = 0, mean = 0;
   for (const RankLoad& r : load.ranks) top = std::max(top, r.busy + r.blocked), mean += r.busy + r.blocked;
@@ -70,9 +65,8 @@ Figure load_figure(const ScheduleModel& model) {
   for (int64_t i = 0; i < P; ++i) {
     const RankLoad& r = load.ranks[static_cast<size_t>(i)];
     const Rect slot = g.slot(i);
-    const std::string rank = std::to_string(i), flops = format_number("%.6g", r.flops);
-    const std::string busy_ms = format_number("%.6g", r.busy * 1e3),
-                      blocked_ms = format_number("%.6g", r.blocked * 1e3);
+    const std::string rank = std::to_string(i), flops = printf_text("%.6g", r.flops);
+    const std::string busy_ms = printf_text("%.6g", r.busy * 1e3), blocked_ms = printf_text("%.6g", r.blocked * 1e3);
     figure.rects.push_back({slot.x0,
                             y_of(r.busy),
                             slot.width(),
@@ -102,7 +96,7 @@ Figure load_figure(const ScheduleModel& model) {
   figure.texts.push_back({g.plot.x1 + 4, y_of(mean) + 4, "mean", 9, "start", palette::paper::text});
 
   const double legend_x = g.plot.x1 + 44;
-  double y = add_legend_item(figure, legend_x, kTop, palette::busy_bar, "busy: computing");
+  double y = add_legend_item(figure, legend_x, kPlotTop, palette::busy_bar, "busy: computing");
   y = add_legend_item(figure, legend_x, y, palette::blocked_bar, "blocked: waiting for messages, collectives");
   figure.width = legend_x + 160;
   figure.height = std::max(static_cast<double>(g.plot.y1) + 50, y + 20);

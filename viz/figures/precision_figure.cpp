@@ -6,19 +6,14 @@
 #include <cstdio>
 #include <string>
 
+#include "reference/printf_text.hpp"
 #include "viz/figures/book_figures.hpp"
 
 namespace ringlab::viz {
 
 namespace {
 
-constexpr double kLeft = 70, kTop = 60, kWidth = 420, kHeight = 300;
-
-std::string format_number(const char* pattern, double value) {
-  char text[48];
-  std::snprintf(text, sizeof text, pattern, value);
-  return text;
-}
+constexpr double kChartLeft = 70, kChartTop = 60, kChartWidth = 420, kChartHeight = 300;
 
 }  // namespace
 
@@ -29,27 +24,28 @@ Figure precision_figure(const std::string& title, const std::vector<ErrorSeries>
     for (const auto& [ranks, ratio] : s.points) max_ranks = std::max(max_ranks, ranks), top = std::max(top, ratio);
   const double x_span = std::log2(static_cast<double>(max_ranks));
   const double y_top = std::ceil(top);  // linear ratio axis from 1 up
-  auto x_of = [&](int64_t ranks) { return kLeft + kWidth * std::log2(static_cast<double>(ranks)) / x_span; };
-  auto y_of = [&](double ratio) { return kTop + kHeight * (1 - (ratio - 1) / std::max(1e-9, y_top - 1)); };
+  auto x_of = [&](int64_t ranks) { return kChartLeft + kChartWidth * std::log2(static_cast<double>(ranks)) / x_span; };
+  auto y_of = [&](double ratio) { return kChartTop + kChartHeight * (1 - (ratio - 1) / std::max(1e-9, y_top - 1)); };
 
   Figure figure;
   figure.title = title;
-  figure.texts.push_back({kLeft, 22, title, 13});
-  figure.texts.push_back({kLeft, 40, "RMS error against float64, as a multiple of the same run's on one rank", 10,
+  figure.texts.push_back({kChartLeft, 22, title, 13});
+  figure.texts.push_back({kChartLeft, 40, "RMS error against float64, as a multiple of the same run's on one rank", 10,
                           "start", palette::paper::text_dim});
   const double step = nice_step(y_top - 1);
   for (int tick = 0; 1 + tick * step <= y_top + 1e-9; ++tick) {
     const double r = 1 + tick * step;
-    add_rule(figure, kLeft - 4, y_of(r), kLeft + kWidth, y_of(r) + 0.5);
-    figure.texts.push_back({kLeft - 8, y_of(r) + 4, format_number("%gx", r), 9, "end", palette::paper::text_dim});
+    add_rule(figure, kChartLeft - 4, y_of(r), kChartLeft + kChartWidth, y_of(r) + 0.5);
+    figure.texts.push_back({kChartLeft - 8, y_of(r) + 4, printf_text("%gx", r), 9, "end", palette::paper::text_dim});
   }
   for (int64_t p = 1; p <= max_ranks; p *= 2) {
-    add_rule(figure, x_of(p), kTop, x_of(p) + 0.5, kTop + kHeight + 4);
-    figure.texts.push_back({x_of(p), kTop + kHeight + 16, std::to_string(p), 9, "middle", palette::paper::text_dim});
+    add_rule(figure, x_of(p), kChartTop, x_of(p) + 0.5, kChartTop + kChartHeight + 4);
+    figure.texts.push_back(
+        {x_of(p), kChartTop + kChartHeight + 16, std::to_string(p), 9, "middle", palette::paper::text_dim});
   }
-  figure.texts.push_back({kLeft + kWidth / 2, kTop + kHeight + 34, "ranks P", 11, "middle"});
+  figure.texts.push_back({kChartLeft + kChartWidth / 2, kChartTop + kChartHeight + 34, "ranks P", 11, "middle"});
 
-  double legend_y = kTop;
+  double legend_y = kChartTop;
   for (const ErrorSeries& s : series) {
     for (size_t i = 0; i < s.points.size(); ++i) {
       const double x = x_of(s.points[i].first), y = y_of(s.points[i].second);
@@ -62,8 +58,8 @@ Figure precision_figure(const std::string& title, const std::vector<ErrorSeries>
                               "point",
                               {{"series", s.label},
                                {"ranks", std::to_string(s.points[i].first)},
-                               {"ratio", format_number("%.4g", s.points[i].second)}},
-                              s.label + format_number(", %.3gx", s.points[i].second)});
+                               {"ratio", printf_text("%.4g", s.points[i].second)}},
+                              s.label + printf_text(", %.3gx", s.points[i].second)});
       if (i == 0) continue;
       const double x0 = x_of(s.points[i - 1].first), y0 = y_of(s.points[i - 1].second);
       if (!s.dashed) {
@@ -76,10 +72,10 @@ Figure precision_figure(const std::string& title, const std::vector<ErrorSeries>
                                 s.width, "series dashed"});
       }
     }
-    legend_y = add_legend_item(figure, kLeft + kWidth + 30, legend_y, s.colour, s.label);
+    legend_y = add_legend_item(figure, kChartLeft + kChartWidth + 30, legend_y, s.colour, s.label);
   }
-  figure.width = kLeft + kWidth + 220;
-  figure.height = std::max(kTop + kHeight + 50, legend_y + 20);
+  figure.width = kChartLeft + kChartWidth + 220;
+  figure.height = std::max(kChartTop + kChartHeight + 50, legend_y + 20);
   fit_canvas_to_text(figure);
   return figure;
 }

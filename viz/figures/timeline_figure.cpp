@@ -15,7 +15,7 @@ namespace ringlab::viz {
 
 namespace {
 
-constexpr double kLeft = 70, kTop = 40;  // the rows' corner: room for the title
+constexpr double kRowsLeft = 70, kRowsTop = 40;  // the rows' corner: room for the title
 constexpr double kRowHeight = 14;
 constexpr double kPlotWidth = 900;
 constexpr int64_t kLegendBlocks = 16;
@@ -72,7 +72,7 @@ void draw_legend(Figure& figure, const ScheduleModel& model, double y) {
       kinds.insert(span.kind);
       if (span.kind == SpanKind::compute && span.block >= 0) blocks.insert(span.block);
     }
-  double x = kLeft;
+  double x = kRowsLeft;
   figure.texts.push_back({x, y + 11, "compute, by K/V block:", 10});
   x = text_box(figure.texts.back()).x1 + 8;
   int64_t shown = 0;
@@ -90,13 +90,13 @@ void draw_legend(Figure& figure, const ScheduleModel& model, double y) {
   for (const LegendEntry& entry : timeline_legend(model)) {
     if (entry.kind == SpanKind::compute) continue;
     y += 18;
-    figure.rects.push_back({kLeft, y, 12, 12, span_colour(entry.kind, entry.block), true, "legend", {}, ""});
-    figure.texts.push_back({kLeft + 16, y + 10, entry.label, 10});
+    figure.rects.push_back({kRowsLeft, y, 12, 12, span_colour(entry.kind, entry.block), true, "legend", {}, ""});
+    figure.texts.push_back({kRowsLeft + 16, y + 10, entry.label, 10});
   }
   if (kinds.count(SpanKind::other)) {
     y += 18;
-    figure.rects.push_back({kLeft, y, 12, 12, span_colour(SpanKind::other, -1), true, "legend", {}, ""});
-    figure.texts.push_back({kLeft + 16, y + 10, "other", 10});
+    figure.rects.push_back({kRowsLeft, y, 12, 12, span_colour(SpanKind::other, -1), true, "legend", {}, ""});
+    figure.texts.push_back({kRowsLeft + 16, y + 10, "other", 10});
   }
 }
 
@@ -115,25 +115,25 @@ Figure timeline_figure(const ScheduleModel& model) {
   for (const TimelineRow& row : model.timeline.rows) any_span |= !row.spans.empty();
   if (!any_span) throw std::logic_error("timeline_figure needs a model whose timeline has spans");
   const double rows_height = kRowHeight * kTimelineLanes * static_cast<double>(model.ranks);
-  // The canvas timeline_geometry lays the rows into, placed so the rows start at (kLeft, kTop).
-  const Rect canvas{static_cast<float>(kLeft - TimelineGeometry::kLabelWidth),
-                    static_cast<float>(kTop - TimelineGeometry::kAxisHeight),
-                    static_cast<float>(kLeft + kPlotWidth + 6), static_cast<float>(kTop + rows_height + 4)};
+  // The canvas timeline_geometry lays the rows into, placed so the rows start at (kRowsLeft, kRowsTop).
+  const Rect canvas{static_cast<float>(kRowsLeft - TimelineGeometry::kLabelWidth),
+                    static_cast<float>(kRowsTop - TimelineGeometry::kAxisHeight),
+                    static_cast<float>(kRowsLeft + kPlotWidth + 6), static_cast<float>(kRowsTop + rows_height + 4)};
   const TimelineGeometry g = timeline_geometry(canvas, model.ranks);
   TimeWindow window;
   window.fit(model.timeline.end);
 
   Figure figure;
   figure.title = "simulated timeline: " + model.title;
-  figure.texts.push_back({kLeft, 22, figure.title, 13});
+  figure.texts.push_back({kRowsLeft, 22, figure.title, 13});
   const double rows_bottom = g.row(model.ranks - 1, kTimelineLanes - 1).y1;
   for (int64_t r = 0; r < model.ranks; ++r) {
     const Rect compute = g.row(r, kComputeLane);
-    figure.texts.push_back({kLeft - 8, compute.y1 - 3, "rank " + std::to_string(r), 9, "end"});
+    figure.texts.push_back({kRowsLeft - 8, compute.y1 - 3, "rank " + std::to_string(r), 9, "end"});
     for (const int lane : {kCommLane, kExposedLane})
       figure.texts.push_back(
-          {kLeft - 8, g.row(r, lane).y1 - 4, timeline_lane_name(lane), 7, "end", palette::paper::text_dim});
-    if (r > 0) add_rule(figure, kLeft, compute.y0 - 0.25, kLeft + kPlotWidth, compute.y0 + 0.25);
+          {kRowsLeft - 8, g.row(r, lane).y1 - 4, timeline_lane_name(lane), 7, "end", palette::paper::text_dim});
+    if (r > 0) add_rule(figure, kRowsLeft, compute.y0 - 0.25, kRowsLeft + kPlotWidth, compute.y0 + 0.25);
   }
   draw_time_axis(figure, g.area, window, rows_bottom);
   for (const TimelineRow& row : model.timeline.rows) {
@@ -141,7 +141,7 @@ Figure timeline_figure(const ScheduleModel& model) {
     for (const Span& span : row.spans) draw_span(figure, row, span, span_rect(span, band, window, g.area, row.lane));
   }
   draw_legend(figure, model, rows_bottom + 44);
-  figure.width = kLeft + kPlotWidth + 40;
+  figure.width = kRowsLeft + kPlotWidth + 40;
   figure.height = rows_bottom + 44 + legend_height(model);
   fit_canvas_to_text(figure);
   return figure;

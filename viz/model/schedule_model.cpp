@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "reference/names.hpp"
+#include "reference/printf_text.hpp"
 #include "sim/plan/queries.hpp"
 #include "sim/plan/walk.hpp"
 
@@ -33,17 +34,11 @@ std::string time_source(const Timeline& timeline) {
 
 namespace {
 
-std::string format(const char* pattern, auto... args) {
-  char buffer[320];
-  std::snprintf(buffer, sizeof buffer, pattern, args...);
-  return buffer;
-}
-
 std::string flops_text(double flops) {
-  if (flops >= 1e12) return format("%.2f TFLOP", flops / 1e12);
-  if (flops >= 1e9) return format("%.2f GFLOP", flops / 1e9);
-  if (flops >= 1e6) return format("%.2f MFLOP", flops / 1e6);
-  return format("%.0f FLOP", flops);
+  if (flops >= 1e12) return printf_text("%.2f TFLOP", flops / 1e12);
+  if (flops >= 1e9) return printf_text("%.2f GFLOP", flops / 1e9);
+  if (flops >= 1e6) return printf_text("%.2f MFLOP", flops / 1e6);
+  return printf_text("%.0f FLOP", flops);
 }
 
 const char* shape_meaning(BlockShape shape) {
@@ -96,9 +91,9 @@ std::string ScheduleModel::step_label(int64_t step) const {
   if (step < 0 || step >= step_count()) return "no step";
   const StepView& s = steps[static_cast<size_t>(step)];
   const PhaseView& phase = phases[static_cast<size_t>(s.phase)];
-  std::string text = format("step %lld of %lld: %s", static_cast<long long>(step),
-                            static_cast<long long>(step_count() - 1), phase.name.c_str());
-  if (phase.steps > 1) text += format(", step %lld", static_cast<long long>(s.phase_step));
+  std::string text = printf_text("step %lld of %lld: %s", static_cast<long long>(step),
+                                 static_cast<long long>(step_count() - 1), phase.name.c_str());
+  if (phase.steps > 1) text += printf_text(", step %lld", static_cast<long long>(s.phase_step));
   return text;
 }
 
@@ -167,8 +162,8 @@ std::vector<std::string> ScheduleModel::describe_cell(const BlockGrid& grid, int
   };
   const char* pass = grid.pass == Pass::forward ? "forward" : "backward";
   lines.push_back(
-      format("%s: queries of block %lld%s", pass, static_cast<long long>(q_block), tokens(q_block).c_str()));
-  lines.push_back(format("x keys of block %lld%s", static_cast<long long>(kv_block), tokens(kv_block).c_str()));
+      printf_text("%s: queries of block %lld%s", pass, static_cast<long long>(q_block), tokens(q_block).c_str()));
+  lines.push_back(printf_text("x keys of block %lld%s", static_cast<long long>(kv_block), tokens(kv_block).c_str()));
   if (!cell.planned) {
     lines.push_back(source == SourceKind::trace ? "not in the trace: skipped, or not traced"
                                                 : "not computed by this plan");
@@ -180,30 +175,30 @@ std::vector<std::string> ScheduleModel::describe_cell(const BlockGrid& grid, int
   lines.push_back(shape_meaning(cell.shape));
   if (cell.computed()) {
     lines.push_back("work: " + flops_text(cell.flops) +
-                    format(", %lld visible pairs per (batch, head)", static_cast<long long>(cell.pairs)));
+                    printf_text(", %lld visible pairs per (batch, head)", static_cast<long long>(cell.pairs)));
   }
   switch (cell.cause) {
     case ErrorCause::none: break;
     case ErrorCause::wrong_result:
-      lines.push_back(format("WRONG: its own result is off by %.3g (%.0fx the tolerance)", cell.max_abs_error,
-                             cell.tolerance_used));
+      lines.push_back(printf_text("WRONG: its own result is off by %.3g (%.0fx the tolerance)", cell.max_abs_error,
+                                  cell.tolerance_used));
       break;
     case ErrorCause::wrong_mask:
       lines.push_back("WRONG (plan): masked by the query's index within its block, not by position");
       break;
     case ErrorCause::misrouted_gradient:
-      lines.push_back(format("WRONG: its dK/dV are added into the accumulator of block %lld, not %lld",
-                             static_cast<long long>(cell.misrouted_into), static_cast<long long>(kv_block)));
+      lines.push_back(printf_text("WRONG: its dK/dV are added into the accumulator of block %lld, not %lld",
+                                  static_cast<long long>(cell.misrouted_into), static_cast<long long>(kv_block)));
       break;
   }
   if (cell.measured && cell.cause == ErrorCause::none) {
-    lines.push_back(format("own result ok: max abs error %.3g (%.0f%% of the tolerance)", cell.max_abs_error,
-                           100 * cell.tolerance_used));
+    lines.push_back(printf_text("own result ok: max abs error %.3g (%.0f%% of the tolerance)", cell.max_abs_error,
+                                100 * cell.tolerance_used));
   }
   if (diagnosis.present && kv_block < static_cast<int64_t>(diagnosis.blocks.size()) && grid.pass == Pass::backward) {
     const BlockResult& r = diagnosis.blocks[static_cast<size_t>(kv_block)];
-    lines.push_back(format("key block %lld final dK/dV: max abs error %.3g / %.3g (%s)",
-                           static_cast<long long>(kv_block), r.dk_error, r.dv_error, r.key_ok ? "ok" : "WRONG"));
+    lines.push_back(printf_text("key block %lld final dK/dV: max abs error %.3g / %.3g (%s)",
+                                static_cast<long long>(kv_block), r.dk_error, r.dv_error, r.key_ok ? "ok" : "WRONG"));
   }
   if (!diagnosis.present && cell.cause == ErrorCause::none && source != SourceKind::trace) {
     lines.push_back("no run attached: Run measures each block's error");
@@ -335,17 +330,18 @@ void locate_first_error(ScheduleModel& m) {
   const long long q = e.q_block, k = e.kv_block;
   switch (e.cause) {
     case ErrorCause::misrouted_gradient:
-      e.text =
-          where +
-          format("dK/dV of key block %lld (from queries of block %lld) are added into the accumulator of block %lld", k,
-                 q, static_cast<long long>(best->misrouted_into));
+      e.text = where +
+               printf_text(
+                   "dK/dV of key block %lld (from queries of block %lld) are added into the accumulator of block %lld",
+                   k, q, static_cast<long long>(best->misrouted_into));
       break;
     case ErrorCause::wrong_mask:
-      e.text =
-          where + format("block %lld x %lld is masked by the query's index within its block, not its position", q, k);
+      e.text = where +
+               printf_text("block %lld x %lld is masked by the query's index within its block, not its position", q, k);
       break;
     case ErrorCause::wrong_result:
-      e.text = where + format("block %lld x %lld is wrong on its own (max abs error %.3g)", q, k, best->max_abs_error);
+      e.text =
+          where + printf_text("block %lld x %lld is wrong on its own (max abs error %.3g)", q, k, best->max_abs_error);
       break;
     case ErrorCause::none: break;
   }
