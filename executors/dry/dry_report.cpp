@@ -139,16 +139,17 @@ void print_model_assumptions(std::ostream& os, const Hardware& hw) {
         static_cast<long long>(d.shared_cores));
   }
   if (d.ranks_per_device > 1) {
-    os << format("  %lld ranks share each device: their kernels run under processor sharing (k at once: 1/k each)\n",
-                 static_cast<long long>(d.ranks_per_device));
+    os << printf_text(
+        "  %lld ranks share each device: their kernels run under processor sharing (k at once: 1/k each)\n",
+        static_cast<long long>(d.ranks_per_device));
   }
   if (!d.block_rows.empty() || d.short_queries.forward != 1 || d.short_queries.backward != 1 ||
       d.short_keys.forward != 1 || d.short_keys.backward != 1) {
     std::string rows;
     for (const BlockRows& b : d.block_rows)
-      rows +=
-          format("%s%lld: %.3g/%.3g", rows.empty() ? "" : ", ", static_cast<long long>(b.rows), b.forward, b.backward);
-    os << format(
+      rows += printf_text("%s%lld: %.3g/%.3g", rows.empty() ? "" : ", ", static_cast<long long>(b.rows), b.forward,
+                          b.backward);
+    os << printf_text(
         "  kernel throughput factors (forward/backward): block rows %s; half the queries %.3g/%.3g; half the "
         "keys %.3g/%.3g\n",
         rows.empty() ? "-" : rows.c_str(), d.short_queries.forward, d.short_queries.backward, d.short_keys.forward,
