@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -55,63 +56,27 @@ RankGeometry::RankGeometry(const Plan& plan, int64_t rank_, Dtype dtype_)
   heads = plan.heads_per_rank(), kv_heads = plan.kv_heads_per_rank();
 }
 
-// ---- [fused finalize] --------------------------------------------------------------------------
+// ---- [fused finalize and init] -----------------------------------------------------------------
 
-FusedFinalize plan_fused_finalize(const std::vector<Op>& ops, int64_t rows, Dtype dtype) {
-  if (dtype == Dtype::fp32) return {};
-  // The forward computes before FinalizeOp, and last[row]: (compute, block) of the row's last block.
-  std::vector<const ComputeOp*> computes;
-  std::vector<std::pair<size_t, size_t>> last(static_cast<size_t>(rows), {SIZE_MAX, SIZE_MAX});
-  auto launches = [](const KernelBlock& kb) { return !kb.q_rows.empty() && !kb.kv_rows.empty(); };
-  bool finalize_op = false;
-  for (const Op& op : ops) {
-    if (std::holds_alternative<FinalizeOp>(op.body)) {
-      finalize_op = true;
-      break;
-    }
-    const auto* compute = std::get_if<ComputeOp>(&op.body);
-    if (compute == nullptr || compute->pass != Pass::forward) continue;
-    for (size_t k = 0; k < compute->kernels.size(); ++k) {
-      const KernelBlock& kb = compute->kernels[k];
-      if (!launches(kb)) continue;
-      if (kb.q_rows.begin < 0 || kb.q_rows.end > rows) {
-        throw std::logic_error("gpu rank: a kernel block's query rows lie outside the rank's block");
-      }
-      for (int64_t r = kb.q_rows.begin; r < kb.q_rows.end; ++r) last[static_cast<size_t>(r)] = {computes.size(), k};
-    }
-    computes.push_back(compute);
-  }
-  if (!finalize_op) return {};
+namespace {
 
-  FusedFinalize fused;
-  fused.fused = true;
-  for (size_t c = 0; c < computes.size(); ++c) {
-    const std::vector<KernelBlock>& kernels = computes[c]->kernels;
-    std::vector<bool>& finalizes = fused.finalizes.emplace_back(kernels.size(), false);
-    for (size_t k = 0; k < kernels.size(); ++k) {
-      const RowRange q = kernels[k].q_rows;
-      finalizes[k] = launches(kernels[k]) && std::all_of(last.begin() + q.begin, last.begin() + q.end, [&](auto at) {
-                       return at == std::pair<size_t, size_t>{c, k};
-                     });
-    }
-  }
-  for (const auto& [c, k] : last) {
-    const bool untouched = c == SIZE_MAX;
-    if (untouched || !fused.finalizes[c][k]) return {};
-  }
-  return fused;
-}
-
-// ---- [fused init] ------------------------------------------------------------------------------
-
-FusedInit plan_fused_init(const std::vector<Op>& ops, int64_t rows, Dtype dtype) {
-  if (dtype == Dtype::fp32) return {};
-  // The forward computes, and first[row]: (compute, block) of the row's first block.
+// The launches that own every query row they cover, over the forward computes of `ops` (up to the
+// FinalizeOp when `until_finalize`): a row's owner is the last (or the first) kernel block, in launch
+// order, that covers it; blocks that launch nothing do not count. [compute][block] marks, or nothing
+// when a row has no owner or its owner does not own all its rows (the fusion is all or nothing).
+// `finalize_seen`: whether the walk met a FinalizeOp.
+std::optional<std::vector<std::vector<bool>>> owning_launches(const std::vector<Op>& ops, int64_t rows, bool last,
+                                                              bool until_finalize, bool& finalize_seen) {
   std::vector<const ComputeOp*> computes;
   constexpr std::pair<size_t, size_t> kNone{SIZE_MAX, SIZE_MAX};
-  std::vector<std::pair<size_t, size_t>> first(static_cast<size_t>(rows), kNone);
+  std::vector<std::pair<size_t, size_t>> owner(static_cast<size_t>(rows), kNone);
   auto launches = [](const KernelBlock& kb) { return !kb.q_rows.empty() && !kb.kv_rows.empty(); };
+  finalize_seen = false;
   for (const Op& op : ops) {
+    if (std::holds_alternative<FinalizeOp>(op.body)) {
+      finalize_seen = true;
+      if (until_finalize) break;
+    }
     const auto* compute = std::get_if<ComputeOp>(&op.body);
     if (compute == nullptr || compute->pass != Pass::forward) continue;
     for (size_t k = 0; k < compute->kernels.size(); ++k) {
@@ -121,28 +86,45 @@ FusedInit plan_fused_init(const std::vector<Op>& ops, int64_t rows, Dtype dtype)
         throw std::logic_error("gpu rank: a kernel block's query rows lie outside the rank's block");
       }
       for (int64_t r = kb.q_rows.begin; r < kb.q_rows.end; ++r) {
-        if (first[static_cast<size_t>(r)] == kNone) first[static_cast<size_t>(r)] = {computes.size(), k};
+        auto& at = owner[static_cast<size_t>(r)];
+        if (last || at == kNone) at = {computes.size(), k};
       }
     }
     computes.push_back(compute);
   }
-
-  FusedInit fused;
-  fused.fused = true;
+  std::vector<std::vector<bool>> marks;
   for (size_t c = 0; c < computes.size(); ++c) {
     const std::vector<KernelBlock>& kernels = computes[c]->kernels;
-    std::vector<bool>& inits = fused.inits.emplace_back(kernels.size(), false);
+    std::vector<bool>& mark = marks.emplace_back(kernels.size(), false);
     for (size_t k = 0; k < kernels.size(); ++k) {
       const RowRange q = kernels[k].q_rows;
-      inits[k] = launches(kernels[k]) && std::all_of(first.begin() + q.begin, first.begin() + q.end, [&](auto at) {
-                   return at == std::pair<size_t, size_t>{c, k};
-                 });
+      mark[k] = launches(kernels[k]) && std::all_of(owner.begin() + q.begin, owner.begin() + q.end, [&](auto at) {
+                  return at == std::pair<size_t, size_t>{c, k};
+                });
     }
   }
-  for (const auto& [c, k] : first) {
-    if (c == SIZE_MAX || !fused.inits[c][k]) return {};
+  for (const auto& [c, k] : owner) {
+    if (c == SIZE_MAX || !marks[c][k]) return std::nullopt;
   }
-  return fused;
+  return marks;
+}
+
+}  // namespace
+
+FusedFinalize plan_fused_finalize(const std::vector<Op>& ops, int64_t rows, Dtype dtype) {
+  if (dtype == Dtype::fp32) return {};
+  bool finalize_op = false;
+  auto marks = owning_launches(ops, rows, true, true, finalize_op);
+  if (!finalize_op || !marks) return {};
+  return {true, std::move(*marks)};
+}
+
+FusedInit plan_fused_init(const std::vector<Op>& ops, int64_t rows, Dtype dtype) {
+  if (dtype == Dtype::fp32) return {};
+  bool finalize_op = false;
+  auto marks = owning_launches(ops, rows, false, false, finalize_op);
+  if (!marks) return {};
+  return {true, std::move(*marks)};
 }
 
 // ---- [construction] ----------------------------------------------------------------------------

@@ -209,34 +209,19 @@ ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s
                           const std::vector<std::string>& environment, size_t max_output, const Sandbox& sandbox) {
   ProcessResult result;
   int pipe_fds[2];
-  if (argv.empty() || pipe(pipe_fds) != 0) {
+  if (argv.empty() || pipe2(pipe_fds, O_CLOEXEC) != 0) {
     result.output = "could not start a process";
     return result;
   }
   const auto start = std::chrono::steady_clock::now();
-  const pid_t child = fork();
+  const pid_t child = start_child(argv, {{pipe_fds[1], STDOUT_FILENO}, {pipe_fds[1], STDERR_FILENO}}, environment,
+                                  sandbox, true, timeout_seconds);
+  close(pipe_fds[1]);
   if (child < 0) {
-    close(pipe_fds[0]), close(pipe_fds[1]);
+    close(pipe_fds[0]);
     result.output = "fork failed";
     return result;
   }
-  if (child == 0) {
-    setpgid(0, 0);  // its own group: a timeout kills it and every thread or child it made
-    dup2(pipe_fds[1], STDOUT_FILENO);
-    dup2(pipe_fds[1], STDERR_FILENO);
-    close(pipe_fds[0]), close(pipe_fds[1]);
-    for (const std::string& entry : environment) putenv(const_cast<char*>(entry.c_str()));
-    if (sandbox.active()) enter_sandbox(sandbox, timeout_seconds);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    const char* message = "could not execute the program\n";
-    (void)!write(STDERR_FILENO, message, strlen(message));
-    _exit(127);
-  }
-  setpgid(child, child);  // also from this side, so the group exists before any kill below
-  close(pipe_fds[1]);
   const auto deadline = start + std::chrono::duration<double>(timeout_seconds);
   pollfd fd{pipe_fds[0], POLLIN, 0};
   bool open = true;

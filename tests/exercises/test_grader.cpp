@@ -31,16 +31,8 @@ struct Graded : ringlab::test::GradedReport {
   }
 };
 
-Graded grade(const std::string& lab, const std::string& file, std::vector<std::string> extra = {}) {
-  setenv("RINGLAB_GRADE_CACHE", RINGLAB_GRADE_CACHE_DIR, 1);
-  std::vector<std::string> args{"grade", lab, file, "--json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  const auto run = run_binary(kBinary, args, 600);
-  Graded g;
-  g.status = run.status;
-  INFO(run.err);
-  REQUIRE_NOTHROW(g.report = nlohmann::json::parse(run.out));
-  return g;
+Graded grade(const std::string& lab, const std::string& file, const std::vector<std::string>& extra = {}) {
+  return ringlab::test::grade_json<Graded>(kBinary, lab, file, extra);
 }
 
 std::string read(const std::filesystem::path& path) {

@@ -58,29 +58,10 @@ fs::path write(const fs::path& path, const std::string& text) {
   return path;
 }
 
-struct Graded {
-  int status = -1;
-  nlohmann::json report;
-  std::string err;
-  const nlohmann::json& criterion(const std::string& id) const {
-    for (const auto& c : report["criteria"])
-      if (c["id"] == id) return c;
-    static const nlohmann::json none;
-    return none;
-  }
-};
+using Graded = ringlab::test::GradedReport;
 
-Graded grade(const std::string& lab, const std::string& file, std::vector<std::string> extra = {}) {
-  setenv("RINGLAB_GRADE_CACHE", RINGLAB_GRADE_CACHE_DIR, 1);
-  std::vector<std::string> args{"grade", lab, file, "--json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  const auto run = run_binary(kBinary, args, 600);
-  Graded g;
-  g.status = run.status;
-  g.err = run.err;
-  INFO(run.err);
-  REQUIRE_NOTHROW(g.report = nlohmann::json::parse(run.out));
-  return g;
+Graded grade(const std::string& lab, const std::string& file, const std::vector<std::string>& extra = {}) {
+  return ringlab::test::grade_json(kBinary, lab, file, extra);
 }
 
 // Refused: exit 1, nothing compiled or run, one line naming `what`.

@@ -178,13 +178,7 @@ struct Graded : ringlab::test::GradedReport {
 };
 
 Graded grade(const std::string& lab, const std::string& file) {
-  setenv("RINGLAB_GRADE_CACHE", RINGLAB_GRADE_CACHE_DIR, 1);
-  const auto run = run_binary(kBinary, {"grade", lab, file, "--json"}, 600);
-  Graded g;
-  g.status = run.status;
-  INFO(lab << " " << file << "\n" << run.err);
-  REQUIRE_NOTHROW(g.report = nlohmann::json::parse(run.out));
-  return g;
+  return ringlab::test::grade_json<Graded>(kBinary, lab, file);
 }
 
 // The solution.cpp of today with `patch` applied, written where the grader can read it.
