@@ -39,6 +39,7 @@ class Writer {
  public:
   static constexpr bool reading = false;
   void bytes(const void* data, size_t size) {
+    if (size == 0) return;
     const auto* p = static_cast<const char*>(data);
     buffer_.insert(buffer_.end(), p, p + size);
   }
@@ -56,6 +57,7 @@ class Reader {
   explicit Reader(std::string buffer) : buffer_(std::move(buffer)) {}
   void bytes(void* data, size_t size) {
     if (size > buffer_.size() - at_) throw WireError("a value runs past the end of its frame");
+    if (size == 0) return;  // an empty vector's data() may be null, which memcpy must not see
     std::memcpy(data, buffer_.data() + at_, size);
     at_ += size;
   }
