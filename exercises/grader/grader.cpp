@@ -282,13 +282,12 @@ std::string sandbox_folder(const std::string& parent, const Sandbox& sandbox) {
   return folder;
 }
 
-std::vector<Listed> list_criteria(const std::string& binary, std::string& problem, Sandbox sandbox,
-                                  const std::string& scratch) {
-  sandbox.directory = sandbox_folder(scratch, sandbox);
-  const ProcessResult run = run_process({binary, "--list"}, 30, {}, 64 * 1024, sandbox);
+// The criteria a judge (the lab's starter linked with its harness: no student code) lists.
+std::vector<Listed> list_criteria(const std::string& binary, std::string& problem) {
+  const ProcessResult run = run_process({binary, "--list"}, 30);
   std::vector<Listed> listed;
   if (run.timed_out || run.exit_status != 0) {
-    problem = run.timed_out ? "listing the criteria timed out (does a global constructor of your file loop?)"
+    problem = run.timed_out ? "listing the criteria timed out"
                             : "listing the criteria failed: " + (run.signal ? signal_text(run.signal) : run.output);
     return listed;
   }
@@ -298,7 +297,7 @@ std::vector<Listed> list_criteria(const std::string& binary, std::string& proble
     try {
       listed.push_back(listed_from(nlohmann::json::parse(line)));
     } catch (const nlohmann::json::exception&) {
-      // a line your file printed at start-up; ignore it
+      // not a criterion's line; ignore it
     }
   }
   if (listed.empty()) problem = "the lab binary listed no criteria";
@@ -473,7 +472,7 @@ std::vector<Listed> lab_listing(const LabInfo& lab, const std::string& headers) 
   const Compiled starter = compile(lab, file, true, headers, false);
   if (!starter.ok) return listed;
   std::string problem;
-  return list_criteria(starter.binary, problem, {}, "");
+  return list_criteria(starter.binary, problem);
 }
 
 // Every criterion at 0, not run, when there is no binary to run them with.
@@ -574,7 +573,7 @@ GradeReport grade(const GradeOptions& options) {
                      ": its starter does not compile, so the grader has no judge: " + first_error(judge.output));
   }
   std::string problem;
-  const std::vector<Listed> listed = list_criteria(judge.binary, problem, {}, scratch_template);
+  const std::vector<Listed> listed = list_criteria(judge.binary, problem);
   if (!problem.empty()) {
     fs::remove_all(scratch_template, error);
     report.criteria.front().status = Status::failed;

@@ -153,6 +153,22 @@ JudgedResult run_judged(const std::vector<std::string>& student_argv, const std:
     r.student.timed_out = r.judge.timed_out = true;
     if (!judge_done) kill(-judge, SIGKILL), waitpid(judge, nullptr, 0);
   }
+  if (!student_done && !timed_out) {
+    // A student's side whose output is closed is ending by itself (a crash, an exit: the kernel
+    // closes its descriptors before the judge can read the end of its frames): reaped, not killed.
+    while (open_out) {
+      pollfd fd{out[0], POLLIN, 0};
+      if (poll(&fd, 1, 0) <= 0) break;
+      open_out = drain(out[0], r.student.output, max_output);
+    }
+    while (!open_out && !student_done && std::chrono::steady_clock::now() < deadline) {
+      if (waitpid(student, &status, WNOHANG) == student) {
+        student_done = true, record_status(r.student, status);
+      } else {
+        usleep(1000);
+      }
+    }
+  }
   if (!student_done) {
     r.student_killed = !timed_out;
     kill(-student, SIGKILL);

@@ -272,6 +272,24 @@ Op forward_compute(const std::vector<std::array<int64_t, 4>>& blocks) {
   return Op{0, 0, compute};
 }
 
+// A random rank's op list for the rules' brute-force checks: 1-3 forward computes of 0-3 kernel
+// blocks over 6 query and 4 key rows (a block's query rows start at most at `q0_max` and hold at
+// least `min_q_rows`; about one in ten has no keys), then a FinalizeOp.
+std::vector<Op> random_forward_ops(std::mt19937& random, int64_t q0_max, int64_t min_q_rows, const Op& finalize) {
+  auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(random); };
+  std::vector<Op> ops;
+  for (int64_t c = uniform(1, 3); c > 0; --c) {
+    std::vector<std::array<int64_t, 4>> blocks;
+    for (int64_t k = uniform(0, 3); k > 0; --k) {
+      const int64_t q0 = uniform(0, q0_max), kv0 = uniform(0, 3);
+      blocks.push_back({q0, uniform(q0 + min_q_rows, 6), kv0, uniform(kv0 + (uniform(0, 9) > 0 ? 1 : 0), 4)});
+    }
+    ops.push_back(forward_compute(blocks));
+  }
+  ops.push_back(finalize);
+  return ops;
+}
+
 // What any choice of finalising launches must achieve, by brute force over every choice: the
 // launches (forward kernel blocks with rows, before FinalizeOp) in order, each a contribution to
 // its rows; an accumulating one adds to its rows' state, a finalising one writes out = state + its
@@ -375,19 +393,9 @@ TEST_CASE("plan_fused_finalize: the launches that finalise, against every choice
   }
   SECTION("random op lists") {
     std::mt19937 random(16);
-    auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(random); };
     int fused = 0;
     for (int trial = 0; trial < 300; ++trial) {
-      std::vector<Op> ops;
-      for (int64_t c = uniform(1, 3); c > 0; --c) {
-        std::vector<std::array<int64_t, 4>> blocks;
-        for (int64_t k = uniform(0, 3); k > 0; --k) {
-          const int64_t q0 = uniform(0, 5), kv0 = uniform(0, 3);
-          blocks.push_back({q0, uniform(q0, 6), kv0, uniform(kv0 + (uniform(0, 9) > 0 ? 1 : 0), 4)});
-        }
-        ops.push_back(forward_compute(blocks));
-      }
-      ops.push_back(finalize);
+      const std::vector<Op> ops = random_forward_ops(random, 5, 0, finalize);
       INFO("trial " << trial);
       expect_rule(ops, 6);
       fused += gpu::plan_fused_finalize(ops, 6, Dtype::bf16).fused ? 1 : 0;
@@ -515,19 +523,9 @@ TEST_CASE("plan_fused_init: the launches that start their rows, against every ch
   }
   SECTION("random op lists") {
     std::mt19937 random(25);
-    auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(random); };
     int fused = 0;
     for (int trial = 0; trial < 300; ++trial) {
-      std::vector<Op> ops;
-      for (int64_t c = uniform(1, 3); c > 0; --c) {
-        std::vector<std::array<int64_t, 4>> blocks;
-        for (int64_t k = uniform(0, 3); k > 0; --k) {
-          const int64_t q0 = uniform(0, 2), kv0 = uniform(0, 3);
-          blocks.push_back({q0, uniform(q0 + 1, 6), kv0, uniform(kv0 + (uniform(0, 9) > 0 ? 1 : 0), 4)});
-        }
-        ops.push_back(forward_compute(blocks));
-      }
-      ops.push_back(finalize);
+      const std::vector<Op> ops = random_forward_ops(random, 2, 1, finalize);
       INFO("trial " << trial);
       expect_init_rule(ops, 6);
       fused += gpu::plan_fused_init(ops, 6, Dtype::bf16).fused ? 1 : 0;
