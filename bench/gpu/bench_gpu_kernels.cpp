@@ -3,9 +3,13 @@
 // (on a reduced shape with the same D, mask and dtype), then timed with CUDA events.
 //
 // Shapes follow the FlashAttention benchmarks: batch x S = 16K tokens, heads x D = 2048.
-// Forward = accumulator init + attention + finalize; backward = zeroing dq/dk/dv + delta +
-// attention backward. Output: one fixed-width table (and --csv FILE with the same rows), which
-// bench/gpu/sdpa_compare.py puts side by side with PyTorch's SDPA on the same GPU.
+// Forward, bf16 / fp16: one launch that starts its rows from the empty state and finalises them
+// (the fused init and finalize, ForwardParams::init / out / lse) — how the executors run a rank's
+// only block, and what PyTorch's SDPA does. Timed beside it in the same run, the staged forward:
+// accumulator init + attention + finalize, three launches and the fp32 state's round trip, the path
+// of a ring step that merges into earlier steps (fp32 has only this one). Backward = zeroing
+// dq/dk/dv + delta + attention backward. Output: one fixed-width table (and --csv FILE with the
+// same rows), which bench/gpu/sdpa_compare.py puts side by side with PyTorch's SDPA on the same GPU.
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -76,11 +80,22 @@ gpu::AttentionParams params(const Problem& s, const Buffers& b) {
   return a;
 }
 
-void forward(Dtype dtype, const Problem& s, Buffers& b, cudaStream_t stream) {
-  const int64_t rows = int64_t(s.B) * s.H * s.S;
-  gpu::init_accumulator(b.acc_max.as<float>(), b.acc_sum.as<float>(), b.acc_out.as<float>(), rows, s.D, stream);
+// fused: one launch (bf16 / fp16 only); staged: init + attention + finalize.
+enum class ForwardPath { fused, staged };
+
+bool has_fused(Dtype dtype) { return dtype != Dtype::fp32; }
+
+void forward(Dtype dtype, const Problem& s, Buffers& b, ForwardPath path, cudaStream_t stream) {
   gpu::ForwardParams p;
   p.a = params(s, b);
+  if (path == ForwardPath::fused) {  // the accumulator is neither read nor written
+    p.init = true;
+    p.out = b.out.get(), p.lse = b.lse.as<float>();
+    gpu::forward_accumulate(dtype, p, stream);
+    return;
+  }
+  const int64_t rows = int64_t(s.B) * s.H * s.S;
+  gpu::init_accumulator(b.acc_max.as<float>(), b.acc_sum.as<float>(), b.acc_out.as<float>(), rows, s.D, stream);
   p.acc_max = b.acc_max.as<float>(), p.acc_sum = b.acc_sum.as<float>(), p.acc_out = b.acc_out.as<float>();
   gpu::forward_accumulate(dtype, p, stream);
   gpu::finalize_accumulator(dtype, p.acc_max, p.acc_sum, p.acc_out, s.B, s.H, s.S, s.D, b.out.get(), b.lse.as<float>(),
@@ -115,13 +130,12 @@ Tensor<float> fetch(const DeviceBuffer& b, ringlab::Shape shape, Dtype dtype) {
 }
 
 // The check before timing: a reduced shape (B = 1, S <= 1024, 2 heads) with the same D, mask and
-// dtype, every output against the reference kernel on the same rounded inputs.
+// dtype, every output of every forward path and of the backward against the reference kernel on
+// the same rounded inputs. Before each forward its outputs are poisoned (NaN bytes), so a path that
+// wrote nothing cannot pass on what the other path left.
 bool check(Dtype dtype, Problem s, cudaStream_t stream, std::string& detail) {
   s.B = 1, s.S = std::min(s.S, 1024), s.H = 2;
   Buffers b = allocate(s, dtype, stream);
-  forward(dtype, s, b, stream);
-  backward(dtype, s, b, stream);
-  RINGLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
   const ringlab::Shape shape{s.B, s.S, s.H, s.D};
   AttentionInputs<float> x{Tensor<float>(shape), Tensor<float>(shape), Tensor<float>(shape), Tensor<float>(shape)};
   for (int64_t i = 0; i < x.q.size(); ++i) {
@@ -133,18 +147,27 @@ bool check(Dtype dtype, Problem s, cudaStream_t stream, std::string& detail) {
   const MaskKind mask = s.causal ? MaskKind::causal : MaskKind::none;
   const AttentionOutput<float> want = flash_attention(x.q, x.k, x.v, mask);
   const AttentionGrads<float> grads = flash_attention_backward(x.q, x.k, x.v, want, x.dout, mask);
-  const std::pair<const char*, CompareResult> results[] = {
-      {"out", compare(fetch(b.out, shape, dtype), want.out, gpu::gpu_tolerance(dtype, "out"))},
-      {"lse", compare(fetch(b.lse, {s.B, s.H, s.S}), want.lse, gpu::gpu_tolerance(dtype, "lse"))},
-      {"dq", compare(fetch(b.dq, shape), grads.dq, gpu::gpu_tolerance(dtype, "dq"))},
-      {"dk", compare(fetch(b.dk, shape), grads.dk, gpu::gpu_tolerance(dtype, "dk"))},
-      {"dv", compare(fetch(b.dv, shape), grads.dv, gpu::gpu_tolerance(dtype, "dv"))}};
-  for (const auto& [name, r] : results)
-    if (!r.ok) {
-      detail = std::string(name) + ": " + r.describe();
+  auto failed = [&](const std::string& name, const CompareResult& r) {
+    if (!r.ok) detail = name + ": " + r.describe();
+    return !r.ok;
+  };
+  std::vector<ForwardPath> paths{ForwardPath::staged};
+  if (has_fused(dtype)) paths.push_back(ForwardPath::fused);  // last: the backward reads its out and lse
+  for (ForwardPath path : paths) {
+    const std::string which = path == ForwardPath::fused ? " (fused forward)" : " (staged forward)";
+    RINGLAB_CUDA_CHECK(cudaMemsetAsync(b.out.get(), 0xff, b.out.bytes(), stream));
+    RINGLAB_CUDA_CHECK(cudaMemsetAsync(b.lse.get(), 0xff, b.lse.bytes(), stream));
+    forward(dtype, s, b, path, stream);
+    RINGLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (failed("out" + which, compare(fetch(b.out, shape, dtype), want.out, gpu::gpu_tolerance(dtype, "out"))) ||
+        failed("lse" + which, compare(fetch(b.lse, {s.B, s.H, s.S}), want.lse, gpu::gpu_tolerance(dtype, "lse"))))
       return false;
-    }
-  return true;
+  }
+  backward(dtype, s, b, stream);
+  RINGLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return !failed("dq", compare(fetch(b.dq, shape), grads.dq, gpu::gpu_tolerance(dtype, "dq"))) &&
+         !failed("dk", compare(fetch(b.dk, shape), grads.dk, gpu::gpu_tolerance(dtype, "dk"))) &&
+         !failed("dv", compare(fetch(b.dv, shape), grads.dv, gpu::gpu_tolerance(dtype, "dv")));
 }
 
 }  // namespace
@@ -175,13 +198,16 @@ int main(int argc, char** argv) {
   std::ofstream csv_file;
   if (!csv.empty()) {
     csv_file.open(csv);
-    csv_file << "dtype,D,S,batch,heads,causal,pass,ms,tflops,checked\n";
+    csv_file << "dtype,D,S,batch,heads,causal,pass,ms,tflops,checked,staged_ms\n";
   }
   std::printf("ringlab production kernels on %s (%s), FLOPs = 4 S^2 D H B (causal /2), bwd = 2.5x fwd\n",
               gpu::device_description(0).c_str(), gpu::dtype_name(dtype));
-  std::printf("%4s %6s %5s %5s %6s %5s %10s %9s  %s\n", "D", "S", "batch", "heads", "causal", "pass", "ms", "TFLOP/s",
-              "check");
-  std::printf("%4s %6s %5s %5s %6s %5s %10s %9s  %s\n", "", "", "", "", "", "", "[ms]", "[TFLOP/s]", "");
+  std::printf("fwd: %s; staged = init + attention + finalize (3 launches), timed in the same run\n",
+              has_fused(dtype) ? "one launch (fused init and finalize)" : "staged (fp32 has no fused path)");
+  std::printf("%4s %6s %5s %5s %6s %5s %10s %9s %10s %8s  %s\n", "D", "S", "batch", "heads", "causal", "pass", "ms",
+              "TFLOP/s", "staged ms", "fused/st", "check");
+  std::printf("%4s %6s %5s %5s %6s %5s %10s %9s %10s %8s  %s\n", "", "", "", "", "", "", "[ms]", "[TFLOP/s]", "[ms]",
+              "[x]", "");
   int failures = 0;
   for (int64_t D : bench::parse_list(dims)) {
     if (!gpu::kernel_support(dtype, D).empty()) continue;
@@ -193,25 +219,33 @@ int main(int argc, char** argv) {
         const bool ok = check(dtype, s, stream.get(), detail);
         failures += ok ? 0 : 1;
         Buffers b = allocate(s, dtype, stream.get());
-        const double fwd_ms =
-            bench::time_ms(stream.get(), warmup, iterations, [&] { forward(dtype, s, b, stream.get()); });
+        auto time_forward = [&](ForwardPath path) {
+          return bench::time_ms(stream.get(), warmup, iterations, [&] { forward(dtype, s, b, path, stream.get()); });
+        };
+        const double staged_ms = time_forward(ForwardPath::staged);
+        const double fwd_ms = has_fused(dtype) ? time_forward(ForwardPath::fused) : staged_ms;
         const double bwd_ms =
             bench::time_ms(stream.get(), warmup, iterations, [&] { backward(dtype, s, b, stream.get()); });
         for (bool bwd : {false, true}) {
           const double ms = bwd ? bwd_ms : fwd_ms;
           const double tflops = bench::attention_flops(s.B, s.H, s.S, s.D, causal, bwd) / (ms * 1e-3) / 1e12;
-          std::printf("%4d %6d %5d %5d %6s %5s %10.3f %9.1f  %s\n", s.D, s.S, s.B, s.H, causal ? "yes" : "no",
-                      bwd ? "bwd" : "fwd", ms, tflops, ok ? "ok" : ("FAIL " + detail).c_str());
+          char staged[32] = "-", gain[32] = "-";  // the staged forward beside the fused one
+          if (!bwd) {
+            std::snprintf(staged, sizeof staged, "%.3f", staged_ms);
+            std::snprintf(gain, sizeof gain, "%.2f", staged_ms / fwd_ms);
+          }
+          std::printf("%4d %6d %5d %5d %6s %5s %10.3f %9.1f %10s %8s  %s\n", s.D, s.S, s.B, s.H, causal ? "yes" : "no",
+                      bwd ? "bwd" : "fwd", ms, tflops, staged, gain, ok ? "ok" : ("FAIL " + detail).c_str());
           if (csv_file) {
             csv_file << gpu::dtype_name(dtype) << "," << s.D << "," << s.S << "," << s.B << "," << s.H << ","
                      << (causal ? 1 : 0) << "," << (bwd ? "bwd" : "fwd") << "," << ms << "," << tflops << ","
-                     << (ok ? 1 : 0) << "\n";
+                     << (ok ? 1 : 0) << "," << (bwd ? "" : std::to_string(staged_ms)) << "\n";
           }
         }
       }
     }
   }
-  std::printf("%s\n", std::string(72, '-').c_str());
+  std::printf("%s\n", std::string(92, '-').c_str());
   std::printf("%s: %d configuration(s) failed the check before timing\n", failures ? "FAIL" : "PASS", failures);
   return failures ? 1 : 0;
 }
