@@ -32,12 +32,12 @@ AttentionOutput<float> run(const gpu::ladder::Version& version, const gpu::ladde
   const Tensor<float> q = inputs(p, TensorId::q, version.dtype), k = inputs(p, TensorId::k, version.dtype),
                       v = inputs(p, TensorId::v, version.dtype);
   const gpu::DeviceBuffer qd = upload(q, version.dtype), kd = upload(k, version.dtype), vd = upload(v, version.dtype);
-  gpu::DeviceBuffer out(size_t(q.size()) * 4), lse(size_t(p.batch) * p.heads * p.seq * 4),
+  gpu::DeviceBuffer out(gpu::ladder::out_bytes(version, p)), lse(size_t(p.batch) * p.heads * p.seq * 4),
       ws(version.workspace_bytes(p));
-  version.launch(p, qd.get(), kd.get(), vd.get(), out.as<float>(), lse.as<float>(), ws.get(), stream);
+  version.launch(p, qd.get(), kd.get(), vd.get(), out.get(), lse.as<float>(), ws.get(), stream);
   RINGLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
   AttentionOutput<float> result{Tensor<float>(q.shape()), Tensor<float>({p.batch, p.heads, p.seq})};
-  out.download(result.out.data(), out.bytes());
+  gpu::ladder::read_out(version, out, result.out.data(), static_cast<size_t>(result.out.size()));
   lse.download(result.lse.data(), lse.bytes());
   return result;
 }
@@ -94,12 +94,12 @@ int main(int argc, char** argv) {
         const Tensor<float> zeros({problem.batch, problem.seq, problem.heads, problem.dim});
         const gpu::DeviceBuffer q = upload(zeros, version.dtype), k = upload(zeros, version.dtype),
                                 v = upload(zeros, version.dtype);
-        gpu::DeviceBuffer out(size_t(zeros.size()) * 4), lse(size_t(problem.batch) * problem.heads * problem.seq * 4),
-            ws(version.workspace_bytes(problem));
+        gpu::DeviceBuffer out(gpu::ladder::out_bytes(version, problem)),
+            lse(size_t(problem.batch) * problem.heads * problem.seq * 4), ws(version.workspace_bytes(problem));
         // The naive versions are slow: fewer iterations for them.
         const int n = version.number <= 2 ? std::max(1, iterations / 5) : iterations;
         const double ms = bench::time_ms(stream.get(), 1, n, [&] {
-          version.launch(problem, q.get(), k.get(), v.get(), out.as<float>(), lse.as<float>(), ws.get(), stream.get());
+          version.launch(problem, q.get(), k.get(), v.get(), out.get(), lse.as<float>(), ws.get(), stream.get());
         });
         const double tflops =
             bench::attention_flops(problem.batch, problem.heads, problem.seq, D, causal, false) / (ms * 1e-3) / 1e12;

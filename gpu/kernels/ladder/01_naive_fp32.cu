@@ -33,7 +33,7 @@ RINGLAB_KERNEL void kernel_01(Args p) {
 }
 
 #ifdef __CUDACC__
-void launch_01(const Problem& problem, const void* q, const void* k, const void* v, float* out, float* lse, void*,
+void launch_01(const Problem& problem, const void* q, const void* k, const void* v, void* out, float* lse, void*,
                cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((problem.seq + 127) / 128),
                   static_cast<unsigned>(problem.batch * problem.heads));

@@ -53,7 +53,7 @@ RINGLAB_KERNEL void kernel_02(Args p) {
 }
 
 #ifdef __CUDACC__
-void launch_02(const Problem& problem, const void* q, const void* k, const void* v, float* out, float* lse, void*,
+void launch_02(const Problem& problem, const void* q, const void* k, const void* v, void* out, float* lse, void*,
                cudaStream_t stream) {
   const int smem = 2 * kKeys02 * problem.dim * static_cast<int>(sizeof(float));
   const dim3 grid(static_cast<unsigned>((problem.seq + kRows02 - 1) / kRows02),

@@ -75,7 +75,7 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(128) kernel_03(Args p) {
 }
 
 #ifdef __CUDACC__
-void launch_03(const Problem& problem, const void* q, const void* k, const void* v, float* out, float* lse, void*,
+void launch_03(const Problem& problem, const void* q, const void* k, const void* v, void* out, float* lse, void*,
                cudaStream_t stream) {
   const Args args = args_of(problem, q, k, v, out, lse);
   problem.dim == 64 ? launch_rows_of_64(kernel_03<64>, Tiles03<64>::kSmemBytes, problem, args, stream)

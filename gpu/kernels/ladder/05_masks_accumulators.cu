@@ -37,7 +37,7 @@ size_t workspace_05(const Problem& p) {
   return static_cast<size_t>(p.seq) * sizeof(int32_t) + rows * (2 + static_cast<size_t>(p.dim)) * sizeof(float);
 }
 
-void launch_through_accumulator(const Problem& problem, const void* q, const void* k, const void* v, float* out,
+void launch_through_accumulator(const Problem& problem, const void* q, const void* k, const void* v, void* out,
                                 float* lse, void* workspace, cudaStream_t stream, ForwardLaunch forward) {
   const int64_t rows = static_cast<int64_t>(problem.batch) * problem.heads * problem.seq;
   int32_t* positions = static_cast<int32_t*>(workspace);
@@ -63,7 +63,7 @@ void launch_through_accumulator(const Problem& problem, const void* q, const voi
                        out, lse, stream);
 }
 
-void launch_05(const Problem& problem, const void* q, const void* k, const void* v, float* out, float* lse,
+void launch_05(const Problem& problem, const void* q, const void* k, const void* v, void* out, float* lse,
                void* workspace, cudaStream_t stream) {
   launch_through_accumulator(problem, q, k, v, out, lse, workspace, stream, forward_accumulate_64_row_tiles);
 }

@@ -10,7 +10,7 @@
 
 namespace ringlab::gpu::ladder {
 
-void launch_06(const Problem& problem, const void* q, const void* k, const void* v, float* out, float* lse,
+void launch_06(const Problem& problem, const void* q, const void* k, const void* v, void* out, float* lse,
                void* workspace, cudaStream_t stream) {
   launch_through_accumulator(problem, q, k, v, out, lse, workspace, stream, forward_accumulate);
 }

@@ -16,9 +16,9 @@ size_t no_workspace(const Problem&) { return 0; }
 
 }  // namespace
 
-Args args_of(const Problem& problem, const void* q, const void* k, const void* v, float* out, float* lse) {
+Args args_of(const Problem& problem, const void* q, const void* k, const void* v, void* out, float* lse) {
   Args a;
-  a.q = q, a.k = k, a.v = v, a.out = out, a.lse = lse;
+  a.q = q, a.k = k, a.v = v, a.out = static_cast<float*>(out), a.lse = lse;  // 01-04 store fp32
   a.B = problem.batch, a.S = problem.seq, a.H = problem.heads, a.D = problem.dim;
   a.causal = problem.causal;
   a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(problem.dim)));
@@ -39,8 +39,20 @@ const std::vector<Version>& versions() {
        Dtype::bf16, mma_dim, workspace_05, launch_05},
       {6, "06_fa2_tiles.cu", "FA2 tiles: 128 query rows, 32 per warp; folded scale; tile kinds once; K/V groups",
        Dtype::bf16, mma_dim, workspace_05, launch_06},
+      {7, "07_one_launch.cu", "one launch: rows start empty in registers, out and lse written by the kernel",
+       Dtype::bf16, mma_dim, workspace_07, launch_07, Dtype::bf16},
   };
   return list;
+}
+
+size_t out_bytes(const Version& version, const Problem& p) {
+  return static_cast<size_t>(p.batch) * p.seq * p.heads * p.dim * static_cast<size_t>(dtype_bytes(version.out_dtype));
+}
+
+void read_out(const Version& version, const DeviceBuffer& out, float* to, size_t count) {
+  std::vector<unsigned char> bytes(count * static_cast<size_t>(dtype_bytes(version.out_dtype)));
+  out.download(bytes.data(), bytes.size());
+  decode(bytes, version.out_dtype, {to, count});
 }
 
 }  // namespace ringlab::gpu::ladder

@@ -12,9 +12,13 @@
 //   06_fa2_tiles.cu         the production kernel: FlashAttention-2's 128-row tiles, 32 rows per
 //                           warp, folded softmax scale, tile kinds once per block, K/V cp.async
 //                           groups; through the same accumulator path as 05
+//   07_one_launch.cu        06's kernel in one launch: the rows start from the empty state in
+//                           registers and the kernel writes out (bf16) and lse, so no fp32
+//                           accumulator, no init or finalize launch
 //
 // The problem of the ladder: q, k, v (B, S, H, D) (no GQA), full or causal by token index;
-// outputs out (B, S, H, D) and lse (B, H, S), fp32.
+// outputs out (B, S, H, D) in the version's out_dtype (fp32 for 01-06, bf16 for 07, as the
+// production kernel stores it) and lse (B, H, S) in fp32.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -22,6 +26,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "gpu/device.hpp"
 #include "gpu/dtype.hpp"
 #include "gpu/kernels/kernel_params.hpp"
 
@@ -44,7 +49,7 @@ struct Args {
   float scale = 0.125f;
 };
 
-Args args_of(const Problem& problem, const void* q, const void* k, const void* v, float* out, float* lse);
+Args args_of(const Problem& problem, const void* q, const void* k, const void* v, void* out, float* lse);
 
 struct Version {
   int number = 0;
@@ -54,20 +59,28 @@ struct Version {
   bool (*supports)(const Problem&) = nullptr;
   size_t (*workspace_bytes)(const Problem&) = nullptr;  // device scratch the launch needs
   // Enqueues the forward on `stream`; q, k, v in `dtype`; workspace of workspace_bytes.
-  void (*launch)(const Problem&, const void* q, const void* k, const void* v, float* out, float* lse, void* workspace,
+  void (*launch)(const Problem&, const void* q, const void* k, const void* v, void* out, float* lse, void* workspace,
                  cudaStream_t stream) = nullptr;
+  Dtype out_dtype = Dtype::fp32;  // how `launch` stores out
 };
 
 const std::vector<Version>& versions();
 
 // The launchers, one per file.
-void launch_01(const Problem&, const void*, const void*, const void*, float*, float*, void*, cudaStream_t);
-void launch_02(const Problem&, const void*, const void*, const void*, float*, float*, void*, cudaStream_t);
-void launch_03(const Problem&, const void*, const void*, const void*, float*, float*, void*, cudaStream_t);
-void launch_04(const Problem&, const void*, const void*, const void*, float*, float*, void*, cudaStream_t);
-void launch_05(const Problem&, const void*, const void*, const void*, float*, float*, void*, cudaStream_t);
-void launch_06(const Problem&, const void*, const void*, const void*, float*, float*, void*, cudaStream_t);
+void launch_01(const Problem&, const void*, const void*, const void*, void*, float*, void*, cudaStream_t);
+void launch_02(const Problem&, const void*, const void*, const void*, void*, float*, void*, cudaStream_t);
+void launch_03(const Problem&, const void*, const void*, const void*, void*, float*, void*, cudaStream_t);
+void launch_04(const Problem&, const void*, const void*, const void*, void*, float*, void*, cudaStream_t);
+void launch_05(const Problem&, const void*, const void*, const void*, void*, float*, void*, cudaStream_t);
+void launch_06(const Problem&, const void*, const void*, const void*, void*, float*, void*, cudaStream_t);
+void launch_07(const Problem&, const void*, const void*, const void*, void*, float*, void*, cudaStream_t);
 size_t workspace_05(const Problem&);  // 06's too
+size_t workspace_07(const Problem&);
+
+// The harness's side of out_dtype: the bytes out needs, and out (count elements) read back widened
+// to float.
+size_t out_bytes(const Version& version, const Problem& problem);
+void read_out(const Version& version, const DeviceBuffer& out, float* to, size_t count);
 
 // 05 and 06: positions 0..S-1, the accumulator initialised, one `forward` over all keys, finalize.
 using ForwardLaunch = void (*)(Dtype, const ForwardParams&, cudaStream_t);
@@ -75,7 +88,7 @@ using ForwardLaunch = void (*)(Dtype, const ForwardParams&, cudaStream_t);
 // (attention_kernels.hpp) does with the production kernel: forward_mma.cuh, 64-row query tiles, 16
 // rows per warp; fp32 runs the fp32 kernel. Accumulates only: params.out set is refused.
 void forward_accumulate_64_row_tiles(Dtype dtype, const ForwardParams& params, cudaStream_t stream);
-void launch_through_accumulator(const Problem& problem, const void* q, const void* k, const void* v, float* out,
+void launch_through_accumulator(const Problem& problem, const void* q, const void* k, const void* v, void* out,
                                 float* lse, void* workspace, cudaStream_t stream, ForwardLaunch forward);
 
 }  // namespace ringlab::gpu::ladder

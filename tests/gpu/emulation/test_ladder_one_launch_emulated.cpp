@@ -1,0 +1,93 @@
+// Ladder rung 07 (gpu/kernels/ladder/07_one_launch.cu) with the CUDA runtime mocked and the kernels
+// emulated: its launcher, as the device benchmark calls it, gives the reference's out and lse in
+// one attention launch — no init_accumulator, no finalize_accumulator, no fp32 state. The rung's
+// file is host code only and is compiled in here as it is.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "gpu/device.hpp"
+#include "gpu/kernels/ladder/07_one_launch.cu"
+#include "reference/compare.hpp"
+#include "reference/flash_attention.hpp"
+#include "reference/inputs.hpp"
+
+namespace ringlab {
+namespace gpu {  // emulated_launchers.cpp
+extern std::atomic<int64_t> emulated_kernel_launches;
+extern std::atomic<int64_t> emulated_fused_forward_launches;
+extern std::atomic<int64_t> emulated_finalize_accumulator_launches;
+extern std::atomic<int64_t> emulated_init_forward_launches;
+extern std::mutex emulated_init_mutex;
+extern std::map<const float*, int64_t> emulated_init_accumulator_launches;
+}  // namespace gpu
+namespace {
+
+int64_t init_accumulator_launches() {
+  const std::lock_guard<std::mutex> lock(gpu::emulated_init_mutex);
+  int64_t total = 0;
+  for (const auto& [accumulator, count] : gpu::emulated_init_accumulator_launches) total += count;
+  return total;
+}
+
+gpu::DeviceBuffer upload(const Tensor<float>& t) {
+  const std::vector<unsigned char> bytes = gpu::encode(t.span(), gpu::Dtype::bf16);
+  gpu::DeviceBuffer b(bytes.size());
+  b.upload(bytes.data(), bytes.size());
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("ladder rung 07: one launch gives the reference's out and lse, with no accumulator init or finalize",
+          "[gpu][emulated][ladder]") {
+  const int D = GENERATE(64, 128);
+  const bool causal = GENERATE(false, true);
+  gpu::ladder::Problem problem;
+  problem.batch = 1, problem.seq = 200, problem.heads = 2, problem.dim = D, problem.causal = causal;  // 2 ragged tiles
+  Tensor<float> q({1, 200, 2, D}), k(q.shape()), v(q.shape());
+  for (int64_t i = 0; i < q.size(); ++i) {
+    q[i] = gpu::round_to_dtype(gpu::Dtype::bf16, input_value(9, TensorId::q, uint64_t(i)));
+    k[i] = gpu::round_to_dtype(gpu::Dtype::bf16, input_value(9, TensorId::k, uint64_t(i)));
+    v[i] = gpu::round_to_dtype(gpu::Dtype::bf16, input_value(9, TensorId::v, uint64_t(i)));
+  }
+  const AttentionOutput<float> want = flash_attention(q, k, v, causal ? MaskKind::causal : MaskKind::none);
+  const gpu::DeviceBuffer qd = upload(q), kd = upload(k), vd = upload(v);
+  const gpu::ladder::Version rung{7, "07_one_launch.cu", "", gpu::Dtype::bf16, nullptr,
+                                                         gpu::ladder::workspace_07, gpu::ladder::launch_07,
+                                                         gpu::Dtype::bf16};
+  gpu::DeviceBuffer out(static_cast<size_t>(q.size()) * 2), lse(static_cast<size_t>(2 * 200) * 4),
+      workspace(rung.workspace_bytes(problem));
+  // Poisoned (NaN in bf16 and fp32): an element the launch does not write fails the comparison.
+  const std::vector<unsigned char> poison(out.bytes(), 0xff);
+  out.upload(poison.data(), poison.size());
+  lse.upload(poison.data(), lse.bytes());
+
+  const int64_t launches = gpu::emulated_kernel_launches, inits = init_accumulator_launches(),
+                finalizes = gpu::emulated_finalize_accumulator_launches,
+                fused = gpu::emulated_fused_forward_launches, starting = gpu::emulated_init_forward_launches;
+  rung.launch(problem, qd.get(), kd.get(), vd.get(), out.get(), lse.as<float>(), workspace.get(), nullptr);
+
+  Tensor<float> got_out(q.shape()), got_lse({1, 2, 200});
+  std::vector<unsigned char> bytes(out.bytes());
+  out.download(bytes.data(), bytes.size());
+  gpu::decode(bytes, gpu::Dtype::bf16, got_out.span());
+  lse.download(got_lse.data(), lse.bytes());
+  const CompareResult o = compare(got_out, want.out, gpu::gpu_tolerance(gpu::Dtype::bf16, "out"));
+  const CompareResult l = compare(got_lse, want.lse, gpu::gpu_tolerance(gpu::Dtype::bf16, "lse"));
+  INFO("D=" << D << (causal ? " causal" : "") << ": out " << o.describe() << ", lse " << l.describe());
+  CHECK(o.ok);
+  CHECK(l.ok);
+  // Two launches in all: the positions' iota and the attention, which both starts and finalises.
+  CHECK(gpu::emulated_kernel_launches - launches == 2);
+  CHECK(gpu::emulated_fused_forward_launches - fused == 1);
+  CHECK(gpu::emulated_init_forward_launches - starting == 1);
+  CHECK(init_accumulator_launches() == inits);
+  CHECK(gpu::emulated_finalize_accumulator_launches == finalizes);
+}
+
+}  // namespace ringlab
