@@ -37,9 +37,15 @@
 // that the max of the raw scores is the max of the scaled ones.
 //
 // Tile skipping: which key tiles the block's queries may see is decided ONCE per tile, before the
-// loop, by the whole block: warp w classifies tiles w, w+4, ... (position_range over the tile's key
-// positions against the query tile's span bounds, classify_tile) into a table of kinds in shared
-// memory, then barrier 3. The loop reads the table: a skipped tile costs one shared-memory byte read.
+// loop, by the whole block: each warp classifies groups of kClassifyGroup consecutive tiles (the
+// tiles' key position ranges against the query tile's span bounds, classify_tile) into a table of
+// kinds in shared memory, then barrier 3. The loop reads the table: a skipped tile costs one
+// shared-memory byte read. The prologue is latency, not work, so its global loads are issued
+// together: Q's cp.async first, then the rows' key spans (4 rows per lane, one round trip), then
+// the key positions of a warp's whole group of tiles before any is reduced (one round trip per
+// 4 kClassifyGroup tiles: one for S = 1K causal, 8 for 16K, where a tile at a time took 4 and 64).
+// The mask inside the loop reads no global memory either: each row's key span is kept in shared
+// memory from the prologue, and each key tile's positions arrive by cp.async with K.
 // The table covers kChunkTiles tiles; a longer key range is classified chunk by chunk, the pipeline
 // draining at each chunk's end (one tile's load latency per 256 tiles = 16K keys). Two tables
 // alternate, so the next chunk's writes never meet a slow warp's reads of the last one.
@@ -61,9 +67,14 @@ struct ForwardFa2Tiles {
   static constexpr int kStages = 2;
   static constexpr bool kQInRegisters = D <= 64;  // see the top of the file
   static constexpr int kChunkTiles = 256;         // key tiles per table of tile kinds
-  // Q tile, then K and V tiles per stage (16-bit elements), then two tables of tile kinds.
+  static constexpr int kClassifyGroup = 8;        // key tiles a warp classifies per round of loads
+  // Q tile, then K and V tiles per stage (16-bit elements), then two tables of tile kinds (padded
+  // to 4 bytes), then for masked launches the rows' key spans (first, last) and each stage's key
+  // positions (int32).
+  static constexpr int table_bytes(int chunk_tiles) { return (2 * chunk_tiles + 3) / 4 * 4; }
   static constexpr int smem_bytes(int chunk_tiles) {
-    return (kBlockQ * D + kStages * 2 * kBlockK * D) * 2 + 2 * chunk_tiles;
+    return (kBlockQ * D + kStages * 2 * kBlockK * D) * 2 + table_bytes(chunk_tiles) +
+           (2 * kBlockQ + kStages * kBlockK) * 4;
   }
   static constexpr int kSmemBytes = smem_bytes(kChunkTiles);
   static int q_tiles(const AttentionParams& a) { return (a.q_end - a.q_begin + kBlockQ - 1) / kBlockQ; }
@@ -163,6 +174,11 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
   T* k_smem = q_smem + BQ * D;                 // [stage] (BK, D) swizzled
   T* v_smem = k_smem + Tiles::kStages * BK * D;
   auto* kind_tables = reinterpret_cast<int8_t*>(v_smem + Tiles::kStages * BK * D);  // [2][kChunkTiles]
+  // Masked launches: row r's visible keys [span_smem[2r], span_smem[2r + 1]] (a row past q_count:
+  // KeySpan{}, sees all; its results are never stored), and [stage] the key tile's positions.
+  constexpr int kTableBytes = (2 * kChunkTiles + 3) / 4 * 4;                // Tiles::table_bytes (a host function)
+  auto* span_smem = reinterpret_cast<int32_t*>(kind_tables + kTableBytes);  // [BQ][2]
+  int32_t* kpos_smem = span_smem + 2 * BQ;                                  // [stage][BK]
 
   const AttentionParams& a = p.a;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -191,29 +207,36 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
   // O and S take 192 of the 255 registers.
   const int warp_row = warp * Tiles::kRowsPerWarp + g;
   auto row_of = [&](int mb, int r) { return warp_row + 16 * mb + 8 * r; };
-  // The rows' first step (p.init) starts from the empty state: nothing is loaded.
+  // The rows' first step (p.init) starts from the empty state: nothing is loaded. Otherwise the
+  // state is loaded after the first chunk's tile classification, so that O's registers are not
+  // live across the classification's loads (at D = 128 that spilled).
   float m[kRowBlocks][2], l[kRowBlocks][2];
   float o[kRowBlocks][kOutTiles][4];
-  RINGLAB_UNROLL
-  for (int mb = 0; mb < kRowBlocks; ++mb) {
+  auto load_state = [&] {
     RINGLAB_UNROLL
-    for (int r = 0; r < 2; ++r) {
-      const bool valid = !kInit && row_of(mb, r) < q_count;
-      const int64_t at = acc_offset() + row_of(mb, r);
-      m[mb][r] = valid ? p.acc_max[at] * kLog2e : -INFINITY;
-      l[mb][r] = valid && t == 0 ? p.acc_sum[at] : 0.f;
+    for (int mb = 0; mb < kRowBlocks; ++mb) {
       RINGLAB_UNROLL
-      for (int nt = 0; nt < kOutTiles; ++nt) {
-        o[mb][nt][2 * r] = valid ? p.acc_out[at * D + nt * 8 + 2 * t] : 0.f;
-        o[mb][nt][2 * r + 1] = valid ? p.acc_out[at * D + nt * 8 + 2 * t + 1] : 0.f;
+      for (int r = 0; r < 2; ++r) {
+        const bool valid = !kInit && row_of(mb, r) < q_count;
+        const int64_t at = acc_offset() + row_of(mb, r);
+        m[mb][r] = valid ? p.acc_max[at] * kLog2e : -INFINITY;
+        l[mb][r] = valid && t == 0 ? p.acc_sum[at] : 0.f;
+        RINGLAB_UNROLL
+        for (int nt = 0; nt < kOutTiles; ++nt) {
+          o[mb][nt][2 * r] = valid ? p.acc_out[at * D + nt * 8 + 2 * t] : 0.f;
+          o[mb][nt][2 * r + 1] = valid ? p.acc_out[at * D + nt * 8 + 2 * t + 1] : 0.f;
+        }
       }
     }
-  }
+  };
 
-  auto load_k = [&](int tile, int stage) {
+  auto load_k = [&](int tile, int stage) {  // with the tile's key positions when masked
     const int k0 = a.kv_begin + tile * BK, count = imin(BK, a.kv_end - k0);
     load_rows_async<T, D, BK, 128>(k_smem + stage * BK * D, static_cast<const T*>(a.k) + kv_offset(k0),
                                    block_head(a, D).kv_stride, count);
+    const int key = static_cast<int>(threadIdx.x);
+    if (masked && key < BK)
+      cp_async_4(kpos_smem + stage * BK + key, a.k_pos + k0 + (key < count ? key : 0), key < count);
   };
   auto load_v = [&](int tile, int stage) {
     const int k0 = a.kv_begin + tile * BK, count = imin(BK, a.kv_end - k0);
@@ -229,8 +252,12 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
   const int k_lane = swizzled_lane_part<D>(lane % 8 + (lane / 16) * 8, (lane / 8) % 2);
   const int v_lane = swizzled_lane_part<D>(lane % 8 + ((lane / 8) % 2) * 8, lane / 16);
   uint32_t qf[kRowBlocks][kQInRegisters ? kDimChunks : 1][4];  // D = 64: Q's A fragments, loaded once
-  bool q_loaded = false, q_in_registers = false;
+  bool computed = false, q_in_registers = false;               // computed: a key tile was (the block saw a key tile)
   int stage = 0;
+  // Q first, before the tile classification's loads: its latency overlaps theirs. (Loaded even when
+  // every tile turns out skipped; the wait after the loop drains it before the block exits.)
+  load_rows_async<T, D, BQ, 128>(q_smem, static_cast<const T*>(a.q) + q_offset(), block_head(a, D).q_stride, q_count);
+  cp_async_commit();  // group: Q
   const int n_tiles = (a.kv_end - a.kv_begin + BK - 1) / BK;
   // Without a mask every tile is full: one chunk, no table.
   const int chunk_tiles = masked ? kChunkTiles : n_tiles;
@@ -239,17 +266,48 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
     // The chunk's table of kinds; a pointer from chunk0 rather than one more register in the loop.
     auto kinds = [&] { return kind_tables + (chunk0 / kChunkTiles % 2) * kChunkTiles; };
     if (masked) {
-      // Recomputed per chunk (once per 256 tiles) rather than held in registers across the loop.
-      const TileSpans q_spans = tile_spans(a, q0, q_count, lane);
-      for (int tile = chunk0 + warp; tile < chunk_end; tile += kWarps) {
-        const int k0 = a.kv_begin + tile * BK;
-        int k_lo = 0, k_hi = 0;
-        position_range(a.k_pos, k0, imin(BK, a.kv_end - k0), lane, k_lo, k_hi);
-        if (lane == 0)
-          kinds()[tile - chunk0] = static_cast<int8_t>(classify_tile(true, a.skip_masked_tiles, q_spans, k_lo, k_hi));
+      // The rows' key spans: lane l of every warp reads rows l, l + 32, l + 64, l + 96 (loads issued
+      // together), reduced to the tile's bounds; warp w also keeps rows 32 w + l for the mask (the
+      // first chunk: the spans do not change). Recomputed per chunk (once per 256 tiles) rather
+      // than held in registers across the loop.
+      TileSpans q_spans;
+      RINGLAB_UNROLL
+      for (int i = 0; i < BQ / 32; ++i) {
+        const int r = lane + 32 * i;
+        const KeySpan keys = r < q_count ? row_keys(a, q0 + r) : KeySpan{};
+        if (r < q_count) q_spans.add(keys);
+        if (i == warp && chunk0 == 0) span_smem[2 * r] = keys.first, span_smem[2 * r + 1] = keys.last;
       }
-      sync_site<3>();  // the table is complete for every warp
+      q_spans = warp_reduce(q_spans);
+      // The key tiles' position ranges, kClassifyGroup consecutive tiles per warp and round: every
+      // load of the group before the first reduction.
+      constexpr int G = Tiles::kClassifyGroup;
+      for (int first = chunk0 + warp * G; first < chunk_end; first += kWarps * G) {
+        int lo[G], hi[G];
+        RINGLAB_UNROLL
+        for (int j = 0; j < G; ++j) {
+          const int k0 = a.kv_begin + (first + j) * BK;
+          const int count = first + j < chunk_end ? imin(BK, a.kv_end - k0) : 0;
+          static_assert(BK == 64, "two keys per lane");
+          const int p0 = lane < count ? a.k_pos[k0 + lane] : 0, p1 = lane + 32 < count ? a.k_pos[k0 + lane + 32] : 0;
+          lo[j] = imin(lane < count ? p0 : kFarPosition, lane + 32 < count ? p1 : kFarPosition);
+          hi[j] = imax(lane < count ? p0 : -kFarPosition, lane + 32 < count ? p1 : -kFarPosition);
+        }
+        RINGLAB_UNROLL
+        for (int j = 0; j < G; ++j) {
+          RINGLAB_UNROLL
+          for (int mask = 16; mask > 0; mask >>= 1) {
+            lo[j] = imin(lo[j], shfl_xor(lo[j], mask));
+            hi[j] = imax(hi[j], shfl_xor(hi[j], mask));
+          }
+          if (lane == 0 && first + j < chunk_end)
+            kinds()[first + j - chunk0] =
+                static_cast<int8_t>(classify_tile(true, a.skip_masked_tiles, q_spans, lo[j], hi[j]));
+        }
+      }
+      sync_site<3>();  // the table (and the rows' spans) complete for every warp
     }
+    if (chunk0 == 0) load_state();
     auto kind_of = [&](int tile) { return masked ? static_cast<int>(kinds()[tile - chunk0]) : kTileFull; };
     auto computed_from = [&](int tile) {  // the first tile >= `tile` of the chunk that is not skipped
       while (tile < chunk_end && kind_of(tile) == kTileSkip) ++tile;
@@ -257,17 +315,14 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
     };
     int tile = computed_from(chunk0);
     if (tile == chunk_end) continue;  // the whole chunk is masked for these queries
-    if (!q_loaded)
-      load_rows_async<T, D, BQ, 128>(q_smem, static_cast<const T*>(a.q) + q_offset(), block_head(a, D).q_stride,
-                                     q_count);
-    q_loaded = true;
+    computed = true;
     load_k(tile, stage);
-    cp_async_commit();  // group: (Q,) K(t)
+    cp_async_commit();  // group: K(t)
     load_v(tile, stage);
     cp_async_commit();  // group: V(t)
 
     while (tile < chunk_end) {
-      cp_async_wait<1>();  // all but the newest group, V(t), have landed: Q and K(t)
+      cp_async_wait<1>();  // all but the newest group, V(t), have landed: Q and K(t) (and its positions)
       sync_site<1>();      // ...for every thread; and every warp is done with tile t-1's stage
       const int next = computed_from(tile + 1);
       if (next < chunk_end) load_k(next, stage ^ 1);
@@ -285,6 +340,7 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
       }
       const T* ks = k_smem + stage * BK * D;
       const T* vs = v_smem + stage * BK * D;
+      const int32_t* kpos = kpos_smem + stage * BK;
       const int k0 = a.kv_begin + tile * BK, k_count = imin(BK, a.kv_end - k0);
 
       // S = Q K^T, 32 rows x 64 keys per warp: each K fragment serves both row blocks.
@@ -327,14 +383,14 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
           for (int r = 0; r < 2; ++r) {
             const int q_row = row_of(mb, r);
             // A padding row past q_count sees everything: its results are never stored.
-            const KeySpan keys = cut && q_row < q_count ? row_keys(a, q0 + q_row) : KeySpan{};
+            const KeySpan keys = cut ? KeySpan{span_smem[2 * q_row], span_smem[2 * q_row + 1]} : KeySpan{};
             RINGLAB_UNROLL
             for (int nt = 0; nt < kScoreTiles; ++nt) {
               RINGLAB_UNROLL
               for (int e = 0; e < 2; ++e) {
                 const int j = nt * 8 + 2 * t + e;
                 const bool key_ok = j < k_count;
-                if (!key_ok || (cut && !keys.contains(a.k_pos[k0 + j]))) s[mb][nt][2 * r + e] = -INFINITY;
+                if (!key_ok || (cut && !keys.contains(kpos[j]))) s[mb][nt][2 * r + e] = -INFINITY;
               }
             }
           }
@@ -391,7 +447,7 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
     }
     return;
   }
-  if (!q_loaded) {          // every key tile is masked for these queries: the state is unchanged...
+  if (!computed) {          // every key tile is masked for these queries: the state is unchanged...
     if constexpr (kInit) {  // ...unless nothing wrote it yet (the rows' first step): the empty state
       for (int row = static_cast<int>(threadIdx.x); row < q_count; row += Tiles::kThreads) {
         const int64_t at = acc_offset() + row;

@@ -297,16 +297,14 @@ RINGLAB_DEVICE KeySpan keys_of(const Params& a, int pos, int doc_first, int doc_
 struct TileSpans {
   int first_lo = kFarPosition, first_hi = -kFarPosition;
   int last_lo = kFarPosition, last_hi = -kFarPosition;
+  RINGLAB_DEVICE void add(const KeySpan& keys) {
+    first_lo = imin(first_lo, keys.first), first_hi = imax(first_hi, keys.first);
+    last_lo = imin(last_lo, keys.last), last_hi = imax(last_hi, keys.last);
+  }
 };
 
-template <class Params>
-RINGLAB_DEVICE TileSpans tile_spans(const Params& a, int begin, int count, int lane) {
-  TileSpans t;
-  for (int r = lane; r < count; r += 32) {
-    const KeySpan keys = row_keys(a, begin + r);
-    t.first_lo = imin(t.first_lo, keys.first), t.first_hi = imax(t.first_hi, keys.first);
-    t.last_lo = imin(t.last_lo, keys.last), t.last_hi = imax(t.last_hi, keys.last);
-  }
+// The bounds over the warp's lanes (every lane gets the same answer).
+RINGLAB_DEVICE TileSpans warp_reduce(TileSpans t) {
   RINGLAB_UNROLL
   for (int mask = 16; mask > 0; mask >>= 1) {
     t.first_lo = imin(t.first_lo, shfl_xor(t.first_lo, mask));
@@ -315,6 +313,13 @@ RINGLAB_DEVICE TileSpans tile_spans(const Params& a, int begin, int count, int l
     t.last_hi = imax(t.last_hi, shfl_xor(t.last_hi, mask));
   }
   return t;
+}
+
+template <class Params>
+RINGLAB_DEVICE TileSpans tile_spans(const Params& a, int begin, int count, int lane) {
+  TileSpans t;
+  for (int r = lane; r < count; r += 32) t.add(row_keys(a, begin + r));
+  return warp_reduce(t);
 }
 
 // How a (query tile, key tile) pair is computed; mirrors the reference kernel's classify(). The key

@@ -57,9 +57,14 @@ TEST_CASE("ladder rung 07: one launch gives the reference's out and lse, with no
   }
   const AttentionOutput<float> want = flash_attention(q, k, v, causal ? MaskKind::causal : MaskKind::none);
   const gpu::DeviceBuffer qd = upload(q), kd = upload(k), vd = upload(v);
-  const gpu::ladder::Version rung{7, "07_one_launch.cu", "", gpu::Dtype::bf16, nullptr,
-                                                         gpu::ladder::workspace_07, gpu::ladder::launch_07,
-                                                         gpu::Dtype::bf16};
+  const gpu::ladder::Version rung{7,
+                                  "07_one_launch.cu",
+                                  "",
+                                  gpu::Dtype::bf16,
+                                  nullptr,
+                                  gpu::ladder::workspace_07,
+                                  gpu::ladder::launch_07,
+                                  gpu::Dtype::bf16};
   gpu::DeviceBuffer out(static_cast<size_t>(q.size()) * 2), lse(static_cast<size_t>(2 * 200) * 4),
       workspace(rung.workspace_bytes(problem));
   // Poisoned (NaN in bf16 and fp32): an element the launch does not write fails the comparison.
@@ -68,8 +73,8 @@ TEST_CASE("ladder rung 07: one launch gives the reference's out and lse, with no
   lse.upload(poison.data(), lse.bytes());
 
   const int64_t launches = gpu::emulated_kernel_launches, inits = init_accumulator_launches(),
-                finalizes = gpu::emulated_finalize_accumulator_launches,
-                fused = gpu::emulated_fused_forward_launches, starting = gpu::emulated_init_forward_launches;
+                finalizes = gpu::emulated_finalize_accumulator_launches, fused = gpu::emulated_fused_forward_launches,
+                starting = gpu::emulated_init_forward_launches;
   rung.launch(problem, qd.get(), kd.get(), vd.get(), out.get(), lse.as<float>(), workspace.get(), nullptr);
 
   Tensor<float> got_out(q.shape()), got_lse({1, 2, 200});
