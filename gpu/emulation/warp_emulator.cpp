@@ -476,6 +476,11 @@ void atomic_add_vector(float* address, const float* values, int count) {
   for (int i = 0; i < count; ++i) atomic_add(address + i, values[i]);
 }
 
+void check_pair_aligned(const float* address, const char* instruction) {
+  if (reinterpret_cast<uintptr_t>(address) % (2 * sizeof(float)) != 0)
+    fail(std::string(instruction) + ": address not 8-byte aligned");
+}
+
 // ---- [precision] -------------------------------------------------------------------------------
 
 float ex2_approx(float x) {

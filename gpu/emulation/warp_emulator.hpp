@@ -111,6 +111,8 @@ void cp_async_wait(int pending);
 void atomic_add(float* address, float value);
 // red.global.add.v2/.v4.f32: `count` (2 or 4) consecutive floats, the address aligned to their size.
 void atomic_add_vector(float* address, const float* values, int count);
+// ld / st.global.v2.f32 (load_pair, store_pair): fails unless the address is 8-byte aligned.
+void check_pair_aligned(const float* address, const char* instruction);
 
 // ex2.approx.ftz.f32: a subnormal input counts as 0, a result below 2^-126 is +0 (.ftz), and the
 // result is 2^x rounded to 22 significant bits: a deterministic model of the PTX ISA's bound
@@ -176,6 +178,14 @@ template <int N>
 inline void atomic_add_vector(float* address, const float (&values)[N]) {
   static_assert(N == 2 || N == 4, "red.global.add has .v2 and .v4 forms for f32");
   emu::atomic_add_vector(address, values, N);
+}
+inline void load_pair(const float* address, float& x, float& y) {
+  emu::check_pair_aligned(address, "ld.global.v2.f32");
+  x = address[0], y = address[1];
+}
+inline void store_pair(float* address, float x, float y) {
+  emu::check_pair_aligned(address, "st.global.v2.f32");
+  address[0] = x, address[1] = y;
 }
 inline float fast_exp(float x) { return emu::fast_exp(x); }
 inline float exp2_approx(float x) { return emu::ex2_approx(x); }

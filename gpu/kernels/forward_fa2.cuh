@@ -222,9 +222,9 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
         m[mb][r] = valid ? p.acc_max[at] * kLog2e : -INFINITY;
         l[mb][r] = valid && t == 0 ? p.acc_sum[at] : 0.f;
         RINGLAB_UNROLL
-        for (int nt = 0; nt < kOutTiles; ++nt) {
-          o[mb][nt][2 * r] = valid ? p.acc_out[at * D + nt * 8 + 2 * t] : 0.f;
-          o[mb][nt][2 * r + 1] = valid ? p.acc_out[at * D + nt * 8 + 2 * t + 1] : 0.f;
+        for (int nt = 0; nt < kOutTiles; ++nt) {  // columns 2t, 2t + 1: one 8-byte load
+          o[mb][nt][2 * r] = o[mb][nt][2 * r + 1] = 0.f;
+          if (valid) load_pair(p.acc_out + at * D + nt * 8 + 2 * t, o[mb][nt][2 * r], o[mb][nt][2 * r + 1]);
         }
       }
     }
@@ -459,7 +459,7 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
     return;
   }
 
-  // Write the state back: l summed over the quad, m in natural units, O as float pairs.
+  // Write the state back: l summed over the quad, m in natural units, O as float pairs (8 bytes).
   RINGLAB_UNROLL
   for (int mb = 0; mb < kRowBlocks; ++mb) {
     RINGLAB_UNROLL
@@ -472,10 +472,8 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
         p.acc_sum[at] = row_sum;
       }
       RINGLAB_UNROLL
-      for (int nt = 0; nt < kOutTiles; ++nt) {
-        p.acc_out[at * D + nt * 8 + 2 * t] = o[mb][nt][2 * r];
-        p.acc_out[at * D + nt * 8 + 2 * t + 1] = o[mb][nt][2 * r + 1];
-      }
+      for (int nt = 0; nt < kOutTiles; ++nt)
+        store_pair(p.acc_out + at * D + nt * 8 + 2 * t, o[mb][nt][2 * r], o[mb][nt][2 * r + 1]);
     }
   }
 }

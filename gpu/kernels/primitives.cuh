@@ -6,6 +6,7 @@
 //   cp_async_4                        the same for one 4-byte word (per-row fp32 / int32 data)
 //   shfl_xor, atomic_add, fast_exp    warp shuffle, fp32 atomic add, exp via ex2.approx
 //   atomic_add_vector<N>              N = 2 | 4 consecutive fp32 atomic adds in one red.global.add.vN
+//   load_pair, store_pair             two consecutive fp32 of global memory in one 8-byte access
 //   exp2_approx                       2^x, ex2.approx.ftz itself
 //   sync_threads, sync_site<N>        __syncthreads(); sync_site names the kernel's barrier site N
 //   pack2<T>, to_float                two floats -> one 32-bit register of T; T -> float
@@ -132,6 +133,16 @@ RINGLAB_DEVICE void atomic_add_vector(float* address, const float (&values)[N]) 
                  "f"(values[2]), "f"(values[3])
                  : "memory");
   }
+}
+// Two consecutive floats of global memory in one 8-byte access (ld / st.global.v2.f32: half the
+// instructions of two scalar ones, and a thread's pair in one sector). The address must be 8-byte
+// aligned; the emulator checks it.
+RINGLAB_DEVICE void load_pair(const float* address, float& x, float& y) {
+  const float2 v = *reinterpret_cast<const float2*>(address);
+  x = v.x, y = v.y;
+}
+RINGLAB_DEVICE void store_pair(float* address, float x, float y) {
+  *reinterpret_cast<float2*>(address) = make_float2(x, y);
 }
 RINGLAB_DEVICE float fast_exp(float x) { return __expf(x); }
 // 2^x by ex2.approx.ftz.f32 alone: for callers that fold log2(e) into a scale they apply anyway

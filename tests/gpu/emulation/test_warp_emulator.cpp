@@ -14,6 +14,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "gpu/kernels/primitives.cuh"
 
@@ -202,6 +203,23 @@ TEST_CASE("warp emulator: vector atomics add every element, one by one in a rand
     });
   };
   CHECK_THROWS_WITH(misaligned(), Catch::Contains("not 16-byte aligned"));
+}
+
+TEST_CASE("warp emulator: 8-byte pair loads and stores move two floats, aligned", "[gpu][emulated][emulator]") {
+  alignas(16) float buffer[8] = {1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f};
+  emu::launch({1, 1, 1}, 32, 0, [&] {
+    const int i = static_cast<int>(threadIdx.x);
+    if (i >= 4) return;
+    float x = 0.f, y = 0.f;
+    gpu::dev::load_pair(buffer + 2 * i, x, y);
+    gpu::dev::store_pair(buffer + 2 * i, y * 10.f, x * 10.f);  // swapped: each lands where it should
+  });
+  CHECK(std::vector<float>(buffer, buffer + 8) == std::vector<float>{20.f, 10.f, 40.f, 30.f, 60.f, 50.f, 80.f, 70.f});
+  float x = 0.f, y = 0.f;
+  CHECK_THROWS_WITH(emu::launch({1, 1, 1}, 32, 0, [&] { gpu::dev::load_pair(buffer + 1, x, y); }),
+                    Catch::Contains("ld.global.v2.f32: address not 8-byte aligned"));
+  CHECK_THROWS_WITH(emu::launch({1, 1, 1}, 32, 0, [&] { gpu::dev::store_pair(buffer + 3, x, y); }),
+                    Catch::Contains("st.global.v2.f32: address not 8-byte aligned"));
 }
 
 TEST_CASE("warp emulator: a deleted barrier site is skipped in scope only", "[gpu][emulated][emulator]") {
