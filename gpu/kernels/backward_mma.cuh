@@ -50,12 +50,12 @@
 namespace ringlab::gpu {
 
 // Tile shapes: FlashAttention-2's for D = 64 and 128 (128 keys, 8 warps; 4 key groups of 32). A
-// thread's registers hold dK and dV for 32 keys x D/2 dims (D/4 floats each) through the loop,
-// and S^T, dP^T for 32 keys x kBlockQ/2 queries (kBlockQ/4 floats each) through phase 1: 64 + 64
-// at D = 128 with 64-query tiles (FlashAttention-2's hdim-128 backward tile), 32 + 128 at D = 64
-// with 128-query tiles. P^T and dS^T live in shared memory as (keys x queries) tiles of T,
-// swizzled like Q (swizzle<kBlockQ>: kBlockQ is 64 or 128), so that both the fragment stores and
-// the ldmatrix reads of phase 2 and dQ are free of bank conflicts.
+// warp's registers hold dK and dV for 32 keys x D/2 dims through the loop (D/2 floats each per
+// thread) and S^T, dP^T for 32 keys x kBlockQ/2 queries through phase 1 (kBlockQ/2 each): at
+// D = 128 with 64-query tiles (FlashAttention-2's hdim-128 backward tile) 128 + 64 floats, at
+// D = 64 with 128-query tiles 64 + 128. P^T and dS^T live in shared memory as (keys x queries)
+// tiles of T, swizzled like Q (swizzle<kBlockQ>: kBlockQ is 64 or 128), so that both the fragment
+// stores and the ldmatrix reads of phase 2 and dQ are free of bank conflicts.
 template <int D>
 struct BackwardMmaTiles {
   static constexpr int kWarps = 8;
