@@ -204,8 +204,8 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(BackwardMmaTiles<D>::kThreads) backwar
   cp_async_commit();
   // The keys' positions, read in partial tiles only: in shared memory rather than four registers
   // held through the loop (barrier 1 orders these stores before every read).
-  if (masked && static_cast<int>(threadIdx.x) < BK) {
-    kpos_smem[threadIdx.x] = static_cast<int>(threadIdx.x) < k_count ? a.k_pos[k0 + threadIdx.x] : 0;
+  if (const int key = static_cast<int>(threadIdx.x); masked && key < BK) {
+    kpos_smem[key] = key < k_count ? a.k_pos[k0 + key] : 0;
   }
 
   float dk[2][kOutTiles][4], dv[2][kOutTiles][4];  // keys key_of(mi, *) x dims half * D/2 + ...
