@@ -1,20 +1,44 @@
 // Tensor-core backward of one attention block (bf16 / fp16 inputs, fp32 accumulation): recompute
-// P from the saved LSE, then dV, dK (per key tile, in registers) and dQ (atomically added) —
-// FlashAttention-2's backward, with the reference kernel's positions, masks, skipping and GQA.
+// P from the saved LSE, then dV, dK (per key block, in registers) and dQ (atomically added) —
+// FlashAttention-2's backward with its warp layouts, and the reference kernel's positions, masks,
+// skipping and GQA.
 //
-// A block of 8 warps owns 128 key rows of one (batch, query head); each warp owns 16 keys. Query
+// A block of 8 warps owns 128 key rows of one (batch, query head) and walks the query tiles. Query
 // tiles stream through shared memory in two stages: Q and dO, and with them, by cp.async too, the
 // rows' lse and delta and (masked launches) their positions and document bounds, so that no
-// global load waits inside the loop but the tile classification's. Per query tile each warp
-// computes, with its 16 keys as the M dimension so that no transpose is needed until dQ:
-//     S^T  = K Q^T,   dP^T = V dO^T                      (mma; K, V rows A, Q, dO rows B)
-//     P^T  = exp(scale S^T - lse),  dS^T = P^T o (dP^T - delta)   (masked entries 0)
-//     dV  += P^T dO,  dK += dS^T Q                       (P^T, dS^T re-packed as A fragments)
-//     dS^T -> shared memory, then dQ += dS K for a 16-row share of the (queries x D) tile, read
-//     back with ldmatrix.trans, added to global dq with vector atomics (red.global.add.v4.f32:
-//     FlashAttention-2 adds dQ atomically too; the order of those adds is not fixed, so dq can
-//     differ in the last bit run to run).
-// Two barriers per query tile: one after the tile has landed, one after dS^T is complete.
+// global load waits inside the loop but the tile classification's. Each query tile takes three
+// steps, each splitting the block's work among the warps its own way; keys are the M dimension of
+// phases 1 and 2, so that nothing is transposed until dQ:
+//   phase 1  S^T = K Q^T, dP^T = V dO^T        warp (kg, qh) = (warp % 4, warp / 4): keys
+//            P^T = exp(scale S^T - lse)        [32 kg, 32 kg + 32) x the queries of half qh of the
+//            dS^T = P^T o (dP^T - delta)       tile (A: K, V rows; B: Q, dO rows); masked entries
+//                                              0, dS from the unrounded P; then P^T and dS^T go
+//                                              to shared memory, rounded to T (pack2, cvt.rn)
+//   dQ       dQ = dS K                         warp: 32 queries x a slice of D (A: dS, from dS^T by
+//                                              ldmatrix.trans; B: K by ldmatrix.trans), added to
+//                                              global dq with vector atomics
+//   phase 2  dV += P^T dO, dK += dS^T Q        warp (kg, dh) = (warp % 4, warp / 4): the same 32
+//                                              keys x the dims of half dh (A: P^T, dS^T by
+//                                              ldmatrix; B: dO, Q, k-major, by ldmatrix.trans)
+// (red.global.add.v4.f32: FlashAttention-2 adds dQ atomically too; the order of those adds is not
+// fixed, so dq can differ in the last bit run to run). A warp's key group is the same in phases 1
+// and 2, so a thread accumulates dK and dV for the four keys it computed P and dS for (and adds
+// them to dk / dv at the end with the same key validity). Owning 32 rows of M rather than 16 is
+// what brings the shared-memory traffic per mma to FlashAttention-2's: a Q or dO fragment of
+// phase 1 and a dO or Q fragment of phase 2 feed 4 mma each (not 2), every P^T / dS^T fragment 8
+// (D = 128) or 4 (D = 64), every dS or K fragment of dQ 4 (static ldmatrix/mma 0.45, against
+// 0.60-0.65 with 16 keys per warp). dQ runs before phase 2 and the next tile's copy is issued
+// between them only because that order is the one ptxas fits in 255 registers without a spill at
+// D = 128 (the others tried spill 4-40 bytes); the copy still overlaps dQ and phase 2.
+//
+// Barriers, two per query tile:
+//   sync_site<1>  the tile (and, the first time, K and V) copied by every thread has landed; and
+//                 every warp has finished the previous tile: its dQ and phase 2 reads of P^T and
+//                 dS^T, which this tile's phase 1 overwrites, and of the other stage's Q, dO and
+//                 row data, which this tile's cp.async of the next one (after barrier 2)
+//                 overwrites.
+//   sync_site<2>  P^T and dS^T are complete: dQ reads every key's rows, phase 2 the rows the warp
+//                 of the other query half wrote.
 // dK (times scale) and dV are added to global memory once per block, atomically (.v2) because the
 // query heads of a GQA group add into the same kv head.
 #pragma once
@@ -25,47 +49,64 @@
 
 namespace ringlab::gpu {
 
-// Tile shapes. 128 keys per block (16 per warp, 8 warps), as FlashAttention-2's backward uses for
-// D = 64 and 128: every query tile streamed in (Q, dO, and the dq atomics it costs) serves twice
-// the keys of a 64-key block, halving that traffic per FLOP. A warp's registers hold dK and dV for
-// its 16 keys x D (D floats per thread) plus S^T and dP^T for 16 keys x kBlockQ queries (kBlockQ
-// floats per thread). D = 64 affords 64-query tiles (ptxas: 243 registers, no spill); at D = 128,
-// 64-query tiles spill (255 registers and a 16-byte stack frame, CUDA 13), so D = 128 takes 32
-// (253 registers, no spill): the largest spill-free shape.
+// Tile shapes: FlashAttention-2's for D = 64 and 128 (128 keys, 8 warps; 4 key groups of 32). A
+// warp's registers hold dK and dV for 32 keys x D/2 dims through the loop (D/2 floats each per
+// thread) and S^T, dP^T for 32 keys x kBlockQ/2 queries through phase 1 (kBlockQ/2 each): at
+// D = 128 with 64-query tiles (FlashAttention-2's hdim-128 backward tile) 128 + 64 floats, at
+// D = 64 with 128-query tiles 64 + 128. P^T and dS^T live in shared memory as (keys x queries)
+// tiles of T, swizzled like Q (swizzle<kBlockQ>: kBlockQ is 64 or 128), so that both the fragment
+// stores and the ldmatrix reads of phase 2 and dQ are free of bank conflicts.
 template <int D>
 struct BackwardMmaTiles {
   static constexpr int kWarps = 8;
   static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kBlockK = 16 * kWarps;
-  static constexpr int kBlockQ = D == 64 ? 64 : 32;
-  static constexpr int kDsStride = kBlockQ + 8;  // padded rows of dS^T: conflict-free ldmatrix
+  static constexpr int kKeyGroups = 4;                    // phases 1 and 2: warp % 4 owns 32 keys
+  static constexpr int kBlockK = 32 * kKeyGroups;         // 128
+  static constexpr int kBlockQ = D == 64 ? 128 : 64;      // queries per tile
+  static constexpr int kDqGroups = kBlockQ / 32;          // dQ: 32-query groups (2 or 4)...
+  static constexpr int kDqDims = D * kDqGroups / kWarps;  // ...times D-slices of this many dims (32)
   // Per query row and stage: lse, delta (fp32), position, document first and last key (int32).
   static constexpr int kRowWords = 5;
   static constexpr int kSmemBytes =
-      (2 * kBlockK * D + 2 * 2 * kBlockQ * D + kBlockK * kDsStride) * 2 + 2 * kRowWords * kBlockQ * 4;
+      (2 * kBlockK * D + 2 * 2 * kBlockQ * D + 2 * kBlockK * kBlockQ) * 2 + (2 * kRowWords * kBlockQ + kBlockK) * 4;
   static int k_tiles(const AttentionParams& a) { return (a.kv_end - a.kv_begin + kBlockK - 1) / kBlockK; }
 };
 
 namespace dev {
 
-// c (16 x 8 kTiles) += A B^T over k = D: A's 16 rows and B's 8 kTiles rows are rows of swizzled
-// (rows x D) tiles. `a_lane` / `b_lane`: the offset in its tile of this lane's ldmatrix row address
-// for k-chunk 0. Chunk kc's is that offset XOR 16 kc (swizzle<D>(row, c + 16 kc) equals
-// swizzle<D>(row, c) ^ 16 kc for c < 16: the chunk index and the row's XOR pattern combine by XOR),
-// one instruction where a precomputed address per chunk would hold a register across the loop.
-template <class T, int D, int kTiles>
-RINGLAB_DEVICE void product_bt(float (&c)[kTiles][4], const T* a_tile, int a_lane, const T* b_tile, int b_lane) {
+// c (16 kM rows x 8 kN cols) += A B^T over k = D: A's rows and B's rows are rows of swizzled
+// (rows x D) tiles, m-tile mi 16 mi rows below A's first, n-tile pair np 16 np rows below B's.
+// `a_lane` / `b_lane`: the offset in its tile of this lane's ldmatrix row address for k-chunk 0.
+// Chunk kc's is that offset XOR 16 kc (swizzle<D>(row, c + 16 kc) equals swizzle<D>(row, c) ^ 16 kc
+// for c < 16: the chunk index and the row's XOR pattern combine by XOR), one instruction where a
+// precomputed address per chunk would hold a register across the loop. Each B fragment feeds kM
+// mma per n-tile, each A fragment kN.
+template <class T, int D, int kM, int kN>
+RINGLAB_DEVICE void product_bt(float (&c)[kM][kN][4], const T* a_tile, int a_lane, const T* b_tile, int b_lane) {
   RINGLAB_UNROLL
   for (int kc = 0; kc < D / 16; ++kc) {
-    uint32_t af[4];
-    ldmatrix_x4(af, a_tile + (a_lane ^ (kc * 16)));
+    uint32_t af[kM][4];
     RINGLAB_UNROLL
-    for (int np = 0; np < kTiles / 2; ++np) {
+    for (int mi = 0; mi < kM; ++mi) ldmatrix_x4(af[mi], a_tile + (a_lane ^ (kc * 16)) + mi * 16 * D);
+    RINGLAB_UNROLL
+    for (int np = 0; np < kN / 2; ++np) {
       uint32_t bf[4];
       ldmatrix_x4(bf, b_tile + (b_lane ^ (kc * 16)) + np * 16 * D);
-      mma_16816<T>(c[2 * np], af, bf[0], bf[1]);
-      mma_16816<T>(c[2 * np + 1], af, bf[2], bf[3]);
+      RINGLAB_UNROLL
+      for (int mi = 0; mi < kM; ++mi) {
+        mma_16816<T>(c[mi][2 * np], af[mi], bf[0], bf[1]);
+        mma_16816<T>(c[mi][2 * np + 1], af[mi], bf[2], bf[3]);
+      }
     }
+  }
+}
+
+template <int kM, int kN>
+RINGLAB_DEVICE void zero(float (&c)[kM][kN][4]) {
+  RINGLAB_UNROLL
+  for (int mi = 0; mi < kM; ++mi) {
+    RINGLAB_UNROLL
+    for (int nt = 0; nt < kN; ++nt) c[mi][nt][0] = c[mi][nt][1] = c[mi][nt][2] = c[mi][nt][3] = 0.f;
   }
 }
 
@@ -75,26 +116,29 @@ template <class T, int D>
 RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(BackwardMmaTiles<D>::kThreads) backward_mma_kernel(BackwardParams p) {
   using namespace dev;
   using Tiles = BackwardMmaTiles<D>;
-  constexpr int BQ = Tiles::kBlockQ, BK = Tiles::kBlockK, DS = Tiles::kDsStride, kThreads = Tiles::kThreads;
-  constexpr int kQueryTiles = BQ / 8;  // n-tiles of S^T per warp
-  constexpr int kOutTiles = D / 8;     // n-tiles of dK, dV per warp
-  constexpr int kQGroups = BQ / 16;    // dQ: warps split the (BQ x D) tile into 16-row groups...
-  constexpr int kDimsPerWarp = D / (Tiles::kWarps / kQGroups);  // ...and D-slices of this many dims
-  static_assert(Tiles::kWarps % kQGroups == 0 && kDimsPerWarp % 16 == 0, "dQ: whole ldmatrix.x4 pairs per warp");
+  constexpr int BQ = Tiles::kBlockQ, BK = Tiles::kBlockK, kThreads = Tiles::kThreads;
+  constexpr int kSTiles = BQ / 16;   // phase 1: n-tiles of S^T per warp (half the tile's queries)
+  constexpr int kOutTiles = D / 16;  // phase 2: n-tiles of dK, dV per warp (half of D)
+  constexpr int kDqGroups = Tiles::kDqGroups, kDqDims = Tiles::kDqDims;
+  static_assert(kDqDims % 16 == 0 && kDqGroups * (D / kDqDims) == Tiles::kWarps, "dQ: whole warps, x4 pairs");
   RINGLAB_DYNAMIC_SMEM(smem_raw);
   T* k_smem = reinterpret_cast<T*>(smem_raw);                           // (BK, D) swizzled
   T* v_smem = k_smem + BK * D;                                          // (BK, D) swizzled
   T* q_smem = v_smem + BK * D;                                          // [stage] (BQ, D) swizzled
   T* do_smem = q_smem + 2 * BQ * D;                                     // [stage] (BQ, D) swizzled
-  T* ds_smem = do_smem + 2 * BQ * D;                                    // (BK, DS): dS^T, keys x queries
-  float* lse_smem = reinterpret_cast<float*>(ds_smem + BK * DS);        // [stage] BQ
+  T* pt_smem = do_smem + 2 * BQ * D;                                    // (BK, BQ) swizzled: P^T
+  T* dst_smem = pt_smem + BK * BQ;                                      // (BK, BQ) swizzled: dS^T
+  float* lse_smem = reinterpret_cast<float*>(dst_smem + BK * BQ);       // [stage] BQ
   float* delta_smem = lse_smem + 2 * BQ;                                // [stage] BQ
   int32_t* pos_smem = reinterpret_cast<int32_t*>(delta_smem + 2 * BQ);  // [stage] BQ: q_pos (masked)
   int32_t* doc_first_smem = pos_smem + 2 * BQ;                          // [stage] BQ: q_doc_first (documents)
   int32_t* doc_last_smem = doc_first_smem + 2 * BQ;                     // [stage] BQ: q_doc_last (documents)
+  int32_t* kpos_smem = doc_last_smem + 2 * BQ;                          // BK: k_pos of the block's keys (masked)
 
   const AttentionParams& a = p.a;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int half = warp / Tiles::kKeyGroups;  // phase 1: query half; phase 2: dim half
+  const int key_base = (warp % Tiles::kKeyGroups) * 32;
   const int k0 = a.kv_begin + static_cast<int>(blockIdx.x) * BK;
   const int k_count = imin(BK, a.kv_end - k0);
   // Plain variables, not a structured binding: the lambdas below capture them (C++17 and clang-14
@@ -102,24 +146,20 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(BackwardMmaTiles<D>::kThreads) backwar
   const BlockHead head = block_head(a, D);
   const int b = head.b, h = head.h, hk = head.hk;
   const int64_t q_stride = head.q_stride, kv_stride = head.kv_stride;
-  // Row k0 of (b, hk) in k/v and dk/dv: recomputed after the loop instead of held through it (at
-  // D = 128 those two registers are the difference between 253 registers and a 16-byte spill).
+  // Row k0 of (b, hk) in k/v and dk/dv: recomputed after the loop instead of held through it.
   auto kv_row0 = [&] { return (static_cast<int64_t>(b) * a.kv_seq + k0) * kv_stride + hk * D; };
   const int64_t q_offset = static_cast<int64_t>(b) * a.q_seq * q_stride + h * D;  // row 0 of (b, h)
   const int64_t lse_offset = (static_cast<int64_t>(b) * a.heads + h) * a.q_seq;   // (b, h, 0)
   const T* q_base = static_cast<const T*>(a.q) + q_offset;
   const T* do_base = static_cast<const T*>(p.dout) + q_offset;
 
-  // The key side of the mask, once per block: the tile's position range and this thread's two keys
-  // (tile-local rows of its warp's 16).
+  // The key side of the mask, once per block: the tile's position range and this thread's four
+  // keys, tile-local rows key_base + 16 mi + g + 8 r (C-fragment rows of m-tile mi; r = e / 2).
   const bool masked = has_mask(a);
   const bool documents = a.q_doc_first != nullptr;
   int k_lo = 0, k_hi = 0;
   if (masked) position_range(a.k_pos, k0, k_count, lane, k_lo, k_hi);
-  const int key0 = warp * 16 + g, key1 = key0 + 8;
-  const bool key_ok0 = key0 < k_count, key_ok1 = key1 < k_count;
-  const int kpos0 = key_ok0 && masked ? a.k_pos[k0 + key0] : 0;
-  const int kpos1 = key_ok1 && masked ? a.k_pos[k0 + key1] : 0;
+  auto key_of = [&](int mi, int r) { return key_base + 16 * mi + g + 8 * r; };
 
   // The query side of the mask, once per query tile: its rows' key spans, warp-reduced to the tile's
   // kind (the same answer in every warp, so the block agrees without a barrier).
@@ -162,130 +202,167 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(BackwardMmaTiles<D>::kThreads) backwar
   load_tile_async<T, D, BK, kThreads>(v_smem, static_cast<const T*>(a.v) + kv_row0(), kv_stride, k_count);
   load_q_tile(tile, 0);
   cp_async_commit();
-
-  float dk[kOutTiles][4], dv[kOutTiles][4];
-  RINGLAB_UNROLL
-  for (int nt = 0; nt < kOutTiles; ++nt) {
-    RINGLAB_UNROLL
-    for (int e = 0; e < 4; ++e) dk[nt][e] = dv[nt][e] = 0.f;
+  // The keys' positions, read in partial tiles only: in shared memory rather than four registers
+  // held through the loop (barrier 1 orders these stores before every read).
+  if (const int key = static_cast<int>(threadIdx.x); masked && key < BK) {
+    kpos_smem[key] = key < k_count ? a.k_pos[k0 + key] : 0;
   }
+
+  float dk[2][kOutTiles][4], dv[2][kOutTiles][4];  // keys key_of(mi, *) x dims half * D/2 + ...
+  zero(dk);
+  zero(dv);
+
+  // This lane's ldmatrix row addresses for k-chunk 0 (XOR 16 kc for chunk kc, product_bt):
+  // A fragments (16 rows x 16 k, rows from the 16 lanes' low bits) and B fragments (two n-tiles of
+  // 8 rows, k split across lanes 8..15); the .trans forms read k-major tiles (16 k rows).
+  const int kv_lane = swizzle<D>(key_base + lane % 16, (lane / 16) * 8);                    // K, V: A
+  const int qo_lane = swizzle<D>(lane % 8 + (lane / 16) * 8, ((lane / 8) % 2) * 8);         // Q, dO: B
+  const int qo_trans_lane = swizzle<D>(lane % 8 + ((lane / 8) % 2) * 8, (lane / 16) * 8);   // Q, dO, K: B^T
+  const int pt_lane = swizzle<BQ>(key_base + lane % 16, (lane / 16) * 8);                   // P^T, dS^T: A
+  const int ds_trans_lane = swizzle<BQ>(lane % 8 + (lane / 16) * 8, ((lane / 8) % 2) * 8);  // dS: A
 
   int stage = 0;
   while (tile < n_tiles) {
     int next_kind = kTileFull;
     const int next = next_tile(tile + 1, next_kind);
-    // The other stage was last read before the previous tile's barrier 2: free to overwrite.
-    if (next < n_tiles) load_q_tile(next, stage ^ 1);
-    cp_async_commit();
-    cp_async_wait<1>();
-    sync_site<1>();  // the tile (and K, V) copied by every thread have landed
+    cp_async_wait<0>();
+    sync_site<1>();  // the tile has landed; the previous tile's reads are over (header)
     const T* qs = q_smem + stage * BQ * D;
     const T* dos = do_smem + stage * BQ * D;
     const float* lse_s = lse_smem + stage * BQ;
     const float* delta_s = delta_smem + stage * BQ;
     const int q0 = a.q_begin + tile * BQ;
 
-    // S^T = K Q^T and dP^T = V dO^T: 16 keys x BQ queries per warp.
-    float s[kQueryTiles][4], dp[kQueryTiles][4];
-    RINGLAB_UNROLL
-    for (int nt = 0; nt < kQueryTiles; ++nt) {
-      RINGLAB_UNROLL
-      for (int e = 0; e < 4; ++e) s[nt][e] = dp[nt][e] = 0.f;
-    }
-    const int kv_lane = swizzle<D>(warp * 16 + lane % 16, (lane / 16) * 8);
-    const int qo_lane = swizzle<D>(lane % 8 + (lane / 16) * 8, ((lane / 8) % 2) * 8);
-    product_bt<T, D, kQueryTiles>(s, k_smem, kv_lane, qs, qo_lane);
-    product_bt<T, D, kQueryTiles>(dp, v_smem, kv_lane, dos, qo_lane);
-    // P^T and dS^T in place of S^T and dP^T. Elements e = 0, 1 are key0, e = 2, 3 key1; the query
-    // is column nt*8 + 2t + (e & 1) of the tile. A column's lse, delta and (partial tiles) key
-    // span are read and computed once, for both of its keys.
-    const bool cut = kind == kTilePartial;
-    RINGLAB_UNROLL
-    for (int nt = 0; nt < kQueryTiles; ++nt) {
-      RINGLAB_UNROLL
-      for (int j = 0; j < 2; ++j) {
-        const int col = nt * 8 + 2 * t + j;
-        const float lse_raw = lse_s[col];
-        const float lse = lse_raw == -INFINITY ? INFINITY : lse_raw;  // a row that sees no key: P = 0
-        const float delta = delta_s[col];
-        KeySpan keys;
-        if (cut) {
-          const int at = stage * BQ + col;
-          keys = keys_of(a, pos_smem[at], documents ? doc_first_smem[at] : 0, documents ? doc_last_smem[at] : 0);
-        }
-        RINGLAB_UNROLL
-        for (int e = j; e < 4; e += 2) {
-          const bool visible =
-              e < 2 ? key_ok0 && (!cut || keys.contains(kpos0)) : key_ok1 && (!cut || keys.contains(kpos1));
-          const float prob = visible ? fast_exp(s[nt][e] * a.scale - lse) : 0.f;
-          s[nt][e] = prob;
-          dp[nt][e] = prob * (dp[nt][e] - delta);
-        }
-      }
-    }
-    // dV += P^T dO, dK += dS^T Q: the k dimension is the queries; dO and Q are k-major -> .trans.
-    const int qo_trans_lane = swizzle<D>(lane % 8 + ((lane / 8) % 2) * 8, (lane / 16) * 8);
-    RINGLAB_UNROLL
-    for (int kc = 0; kc < BQ / 16; ++kc) {
-      uint32_t pa[4], dsa[4];
-      a_fragment<T>(s, kc, pa);
-      a_fragment<T>(dp, kc, dsa);
-      RINGLAB_UNROLL
-      for (int dpair = 0; dpair < D / 16; ++dpair) {
-        uint32_t ob[4], qb[4];
-        const int at = (qo_trans_lane ^ (dpair * 16)) + kc * 16 * D;
-        ldmatrix_x4_trans(ob, dos + at);
-        ldmatrix_x4_trans(qb, qs + at);
-        mma_16816<T>(dv[2 * dpair], pa, ob[0], ob[1]);
-        mma_16816<T>(dv[2 * dpair + 1], pa, ob[2], ob[3]);
-        mma_16816<T>(dk[2 * dpair], dsa, qb[0], qb[1]);
-        mma_16816<T>(dk[2 * dpair + 1], dsa, qb[2], qb[3]);
-      }
-    }
-    // dS^T to shared memory (keys x queries), one 32-bit pair per store. The previous tile's dQ
-    // read dS^T before this tile's barrier 1: free to overwrite.
-    RINGLAB_UNROLL
-    for (int nt = 0; nt < kQueryTiles; ++nt) {
-      const uint32_t lo = pack2<T>(dp[nt][0], dp[nt][1]), hi = pack2<T>(dp[nt][2], dp[nt][3]);
-      std::memcpy(static_cast<void*>(ds_smem + key0 * DS + nt * 8 + 2 * t), &lo, sizeof lo);
-      std::memcpy(static_cast<void*>(ds_smem + key1 * DS + nt * 8 + 2 * t), &hi, sizeof hi);
-    }
-    sync_site<2>();  // dS^T is complete: each warp reads other warps' keys
-    // dQ = dS K for queries [qm, qm + 16) x dims [d0, d0 + kDimsPerWarp): A = dS (queries x keys)
-    // read from dS^T with ldmatrix.trans; B = K (keys x D), k-major -> .trans.
+    // Phase 1: S^T = K Q^T and dP^T = V dO^T, 32 keys x BQ/2 queries per warp.
     {
-      const int qm = (warp % kQGroups) * 16, d0 = (warp / kQGroups) * kDimsPerWarp;
-      float dq[kDimsPerWarp / 8][4];
+      float s[2][kSTiles][4], dp[2][kSTiles][4];
+      zero(s);
+      zero(dp);
+      const int q_half = half * (BQ / 2);
+      product_bt<T, D, 2, kSTiles>(s, k_smem, kv_lane, qs + q_half * D, qo_lane);
+      product_bt<T, D, 2, kSTiles>(dp, v_smem, kv_lane, dos + q_half * D, qo_lane);
+      // P^T and dS^T in place of S^T and dP^T. Element e of m-tile mi is key key_of(mi, e / 2) and
+      // query column q_half + nt*8 + 2t + (e & 1) of the tile: a column's lse, delta and (partial
+      // tiles) key span are read and computed once, for the thread's four keys.
+      const bool cut = kind == kTilePartial;
       RINGLAB_UNROLL
-      for (int nt = 0; nt < kDimsPerWarp / 8; ++nt) dq[nt][0] = dq[nt][1] = dq[nt][2] = dq[nt][3] = 0.f;
-      const int k_trans_lane = swizzle<D>(lane % 8 + ((lane / 8) % 2) * 8, (lane / 16) * 8);
+      for (int nt = 0; nt < kSTiles; ++nt) {
+        RINGLAB_UNROLL
+        for (int j = 0; j < 2; ++j) {
+          const int col = q_half + nt * 8 + 2 * t + j;
+          const float lse_raw = lse_s[col];
+          const float lse = lse_raw == -INFINITY ? INFINITY : lse_raw;  // a row that sees no key: P = 0
+          const float delta = delta_s[col];
+          KeySpan keys;
+          if (cut) {
+            const int at = stage * BQ + col;
+            keys = keys_of(a, pos_smem[at], documents ? doc_first_smem[at] : 0, documents ? doc_last_smem[at] : 0);
+          }
+          RINGLAB_UNROLL
+          for (int mi = 0; mi < 2; ++mi) {
+            RINGLAB_UNROLL
+            for (int e = j; e < 4; e += 2) {
+              const bool visible = key_of(mi, e / 2) < k_count && (!cut || keys.contains(kpos_smem[key_of(mi, e / 2)]));
+              const float prob = visible ? fast_exp(s[mi][nt][e] * a.scale - lse) : 0.f;
+              s[mi][nt][e] = prob;
+              dp[mi][nt][e] = prob * (dp[mi][nt][e] - delta);
+            }
+          }
+        }
+      }
+      // P^T and dS^T to shared memory, rounded to T, one 32-bit pair per store. The previous
+      // tile's dQ and phase 2 read them before this tile's barrier 1: free to overwrite.
+      RINGLAB_UNROLL
+      for (int mi = 0; mi < 2; ++mi) {
+        RINGLAB_UNROLL
+        for (int nt = 0; nt < kSTiles; ++nt) {
+          const int col = q_half + nt * 8 + 2 * t;
+          const int at0 = swizzle<BQ>(key_of(mi, 0), col), at1 = swizzle<BQ>(key_of(mi, 1), col);
+          const uint32_t p0 = pack2<T>(s[mi][nt][0], s[mi][nt][1]), p1 = pack2<T>(s[mi][nt][2], s[mi][nt][3]);
+          const uint32_t ds0 = pack2<T>(dp[mi][nt][0], dp[mi][nt][1]), ds1 = pack2<T>(dp[mi][nt][2], dp[mi][nt][3]);
+          std::memcpy(static_cast<void*>(pt_smem + at0), &p0, sizeof p0);
+          std::memcpy(static_cast<void*>(pt_smem + at1), &p1, sizeof p1);
+          std::memcpy(static_cast<void*>(dst_smem + at0), &ds0, sizeof ds0);
+          std::memcpy(static_cast<void*>(dst_smem + at1), &ds1, sizeof ds1);
+        }
+      }
+    }
+    sync_site<2>();  // P^T and dS^T are complete (header)
+    // The next tile into the other stage, whose last reads (the previous tile's) preceded barrier 1.
+    if (next < n_tiles) load_q_tile(next, stage ^ 1);
+    cp_async_commit();
+
+    // dQ = dS K for queries [qm, qm + 32) x dims [d0, d0 + kDqDims): A = dS (queries x keys) read
+    // from dS^T with ldmatrix.trans; B = K (keys x D), k-major -> .trans.
+    {
+      const int qm = (warp % kDqGroups) * 32, d0 = (warp / kDqGroups) * kDqDims;
+      float dq[2][kDqDims / 8][4];
+      zero(dq);
       RINGLAB_UNROLL
       for (int kc = 0; kc < BK / 16; ++kc) {
-        uint32_t dsq[4];
-        ldmatrix_x4_trans(dsq, ds_smem + (kc * 16 + lane % 8 + (lane / 16) * 8) * DS + qm + ((lane / 8) % 2) * 8);
+        uint32_t dsq[2][4];
         RINGLAB_UNROLL
-        for (int dpair = 0; dpair < kDimsPerWarp / 16; ++dpair) {
+        for (int mi = 0; mi < 2; ++mi)
+          ldmatrix_x4_trans(dsq[mi], dst_smem + (ds_trans_lane ^ (qm + mi * 16)) + kc * 16 * BQ);
+        RINGLAB_UNROLL
+        for (int dpair = 0; dpair < kDqDims / 16; ++dpair) {
           uint32_t kb[4];
-          ldmatrix_x4_trans(kb, k_smem + (k_trans_lane ^ (d0 + dpair * 16)) + kc * 16 * D);
-          mma_16816<T>(dq[2 * dpair], dsq, kb[0], kb[1]);
-          mma_16816<T>(dq[2 * dpair + 1], dsq, kb[2], kb[3]);
+          ldmatrix_x4_trans(kb, k_smem + (qo_trans_lane ^ (d0 + dpair * 16)) + kc * 16 * D);
+          RINGLAB_UNROLL
+          for (int mi = 0; mi < 2; ++mi) {
+            mma_16816<T>(dq[mi][2 * dpair], dsq[mi], kb[0], kb[1]);
+            mma_16816<T>(dq[mi][2 * dpair + 1], dsq[mi], kb[2], kb[3]);
+          }
         }
       }
       // One red.global.add.v4 per n-tile: lanes t and t ^ 1 trade halves so that the even one holds
       // row g's columns 2t .. 2t + 3 and the odd one row g + 8's columns 2t - 2 .. 2t + 1 (16-byte
       // aligned: q_stride and h D are multiples of 64, the columns start at a multiple of 4).
       const bool odd = (t & 1) != 0;
-      const int row = qm + g + (odd ? 8 : 0);  // tile-local query row
-      const bool row_ok = row < imin(BQ, a.q_end - q0);
-      float* dq_row = p.dq + static_cast<int64_t>(q0 + row) * q_stride + q_offset + d0 + 2 * (t & ~1);
+      const int q_count = imin(BQ, a.q_end - q0);
       RINGLAB_UNROLL
-      for (int nt = 0; nt < kDimsPerWarp / 8; ++nt) {
-        const float give0 = odd ? dq[nt][0] : dq[nt][2], give1 = odd ? dq[nt][1] : dq[nt][3];
-        const float got0 = shfl_xor(give0, 1), got1 = shfl_xor(give1, 1);
-        const float mine0 = odd ? dq[nt][2] : dq[nt][0], mine1 = odd ? dq[nt][3] : dq[nt][1];
-        const float sum[4] = {a.scale * (odd ? got0 : mine0), a.scale * (odd ? got1 : mine1),
-                              a.scale * (odd ? mine0 : got0), a.scale * (odd ? mine1 : got1)};
-        if (row_ok) atomic_add_vector(dq_row + nt * 8, sum);
+      for (int mi = 0; mi < 2; ++mi) {
+        const int row = qm + 16 * mi + g + (odd ? 8 : 0);  // tile-local query row
+        float* dq_row = p.dq + static_cast<int64_t>(q0 + row) * q_stride + q_offset + d0 + 2 * (t & ~1);
+        RINGLAB_UNROLL
+        for (int nt = 0; nt < kDqDims / 8; ++nt) {
+          const float(&c)[4] = dq[mi][nt];
+          const float give0 = odd ? c[0] : c[2], give1 = odd ? c[1] : c[3];
+          const float got0 = shfl_xor(give0, 1), got1 = shfl_xor(give1, 1);
+          const float mine0 = odd ? c[2] : c[0], mine1 = odd ? c[3] : c[1];
+          const float sum[4] = {a.scale * (odd ? got0 : mine0), a.scale * (odd ? got1 : mine1),
+                                a.scale * (odd ? mine0 : got0), a.scale * (odd ? mine1 : got1)};
+          if (row < q_count) atomic_add_vector(dq_row + nt * 8, sum);
+        }
+      }
+    }
+
+    // Phase 2: dV += P^T dO, dK += dS^T Q for the warp's 32 keys x D/2 dims [d_half, + D/2). The k
+    // dimension is the queries: P^T, dS^T are its rows (ldmatrix), dO and Q k-major (.trans).
+    {
+      const int d_half = half * (D / 2);
+      RINGLAB_UNROLL
+      for (int kc = 0; kc < BQ / 16; ++kc) {
+        uint32_t pa[2][4], dsa[2][4];
+        RINGLAB_UNROLL
+        for (int mi = 0; mi < 2; ++mi) {
+          ldmatrix_x4(pa[mi], pt_smem + (pt_lane ^ (kc * 16)) + mi * 16 * BQ);
+          ldmatrix_x4(dsa[mi], dst_smem + (pt_lane ^ (kc * 16)) + mi * 16 * BQ);
+        }
+        RINGLAB_UNROLL
+        for (int dpair = 0; dpair < kOutTiles / 2; ++dpair) {
+          uint32_t ob[4], qb[4];
+          const int at = (qo_trans_lane ^ (d_half + dpair * 16)) + kc * 16 * D;
+          ldmatrix_x4_trans(ob, dos + at);
+          ldmatrix_x4_trans(qb, qs + at);
+          RINGLAB_UNROLL
+          for (int mi = 0; mi < 2; ++mi) {
+            mma_16816<T>(dv[mi][2 * dpair], pa[mi], ob[0], ob[1]);
+            mma_16816<T>(dv[mi][2 * dpair + 1], pa[mi], ob[2], ob[3]);
+            mma_16816<T>(dk[mi][2 * dpair], dsa[mi], qb[0], qb[1]);
+            mma_16816<T>(dk[mi][2 * dpair + 1], dsa[mi], qb[2], qb[3]);
+          }
+        }
       }
     }
     stage ^= 1;
@@ -297,19 +374,18 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(BackwardMmaTiles<D>::kThreads) backwar
   // dK = scale dS^T Q and dV, added once per block, a .v2 atomic per (key, n-tile).
   const int64_t kv_offset = kv_row0();
   RINGLAB_UNROLL
-  for (int nt = 0; nt < kOutTiles; ++nt) {
-    const int d = nt * 8 + 2 * t;
-    if (key_ok0) {
-      const int64_t at = kv_offset + key0 * kv_stride + d;
-      const float dk_pair[2] = {a.scale * dk[nt][0], a.scale * dk[nt][1]}, dv_pair[2] = {dv[nt][0], dv[nt][1]};
-      atomic_add_vector(p.dk + at, dk_pair);
-      atomic_add_vector(p.dv + at, dv_pair);
-    }
-    if (key_ok1) {
-      const int64_t at = kv_offset + key1 * kv_stride + d;
-      const float dk_pair[2] = {a.scale * dk[nt][2], a.scale * dk[nt][3]}, dv_pair[2] = {dv[nt][2], dv[nt][3]};
-      atomic_add_vector(p.dk + at, dk_pair);
-      atomic_add_vector(p.dv + at, dv_pair);
+  for (int mi = 0; mi < 2; ++mi) {
+    RINGLAB_UNROLL
+    for (int r = 0; r < 2; ++r) {
+      if (key_of(mi, r) >= k_count) continue;
+      const int64_t row = kv_offset + key_of(mi, r) * kv_stride + half * (D / 2) + 2 * t;
+      RINGLAB_UNROLL
+      for (int nt = 0; nt < kOutTiles; ++nt) {
+        const float dk_pair[2] = {a.scale * dk[mi][nt][2 * r], a.scale * dk[mi][nt][2 * r + 1]};
+        const float dv_pair[2] = {dv[mi][nt][2 * r], dv[mi][nt][2 * r + 1]};
+        atomic_add_vector(p.dk + row + nt * 8, dk_pair);
+        atomic_add_vector(p.dv + row + nt * 8, dv_pair);
+      }
     }
   }
 }

@@ -406,6 +406,24 @@ def fa2_ldmatrix_per_mma(rows_per_warp, block_k=64, q_in_registers=True):
     return loads / (2 * m_tiles * block_k / 8)
 
 
+# FlashAttention-2's backward (Dao 2023) with its warp layouts: a block of BK keys and W warps walks
+# tiles of BQ queries in three products, each split among the warps its own way (warp tiles m x n,
+# one ldmatrix.x4 per 16 x 16 A or B fragment, each reused across the warp tile):
+#   S^T = K Q^T, dP^T = V dO^T   BK/G1 keys x BQ/(W/G1) queries, k = D      (G1 key groups)
+#   dV += P^T dO, dK += dS^T Q   BK/G2 keys x D/(W/G2) dims,    k = BQ     (P^T, dS^T from shared memory)
+#   dQ = dS K                    BQ/G3 queries x D/(W/G3) dims, k = BK     (G3 query groups)
+# per product: ldmatrix = (k/16)(m/16 + n/16) and mma = (k/16)(m/16)(n/8), both doubled for the
+# first two (two GEMMs on the same shapes).
+def fa2_backward_ldmatrix_per_mma(dim, block_q, block_k=128, warps=8, key_groups=(4, 4), dq_groups=2):
+    loads = mma = 0
+    for k, m, n, gemms in ((dim, block_k / key_groups[0], block_q / (warps / key_groups[0]), 2),
+                           (block_q, block_k / key_groups[1], dim / (warps / key_groups[1]), 2),
+                           (block_k, block_q / dq_groups, dim / (warps / dq_groups), 1)):
+        loads += gemms * (k / 16) * (m / 16 + n / 16)
+        mma += gemms * (k / 16) * (m / 16) * (n / 8)
+    return loads / mma
+
+
 def costs(args):
     _, _, ptx_payloads = read_libraries(args.libraries, args.sm)
     functions = {}
@@ -460,8 +478,11 @@ def costs(args):
           f"{fa2_ldmatrix_per_mma(32, q_in_registers=False):.3f} expected")
     print("  ladder rung 05 (forward_mma): 64 q x 64 k, 4 warps, R = 16, Q in registers after the first tile: "
           f"{fa2_ldmatrix_per_mma(16):.3f} expected")
-    print("  (FA2's published backward tiling has no such single ratio here; the backward rows are for comparing "
-          "ringlab's own versions)")
+    print("FlashAttention-2's backward, per Q tile (128 keys, 8 warps; warp tiles: S^T and dP^T 32 keys x BQ/2 "
+          "queries, dK and dV 32 keys x D/2, dQ 32 queries x 32 dims):")
+    print(f"  its hdim-128 tile, 64 q x 128 k: {fa2_backward_ldmatrix_per_mma(128, 64):.3f}; ringlab's backward_mma "
+          f"at D = 128 (the same tile): {fa2_backward_ldmatrix_per_mma(128, 64):.3f} expected, at D = 64 (128 q x "
+          f"128 k, dQ 4 query groups): {fa2_backward_ldmatrix_per_mma(64, 128, dq_groups=4):.3f} expected")
     for row in summary:
         print(row)
     return 0
@@ -518,6 +539,8 @@ def self_test(_args):
            atomics["atomics"] == [2, 1] and atomics["atomic floats"] == [5, 1])
     expect("FA2's ratios: 0.3125 at 32 rows per warp with Q re-read, 0.5 at 16 with Q in registers",
            fa2_ldmatrix_per_mma(32, q_in_registers=False) == 0.3125 and fa2_ldmatrix_per_mma(16) == 0.5)
+    expect("FA2's backward: 144 ldmatrix per 320 mma at D = 128, 64 q x 128 k (and at D = 64, 128 x 128)",
+           fa2_backward_ldmatrix_per_mma(128, 64) == 0.45 and fa2_backward_ldmatrix_per_mma(64, 128, dq_groups=4) == 0.45)
     expect("fp32 global loads are counted, 16-bit, int32 and shared ones are not",
            state_loads(["ld.global.f32 %f1, [%rd1];", "@%p3 ld.global.v2.f32 {%f1, %f2}, [%rd2];",
                         "ld.global.u32 %r1, [%rd3];", "ld.shared.f32 %f3, [%r2];", "st.global.f32 [%rd4], %f4;"]) == 2)

@@ -32,13 +32,18 @@ TEST_CASE("emulated kernels: deleting any barrier of forward_fa2 is caught", "[g
   });
 }
 
+// backward_mma's two barrier sites (backward_mma.cuh, "Barriers"): without site 1 a warp reads a
+// tile another thread's cp.async has not landed, or overwrites P^T / dS^T another warp still reads
+// for the previous tile's dQ and phase 2; without site 2 dQ and phase 2 read P^T / dS^T rows the
+// other warps have not stored yet. Both are shared-memory races the emulator names.
 TEST_CASE("emulated kernels: deleting either barrier of backward_mma is caught", "[gpu][emulated][barriers]") {
-  // One 128-key block (every warp owns keys) and three query tiles: 64-row tiles at D = 64, 32-row
-  // tiles at D = 128.
+  // A full 128-key block (every warp owns keys) and two query tiles, the second partial: 128-row
+  // tiles at D = 64, 64-row tiles at D = 128. At D = 128 a second, partial key block as well (the
+  // only D = 128 launch of these tests with more than one: blockIdx.x > 0).
   const BlockProblem pr = one_block(192, 128, 64);
   check_barriers("backward_mma<bf16, 64>", {{1, "race", ""}, {2, "race", ""}},
                  [&] { return run_backward<__nv_bfloat16, 64>(Kind::bf16, pr, kBf16Grad); });
-  const BlockProblem pr128 = one_block(96, 128, 128);
+  const BlockProblem pr128 = one_block(96, 192, 128);
   check_barriers("backward_mma<fp16, 128>", {{1, "race", ""}, {2, "race", ""}},
                  [&] { return run_backward<__half, 128>(Kind::fp16, pr128, kFp16Grad); });
 }
