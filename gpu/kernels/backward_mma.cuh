@@ -6,7 +6,9 @@
 // A block of 8 warps owns 128 key rows of one (batch, query head) and walks the query tiles. Query
 // tiles stream through shared memory in two stages: Q and dO, and with them, by cp.async too, the
 // rows' lse and delta and (masked launches) their positions and document bounds, so that no
-// global load waits inside the loop but the tile classification's. Each query tile takes three
+// global load waits inside the loop but the tile classification's: one round trip per query tile
+// (its rows' loads all issued before the first is used), and in the prologue, where a causal block
+// passes the tiles before its keys' first query, one per kScanGroup tiles. Each query tile takes three
 // steps, each splitting the block's work among the warps its own way; keys are the M dimension of
 // phases 1 and 2, so that nothing is transposed until dQ:
 //   phase 1  S^T = K Q^T, dP^T = V dO^T        warp (kg, qh) = (warp % 4, warp / 4): keys
@@ -67,6 +69,9 @@ struct BackwardMmaTiles {
   static constexpr int kDqDims = D * kDqGroups / kWarps;  // ...times D-slices of this many dims (32)
   // Per query row and stage: lse, delta (fp32), position, document first and last key (int32).
   static constexpr int kRowWords = 5;
+  // Query tiles the prologue classifies per round trip, looking for the block's first: 8 at D = 64;
+  // at D = 128 any group made ptxas spill (CUDA 13.0: 16 bytes even for 2), so one at a time there.
+  static constexpr int kScanGroup = D == 64 ? 8 : 1;
   static constexpr int kSmemBytes =
       (2 * kBlockK * D + 2 * 2 * kBlockQ * D + 2 * kBlockK * kBlockQ) * 2 + (2 * kRowWords * kBlockQ + kBlockK) * 4;
   static int k_tiles(const AttentionParams& a) { return (a.kv_end - a.kv_begin + kBlockK - 1) / kBlockK; }
@@ -162,16 +167,64 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(BackwardMmaTiles<D>::kThreads) backwar
   auto key_of = [&](int mi, int r) { return key_base + 16 * mi + g + 8 * r; };
 
   // The query side of the mask, once per query tile: its rows' key spans, warp-reduced to the tile's
-  // kind (the same answer in every warp, so the block agrees without a barrier).
+  // kind (the same answer in every warp, so the block agrees without a barrier). Every row's loads
+  // are issued before the first is reduced: one round trip to memory per tile, where a loop over the
+  // rows took one per 32 of them (2 at D = 128, 4 at D = 64). kinds_of does so for G consecutive
+  // tiles at once: one round trip for all G.
   const int n_tiles = (a.q_end - a.q_begin + BQ - 1) / BQ;
+  auto kinds_of = [&](int first, auto group, int(&kind)[decltype(group)::value]) {
+    constexpr int G = decltype(group)::value;
+    TileSpans spans[G];
+    RINGLAB_UNROLL
+    for (int j = 0; j < G; ++j) {
+      const int q0 = a.q_begin + (first + j) * BQ;
+      const int count = first + j < n_tiles ? imin(BQ, a.q_end - q0) : 0;
+      RINGLAB_UNROLL
+      for (int i = 0; i < BQ / 32; ++i) {
+        if (lane + 32 * i < count) spans[j].add(row_keys(a, q0 + lane + 32 * i));
+      }
+    }
+    RINGLAB_UNROLL
+    for (int j = 0; j < G; ++j) kind[j] = classify_tile(true, a.skip_masked_tiles, warp_reduce(spans[j]), k_lo, k_hi);
+  };
+  // The first tile from `tile` on that is not skipped, and its kind: in the loop, where the registers
+  // are the accumulators', a tile per round trip (the next tile is rarely skipped there).
   auto next_tile = [&](int tile, int& kind) {
     for (; tile < n_tiles; ++tile) {
       const int q0 = a.q_begin + tile * BQ;
-      const TileSpans q_spans = masked ? tile_spans(a, q0, imin(BQ, a.q_end - q0), lane) : TileSpans{};
+      TileSpans q_spans;
+      if (masked) {
+        const int count = imin(BQ, a.q_end - q0);
+        RINGLAB_UNROLL
+        for (int i = 0; i < BQ / 32; ++i) {
+          if (lane + 32 * i < count) q_spans.add(row_keys(a, q0 + lane + 32 * i));
+        }
+        q_spans = warp_reduce(q_spans);
+      }
       kind = classify_tile(masked, a.skip_masked_tiles, q_spans, k_lo, k_hi);
       if (kind != kTileSkip) break;
     }
     return tile;
+  };
+  // The first tile of all: in the prologue, where a causal block passes every tile before its keys'
+  // first query (half the tiles on average), Tiles::kScanGroup tiles per round trip.
+  auto first_tile = [&](int& kind) {
+    constexpr int G = Tiles::kScanGroup;
+    if constexpr (G == 1) return next_tile(0, kind);
+    kind = kTileFull;
+    if (!masked) return 0;
+    for (int first = 0; first < n_tiles; first += G) {
+      int kinds[G];
+      kinds_of(first, std::integral_constant<int, G>{}, kinds);
+      RINGLAB_UNROLL
+      for (int j = 0; j < G; ++j) {
+        if (first + j < n_tiles && kinds[j] != kTileSkip) {
+          kind = kinds[j];
+          return first + j;
+        }
+      }
+    }
+    return n_tiles;
   };
   // Everything a query tile needs, by cp.async. Rows past the end are zero-filled, and contribute
   // exactly nothing: Q = dO = 0 there, so dP = 0 and dS = P (0 - delta) = 0 with delta = 0, and
@@ -196,7 +249,7 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(BackwardMmaTiles<D>::kThreads) backwar
   };
 
   int kind = kTileFull;
-  int tile = next_tile(0, kind);
+  int tile = first_tile(kind);
   if (tile >= n_tiles) return;  // no query sees these keys: nothing to add
   load_tile_async<T, D, BK, kThreads>(k_smem, static_cast<const T*>(a.k) + kv_row0(), kv_stride, k_count);
   load_tile_async<T, D, BK, kThreads>(v_smem, static_cast<const T*>(a.v) + kv_row0(), kv_stride, k_count);

@@ -105,6 +105,17 @@ TEST_CASE("emulated mma backward, bf16, D=64: causal positions, GQA", "[gpu][emu
   check_backward<__nv_bfloat16, 64>(Kind::bf16, causal_problem(), kBf16Grad);
 }
 
+TEST_CASE("emulated mma backward, bf16, D=64: causal key blocks whose first query tile is far in (the prologue's scan)",
+          "[gpu][emulated][mask]") {
+  // 10 query tiles of 128 rows; the prologue classifies 8 per round. Keys 896-1023 first see query
+  // tile 7 (the first round's last), keys 1152-1279 tile 9 (the second round's second): a scan that
+  // took a round's first tile for its answer, or stopped a tile late, fails here.
+  BlockProblem pr = one_block(1280, 1280, 64);
+  pr.causal = true;
+  pr.kv_blocks = {{896, 1024}, {1152, 1280}};
+  check_backward<__nv_bfloat16, 64>(Kind::bf16, pr, kBf16Grad);
+}
+
 TEST_CASE("emulated mma backward, fp16, D=128: causal, no skip, two blocks", "[gpu][emulated]") {
   BlockProblem pr = causal_problem();
   pr.skip = false;
