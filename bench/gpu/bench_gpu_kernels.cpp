@@ -202,10 +202,12 @@ int main(int argc, char** argv) {
   }
   std::printf("ringlab production kernels on %s (%s), FLOPs = 4 S^2 D H B (causal /2), bwd = 2.5x fwd\n",
               gpu::device_description(0).c_str(), gpu::dtype_name(dtype));
-  std::printf("fwd: %s; staged = init + attention + finalize (3 launches), timed in the same run\n",
-              has_fused(dtype) ? "one launch (fused init and finalize)" : "staged (fp32 has no fused path)");
+  std::printf(
+      "fwd: %s; staged = init + attention + finalize (3 launches), timed in the same run; st/fused = its time / fwd "
+      "time\n",
+      has_fused(dtype) ? "one launch (fused init and finalize)" : "staged (fp32 has no fused path)");
   std::printf("%4s %6s %5s %5s %6s %5s %10s %9s %10s %8s  %s\n", "D", "S", "batch", "heads", "causal", "pass", "ms",
-              "TFLOP/s", "staged ms", "fused/st", "check");
+              "TFLOP/s", "staged ms", "st/fused", "check");
   std::printf("%4s %6s %5s %5s %6s %5s %10s %9s %10s %8s  %s\n", "", "", "", "", "", "", "[ms]", "[TFLOP/s]", "[ms]",
               "[x]", "");
   int failures = 0;
