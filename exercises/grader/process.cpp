@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -154,19 +155,21 @@ JudgedResult run_judged(const std::vector<std::string>& student_argv, const std:
     if (!judge_done) kill(-judge, SIGKILL), waitpid(judge, nullptr, 0);
   }
   if (!student_done && !timed_out) {
-    // A student's side whose output is closed is ending by itself (a crash, an exit: the kernel
-    // closes its descriptors before the judge can read the end of its frames): reaped, not killed.
-    while (open_out) {
-      pollfd fd{out[0], POLLIN, 0};
-      if (poll(&fd, 1, 0) <= 0) break;
-      open_out = drain(out[0], r.student.output, max_output);
-    }
-    while (!open_out && !student_done && std::chrono::steady_clock::now() < deadline) {
+    // The judge is done; the student's side may be ending by itself (a crash, an exit). An exiting
+    // process's descriptors are released one by one and it is reaped only after, so the judge can
+    // see the end of the frames while the output is still open and waitpid finds nothing yet: under
+    // load that window lasted long enough for a crash to be counted as stopped by the grader and
+    // its SIGSEGV line lost (1 run in 15 with three busy loops beside it). So it gets up to
+    // kEndingGrace to be reaped, its output drained meanwhile; one still running then is stopped.
+    constexpr auto kEndingGrace = std::chrono::seconds(2);
+    const auto grace = std::min(deadline, decltype(deadline)(std::chrono::steady_clock::now() + kEndingGrace));
+    while (std::chrono::steady_clock::now() < grace) {
       if (waitpid(student, &status, WNOHANG) == student) {
         student_done = true, record_status(r.student, status);
-      } else {
-        usleep(1000);
+        break;
       }
+      pollfd fd{open_out ? out[0] : -1, POLLIN, 0};  // -1: no descriptor, the poll only waits
+      if (poll(&fd, 1, 5) > 0) open_out = drain(out[0], r.student.output, max_output);
     }
   }
   if (!student_done) {

@@ -95,6 +95,11 @@ TEST_CASE("grader containment: endless loops time out, crashes and exceptions ar
   const Graded crash = grade("03-ring-forward", kFixtures + "/lab03_segfault.cpp", {"--only", "p2"});
   CHECK(crash.status_of("p2") == "failed");
   CHECK(crash.criterion("p2")["message"].get<std::string>().find("SIGSEGV") != std::string::npos);
+  // The same crash with its descriptor to the judge closed half a second before: the judge is done
+  // first, and the grader must wait for the process's own end to report it (under load the kernel's
+  // release order alone made that window; a grader that stopped the process there lost the line).
+  const Graded late = grade("03-ring-forward", kFixtures + "/lab03_segfault_after_close.cpp", {"--only", "p2"});
+  CHECK(late.criterion("p2")["message"].get<std::string>().find("SIGSEGV") != std::string::npos);
   const Graded thrown = grade("03-ring-forward", kFixtures + "/lab03_throws.cpp", {"--only", "p2"});
   CHECK(thrown.criterion("p2")["message"].get<std::string>().find("rank 1 threw: boom on purpose") !=
         std::string::npos);
