@@ -46,13 +46,7 @@ void launch_through_accumulator(const Problem& problem, const void* q, const voi
   float* acc_out = acc_sum + rows;
   fill_iota(positions, problem.seq, stream);
   init_accumulator(acc_max, acc_sum, acc_out, rows, problem.dim, stream);
-  ForwardParams p;
-  p.a.q = q, p.a.k = k, p.a.v = v;
-  p.a.q_pos = positions, p.a.k_pos = positions;
-  p.a.batch = problem.batch, p.a.heads = problem.heads, p.a.kv_heads = problem.heads, p.a.dim = problem.dim;
-  p.a.q_seq = p.a.kv_seq = p.a.q_end = p.a.kv_end = problem.seq;
-  p.a.causal = problem.causal;
-  p.a.scale = args_of(problem, q, k, v, out, lse).scale;
+  ForwardParams p = whole_problem(problem, q, k, v, positions);
   p.acc_max = acc_max;
   p.acc_sum = acc_sum;
   p.acc_out = acc_out;

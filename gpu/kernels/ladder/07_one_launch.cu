@@ -10,8 +10,6 @@
 // rows' only one runs in the executors.
 // Host code only (the kernel is forward_fa2.cuh's), so the emulated tests include this file as it
 // is and run it against the emulated launchers (test_ladder_one_launch_emulated.cpp).
-#include <cmath>
-
 #include "gpu/kernels/attention_kernels.hpp"
 #include "gpu/kernels/ladder/ladder.hpp"
 
@@ -23,13 +21,7 @@ void launch_07(const Problem& problem, const void* q, const void* k, const void*
                void* workspace, cudaStream_t stream) {
   int32_t* positions = static_cast<int32_t*>(workspace);
   fill_iota(positions, problem.seq, stream);
-  ForwardParams p;
-  p.a.q = q, p.a.k = k, p.a.v = v;
-  p.a.q_pos = positions, p.a.k_pos = positions;
-  p.a.batch = problem.batch, p.a.heads = problem.heads, p.a.kv_heads = problem.heads, p.a.dim = problem.dim;
-  p.a.q_seq = p.a.kv_seq = p.a.q_end = p.a.kv_end = problem.seq;
-  p.a.causal = problem.causal;
-  p.a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(problem.dim)));  // as args_of
+  ForwardParams p = whole_problem(problem, q, k, v, positions);
   p.init = true;  // the accumulator pointers stay null: neither read nor written
   p.out = out, p.lse = lse;
   forward_accumulate(Dtype::bf16, p, stream);

@@ -21,7 +21,7 @@ Args args_of(const Problem& problem, const void* q, const void* k, const void* v
   a.q = q, a.k = k, a.v = v, a.out = static_cast<float*>(out), a.lse = lse;  // 01-04 store fp32
   a.B = problem.batch, a.S = problem.seq, a.H = problem.heads, a.D = problem.dim;
   a.causal = problem.causal;
-  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(problem.dim)));
+  a.scale = scale_of(problem);
   return a;
 }
 

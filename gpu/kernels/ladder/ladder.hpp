@@ -23,6 +23,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cmath>
 #include <cstddef>
 #include <vector>
 
@@ -81,6 +82,25 @@ size_t workspace_07(const Problem&);
 // to float.
 size_t out_bytes(const Version& version, const Problem& problem);
 void read_out(const Version& version, const DeviceBuffer& out, float* to, size_t count);
+
+// Every rung's softmax scale, 1/sqrt(D).
+inline float scale_of(const Problem& problem) {
+  return static_cast<float>(1.0 / std::sqrt(static_cast<double>(problem.dim)));
+}
+
+// 05-07: the whole problem as one block of the production kernels' arguments, query and key
+// positions `positions` (0..S-1 on the device); no accumulator, out or lse set.
+inline ForwardParams whole_problem(const Problem& problem, const void* q, const void* k, const void* v,
+                                   const int32_t* positions) {
+  ForwardParams p;
+  p.a.q = q, p.a.k = k, p.a.v = v;
+  p.a.q_pos = positions, p.a.k_pos = positions;
+  p.a.batch = problem.batch, p.a.heads = problem.heads, p.a.kv_heads = problem.heads, p.a.dim = problem.dim;
+  p.a.q_seq = p.a.kv_seq = p.a.q_end = p.a.kv_end = problem.seq;
+  p.a.causal = problem.causal;
+  p.a.scale = scale_of(problem);
+  return p;
+}
 
 // 05 and 06: positions 0..S-1, the accumulator initialised, one `forward` over all keys, finalize.
 using ForwardLaunch = void (*)(Dtype, const ForwardParams&, cudaStream_t);

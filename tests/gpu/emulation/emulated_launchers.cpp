@@ -19,6 +19,7 @@
 #include "gpu/kernels/forward_fa2.cuh"
 #include "gpu/kernels/forward_fp32.cuh"
 #include "reference/error.hpp"
+#include "tests/gpu/emulation/emulated_counts.hpp"
 
 namespace ringlab::gpu {
 

@@ -18,6 +18,7 @@
 #include "executors/gpu/gpu_rank.hpp"
 #include "reference/layout.hpp"
 #include "reference/precision.hpp"
+#include "tests/gpu/emulation/emulated_counts.hpp"
 #include "tests/gpu/gpu_test_support.hpp"
 #ifdef RINGLAB_WITH_NCCL
 #include "executors/gpu/nccl_executor.hpp"
@@ -26,13 +27,6 @@
 void ringlab_mock_set_device_count(int count);  // mock_cuda_runtime.cpp
 
 namespace ringlab {
-namespace gpu {  // emulated_launchers.cpp
-extern std::atomic<int64_t> emulated_fused_forward_launches;
-extern std::atomic<int64_t> emulated_finalize_accumulator_launches;
-extern std::atomic<int64_t> emulated_init_forward_launches;
-extern std::mutex emulated_init_mutex;
-extern std::map<const float*, int64_t> emulated_init_accumulator_launches;
-}  // namespace gpu
 namespace {
 
 using gpu::Dtype;

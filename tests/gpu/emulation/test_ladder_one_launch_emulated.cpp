@@ -15,16 +15,9 @@
 #include "reference/compare.hpp"
 #include "reference/flash_attention.hpp"
 #include "reference/inputs.hpp"
+#include "tests/gpu/emulation/emulated_counts.hpp"
 
 namespace ringlab {
-namespace gpu {  // emulated_launchers.cpp
-extern std::atomic<int64_t> emulated_kernel_launches;
-extern std::atomic<int64_t> emulated_fused_forward_launches;
-extern std::atomic<int64_t> emulated_finalize_accumulator_launches;
-extern std::atomic<int64_t> emulated_init_forward_launches;
-extern std::mutex emulated_init_mutex;
-extern std::map<const float*, int64_t> emulated_init_accumulator_launches;
-}  // namespace gpu
 namespace {
 
 int64_t init_accumulator_launches() {

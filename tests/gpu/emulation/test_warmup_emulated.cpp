@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/ringlab-gpu/gpu_command.hpp"
+#include "tests/gpu/emulation/emulated_counts.hpp"
 #include "tests/gpu/gpu_test_support.hpp"
 #ifdef RINGLAB_WITH_NCCL
 #include "executors/gpu/nccl_executor.hpp"
@@ -23,9 +24,6 @@ void ringlab_mock_set_device_count(int count);              // mock_cuda_runtime
 void ringlab_mock_nccl_reset();                             // mock_nccl.cpp
 
 namespace ringlab {
-namespace gpu {  // emulated_launchers.cpp
-extern std::atomic<int64_t> emulated_kernel_launches;
-}  // namespace gpu
 namespace {
 
 struct Launches {
