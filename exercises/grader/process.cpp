@@ -161,8 +161,8 @@ JudgedResult run_judged(const std::vector<std::string>& student_argv, const std:
     // load that window lasted long enough for a crash to be counted as stopped by the grader and
     // its SIGSEGV line lost (1 run in 15 with three busy loops beside it). So it gets up to
     // kEndingGrace to be reaped, its output drained meanwhile; one still running then is stopped.
-    // Generous: a crash under AddressSanitizer first writes and symbolizes its report, which took
-    // over 1.5 s on a loaded machine.
+    // Generous: under AddressSanitizer a crash first writes and symbolizes its report (about 0.3 s
+    // on an idle machine here), and a loaded machine stretches that.
     constexpr auto kEndingGrace = std::chrono::seconds(10);
     const auto grace = std::min(deadline, decltype(deadline)(std::chrono::steady_clock::now() + kEndingGrace));
     while (std::chrono::steady_clock::now() < grace) {
