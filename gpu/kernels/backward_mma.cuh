@@ -188,7 +188,8 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(BackwardMmaTiles<D>::kThreads) backwar
     for (int j = 0; j < G; ++j) kind[j] = classify_tile(true, a.skip_masked_tiles, warp_reduce(spans[j]), k_lo, k_hi);
   };
   // The first tile from `tile` on that is not skipped, and its kind: in the loop, where the registers
-  // are the accumulators', a tile per round trip (the next tile is rarely skipped there).
+  // are the accumulators', a tile per round trip (the next tile is rarely skipped there). Written
+  // out rather than as kinds_of for one tile: that form spilled 16 bytes at D = 128 (CUDA 13.0).
   auto next_tile = [&](int tile, int& kind) {
     for (; tile < n_tiles; ++tile) {
       const int q0 = a.q_begin + tile * BQ;

@@ -252,7 +252,7 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
   const int k_lane = swizzled_lane_part<D>(lane % 8 + (lane / 16) * 8, (lane / 8) % 2);
   const int v_lane = swizzled_lane_part<D>(lane % 8 + ((lane / 8) % 2) * 8, lane / 16);
   uint32_t qf[kRowBlocks][kQInRegisters ? kDimChunks : 1][4];  // D = 64: Q's A fragments, loaded once
-  bool computed = false, q_in_registers = false;               // computed: a key tile was (the block saw a key tile)
+  bool computed = false, q_in_registers = false;               // computed: at least one key tile was
   int stage = 0;
   // Q first, before the tile classification's loads: its latency overlaps theirs. (Loaded even when
   // every tile turns out skipped; the wait after the loop drains it before the block exits.)
@@ -288,18 +288,17 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
         for (int j = 0; j < G; ++j) {
           const int k0 = a.kv_begin + (first + j) * BK;
           const int count = first + j < chunk_end ? imin(BK, a.kv_end - k0) : 0;
-          static_assert(BK == 64, "two keys per lane");
-          const int p0 = lane < count ? a.k_pos[k0 + lane] : 0, p1 = lane + 32 < count ? a.k_pos[k0 + lane + 32] : 0;
-          lo[j] = imin(lane < count ? p0 : kFarPosition, lane + 32 < count ? p1 : kFarPosition);
-          hi[j] = imax(lane < count ? p0 : -kFarPosition, lane + 32 < count ? p1 : -kFarPosition);
+          lo[j] = kFarPosition, hi[j] = -kFarPosition;
+          RINGLAB_UNROLL
+          for (int r = lane; r < BK; r += 32) {  // BK / 32 keys per lane
+            if (r >= count) break;
+            const int position = a.k_pos[k0 + r];
+            lo[j] = imin(lo[j], position), hi[j] = imax(hi[j], position);
+          }
         }
         RINGLAB_UNROLL
         for (int j = 0; j < G; ++j) {
-          RINGLAB_UNROLL
-          for (int mask = 16; mask > 0; mask >>= 1) {
-            lo[j] = imin(lo[j], shfl_xor(lo[j], mask));
-            hi[j] = imax(hi[j], shfl_xor(hi[j], mask));
-          }
+          warp_min_max(lo[j], hi[j]);
           if (lane == 0 && first + j < chunk_end)
             kinds()[first + j - chunk0] =
                 static_cast<int8_t>(classify_tile(true, a.skip_masked_tiles, q_spans, lo[j], hi[j]));

@@ -214,6 +214,15 @@ RINGLAB_DEVICE int swizzle(int row, int col) {
 
 // Min and max of positions[begin, begin + count), reduced across the warp: every lane (and every
 // warp that calls it) gets the same answer, so block-wide decisions taken on it are uniform.
+// lo, hi: the minimum and maximum over the warp's lanes (every lane gets them).
+RINGLAB_DEVICE void warp_min_max(int& lo, int& hi) {
+  RINGLAB_UNROLL
+  for (int mask = 16; mask > 0; mask >>= 1) {
+    lo = imin(lo, shfl_xor(lo, mask));
+    hi = imax(hi, shfl_xor(hi, mask));
+  }
+}
+
 RINGLAB_DEVICE void position_range(const int32_t* positions, int begin, int count, int lane, int& lo, int& hi) {
   lo = 2147483647;
   hi = -2147483647 - 1;
@@ -222,11 +231,7 @@ RINGLAB_DEVICE void position_range(const int32_t* positions, int begin, int coun
     lo = imin(lo, p);
     hi = imax(hi, p);
   }
-  RINGLAB_UNROLL
-  for (int mask = 16; mask > 0; mask >>= 1) {
-    lo = imin(lo, shfl_xor(lo, mask));
-    hi = imax(hi, shfl_xor(hi, mask));
-  }
+  warp_min_max(lo, hi);
 }
 
 // The A fragment (16 rows x 16 k) packed to T from the C fragments of n-tiles 2kc and 2kc + 1 of a

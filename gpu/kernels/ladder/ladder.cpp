@@ -45,14 +45,4 @@ const std::vector<Version>& versions() {
   return list;
 }
 
-size_t out_bytes(const Version& version, const Problem& p) {
-  return static_cast<size_t>(p.batch) * p.seq * p.heads * p.dim * static_cast<size_t>(dtype_bytes(version.out_dtype));
-}
-
-void read_out(const Version& version, const DeviceBuffer& out, float* to, size_t count) {
-  std::vector<unsigned char> bytes(count * static_cast<size_t>(dtype_bytes(version.out_dtype)));
-  out.download(bytes.data(), bytes.size());
-  decode(bytes, version.out_dtype, {to, count});
-}
-
 }  // namespace ringlab::gpu::ladder

@@ -79,9 +79,15 @@ size_t workspace_05(const Problem&);  // 06's too
 size_t workspace_07(const Problem&);
 
 // The harness's side of out_dtype: the bytes out needs, and out (count elements) read back widened
-// to float.
-size_t out_bytes(const Version& version, const Problem& problem);
-void read_out(const Version& version, const DeviceBuffer& out, float* to, size_t count);
+// to float. (Inline: the emulated tests use them without the ladder's library.)
+inline size_t out_bytes(const Version& version, const Problem& p) {
+  return static_cast<size_t>(p.batch) * p.seq * p.heads * p.dim * static_cast<size_t>(dtype_bytes(version.out_dtype));
+}
+inline void read_out(const Version& version, const DeviceBuffer& out, float* to, size_t count) {
+  std::vector<unsigned char> bytes(count * static_cast<size_t>(dtype_bytes(version.out_dtype)));
+  out.download(bytes.data(), bytes.size());
+  decode(bytes, version.out_dtype, {to, count});
+}
 
 // Every rung's softmax scale, 1/sqrt(D).
 inline float scale_of(const Problem& problem) {
