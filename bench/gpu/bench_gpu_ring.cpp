@@ -240,11 +240,11 @@ Hardware calibrate(const std::vector<StepTable>& tables, const Calibration& c, c
   const FitResult fit = fit_device(one_gpu_machine(c, P, dims, dtype, nullptr), tables);
   std::printf("\ncalibrated model (ringlab calibrate on the tables above; in-sample: %zu unknowns, %d steps)\n",
               fit.fitted.size(), fit.points);
-  std::printf("%-30s %-16s %5s %11s %11s %9s\n", "schedule", "phase", "step", "measured", "fitted", "error");
+  std::printf("%-38s %-16s %5s %11s %11s %9s\n", "schedule", "phase", "step", "measured", "fitted", "error");
   for (const StepTable& t : tables) {
     const std::vector<double> predicted = predicted_steps(t.spec, t.phase, fit.hardware);
     for (size_t s = 0; s < t.measured.size() && s < predicted.size(); ++s) {
-      std::printf("%-30s %-16s %5zu %11.3f %11.3f %+8.1f%%\n", t.schedule.c_str(), t.phase.c_str(), s,
+      std::printf("%-38s %-16s %5zu %11.3f %11.3f %+8.1f%%\n", t.schedule.c_str(), t.phase.c_str(), s,
                   t.measured[s] * 1e3, predicted[s] * 1e3, 100 * (predicted[s] / t.measured[s] - 1));
     }
   }
@@ -353,13 +353,20 @@ int main(int argc, char** argv) {
   calibration.bytes_per_ms = copy_bandwidth_bytes_per_ms(stream.get());
   int missed = 0;
   const AttentionInputs<float> x = make_inputs(dims, 1, true);  // dout is only uploaded by backward plans
+  std::vector<StepTable> whole_blocks;  // the backward of one whole block, causal and not, for the fit
   for (const Schedule& s : kSchedules) {
+    double t1_forward = 0;
     for (bool backward : {false, true}) {
       gpu::GpuRunOptions options;
       options.dtype = dtype;
       const Plan single = build_plan(spec_of(s, 1, dims, backward, dtype));
       gpu::StreamsRun one(single, x, options);
       const double t1 = median_device_ms(one, 1, iterations).ms;
+      if (!backward) t1_forward = t1;
+      if (backward && s.algo == Algorithm::ring && s.layout == LayoutKind::contiguous) {
+        whole_blocks.push_back(
+            whole_block_backward(s.name, spec_of(s, 1, dims, true, dtype), t1_forward * 1e-3, t1 * 1e-3));
+      }
       if (!backward && s.algo == Algorithm::ring && !s.causal) {  // the model's FLOP rate: one full kernel
         calibration.flops_per_ms =
             bench::attention_flops(dims.batch, dims.heads, dims.seq, dims.dim, false, false) / t1;
@@ -398,6 +405,9 @@ int main(int argc, char** argv) {
         }
     }
     if (!measured.empty()) {
+      // With the backward of one whole block (the P = 1 runs above): the backward's speed at the
+      // peak's block size, so that the backward's block-size factors can be fitted (calibrate.hpp).
+      if (step_backward) measured.insert(measured.end(), whole_blocks.begin(), whole_blocks.end());
       const Hardware fitted = calibrate(measured, calibration, dims, dtype, write_hw);
       kernel_sweep(dims, dtype, calibration, fitted, iterations);
     }

@@ -214,9 +214,10 @@ int calibrate_command(const CalibrateFlags& flags) {
   text << file.rdbuf();
   const std::vector<StepTable> tables = parse_step_tables(text.str(), flags.steps);
   const StepTable& first = tables.front();
-  for (const StepTable& t : tables) {
-    if (t.spec.ranks != first.spec.ranks || t.flops_per_s != first.flops_per_s || t.copy_Bps != first.copy_Bps ||
-        t.spec.dims.seq != first.spec.dims.seq || t.spec.dims.dim != first.spec.dims.dim) {
+  for (const StepTable& t : tables) {  // P = 1: a whole block's backward, from the ring-efficiency table
+    if ((t.spec.ranks != first.spec.ranks && t.spec.ranks != 1) || t.flops_per_s != first.flops_per_s ||
+        t.copy_Bps != first.copy_Bps || t.spec.dims.seq != first.spec.dims.seq ||
+        t.spec.dims.dim != first.spec.dims.dim) {
       throw UsageError(flags.steps + ": the tables differ in P, S, D or measured figures; calibrate one run's tables");
     }
   }
@@ -241,14 +242,14 @@ int calibrate_command(const CalibrateFlags& flags) {
   std::printf(
       "ringlab calibrate | %s | %zu table(s), %d steps | base: %s\n\n", flags.steps.c_str(), tables.size(), fit.points,
       flags.hw.empty() ? "the tables' one-kernel rate and copy bandwidth, P ranks on one device" : base.name.c_str());
-  std::printf("%-30s %5s %10s %10s %7s %10s %7s\n", "schedule", "step", "measured", "base", "error", "fitted", "error");
-  std::printf("%-30s %5s %10s %10s %7s %10s %7s\n", "", "", "[ms]", "[ms]", "[%]", "[ms]", "[%]");
+  std::printf("%-38s %5s %10s %10s %7s %10s %7s\n", "schedule", "step", "measured", "base", "error", "fitted", "error");
+  std::printf("%-38s %5s %10s %10s %7s %10s %7s\n", "", "", "[ms]", "[ms]", "[%]", "[ms]", "[%]");
   for (const StepTable& t : tables) {
     const std::vector<double> before = predicted_steps(t.spec, t.phase, base);
     const std::vector<double> after = predicted_steps(t.spec, t.phase, fit.hardware);
     for (size_t s = 0; s < t.measured.size(); ++s) {
       const double b = s < before.size() ? before[s] : 0, a = s < after.size() ? after[s] : 0;
-      std::printf("%-30s %5zu %10.3f %10.3f %+7.1f %10.3f %+7.1f\n", t.schedule.c_str(), s, t.measured[s] * 1e3,
+      std::printf("%-38s %5zu %10.3f %10.3f %+7.1f %10.3f %+7.1f\n", t.schedule.c_str(), s, t.measured[s] * 1e3,
                   b * 1e3, 100 * (b / t.measured[s] - 1), a * 1e3, 100 * (a / t.measured[s] - 1));
     }
   }
@@ -308,7 +309,11 @@ void add_cost_commands(CLI::App& app, Registry& registry) {
     CLI::App* command = app.add_subcommand(
         "calibrate",
         "fit the device model to measured step times (bench_gpu_ring's per-step tables) and write a --hw machine file");
-    command->add_option("steps", flags->steps, "a file holding bench_gpu_ring's output (its per-step tables)")
+    command
+        ->add_option(
+            "steps", flags->steps,
+            "a file holding bench_gpu_ring's output (its per-step tables, and the ring-efficiency table's P = 1 "
+            "runs for the backward of one whole block)")
         ->required();
     command->add_option("--hw", flags->hw,
                         "base machine (a JSON file); default: P ranks on one device, from the tables");

@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "executors/dry/dry_executor.hpp"
 #include "reference/error.hpp"
@@ -65,7 +68,41 @@ StepTable parse_title(const std::string& title, const std::string& where, int64_
   return t;
 }
 
+// One row of the ring-efficiency table: "ring zigzag, causal+skip   2  fwd+bwd  12.641  11.726 ...":
+// the schedule (words up to the P column), the pass and T(1) in ms. False for any other line.
+bool efficiency_row(const std::string& line, std::string& schedule, bool& backward, double& t1_ms) {
+  const std::vector<std::string> w = words(line);
+  const auto p_at = std::find_if(w.begin(), w.end(), is_count);
+  if (p_at == w.begin() || p_at == w.end() || w.end() - p_at < 4) return false;
+  const std::string& pass = *(p_at + 1);
+  if (pass != "fwd" && pass != "fwd+bwd") return false;
+  char* end = nullptr;
+  t1_ms = std::strtod((p_at + 2)->c_str(), &end);
+  if (end == (p_at + 2)->c_str() || !(t1_ms > 0)) return false;
+  schedule.clear();
+  for (auto it = w.begin(); it != p_at; ++it) schedule += (schedule.empty() ? "" : " ") + *it;
+  backward = pass == "fwd+bwd";
+  return true;
+}
+
 }  // namespace
+
+StepTable whole_block_backward(const std::string& schedule, PlanSpec spec, double forward_s, double both_s) {
+  if (!(both_s > forward_s) || !(forward_s > 0)) {
+    char times[160];
+    std::snprintf(times, sizeof times,
+                  "forward+backward run (%.3f ms) must take longer than the forward alone (%.3f ms)", both_s * 1e3,
+                  forward_s * 1e3);
+    throw UsageError(schedule + ": the P = 1 " + times + "; give the table as bench_gpu_ring printed it");
+  }
+  StepTable t;
+  t.schedule = schedule + ", P=1 backward";
+  spec.ranks = 1, spec.ulysses = 1, spec.backward = true;
+  t.spec = spec;
+  t.phase = "ring backward";
+  t.measured = {both_s - forward_s};
+  return t;
+}
 
 std::vector<StepTable> parse_step_tables(const std::string& text, const std::string& source, int64_t element_bytes) {
   std::vector<StepTable> tables;
@@ -73,9 +110,33 @@ std::vector<StepTable> parse_step_tables(const std::string& text, const std::str
   bool inside = false;
   size_t first_of_title = 0;  // the tables (one per phase) of the title being read
   int line_number = 0;
+  // The ring-efficiency table: its title's dims (", B=1 S=8192 ..., bf16") and line, once read, and
+  // T(1) by schedule: forward, forward+backward (ms; 0 = not seen).
+  std::optional<std::pair<std::string, std::string>> efficiency;
+  std::vector<std::pair<std::string, std::pair<double, double>>> t1;
   for (std::string line; std::getline(in, line);) {
     ++line_number;
     const std::string where = source + ":" + std::to_string(line_number);
+    const std::string efficiency_key = "efficiency on ";
+    if (line.rfind(efficiency_key, 0) == 0) {
+      // "efficiency on <device>: T(one kernel, P=1) / T(P virtual ranks), B=1 S=8192 H=32 HKV=8 D=128, bf16"
+      const size_t dims_at = line.find(", B=");
+      if (dims_at == std::string::npos) continue;
+      efficiency = {line.substr(dims_at), where};
+      inside = false;
+      continue;
+    }
+    if (efficiency && !inside) {
+      std::string schedule;
+      bool backward = false;
+      double ms = 0;
+      if (efficiency_row(line, schedule, backward, ms)) {
+        auto found = std::find_if(t1.begin(), t1.end(), [&](const auto& e) { return e.first == schedule; });
+        if (found == t1.end()) found = t1.insert(t1.end(), {schedule, {0.0, 0.0}});
+        (backward ? found->second.second : found->second.first) = ms;
+        continue;
+      }
+    }
     const std::string title_key = "per-step times: ";
     if (line.rfind(title_key, 0) == 0) {
       tables.push_back(parse_title(line.substr(title_key.size()), where, element_bytes));
@@ -127,6 +188,21 @@ std::vector<StepTable> parse_step_tables(const std::string& text, const std::str
   }
   for (const StepTable& t : tables)
     if (t.measured.empty()) throw UsageError(source + ": the table of '" + t.schedule + "' has no step rows");
+  bool seen[2] = {false, false};  // a whole-block backward without / with the causal mask
+  for (const auto& [schedule, times] : t1) {
+    if (times.first <= 0 || times.second <= 0 || schedule.rfind("ring ", 0) != 0) continue;
+    // The schedule at P = 1 with the title's dims, read as a per-step table's title would be.
+    const PlanSpec spec = parse_title(schedule + ", P=1" + efficiency->first, efficiency->second, element_bytes).spec;
+    if (std::exchange(seen[spec.causal ? 1 : 0], true)) continue;
+    StepTable t;
+    try {
+      t = whole_block_backward(schedule, spec, times.first * 1e-3, times.second * 1e-3);
+    } catch (const UsageError& e) {
+      throw UsageError(source + ": " + e.what());
+    }
+    t.flops_per_s = tables.front().flops_per_s, t.copy_Bps = tables.front().copy_Bps;
+    tables.push_back(t);
+  }
   return tables;
 }
 
@@ -331,6 +407,18 @@ FitResult fit_device(const Hardware& base, const std::vector<StepTable>& tables)
   std::sort(rows.begin(), rows.end(), [](const BlockRows& a, const BlockRows& b) { return a.rows < b.rows; });
   start.device.block_rows = rows;
   const bool fit_full = !anchored || free_rows.empty();
+  // A fitted size's own backward factor needs backward data at an anchored size too (see the head
+  // comment); otherwise it keeps the base's.
+  bool backward_anchor = false;
+  std::set<int64_t> backward_rows;
+  for (const StepTable& t : tables) {
+    if (t.phase.find("backward") == std::string::npos) continue;
+    PlanSpec spec = t.spec;
+    spec.element_bytes = base.element_bytes;
+    const int64_t n = build_plan(spec).block_tokens();
+    backward_rows.insert(n);
+    for (const BlockRows& k : base.device.block_rows) backward_anchor = backward_anchor || k.rows == n;
+  }
   std::vector<Knob> knobs;
   const char* pass_name[2] = {"forward", "backward"};
   for (int pass = 0; pass < 2; ++pass) {
@@ -354,7 +442,8 @@ FitResult fit_device(const Hardware& base, const std::vector<StepTable>& tables)
                          (b ? h.device.backward_masked_efficiency : h.device.forward_masked_efficiency) = v;
                        }});
     }
-    for (int64_t n : b ? std::vector<int64_t>{} : free_rows) {
+    for (int64_t n : free_rows) {
+      if (b && (!backward_anchor || backward_rows.count(n) == 0)) continue;
       const size_t i = static_cast<size_t>(
           std::find_if(rows.begin(), rows.end(), [n](const BlockRows& k) { return k.rows == n; }) - rows.begin());
       knobs.push_back(
@@ -373,8 +462,6 @@ FitResult fit_device(const Hardware& base, const std::vector<StepTable>& tables)
   auto apply = [&](const std::vector<double>& x) {
     Hardware h = start;
     for (size_t i = 0; i < knobs.size(); ++i) knobs[i].set(h, value_of(i, x[i]));
-    for (BlockRows& k : h.device.block_rows)  // the fitted sizes: the backward pass shares the forward's factor
-      if (std::find(free_rows.begin(), free_rows.end(), k.rows) != free_rows.end()) k.backward = k.forward;
     return h;
   };
   std::vector<Plan> plans;

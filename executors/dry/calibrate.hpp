@@ -12,9 +12,12 @@
 // kept as they are (gpu_streams_machine's: the block the peak was measured on, at 1); without
 // anchors, the largest block seen is fixed at 1 and the efficiency on unmasked tiles is fitted
 // instead (the scale needs one or the other). The anchors come from a forward kernel, so with
-// backward steps the backward efficiency on unmasked tiles is always fitted, and a fitted block
-// size's backward factor is its forward one (no backward-only size factor: it would be the same
-// unknown as that efficiency while the data show one block size). It
+// backward steps the backward efficiency on unmasked tiles is always fitted. A fitted block size
+// gets a backward factor of its own only when the backward data also show an anchored size (a
+// whole_block_backward table at the peak's rows): without one, that factor and the backward
+// efficiency are the same unknown, and the factor stays at the base's value. It is never the
+// forward's: on the H100 the backward's speed hardly changes with the block size (whole
+// forward+backward runs at P = 1..8) where the forward's falls by 15% at 2048 rows. It
 // minimises the sum over steps of log(predicted / measured)^2 with the dry executor itself as the
 // model (Nelder-Mead in log space, deterministic), so what is fitted is exactly what `--hw FILE`
 // will predict. An unknown the data do not constrain (no masked tile, one row count) is left at
@@ -40,15 +43,24 @@ struct StepTable {
   double copy_Bps = 0;           // the table's device-to-device copy bandwidth; 0 = not given
 };
 
+// The backward of one whole block on the device: the P = 1 runs of a ring schedule, forward+backward
+// and forward alone (seconds, medians), give one backward step, their difference, as a table of
+// phase "ring backward" at P = 1, named "<schedule>, P=1 backward". It anchors the backward's speed at the whole sequence's block, as
+// the forward's one-kernel rate anchors the forward's (see fit_device). `spec`: the schedule's, any P.
+StepTable whole_block_backward(const std::string& schedule, PlanSpec spec, double forward_s, double both_s);
+
 // The per-step tables in bench_gpu_ring's output (other lines are ignored), e.g.
 //   per-step times: ring zigzag, causal+skip, P=4, B=1 S=8192 H=32 HKV=8 D=128, forward (...)
 //   phase                   step    measured      simple meas/simp     dry run  meas/dry        GFLOP
 //   ring forward               0       0.696       0.402      1.73       0.471      1.48       137.51
 //   simple model: max(step FLOPs / 341.6 TFLOP/s, step bytes / 1439 GB/s), both measured in this run
 // A table of a forward+backward run ("..., forward+backward (...)") lists its phases one after the
-// other; each phase becomes a StepTable of its own. `element_bytes` is the run's dtype size (2:
-// bf16). Throws UsageError naming `source` and the line when a table cannot be read, or when there
-// is none.
+// other; each phase becomes a StepTable of its own. When the output also holds the ring-efficiency
+// table ("efficiency on ...: T(one kernel, P=1) / T(P virtual ranks), B=1 S=8192 ..."), the T(1)
+// columns of its ring schedules give whole_block_backward tables, one with the causal mask and
+// one without (the first schedule of each), appended after the per-step tables. `element_bytes` is
+// the run's dtype size (2: bf16). Throws UsageError naming `source` and the line when a table
+// cannot be read, or when there is no per-step table.
 std::vector<StepTable> parse_step_tables(const std::string& text, const std::string& source, int64_t element_bytes = 2);
 
 // The machine of P virtual ranks on one GPU from two measured figures: the FLOP rate of one

@@ -32,7 +32,17 @@ std::string fixture_text() {
   return text.str();
 }
 
+// Everything the fixture gives the fit: its two per-step tables (forward, P = 4), then the two
+// whole-block backward tables from the ring-efficiency table's P = 1 runs.
 std::vector<StepTable> fixture() { return parse_step_tables(fixture_text(), "h100-2026-11-26-steps.txt"); }
+
+// The per-step tables alone.
+std::vector<StepTable> forward_steps() {
+  std::vector<StepTable> tables = fixture();
+  tables.erase(std::remove_if(tables.begin(), tables.end(), [](const StepTable& t) { return t.spec.ranks == 1; }),
+               tables.end());
+  return tables;
+}
 
 Hardware machine(const StepTable& t, bool shared) {
   return gpu_streams_machine(t.flops_per_s, t.copy_Bps, t.spec.ranks, 2, "H100 80GB HBM3", shared, t.spec.dims.seq);
@@ -70,6 +80,56 @@ std::vector<double> sliced_sharing(const std::vector<double>& start, const std::
   return finish;
 }
 
+// The schedules of the fixture's ring-efficiency table (whole runs at P = 1, 2, 4, 8, forward and
+// forward+backward, median of 5 each; B = 1, S = 8192, H = 32, HKV = 8, D = 128, bf16).
+struct WholeRuns {
+  const char* name;
+  Algorithm algo;
+  LayoutKind layout;
+  bool causal;
+};
+const WholeRuns kRuns[] = {
+    {"ring contiguous, full", Algorithm::ring, LayoutKind::contiguous, false},
+    {"ring zigzag, causal+skip", Algorithm::ring, LayoutKind::zigzag, true},
+    {"ring contiguous, causal+skip", Algorithm::ring, LayoutKind::contiguous, true},
+    {"ring striped, causal+skip", Algorithm::ring, LayoutKind::striped, true},
+    {"allgather zigzag, causal", Algorithm::allgather, LayoutKind::zigzag, true},
+    {"ulysses contiguous, causal", Algorithm::ulysses, LayoutKind::contiguous, true},
+};
+const int64_t kRunRanks[] = {1, 2, 4, 8};
+
+// The measured time (ms) of `run` at P = kRunRanks[i], read from the fixture's table (T(1) for P = 1).
+double measured_run_ms(const WholeRuns& run, int i, bool backward) {
+  std::istringstream in(fixture_text());
+  const std::string name = run.name, pass = backward ? "fwd+bwd" : "fwd";
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(name, 0) != 0) continue;
+    std::istringstream row(line.substr(name.size()));
+    int64_t P = 0;
+    std::string p;
+    double t1 = 0, tp = 0;
+    if (!(row >> P >> p >> t1 >> tp) || p != pass) continue;
+    if (i == 0) return t1;
+    if (P == kRunRanks[i]) return tp;
+  }
+  FAIL("no row of " << name << " at P = " << kRunRanks[i] << ", " << pass);
+  return 0;
+}
+
+// The model's time (ms) of a whole run of `run` at P = kRunRanks[i] on `fitted`'s kernel figures:
+// each P a machine of its own, as bench_gpu_ring builds it (P ranks on the device, the copy
+// bandwidth shared P ways).
+double predicted_run_ms(const WholeRuns& run, int i, bool backward, const StepTable& table, const Hardware& fitted) {
+  PlanSpec spec = table.spec;
+  spec.algo = run.algo, spec.layout = run.layout, spec.causal = run.causal, spec.ranks = kRunRanks[i];
+  spec.ulysses = run.algo == Algorithm::ulysses ? spec.ranks : 1;
+  spec.backward = backward;
+  Hardware hw = fitted;
+  hw.device.ranks_per_device = spec.ranks, hw.ranks_per_node = spec.ranks;
+  hw.intra_node.bandwidth_Bps = hw.inter_node.bandwidth_Bps = table.copy_Bps / double(spec.ranks);
+  return run_dry_plan(build_plan(spec), hw).makespan_s * 1e3;
+}
+
 }  // namespace
 
 TEST_CASE("calibration: processor sharing of one device matches slicing time", "[calibration]") {
@@ -89,7 +149,7 @@ TEST_CASE("calibration: processor sharing of one device matches slicing time", "
 
 TEST_CASE("calibration: bench_gpu_ring's per-step tables are read back", "[calibration]") {
   const std::vector<StepTable> tables = fixture();
-  REQUIRE(tables.size() == 2);
+  REQUIRE(tables.size() == 4);
   CHECK(tables[0].schedule == "ring zigzag, causal+skip");
   CHECK(tables[0].spec.layout == LayoutKind::zigzag);
   CHECK(tables[1].spec.layout == LayoutKind::contiguous);
@@ -102,6 +162,40 @@ TEST_CASE("calibration: bench_gpu_ring's per-step tables are read back", "[calib
   for (size_t s = 0; s < 4; ++s) CHECK(tables[1].measured[s] * 1e3 == Approx(contiguous_ms[s]));
   CHECK(tables[0].flops_per_s == Approx(341.6e12));
   CHECK(tables[0].copy_Bps == Approx(1439e9));
+  // The ring-efficiency table's P = 1 runs: the backward of one whole block, without and with the
+  // causal mask (the first ring schedule of each), after the per-step tables.
+  CHECK(tables[2].schedule == "ring contiguous, full, P=1 backward");
+  CHECK(tables[3].schedule == "ring zigzag, causal+skip, P=1 backward");
+  for (const StepTable* t : {&tables[2], &tables[3]}) {
+    CHECK(t->phase == "ring backward");
+    CHECK(t->spec.ranks == 1);
+    CHECK(t->spec.backward);
+    CHECK(t->spec.dims.seq == 8192);
+    CHECK(t->spec.dims.kv_heads == 8);
+    CHECK(t->flops_per_s == tables[0].flops_per_s);
+  }
+  CHECK_FALSE(tables[2].spec.causal);
+  CHECK(tables[3].spec.causal);
+  CHECK(tables[3].spec.layout == LayoutKind::zigzag);  // the schedule's, as a per-step title gives it
+  REQUIRE(tables[2].measured.size() == 1);
+  CHECK(tables[2].measured[0] * 1e3 ==
+        Approx(measured_run_ms(kRuns[0], 0, true) - measured_run_ms(kRuns[0], 0, false)));
+  CHECK(tables[3].measured[0] * 1e3 ==
+        Approx(measured_run_ms(kRuns[1], 0, true) - measured_run_ms(kRuns[1], 0, false)));
+  // Without both passes' T(1), no whole-block table; a backward run faster than its forward: an error.
+  const std::string step_table =
+      "per-step times: ring zigzag, causal, P=2, B=1 S=64 H=2 HKV=1 D=8, forward\nring forward 0 0.5\n"
+      "ring forward 1 0.4\n";
+  const std::string title =
+      "efficiency on GPU: T(one kernel, P=1) / T(P virtual ranks), B=1 S=64 H=2 HKV=1 D=8, bf16\n";
+  CHECK(
+      parse_step_tables(title + "ring contiguous, full  2  fwd  1.0  1.1  91  90  1.00  met\n\n" + step_table, "x.txt")
+          .size() == 1);
+  CHECK_THROWS_WITH(
+      parse_step_tables(title + "ring contiguous, full  2  fwd  1.0  1.1  91  90  1.00  met\n" +
+                            "ring contiguous, full  2  fwd+bwd  0.9  1.0  90  90  1.00  met\n\n" + step_table,
+                        "x.txt"),
+      Catch::Contains("x.txt: ring contiguous, full") && Catch::Contains("must take longer than the forward alone"));
   // Broken inputs: one line naming the problem.
   CHECK_THROWS_AS(parse_step_tables("nothing here\n", "x.txt"), UsageError);
   CHECK_THROWS_WITH(parse_step_tables("per-step times: ring zigzag, causal, P=4, B=1 S=64 H=1 HKV=1 D=8, forward\n"
@@ -131,7 +225,7 @@ TEST_CASE("calibration: bench_gpu_ring's per-step tables are read back", "[calib
 TEST_CASE("calibration: today's model gives the table's dry-run column, and misses the steps", "[calibration]") {
   // The negative control: the machine bench_gpu_ring built (each rank 1/P of the GPU), rebuilt
   // from the table's two figures, reproduces its "dry run" column — and misses by up to 1.55x / 0.27x.
-  const std::vector<StepTable> tables = fixture();
+  const std::vector<StepTable> tables = forward_steps();
   const std::vector<std::vector<double>> printed = {{0.471, 0.422, 0.422, 0.422}, {0.471, 0.825, 0.825, 0.825}};
   double worst = 0;
   for (size_t i = 0; i < tables.size(); ++i) {
@@ -142,7 +236,8 @@ TEST_CASE("calibration: today's model gives the table's dry-run column, and miss
   CHECK(worst > 0.15);
 }
 
-TEST_CASE("calibration: fitted on both tables, every forward step within 15% (in-sample)", "[calibration]") {
+TEST_CASE("calibration: fitted on the step tables and the whole-block backward, every step within 15% (in-sample)",
+          "[calibration]") {
   const std::vector<StepTable> tables = fixture();
   // Sharing alone (efficiency 1 on every shape) is not enough: the shapes cost differently.
   double sharing_only = 0;
@@ -152,8 +247,10 @@ TEST_CASE("calibration: fitted on both tables, every forward step within 15% (in
 
   const FitResult fit = fit_device(machine(tables[0], true), tables);
   for (const std::string& line : fit.fitted) std::printf("  fitted: %s\n", line.c_str());
-  REQUIRE(fit.fitted.size() == 4);  // masked tiles, 2048-row blocks, short query calls, short key calls
-  CHECK(fit.points == 8);
+  // The forward: masked tiles, 2048-row blocks, short query calls, short key calls; the backward:
+  // whole and masked tiles (its only block size is the anchor's).
+  REQUIRE(fit.fitted.size() == 6);
+  CHECK(fit.points == 10);
   double worst = 0;
   for (const StepTable& t : tables) worst = std::max(worst, worst_error(t, fit.hardware, "calibrated (in-sample)"));
   CHECK(worst <= 0.15);
@@ -165,8 +262,10 @@ TEST_CASE("calibration: fitted on both tables, every forward step within 15% (in
   CHECK(d.block_rows[0].rows == 2048);
   CHECK(d.block_rows[1].rows == 8192);
   CHECK(d.block_rows[0].forward < 1.0);
+  CHECK(d.block_rows[0].backward == 1.0);  // no backward step at 2048 rows: the base's, not the forward's
   CHECK(d.short_queries.forward < d.short_keys.forward);
   CHECK(d.forward_masked_efficiency < d.forward_full_efficiency);
+  CHECK(d.backward_full_efficiency < d.forward_full_efficiency);
 
   // What `--hw FILE` loads predicts the same (the JSON's units round the last bits).
   const Hardware loaded = hardware_from_json(to_json(fit.hardware), "fit.json", 128);
@@ -221,42 +320,27 @@ TEST_CASE("calibration: machine files carry ranks_per_device and the kernel shap
 }
 
 TEST_CASE("calibration: held out, whole forward runs of the ring-efficiency table", "[calibration]") {
-  // The same run's ring-efficiency table (median of 5 runs each, forward, ms): T(P) for P = 1, 2, 4, 8.
-  struct Row {
-    const char* name;
-    LayoutKind layout;
-    bool causal;
-    double ms[4];
-  };
-  const Row rows[] = {
-      {"ring contiguous, full", LayoutKind::contiguous, false, {3.218, 3.271, 3.415, 3.795}},
-      {"ring zigzag, causal+skip", LayoutKind::zigzag, true, {2.068, 1.961, 2.133, 2.550}},
-      {"ring contiguous, causal+skip", LayoutKind::contiguous, true, {2.073, 1.999, 1.926, 2.170}},
-      {"ring striped, causal+skip", LayoutKind::striped, true, {2.049, 2.128, 2.466, 3.334}},
-  };
   // Held out: the fit saw none of these runs, and P = 1, 2, 8 have block sizes it never saw
-  // (8192 is the anchor; 4096 interpolates; 1024 takes 2048's factor). Each P is a machine of its
-  // own (P ranks on the device, the copy bandwidth shared P ways) with the fitted kernel figures.
+  // (8192 is the anchor; 4096 interpolates; 1024 takes 2048's factor). Ulysses and all-gather are
+  // left out: the fit saw no all-to-all and no gathered K/V.
   const std::vector<StepTable> tables = fixture();
   const FitResult fit = fit_device(machine(tables[0], true), tables);
-  const int64_t Ps[] = {1, 2, 4, 8};
   double worst = 0, worst_before = 0;
-  for (const Row& row : rows) {
+  for (const WholeRuns& row : kRuns) {
+    if (row.algo != Algorithm::ring) continue;
     for (int i = 0; i < 4; ++i) {
       PlanSpec spec = tables[0].spec;
-      spec.layout = row.layout, spec.causal = row.causal, spec.ranks = Ps[i];
-      Hardware hw = fit.hardware;
-      hw.device.ranks_per_device = spec.ranks, hw.ranks_per_node = spec.ranks;
-      hw.intra_node.bandwidth_Bps = hw.inter_node.bandwidth_Bps = tables[0].copy_Bps / double(spec.ranks);
+      spec.layout = row.layout, spec.causal = row.causal, spec.ranks = kRunRanks[i];
       const Hardware old = machine(StepTable{row.name, spec, "", {}, tables[0].flops_per_s, tables[0].copy_Bps}, false);
-      const double predicted = run_dry_plan(build_plan(spec), hw).makespan_s * 1e3;
+      const double predicted = predicted_run_ms(row, i, false, tables[0], fit.hardware);
       const double before = run_dry_plan(build_plan(spec), old).makespan_s * 1e3;
+      const double measured = measured_run_ms(row, i, false);
       std::printf(
           "  T(P) %-30s P=%lld: measured %.3f ms, calibrated %.3f ms (%+.1f%%), uncalibrated %.3f ms (%+.1f%%)\n",
-          row.name, static_cast<long long>(Ps[i]), row.ms[i], predicted, 100 * (predicted / row.ms[i] - 1), before,
-          100 * (before / row.ms[i] - 1));
-      worst = std::max(worst, std::abs(predicted / row.ms[i] - 1));
-      worst_before = std::max(worst_before, std::abs(before / row.ms[i] - 1));
+          row.name, static_cast<long long>(kRunRanks[i]), measured, predicted, 100 * (predicted / measured - 1), before,
+          100 * (before / measured - 1));
+      worst = std::max(worst, std::abs(predicted / measured - 1));
+      worst_before = std::max(worst_before, std::abs(before / measured - 1));
     }
   }
   CHECK(worst <= 0.15);
@@ -306,9 +390,11 @@ TEST_CASE("calibration: ranks sharing a device in the dry executor, P = 3 and 4,
 }
 
 TEST_CASE("calibration: a fit with backward steps recovers a machine that made them", "[calibration]") {
-  // A known machine (shared device, shape factors, backward slower than forward) predicts a
-  // zig-zag and a contiguous ring's forward and backward steps; the fit, started from the plain
-  // shared device, must find figures that predict them within 1%.
+  // A known machine (shared device, shape factors, backward slower than forward, and a backward
+  // whose speed changes less with the block size than the forward's) predicts a zig-zag and a
+  // contiguous ring's forward and backward steps at P = 4, and the backward of one whole block,
+  // full and causal (P = 1, as bench_gpu_ring's efficiency table gives it). The fit, started from
+  // the plain shared device, must find figures that predict them within 1%.
   PlanSpec spec;
   spec.ranks = 4;
   spec.dims = {1, 8192, 32, 8, 128};
@@ -318,29 +404,97 @@ TEST_CASE("calibration: a fit with backward steps recovers a machine that made t
   Hardware truth = gpu_streams_machine(340e12, 1.4e12, 4, 2, "test GPU", true, 8192);
   truth.device.forward_masked_efficiency = 0.25, truth.device.backward_masked_efficiency = 0.12;
   truth.device.backward_full_efficiency = 0.45;
-  truth.device.block_rows.insert(truth.device.block_rows.begin(), BlockRows{2048, 0.85, 0.85});
+  truth.device.block_rows.insert(truth.device.block_rows.begin(), BlockRows{2048, 0.85, 0.95});
   truth.device.short_queries = {0.65, 0.8};
   truth.device.short_keys = {1.2, 1.1};
-  std::vector<StepTable> tables;
+  std::vector<StepTable> steps, whole_blocks;
   for (LayoutKind layout : {LayoutKind::zigzag, LayoutKind::contiguous}) {
     for (const char* phase : {"ring forward", "ring backward"}) {
       StepTable t;
       t.schedule = "made up", t.spec = spec, t.phase = phase;
       t.spec.layout = layout;
       t.measured = predicted_steps(t.spec, phase, truth);
-      tables.push_back(t);
+      steps.push_back(t);
     }
   }
+  for (bool causal : {false, true}) {
+    PlanSpec one = spec;
+    one.causal = causal;
+    StepTable t = whole_block_backward("made up", one, 1e-3, 2e-3);
+    t.measured = predicted_steps(t.spec, t.phase, truth);
+    whole_blocks.push_back(t);
+  }
+  std::vector<StepTable> all = steps;
+  all.insert(all.end(), whole_blocks.begin(), whole_blocks.end());
   const Hardware start = gpu_streams_machine(340e12, 1.4e12, 4, 2, "test GPU", true, 8192);
-  const FitResult fit = fit_device(start, tables);
+  const FitResult fit = fit_device(start, all);
   for (const std::string& line : fit.fitted) std::printf("  recovered: %s\n", line.c_str());
   CHECK(fit.max_abs_error < 0.01);
   CHECK(fit.hardware.device.backward_full_efficiency == Approx(0.45).epsilon(0.05));
+  CHECK(fit.hardware.device.rows_factor(true, 2048) == Approx(0.95).epsilon(0.05));
+  CHECK(fit.hardware.device.rows_factor(false, 2048) == Approx(0.85).epsilon(0.05));
   // The negative control: the unfitted start misses them.
   double start_error = 0;
-  for (const StepTable& t : tables) {
+  for (const StepTable& t : all) {
     const std::vector<double> p = predicted_steps(t.spec, t.phase, start);
     for (size_t s = 0; s < p.size(); ++s) start_error = std::max(start_error, std::abs(p[s] / t.measured[s] - 1));
   }
   CHECK(start_error > 0.15);
+  // Without the whole blocks, the backward's 2048-row factor and its efficiency are one unknown:
+  // the fit keeps the factor at the base's 1 and puts their product in the efficiency, which
+  // predicts the P = 4 steps it saw and not the whole block's backward.
+  const FitResult steps_only = fit_device(start, steps);
+  CHECK(steps_only.max_abs_error < 0.01);
+  CHECK(steps_only.hardware.device.rows_factor(true, 2048) == 1.0);
+  CHECK(steps_only.hardware.device.backward_full_efficiency == Approx(0.45 * 0.95).epsilon(0.05));
+  const std::vector<double> full_block = predicted_steps(whole_blocks[0].spec, "ring backward", steps_only.hardware);
+  CHECK(full_block[0] / whole_blocks[0].measured[0] - 1 > 0.04);
+}
+
+TEST_CASE("calibration: held out, whole forward+backward runs from the whole-block backward", "[calibration]") {
+  // No backward step was measured on 2026-11-26. The run's whole forward+backward runs were: the
+  // fit takes the backward of one whole block (the P = 1 runs, full and causal) with the forward
+  // steps, and the 18 runs at P = 2, 4, 8 are held out.
+  const std::vector<StepTable> tables = fixture();
+  const FitResult fit = fit_device(machine(tables[0], true), tables);
+  const FitResult forward_only = fit_device(machine(tables[0], true), forward_steps());
+  // The fit as it was before, when a fitted block size's backward factor was the forward's.
+  Hardware shared = fit.hardware;
+  for (BlockRows& k : shared.device.block_rows) k.backward = k.forward;
+  double rings = 0, ulysses = 0, striped = 0, shared_worst = 0, short_without = -1;
+  for (const WholeRuns& row : kRuns) {
+    for (int i = 0; i < 4; ++i) {
+      const double measured = measured_run_ms(row, i, true);
+      const double predicted = predicted_run_ms(row, i, true, tables[0], fit.hardware);
+      const double as_forward = predicted_run_ms(row, i, true, tables[0], shared);
+      const double without = predicted_run_ms(row, i, true, tables[0], forward_only.hardware);
+      const double error = predicted / measured - 1;
+      std::printf(
+          "  T(P) fwd+bwd %-28s P=%lld: measured %.3f ms, fitted %.3f ms (%+.1f%%), backward sized as the forward "
+          "%+.1f%%, forward steps only %+.1f%%\n",
+          row.name, static_cast<long long>(kRunRanks[i]), measured, predicted, 100 * error,
+          100 * (as_forward / measured - 1), 100 * (without / measured - 1));
+      short_without = std::max(short_without, without / measured - 1);
+      if (i == 0) continue;  // the fit's own (the ring P = 1 runs) or the same plan's
+      double& kind = row.layout == LayoutKind::striped ? striped : row.algo == Algorithm::ulysses ? ulysses : rings;
+      kind = std::max(kind, std::abs(error));
+      if (&kind == &rings) shared_worst = std::max(shared_worst, std::abs(as_forward / measured - 1));
+    }
+  }
+  // Contiguous and zig-zag rings and the all-gather (12 runs): within 10% held out.
+  CHECK(rings <= 0.10);
+  // Ulysses: within 16% (its all-to-all copies, which the fit never saw, at P = 8 the farthest).
+  CHECK(ulysses <= 0.16);
+  // The negative controls. Fitted on the forward steps alone, the backward runs at the forward's
+  // efficiency: every run comes out more than 30% short. With each fitted block size's backward
+  // factor set to the forward's, as the fit did before, some of the 12 ring and all-gather runs
+  // are more than 20% off.
+  CHECK(short_without < -0.30);
+  CHECK(shared_worst > 0.20);
+  // The model's limit this run shows (gpu/README.md, "The cost model on this GPU"): the causal
+  // whole-block backward takes 60% of the full one, not half, and the only unknown that can say so
+  // is the masked tiles' efficiency, which comes out near 0.07. A striped ring's blocks are all
+  // diagonal, so its masked tiles grow with P, and the P = 4 and 8 runs are predicted far too slow.
+  CHECK(fit.hardware.device.backward_masked_efficiency < 0.1);
+  CHECK(striped > 0.3);
 }

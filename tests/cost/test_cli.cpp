@@ -183,6 +183,8 @@ TEST_CASE("ringlab calibrate: fits bench_gpu_ring's step tables and writes a mac
   const Run fit = run_ringlab("calibrate " + steps + " --out " + out);
   CHECK(fit.status == 0);
   CHECK(fit.out.find("in-sample") != std::string::npos);
+  CHECK(fit.out.find("ring contiguous, full, P=1 backward") != std::string::npos);  // the efficiency table's P = 1 runs
+  CHECK(fit.out.find("backward_full efficiency") != std::string::npos);
   CHECK(fit.out.find("wrote " + out) != std::string::npos);
   const Run dry =
       run_ringlab("run --dry-run --hw " + out +
