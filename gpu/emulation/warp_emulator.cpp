@@ -584,8 +584,10 @@ void launch(Dim3 grid, int threads, int smem_bytes, const std::function<void()>&
   const Adversary& settings = adversary();
   const uint64_t launch_number = ++g_launches;
   std::vector<Dim3> blocks;
-  for (unsigned by = 0; by < grid.y; ++by)
-    for (unsigned bx = 0; bx < grid.x; ++bx) blocks.push_back({bx, by, 0});
+  grid.z = std::max(grid.z, 1u);  // a 2-D grid
+  for (unsigned bz = 0; bz < grid.z; ++bz)
+    for (unsigned by = 0; by < grid.y; ++by)
+      for (unsigned bx = 0; bx < grid.x; ++bx) blocks.push_back({bx, by, bz});
   std::mt19937_64 grid_random(mix(settings.seed ^ mix(launch_number)));
   if (settings.shuffle) std::shuffle(blocks.begin(), blocks.end(), grid_random);
   for (const Dim3& index : blocks) {
@@ -597,7 +599,8 @@ void launch(Dim3 grid, int threads, int smem_bytes, const std::function<void()>&
     block.kernel = &kernel;
     block.name = name;
     block.launch = launch_number;
-    block.random.seed(mix(settings.seed ^ mix(launch_number ^ mix(index.y * uint64_t{65536} + index.x))));
+    block.random.seed(mix(settings.seed ^
+                          mix(launch_number ^ mix((index.z * uint64_t{65536} + index.y) * uint64_t{65536} + index.x))));
     block.warps.resize(static_cast<size_t>(threads / 32));
     block.smem.assign(static_cast<size_t>(smem_bytes), 0xff);  // NaN bit patterns
     if (settings.race_check) {

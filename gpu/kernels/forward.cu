@@ -45,14 +45,14 @@ static void refuse_fused_finalize(const ForwardParams& p, const char* kernel) {
 void forward_accumulate(Dtype dtype, const ForwardParams& p, cudaStream_t stream) {
   if ((p.out == nullptr) != (p.lse == nullptr)) throw UsageError("ForwardParams: out and lse are set together");
   // The rows' first step starts them in forward_fa2_init_kernel (forward_fa2.cuh: why two kernels).
-  auto accumulate = RINGLAB_MMA_LAUNCH(forward_fa2_kernel, ForwardFa2Tiles, q_tiles);
-  auto start = RINGLAB_MMA_LAUNCH(forward_fa2_init_kernel, ForwardFa2Tiles, q_tiles);
+  // Its blocks in forward_launch's order: heaviest tiles first under the causal mask.
   auto fa2 = [&](auto type, auto dim) {
-    if (p.init) {
-      start(type, dim);
-    } else {
-      accumulate(type, dim);
-    }
+    using T = typename decltype(type)::type;
+    constexpr int D = decltype(dim)::value;
+    using Tiles = ForwardFa2Tiles<D>;
+    const ForwardLaunch launch = forward_launch(p, Tiles::q_tiles(p.a));
+    launch_attention(p.init ? forward_fa2_init_kernel<T, D> : forward_fa2_kernel<T, D>, Tiles::q_tiles(p.a),
+                     Tiles::kThreads, Tiles::kSmemBytes, launch.params, stream, &launch.grid);
   };
   launch_by_dtype(dtype, p, fa2, [&] {
     refuse_fused_finalize(p, "the fp32 kernel");

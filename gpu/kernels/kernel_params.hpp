@@ -24,6 +24,14 @@
 
 #include <cstdint>
 
+// The functions below that the kernels call too (nvcc: host and device; otherwise plain C++, as
+// under the warp emulator).
+#if defined(__CUDACC__)
+#define RINGLAB_HOST_DEVICE __host__ __device__
+#else
+#define RINGLAB_HOST_DEVICE
+#endif
+
 namespace ringlab::gpu {
 
 struct AttentionParams {
@@ -65,7 +73,75 @@ struct ForwardParams {
   // stores its state even where the mask skips every key tile. With out / lse set as well (a row's
   // only block) the accumulator is neither read nor written. False: the state is loaded.
   bool init = false;
+  // Set by forward_launch, not by callers: the grid is (section, tiles, B H / section), its blocks
+  // heaviest first (the forward's block order, below); false: (tiles, B H).
+  bool heavy_first = false;
 };
+
+// ---- the forward's block order ----------------------------------------------------------------
+//
+// A launch's blocks start in the order of their linear index (x fastest, then y, then z) as SMs
+// free up. Under the causal mask a query tile's work grows with its position (tile i of a
+// diagonal block sees i + 1 key tiles' worth); in the plain grid (query tiles, B H) the heaviest
+// tiles of the last heads start last and run on alone: the launch's tail. The causal forward
+// launches its blocks heaviest first instead (the longest-processing-time-first rule of list
+// scheduling, as FlashAttention-3's scheduler does): grid (section, tiles, B H / section), y
+// counting tiles down from the last, x the heads of one section, so that every head of a section
+// starts a tile before any starts a lighter one. A section's heads are few enough that the K/V
+// the blocks in flight read stays in L2. ringlab's layouts list a rank's rows in ascending position
+// (zig-zag's second chunk after its first), so the last tiles are the heaviest under the causal mask.
+
+inline constexpr int kMaxTilesHeavyFirst = 65535;  // CUDA's limit on a grid's y dimension
+
+// Whether a forward launch of `tiles` query tiles orders its blocks heaviest first.
+inline bool heavy_tiles_first(const AttentionParams& a, int tiles) { return a.causal && tiles <= kMaxTilesHeavyFirst; }
+
+// The bytes of K and V of one section's heads, at most: about half an H100's 50 MB of L2.
+inline constexpr int64_t kOrderSectionBytes = int64_t(24) << 20;
+
+// Query heads per section: the largest divisor of B H whose kv heads' K and V (the launch's keys,
+// 2-byte elements; GQA: H / HKV query heads per kv head) fit `bytes`; at least 1.
+inline int order_section(const AttentionParams& a, int64_t bytes = kOrderSectionBytes) {
+  const int64_t kv_head_bytes = int64_t(a.kv_end - a.kv_begin) * a.dim * 2 * 2;
+  const int64_t group = a.kv_heads > 0 && a.heads >= a.kv_heads ? a.heads / a.kv_heads : 1;
+  const int64_t most = kv_head_bytes > 0 ? bytes / kv_head_bytes * group : group;
+  const int batch_heads = a.batch * a.heads;
+  int section = 1;
+  for (int d = 1; d <= batch_heads && d <= most; ++d)
+    if (batch_heads % d == 0) section = d;
+  return section;
+}
+
+struct LaunchGrid {
+  int x = 1, y = 1, z = 1;
+};
+
+// A forward launch of `tiles` query tiles: its grid, and `p` with heavy_first saying which order
+// the grid is in (the kernel reads its tile and head back with forward_block). `section_bytes`:
+// order_section's budget (tests make sections of a few heads with a small one).
+struct ForwardLaunch {
+  LaunchGrid grid;
+  ForwardParams params;
+};
+inline ForwardLaunch forward_launch(ForwardParams p, int tiles, int64_t section_bytes = kOrderSectionBytes) {
+  p.heavy_first = heavy_tiles_first(p.a, tiles);
+  if (!p.heavy_first) return {{tiles, p.a.batch * p.a.heads, 1}, p};
+  const int section = order_section(p.a, section_bytes);
+  return {{section, tiles, p.a.batch * p.a.heads / section}, p};
+}
+
+// The query tile and head (b H + h) that block (x, y, z) of a forward_launch grid (gx, gy, ...)
+// computes: in the heaviest-first grid, tiles counted down along y and head z gx + x.
+struct BlockOrder {
+  int tile = 0, head = 0;
+};
+RINGLAB_HOST_DEVICE inline BlockOrder forward_block(bool heavy_first, unsigned x, unsigned y, unsigned z, unsigned gx,
+                                                    unsigned gy) {
+  BlockOrder order;
+  order.tile = static_cast<int>(heavy_first ? gy - 1 - y : x);
+  order.head = static_cast<int>(heavy_first ? z * gx + x : y);
+  return order;
+}
 
 // Backward of one block, *added* into dq, dk, dv. lse and delta are those of the whole forward.
 struct BackwardParams {

@@ -82,8 +82,10 @@ constexpr SmemRecord<N> smem_record(const char (&kernel)[N], int bytes) {
   extern const auto name##Fp16D64 = smem_record(kernel "<__half, 64" suffix ">", Tiles<64>::kSmemBytes);           \
   extern const auto name##Fp16D128 = smem_record(kernel "<__half, 128" suffix ">", Tiles<128>::kSmemBytes)
 
+// `grid`: (tiles, B H) by default; the tensor-core forward's is forward_grid's (kernel_params.hpp).
 template <class Params>
-void launch_attention(void (*kernel)(Params), int tiles, int threads, int smem, const Params& p, cudaStream_t stream) {
+void launch_attention(void (*kernel)(Params), int tiles, int threads, int smem, const Params& p, cudaStream_t stream,
+                      const LaunchGrid* grid = nullptr) {
   const long long batch_heads = static_cast<long long>(p.a.batch) * p.a.heads;
   if (batch_heads > kMaxGridY) {
     throw UsageError("B x H = " + std::to_string(batch_heads) + " (batch x heads per rank) exceeds the " +
@@ -91,8 +93,10 @@ void launch_attention(void (*kernel)(Params), int tiles, int threads, int smem, 
                      " blocks a CUDA grid allows in y; use a smaller --batch or fewer --heads");
   }
   allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
-  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(batch_heads));
-  kernel<<<grid, threads, smem, stream>>>(p);
+  const dim3 blocks = grid != nullptr ? dim3(static_cast<unsigned>(grid->x), static_cast<unsigned>(grid->y),
+                                             static_cast<unsigned>(grid->z))
+                                      : dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(batch_heads));
+  kernel<<<blocks, threads, smem, stream>>>(p);
   RINGLAB_CUDA_CHECK(cudaGetLastError());
 }
 

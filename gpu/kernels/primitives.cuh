@@ -244,17 +244,18 @@ RINGLAB_DEVICE void a_fragment(const float (&c)[kTiles][4], int kc, uint32_t (&a
   a[3] = pack2<T>(c[2 * kc + 1][2], c[2 * kc + 1][3]);
 }
 
-// The (batch, head) of a block of an attention launch (blockIdx.y = b H + h, kernel_params.hpp),
+// The (batch, head) of a block of an attention launch (bh = b H + h: blockIdx.y, or the forward's
+// block order, kernel_params.hpp),
 // the key/value head its query head reads under GQA, and the row strides of q and k/v (elements).
 struct BlockHead {
   int b = 0, h = 0, hk = 0;
   int64_t q_stride = 0, kv_stride = 0;
 };
 template <class Params>
-RINGLAB_DEVICE BlockHead block_head(const Params& a, int dim) {
+RINGLAB_DEVICE BlockHead block_head(const Params& a, int dim, int bh = static_cast<int>(blockIdx.y)) {
   BlockHead head;
-  head.b = static_cast<int>(blockIdx.y) / a.heads;
-  head.h = static_cast<int>(blockIdx.y) % a.heads;
+  head.b = bh / a.heads;
+  head.h = bh % a.heads;
   head.hk = head.h / (a.heads / a.kv_heads);
   head.q_stride = static_cast<int64_t>(a.heads) * dim;
   head.kv_stride = static_cast<int64_t>(a.kv_heads) * dim;

@@ -42,8 +42,12 @@ emu::Dim3 small_grid(int64_t count) {
 template <class T, int D>
 void forward_fa2(const ForwardParams& p) {
   using Tiles = ForwardFa2Tiles<D>;
-  counted_launch(grid2(Tiles::q_tiles(p.a), p.a.batch * p.a.heads), Tiles::kThreads, Tiles::kSmemBytes,
-                 [&] { p.init ? forward_fa2_init_kernel<T, D>(p) : forward_fa2_kernel<T, D>(p); });
+  const ForwardLaunch launch = forward_launch(p, Tiles::q_tiles(p.a));  // forward.cu's grid and order
+  const LaunchGrid& grid = launch.grid;
+  const ForwardParams& q = launch.params;
+  counted_launch({static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y), static_cast<unsigned>(grid.z)},
+                 Tiles::kThreads, Tiles::kSmemBytes,
+                 [&] { q.init ? forward_fa2_init_kernel<T, D>(q) : forward_fa2_kernel<T, D>(q); });
 }
 
 template <class T, int D>

@@ -134,13 +134,16 @@ void launch_forward(const ForwardParams& p, const BlockProblem& pr) {
     using Tiles = gpu::ForwardFa2Tiles<D>;
     const std::string name =
         std::string(p.init ? "forward_fa2_init<" : "forward_fa2<") + dtype_name<T>() + ", " + std::to_string(D) + ">";
+    const gpu::ForwardLaunch launch = gpu::forward_launch(p, Tiles::q_tiles(p.a), pr.order_section_bytes);
+    const gpu::LaunchGrid& grid = launch.grid;
     emu::launch(
-        grid_of(Tiles::q_tiles(p.a), pr), Tiles::kThreads, Tiles::smem_bytes(kChunkTiles),
+        {static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y), static_cast<unsigned>(grid.z)}, Tiles::kThreads,
+        Tiles::smem_bytes(kChunkTiles),
         [&] {
           if (p.init) {
-            gpu::forward_fa2_init_kernel<T, D, kChunkTiles>(p);
+            gpu::forward_fa2_init_kernel<T, D, kChunkTiles>(launch.params);
           } else {
-            gpu::forward_fa2_kernel<T, D, kChunkTiles>(p);
+            gpu::forward_fa2_kernel<T, D, kChunkTiles>(launch.params);
           }
         },
         name.c_str());

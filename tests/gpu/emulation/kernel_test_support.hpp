@@ -57,6 +57,9 @@ struct BlockProblem {
   bool fused_init = false;
   // ... or, a negative control, is not told to: the garbage must show in the results.
   bool init_withheld = false;
+  // forward (tensor-core): order_section's budget for the heaviest-first block order (causal); a
+  // small one makes sections of a few heads, as long sequences do on a GPU.
+  int64_t order_section_bytes = gpu::kOrderSectionBytes;
   Mask mask() const { return Mask(causal, window, documents, valid); }
 };
 

@@ -7,6 +7,7 @@
 // test_kernels_barriers.cpp; rounding points: test_kernels_precision.cpp.
 #include "tests/gpu/emulation/kernel_test_support.hpp"  // first: the warp emulator stands in for nvcc
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -99,6 +100,75 @@ TEST_CASE("emulated mma forward, bf16, D=128: full mask, batch 2", "[gpu][emulat
   pr.H = 2;
   pr.HKV = 1;
   check_forward<__nv_bfloat16, 128>(Kind::bf16, pr, kBf16Out, kBf16Lse);
+}
+
+TEST_CASE("forward block order: heaviest tiles first, by sections of heads, each block once", "[gpu][order]") {
+  // forward_launch's grid read back by forward_block, in the order blocks start (x, then y, then
+  // z): every (tile, head) once; under the causal mask every head of a section at a tile before
+  // any at a lighter one, sections one after the other; otherwise the plain (tiles, B H) grid.
+  struct Case {
+    bool causal;
+    int tiles, batch, heads, kv_heads, keys;
+    int64_t bytes;
+    int section;  // expected heads per section (0: the plain grid)
+  };
+  const int64_t kv_head = int64_t(1000) * 64 * 4;  // K and V of 1000 keys at D = 64, 2-byte elements
+  const Case cases[] = {
+      {true, 5, 2, 6, 3, 1000, 24 << 20, 12},                           // everything in one section
+      {true, 5, 2, 6, 3, 1000, kv_head, 2},                             // one kv head's bytes: its 2 query heads
+      {true, 7, 3, 4, 4, 1000, 3 * kv_head, 3},                         // 3 heads of 12: sections of 3
+      {true, 4, 1, 5, 5, 1000, 2 * kv_head, 1},                         // 5 heads: 2 does not divide, so 1
+      {true, 1, 2, 2, 1, 1000, kv_head, 2},                             // one tile
+      {false, 5, 2, 6, 3, 1000, kv_head, 0},                            // no causal mask: the plain grid
+      {true, gpu::kMaxTilesHeavyFirst + 1, 1, 1, 1, 1000, kv_head, 0},  // too many tiles for y
+  };
+  for (const Case& c : cases) {
+    ForwardParams p;
+    p.a.causal = c.causal, p.a.batch = c.batch, p.a.heads = c.heads, p.a.kv_heads = c.kv_heads, p.a.dim = 64;
+    p.a.kv_begin = 0, p.a.kv_end = c.keys;
+    const gpu::ForwardLaunch launch = gpu::forward_launch(p, c.tiles, c.bytes);
+    const gpu::LaunchGrid g = launch.grid;
+    const int bh = c.batch * c.heads;
+    INFO("tiles " << c.tiles << ", B H " << bh << ", grid " << g.x << " x " << g.y << " x " << g.z);
+    REQUIRE(int64_t(g.x) * g.y * g.z == int64_t(c.tiles) * bh);
+    CHECK(launch.params.heavy_first == (c.section > 0));
+    if (c.section == 0) {
+      CHECK((g.x == c.tiles && g.y == bh && g.z == 1));
+      if (c.tiles > 1000) continue;  // the plain grid's order is x itself; not walked
+    } else {
+      CHECK((g.x == c.section && g.y == c.tiles && g.z == bh / c.section));
+    }
+    std::vector<int> seen(static_cast<size_t>(c.tiles) * bh, 0);
+    int last_section = -1, last_tile = c.tiles;
+    for (int z = 0; z < g.z; ++z)
+      for (int y = 0; y < g.y; ++y)
+        for (int x = 0; x < g.x; ++x) {
+          const gpu::BlockOrder b = gpu::forward_block(launch.params.heavy_first, x, y, z, g.x, g.y);
+          REQUIRE((b.tile >= 0 && b.tile < c.tiles && b.head >= 0 && b.head < bh));
+          ++seen[static_cast<size_t>(b.head) * c.tiles + b.tile];
+          if (c.section == 0) continue;
+          const int section = b.head / c.section;
+          CHECK(section >= last_section);  // sections in order
+          if (section != last_section) last_tile = c.tiles;
+          CHECK(b.tile <= last_tile);  // within a section, never a heavier tile after a lighter one
+          last_section = section, last_tile = b.tile;
+        }
+    CHECK(std::count(seen.begin(), seen.end(), 1) == static_cast<long>(seen.size()));
+  }
+}
+
+TEST_CASE("emulated mma forward, bf16, D=64: causal, heaviest tiles first in sections of 2 heads", "[gpu][emulated]") {
+  // Three query tiles of 128 rows, B H = 8 in sections of 2 heads (grid 2 x 3 x 4): the kernel
+  // reads its tile and head back from the reordered grid.
+  BlockProblem pr;
+  pr.B = 2, pr.H = 4, pr.HKV = 2, pr.D = 64;
+  pr.Sq = pr.Sk = 320;
+  pr.q_rows = {0, 320};
+  pr.kv_blocks = {{0, 150}, {150, 320}};
+  pr.q_pos = positions(pr.Sq, 0, 0);
+  pr.k_pos = positions(pr.Sk, 0, 0);
+  pr.order_section_bytes = int64_t(170) * 64 * 4;  // the larger block's K and V of one kv head
+  check_forward<__nv_bfloat16, 64>(Kind::bf16, pr, kBf16Out, kBf16Lse);
 }
 
 TEST_CASE("emulated mma backward, bf16, D=64: causal positions, GQA", "[gpu][emulated]") {
