@@ -82,7 +82,7 @@ struct ForwardParams {
 //
 // A launch's blocks start in the order of their linear index (x fastest, then y, then z) as SMs
 // free up. Under the causal mask a query tile's work grows with its position (tile i of a
-// diagonal block sees i + 1 key tiles' worth); in the plain grid (query tiles, B H) the heaviest
+// diagonal block sees the keys of i + 1 query tiles); in the plain grid (query tiles, B H) the heaviest
 // tiles of the last heads start last and run on alone: the launch's tail. The causal forward
 // launches its blocks heaviest first instead (the longest-processing-time-first rule of list
 // scheduling, as FlashAttention-3's scheduler does): grid (section, tiles, B H / section), y
@@ -106,10 +106,9 @@ inline int order_section(const AttentionParams& a, int64_t bytes = kOrderSection
   const int64_t group = a.kv_heads > 0 && a.heads >= a.kv_heads ? a.heads / a.kv_heads : 1;
   const int64_t most = kv_head_bytes > 0 ? bytes / kv_head_bytes * group : group;
   const int batch_heads = a.batch * a.heads;
-  int section = 1;
-  for (int d = 1; d <= batch_heads && d <= most; ++d)
-    if (batch_heads % d == 0) section = d;
-  return section;
+  int section = static_cast<int>(most < batch_heads ? most : batch_heads);  // down to the first divisor
+  while (section > 1 && batch_heads % section != 0) --section;
+  return section > 1 ? section : 1;
 }
 
 struct LaunchGrid {
