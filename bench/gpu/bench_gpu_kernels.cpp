@@ -7,7 +7,10 @@
 // (the fused init and finalize, ForwardParams::init / out / lse) — how the executors run a rank's
 // only block, and what PyTorch's SDPA does. Timed beside it in the same run, the staged forward:
 // accumulator init + attention + finalize, three launches and the fp32 state's round trip, the path
-// of a ring step that merges into earlier steps (fp32 has only this one). Backward = zeroing
+// of a ring step that merges into earlier steps (fp32 has only this one). Under the causal mask the
+// fused forward also runs in the plain grid, its blocks in launch order rather than heaviest tiles
+// first (ForwardParams::plain_order; kernel_params.hpp, the forward's block order), timed beside
+// it: what the block order gains. Backward = zeroing
 // dq/dk/dv + delta + attention backward. Output: one fixed-width table (and --csv FILE with the
 // same rows), which bench/gpu/sdpa_compare.py puts side by side with PyTorch's SDPA on the same GPU.
 #include <CLI/CLI.hpp>
@@ -80,16 +83,18 @@ gpu::AttentionParams params(const Problem& s, const Buffers& b) {
   return a;
 }
 
-// fused: one launch (bf16 / fp16 only); staged: init + attention + finalize.
-enum class ForwardPath { fused, staged };
+// fused: one launch (bf16 / fp16 only); fused_plain: the same in the plain block order (causal);
+// staged: init + attention + finalize.
+enum class ForwardPath { fused, fused_plain, staged };
 
 bool has_fused(Dtype dtype) { return dtype != Dtype::fp32; }
 
 void forward(Dtype dtype, const Problem& s, Buffers& b, ForwardPath path, cudaStream_t stream) {
   gpu::ForwardParams p;
   p.a = params(s, b);
-  if (path == ForwardPath::fused) {  // the accumulator is neither read nor written
+  if (path != ForwardPath::staged) {  // the accumulator is neither read nor written
     p.init = true;
+    p.plain_order = path == ForwardPath::fused_plain;
     p.out = b.out.get(), p.lse = b.lse.as<float>();
     gpu::forward_accumulate(dtype, p, stream);
     return;
@@ -152,9 +157,12 @@ bool check(Dtype dtype, Problem s, cudaStream_t stream, std::string& detail) {
     return !r.ok;
   };
   std::vector<ForwardPath> paths{ForwardPath::staged};
+  if (has_fused(dtype) && s.causal) paths.push_back(ForwardPath::fused_plain);
   if (has_fused(dtype)) paths.push_back(ForwardPath::fused);  // last: the backward reads its out and lse
   for (ForwardPath path : paths) {
-    const std::string which = path == ForwardPath::fused ? " (fused forward)" : " (staged forward)";
+    const std::string which = path == ForwardPath::fused         ? " (fused forward)"
+                              : path == ForwardPath::fused_plain ? " (fused forward, plain block order)"
+                                                                 : " (staged forward)";
     RINGLAB_CUDA_CHECK(cudaMemsetAsync(b.out.get(), 0xff, b.out.bytes(), stream));
     RINGLAB_CUDA_CHECK(cudaMemsetAsync(b.lse.get(), 0xff, b.lse.bytes(), stream));
     forward(dtype, s, b, path, stream);
@@ -198,7 +206,7 @@ int main(int argc, char** argv) {
   std::ofstream csv_file;
   if (!csv.empty()) {
     csv_file.open(csv);
-    csv_file << "dtype,D,S,batch,heads,causal,pass,ms,tflops,checked,staged_ms\n";
+    csv_file << "dtype,D,S,batch,heads,causal,pass,ms,tflops,checked,staged_ms,plain_ms\n";
   }
   std::printf("ringlab production kernels on %s (%s), FLOPs = 4 S^2 D H B (causal /2), bwd = 2.5x fwd\n",
               gpu::device_description(0).c_str(), gpu::dtype_name(dtype));
@@ -206,10 +214,13 @@ int main(int argc, char** argv) {
       "fwd: %s; staged = init + attention + finalize (3 launches), timed in the same run; st/fused = its time / fwd "
       "time\n",
       has_fused(dtype) ? "one launch (fused init and finalize)" : "staged (fp32 has no fused path)");
-  std::printf("%4s %6s %5s %5s %6s %5s %10s %9s %10s %8s  %s\n", "D", "S", "batch", "heads", "causal", "pass", "ms",
-              "TFLOP/s", "staged ms", "st/fused", "check");
-  std::printf("%4s %6s %5s %5s %6s %5s %10s %9s %10s %8s  %s\n", "", "", "", "", "", "", "[ms]", "[TFLOP/s]", "[ms]",
-              "[x]", "");
+  std::printf(
+      "causal fwd: heaviest tiles first; plain = the same launch in the plain block order, timed in the same "
+      "run; pl/fused = its time / fwd time\n");
+  std::printf("%4s %6s %5s %5s %6s %5s %10s %9s %10s %8s %10s %8s  %s\n", "D", "S", "batch", "heads", "causal", "pass",
+              "ms", "TFLOP/s", "staged ms", "st/fused", "plain ms", "pl/fused", "check");
+  std::printf("%4s %6s %5s %5s %6s %5s %10s %9s %10s %8s %10s %8s  %s\n", "", "", "", "", "", "", "[ms]", "[TFLOP/s]",
+              "[ms]", "[x]", "[ms]", "[x]", "");
   int failures = 0;
   for (int64_t D : bench::parse_list(dims)) {
     if (!gpu::kernel_support(dtype, D).empty()) continue;
@@ -226,28 +237,36 @@ int main(int argc, char** argv) {
         };
         const double staged_ms = time_forward(ForwardPath::staged);
         const double fwd_ms = has_fused(dtype) ? time_forward(ForwardPath::fused) : staged_ms;
+        const bool has_plain = has_fused(dtype) && causal;  // the block order differs only under the mask
+        const double plain_ms = has_plain ? time_forward(ForwardPath::fused_plain) : 0;
         const double bwd_ms =
             bench::time_ms(stream.get(), warmup, iterations, [&] { backward(dtype, s, b, stream.get()); });
         for (bool bwd : {false, true}) {
           const double ms = bwd ? bwd_ms : fwd_ms;
           const double tflops = bench::attention_flops(s.B, s.H, s.S, s.D, causal, bwd) / (ms * 1e-3) / 1e12;
-          char staged[32] = "-", gain[32] = "-";  // the staged forward beside the fused one
+          char staged[32] = "-", gain[32] = "-", plain[32] = "-", plain_gain[32] = "-";  // beside the fused one
           if (!bwd) {
             std::snprintf(staged, sizeof staged, "%.3f", staged_ms);
             std::snprintf(gain, sizeof gain, "%.2f", staged_ms / fwd_ms);
           }
-          std::printf("%4d %6d %5d %5d %6s %5s %10.3f %9.1f %10s %8s  %s\n", s.D, s.S, s.B, s.H, causal ? "yes" : "no",
-                      bwd ? "bwd" : "fwd", ms, tflops, staged, gain, ok ? "ok" : ("FAIL " + detail).c_str());
+          if (!bwd && has_plain) {
+            std::snprintf(plain, sizeof plain, "%.3f", plain_ms);
+            std::snprintf(plain_gain, sizeof plain_gain, "%.2f", plain_ms / fwd_ms);
+          }
+          std::printf("%4d %6d %5d %5d %6s %5s %10.3f %9.1f %10s %8s %10s %8s  %s\n", s.D, s.S, s.B, s.H,
+                      causal ? "yes" : "no", bwd ? "bwd" : "fwd", ms, tflops, staged, gain, plain, plain_gain,
+                      ok ? "ok" : ("FAIL " + detail).c_str());
           if (csv_file) {
             csv_file << gpu::dtype_name(dtype) << "," << s.D << "," << s.S << "," << s.B << "," << s.H << ","
                      << (causal ? 1 : 0) << "," << (bwd ? "bwd" : "fwd") << "," << ms << "," << tflops << ","
-                     << (ok ? 1 : 0) << "," << (bwd ? "" : std::to_string(staged_ms)) << "\n";
+                     << (ok ? 1 : 0) << "," << (bwd ? "" : std::to_string(staged_ms)) << ","
+                     << (!bwd && has_plain ? std::to_string(plain_ms) : "") << "\n";
           }
         }
       }
     }
   }
-  std::printf("%s\n", std::string(92, '-').c_str());
+  std::printf("%s\n", std::string(112, '-').c_str());
   std::printf("%s: %d configuration(s) failed the check before timing\n", failures ? "FAIL" : "PASS", failures);
   return failures ? 1 : 0;
 }

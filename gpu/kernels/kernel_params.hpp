@@ -76,6 +76,8 @@ struct ForwardParams {
   // Set by forward_launch, not by callers: the grid is (section, tiles, B H / section), its blocks
   // heaviest first (the forward's block order, below); false: (tiles, B H).
   bool heavy_first = false;
+  // The plain grid even under the causal mask: bench_gpu_kernels times the block order against it.
+  bool plain_order = false;
 };
 
 // ---- the forward's block order ----------------------------------------------------------------
@@ -123,7 +125,7 @@ struct ForwardLaunch {
   ForwardParams params;
 };
 inline ForwardLaunch forward_launch(ForwardParams p, int tiles, int64_t section_bytes = kOrderSectionBytes) {
-  p.heavy_first = heavy_tiles_first(p.a, tiles);
+  p.heavy_first = !p.plain_order && heavy_tiles_first(p.a, tiles);
   if (!p.heavy_first) return {{tiles, p.a.batch * p.a.heads, 1}, p};
   const int section = order_section(p.a, section_bytes);
   return {{section, tiles, p.a.batch * p.a.heads / section}, p};

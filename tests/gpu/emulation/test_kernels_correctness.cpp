@@ -155,6 +155,13 @@ TEST_CASE("forward block order: heaviest tiles first, by sections of heads, each
         }
     CHECK(std::count(seen.begin(), seen.end(), 1) == static_cast<long>(seen.size()));
   }
+  // What bench_gpu_kernels times the order against: the plain grid, asked for.
+  ForwardParams p;
+  p.a.causal = true, p.a.batch = 2, p.a.heads = 4, p.a.kv_heads = 4, p.a.kv_end = 1000;
+  p.plain_order = true;
+  const gpu::ForwardLaunch plain = gpu::forward_launch(p, 5);
+  CHECK_FALSE(plain.params.heavy_first);
+  CHECK((plain.grid.x == 5 && plain.grid.y == 8 && plain.grid.z == 1));
 }
 
 TEST_CASE("emulated mma forward, bf16, D=64: causal, heaviest tiles first in sections of 2 heads", "[gpu][emulated]") {
