@@ -348,6 +348,7 @@ struct Knob {
 // What the tables' kernels look like, by pass: block row counts, masked / whole tiles, short calls.
 struct Shapes {
   std::set<int64_t> rows;
+  std::set<int64_t> backward_rows;  // the row counts of the backward's kernels
   bool full[2] = {false, false}, masked[2] = {false, false};
   bool short_queries[2] = {false, false}, short_keys[2] = {false, false};
 };
@@ -366,6 +367,7 @@ Shapes shapes_of(const Hardware& base, const std::vector<StepTable>& tables) {
         const BlockWork w = classifier.classify(g, kv);
         if (w.kernels == 0) continue;
         s.rows.insert(block);
+        if (pass == 1) s.backward_rows.insert(block);
         s.full[pass] = s.full[pass] || w.full_area > 0;
         s.masked[pass] = s.masked[pass] || w.masked_area > 0;
         s.short_queries[pass] = s.short_queries[pass] || 2 * w.q_rows.size() <= block;
@@ -409,16 +411,8 @@ FitResult fit_device(const Hardware& base, const std::vector<StepTable>& tables)
   const bool fit_full = !anchored || free_rows.empty();
   // A fitted size's own backward factor needs backward data at an anchored size too (see the head
   // comment); otherwise it keeps the base's.
-  bool backward_anchor = false;
-  std::set<int64_t> backward_rows;
-  for (const StepTable& t : tables) {
-    if (t.phase.find("backward") == std::string::npos) continue;
-    PlanSpec spec = t.spec;
-    spec.element_bytes = base.element_bytes;
-    const int64_t n = build_plan(spec).block_tokens();
-    backward_rows.insert(n);
-    for (const BlockRows& k : base.device.block_rows) backward_anchor = backward_anchor || k.rows == n;
-  }
+  const bool backward_anchor = std::any_of(base.device.block_rows.begin(), base.device.block_rows.end(),
+                                           [&](const BlockRows& k) { return shapes.backward_rows.count(k.rows) > 0; });
   std::vector<Knob> knobs;
   const char* pass_name[2] = {"forward", "backward"};
   for (int pass = 0; pass < 2; ++pass) {
@@ -443,7 +437,7 @@ FitResult fit_device(const Hardware& base, const std::vector<StepTable>& tables)
                        }});
     }
     for (int64_t n : free_rows) {
-      if (b && (!backward_anchor || backward_rows.count(n) == 0)) continue;
+      if (b && (!backward_anchor || shapes.backward_rows.count(n) == 0)) continue;
       const size_t i = static_cast<size_t>(
           std::find_if(rows.begin(), rows.end(), [n](const BlockRows& k) { return k.rows == n; }) - rows.begin());
       knobs.push_back(

@@ -45,8 +45,9 @@ struct StepTable {
 
 // The backward of one whole block on the device: the P = 1 runs of a ring schedule, forward+backward
 // and forward alone (seconds, medians), give one backward step, their difference, as a table of
-// phase "ring backward" at P = 1, named "<schedule>, P=1 backward". It anchors the backward's speed at the whole sequence's block, as
-// the forward's one-kernel rate anchors the forward's (see fit_device). `spec`: the schedule's, any P.
+// phase "ring backward" at P = 1, named "<schedule>, P=1 backward". It anchors the backward's speed
+// at the whole sequence's block, as the forward's one-kernel rate anchors the forward's (see
+// fit_device). `spec`: the schedule's, any P.
 StepTable whole_block_backward(const std::string& schedule, PlanSpec spec, double forward_s, double both_s);
 
 // The per-step tables in bench_gpu_ring's output (other lines are ignored), e.g.

@@ -188,23 +188,22 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
   auto block_of = [&] {
     return forward_block(p.heavy_first, blockIdx.x, blockIdx.y, blockIdx.z, gridDim.x, gridDim.y);
   };
-  auto block_tile = [&] { return block_of().tile; };
-  auto block_bh = [&] { return block_of().head; };
-  const int q0 = a.q_begin + block_tile() * BQ;
+  auto head = [&] { return block_head(a, D, block_of().head); };
+  const int q0 = a.q_begin + block_of().tile * BQ;
   const int q_count = imin(BQ, a.q_end - q0);
   // Offsets of this block's rows, recomputed where used from the launch's parameters and the
   // block's head rather than held across the loop in registers.
   // q: (B, Sq, H, D) -> rows q0.. of (b, h); k, v: (B, Sk, HKV, D) -> row 0 of (b, hk);
   // accumulator rows (b H + h) Sq + q0..
   auto q_offset = [&] {
-    const BlockHead bh = block_head(a, D, block_bh());
+    const BlockHead bh = head();
     return ((static_cast<int64_t>(bh.b) * a.q_seq + q0) * a.heads + bh.h) * D;
   };
   auto kv_offset = [&](int key) {
-    const BlockHead bh = block_head(a, D, block_bh());
+    const BlockHead bh = head();
     return (static_cast<int64_t>(bh.b) * a.kv_seq + key) * bh.kv_stride + bh.hk * D;
   };
-  auto acc_offset = [&] { return static_cast<int64_t>(block_bh()) * a.q_seq + q0; };  // (b H + h) Sq + q0
+  auto acc_offset = [&] { return static_cast<int64_t>(block_of().head) * a.q_seq + q0; };  // (b H + h) Sq + q0
   const float scale_log2 = a.scale * kLog2e;
 
   const bool masked = has_mask(a);
@@ -241,7 +240,7 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
   auto load_k = [&](int tile, int stage) {  // with the tile's key positions when masked
     const int k0 = a.kv_begin + tile * BK, count = imin(BK, a.kv_end - k0);
     load_rows_async<T, D, BK, 128>(k_smem + stage * BK * D, static_cast<const T*>(a.k) + kv_offset(k0),
-                                   block_head(a, D, block_bh()).kv_stride, count);
+                                   head().kv_stride, count);
     const int key = static_cast<int>(threadIdx.x);
     if (masked && key < BK)
       cp_async_4(kpos_smem + stage * BK + key, a.k_pos + k0 + (key < count ? key : 0), key < count);
@@ -249,7 +248,7 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
   auto load_v = [&](int tile, int stage) {
     const int k0 = a.kv_begin + tile * BK, count = imin(BK, a.kv_end - k0);
     load_rows_async<T, D, BK, 128>(v_smem + stage * BK * D, static_cast<const T*>(a.v) + kv_offset(k0),
-                                   block_head(a, D, block_bh()).kv_stride, count);
+                                   head().kv_stride, count);
   };
 
   // The lane's parts of its ldmatrix addresses (swizzled_lane_part): Q's A fragments (rows
@@ -264,8 +263,7 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
   int stage = 0;
   // Q first, before the tile classification's loads: its latency overlaps theirs. (Loaded even when
   // every tile turns out skipped; the wait after the loop drains it before the block exits.)
-  load_rows_async<T, D, BQ, 128>(q_smem, static_cast<const T*>(a.q) + q_offset(), block_head(a, D, block_bh()).q_stride,
-                                 q_count);
+  load_rows_async<T, D, BQ, 128>(q_smem, static_cast<const T*>(a.q) + q_offset(), head().q_stride, q_count);
   cp_async_commit();  // group: Q
   const int n_tiles = (a.kv_end - a.kv_begin + BK - 1) / BK;
   // Without a mask every tile is full: one chunk, no table.

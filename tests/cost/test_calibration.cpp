@@ -100,7 +100,8 @@ const int64_t kRunRanks[] = {1, 2, 4, 8};
 
 // The measured time (ms) of `run` at P = kRunRanks[i], read from the fixture's table (T(1) for P = 1).
 double measured_run_ms(const WholeRuns& run, int i, bool backward) {
-  std::istringstream in(fixture_text());
+  static const std::string text = fixture_text();
+  std::istringstream in(text);
   const std::string name = run.name, pass = backward ? "fwd+bwd" : "fwd";
   for (std::string line; std::getline(in, line);) {
     if (line.rfind(name, 0) != 0) continue;
