@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 // The functions below that the kernels call too (nvcc: host and device; otherwise plain C++, as
 // under the warp emulator).
@@ -154,5 +155,38 @@ struct BackwardParams {
   float* dk = nullptr;
   float* dv = nullptr;
 };
+
+// The tensor-core kernels' (bf16 / fp16) vector accesses and the alignment each needs: Q, K, V
+// and dout by 16-byte cp.async (rows of H D or HKV D elements, so every row is aligned when the
+// base is), the forward's fp32 accumulator rows in 8-byte pairs (load_pair, store_pair), the
+// backward's dq by red.global.add.v4 (16 bytes), dk and dv by .v2 (8). A misaligned pointer stops
+// the device with "misaligned address" and no name; the launchers refuse it first with these
+// lines ("" when all are aligned). A buffer of its own (cudaMalloc: 256 bytes) always is; one
+// carved out of a larger allocation must place its parts so.
+inline std::string misaligned(const char* name, const void* pointer, int bytes) {
+  if (pointer == nullptr || reinterpret_cast<uintptr_t>(pointer) % static_cast<uintptr_t>(bytes) == 0) return "";
+  return std::string(name) + " is not " + std::to_string(bytes) +
+         "-byte aligned (the kernel reads it in vectors of that size); start it on a " + std::to_string(bytes) +
+         "-byte boundary, e.g. a buffer of its own";
+}
+inline std::string misaligned_inputs(const AttentionParams& a) {
+  for (const std::string& why : {misaligned("q", a.q, 16), misaligned("k", a.k, 16), misaligned("v", a.v, 16)})
+    if (!why.empty()) return why;
+  return "";
+}
+inline std::string misaligned_pointer(const ForwardParams& p) {
+  for (const std::string& why :
+       {misaligned_inputs(p.a), misaligned("ForwardParams::acc_max", p.acc_max, 4),
+        misaligned("ForwardParams::acc_sum", p.acc_sum, 4), misaligned("ForwardParams::acc_out", p.acc_out, 8)})
+    if (!why.empty()) return why;
+  return "";
+}
+inline std::string misaligned_pointer(const BackwardParams& p) {
+  for (const std::string& why : {misaligned_inputs(p.a), misaligned("BackwardParams::dout", p.dout, 16),
+                                 misaligned("BackwardParams::dq", p.dq, 16), misaligned("BackwardParams::dk", p.dk, 8),
+                                 misaligned("BackwardParams::dv", p.dv, 8)})
+    if (!why.empty()) return why;
+  return "";
+}
 
 }  // namespace ringlab::gpu

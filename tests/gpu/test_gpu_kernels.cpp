@@ -123,11 +123,11 @@ void check_forward(Dtype dtype, const Problem& pr, bool start = false) {
   const DeviceBuffer qd = upload(q, dtype), kd = upload(k, dtype), vd = upload(v, dtype);
   const DeviceBuffer qp = upload_positions(q_pos), kp = upload_positions(k_pos);
   DeviceBuffer m = upload_floats(got.max), l = upload_floats(got.sum), o = upload_floats(got.out);
-  for (RowRange kv : pr.kv_blocks) {
+  for (size_t i = 0; i < pr.kv_blocks.size(); ++i) {
     gpu::ForwardParams p;
-    p.a = params(pr, qd, kd, vd, qp, kp, kv);
+    p.a = params(pr, qd, kd, vd, qp, kp, pr.kv_blocks[i]);
     p.acc_max = m.as<float>(), p.acc_sum = l.as<float>(), p.acc_out = o.as<float>();
-    p.init = start && &kv == &pr.kv_blocks.front();
+    p.init = start && i == 0;  // the first block starts the rows; the later ones merge into it
     gpu::forward_accumulate(dtype, p, nullptr);
   }
   RINGLAB_CUDA_CHECK(cudaDeviceSynchronize());

@@ -32,18 +32,17 @@ void forward_accumulate_64_row_tiles(Dtype dtype, const ForwardParams& p, cudaSt
                   [&] { forward_accumulate(Dtype::fp32, p, stream); });
 }
 
-size_t workspace_05(const Problem& p) {
-  const size_t rows = static_cast<size_t>(p.batch) * p.heads * p.seq;
-  return static_cast<size_t>(p.seq) * sizeof(int32_t) + rows * (2 + static_cast<size_t>(p.dim)) * sizeof(float);
-}
+size_t workspace_05(const Problem& p) { return accumulator_workspace(p).bytes; }
 
 void launch_through_accumulator(const Problem& problem, const void* q, const void* k, const void* v, void* out,
                                 float* lse, void* workspace, cudaStream_t stream, ForwardLaunch forward) {
   const int64_t rows = static_cast<int64_t>(problem.batch) * problem.heads * problem.seq;
-  int32_t* positions = static_cast<int32_t*>(workspace);
-  float* acc_max = reinterpret_cast<float*>(positions + problem.seq);
-  float* acc_sum = acc_max + rows;
-  float* acc_out = acc_sum + rows;
+  const AccumulatorWorkspace parts = accumulator_workspace(problem);
+  auto* bytes = static_cast<unsigned char*>(workspace);
+  auto* positions = reinterpret_cast<int32_t*>(bytes + parts.positions);
+  auto* acc_max = reinterpret_cast<float*>(bytes + parts.max);
+  auto* acc_sum = reinterpret_cast<float*>(bytes + parts.sum);
+  auto* acc_out = reinterpret_cast<float*>(bytes + parts.out);
   fill_iota(positions, problem.seq, stream);
   init_accumulator(acc_max, acc_sum, acc_out, rows, problem.dim, stream);
   ForwardParams p = whole_problem(problem, q, k, v, positions);

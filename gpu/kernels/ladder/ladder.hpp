@@ -108,6 +108,26 @@ inline ForwardParams whole_problem(const Problem& problem, const void* q, const 
   return p;
 }
 
+// 05 and 06's workspace: positions (S int32), then the accumulator's max, sum (B H S fp32 each)
+// and out (B H S D fp32), each part starting on a 256-byte boundary (byte offsets; `bytes` in
+// all). The kernels read the accumulator's rows in 8-byte pairs (load_pair): packed end to end,
+// an odd S would put `out` 4 bytes off an 8-byte boundary (at S = 777 the device stopped with a
+// misaligned address).
+struct AccumulatorWorkspace {
+  size_t positions = 0, max = 0, sum = 0, out = 0, bytes = 0;
+};
+inline AccumulatorWorkspace accumulator_workspace(const Problem& p) {
+  constexpr size_t kAlign = 256;  // what cudaMalloc gives a buffer of its own
+  auto up = [](size_t n) { return (n + kAlign - 1) / kAlign * kAlign; };
+  const size_t rows = static_cast<size_t>(p.batch) * p.heads * p.seq;
+  AccumulatorWorkspace w;
+  w.max = up(static_cast<size_t>(p.seq) * sizeof(int32_t));
+  w.sum = w.max + up(rows * sizeof(float));
+  w.out = w.sum + up(rows * sizeof(float));
+  w.bytes = w.out + rows * static_cast<size_t>(p.dim) * sizeof(float);
+  return w;
+}
+
 // 05 and 06: positions 0..S-1, the accumulator initialised, one `forward` over all keys, finalize.
 using ForwardLaunch = void (*)(Dtype, const ForwardParams&, cudaStream_t);
 // Rung 05's forward of one block merged into the accumulator, as forward_accumulate

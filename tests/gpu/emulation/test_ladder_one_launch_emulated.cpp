@@ -87,3 +87,71 @@ TEST_CASE("ladder rung 07: one launch gives the reference's out and lse, with no
 }
 
 }  // namespace ringlab
+
+namespace ringlab {
+
+TEST_CASE("ladder 05 and 06's workspace: the accumulator's parts start on 256-byte boundaries at any S",
+          "[gpu][emulated][ladder]") {
+  for (const int S : {1, 200, 777, 1000, 4097}) {
+    gpu::ladder::Problem p;
+    p.batch = 2, p.seq = S, p.heads = 3, p.dim = 64;
+    const size_t rows = size_t{2} * 3 * static_cast<size_t>(S);
+    const gpu::ladder::AccumulatorWorkspace w = gpu::ladder::accumulator_workspace(p);
+    INFO("S = " << S);
+    for (const size_t offset : {w.positions, w.max, w.sum, w.out}) CHECK(offset % 256 == 0);
+    // In order, none overlapping the one before, and `bytes` holds the last.
+    CHECK(w.max >= w.positions + static_cast<size_t>(S) * 4);
+    CHECK(w.sum >= w.max + rows * 4);
+    CHECK(w.out >= w.sum + rows * 4);
+    CHECK(w.bytes == w.out + rows * 64 * 4);
+  }
+}
+
+TEST_CASE("tensor-core launches refuse a pointer their vector accesses cannot use, naming it", "[gpu][emulated]") {
+  constexpr int S = 16, D = 64;
+  // One aligned allocation carved into the block's buffers; `shift` floats moves one of them.
+  alignas(256) static unsigned char memory[64 * 1024];
+  auto at = [&](size_t offset) { return memory + offset; };
+  const std::vector<int32_t> positions = [] {
+    std::vector<int32_t> p(S);
+    for (int i = 0; i < S; ++i) p[static_cast<size_t>(i)] = i;
+    return p;
+  }();
+  gpu::AttentionParams a;
+  a.q = at(0), a.k = at(4096), a.v = at(8192);  // S D bf16 = 2 KiB each
+  a.q_pos = a.k_pos = positions.data();
+  a.q_seq = a.kv_seq = a.q_end = a.kv_end = S;
+  a.dim = D;
+  const int64_t launches = gpu::emulated_kernel_launches;
+
+  gpu::ForwardParams f;
+  f.a = a;
+  f.acc_max = reinterpret_cast<float*>(at(12288)), f.acc_sum = reinterpret_cast<float*>(at(12544));
+  f.acc_out = reinterpret_cast<float*>(at(16384));
+  gpu::init_accumulator(f.acc_max, f.acc_sum, f.acc_out, S, D, nullptr);
+  CHECK_NOTHROW(gpu::forward_accumulate(gpu::Dtype::bf16, f, nullptr));  // aligned: runs
+  f.acc_out += 1;                                                        // 4 bytes off
+  CHECK_THROWS_WITH(gpu::forward_accumulate(gpu::Dtype::bf16, f, nullptr),
+                    Catch::Contains("ForwardParams::acc_out is not 8-byte aligned"));
+  f.acc_out -= 1;
+  f.a.k = at(4096 + 8);  // 8 bytes off: cp.async takes 16
+  CHECK_THROWS_WITH(gpu::forward_accumulate(gpu::Dtype::fp16, f, nullptr), Catch::Contains("k is not 16-byte aligned"));
+
+  gpu::BackwardParams b;
+  b.a = a;
+  b.dout = at(32768);
+  b.lse = reinterpret_cast<const float*>(at(36864)), b.delta = reinterpret_cast<const float*>(at(37120));
+  b.dq = reinterpret_cast<float*>(at(40960)), b.dk = reinterpret_cast<float*>(at(45056));
+  b.dv = reinterpret_cast<float*>(at(49152));
+  CHECK_NOTHROW(gpu::backward_accumulate(gpu::Dtype::bf16, b, nullptr));
+  b.dq += 2;  // 8 bytes off: red.global.add.v4 takes 16
+  CHECK_THROWS_WITH(gpu::backward_accumulate(gpu::Dtype::bf16, b, nullptr),
+                    Catch::Contains("BackwardParams::dq is not 16-byte aligned"));
+  b.dq -= 2, b.dv += 1;
+  CHECK_THROWS_WITH(gpu::backward_accumulate(gpu::Dtype::bf16, b, nullptr),
+                    Catch::Contains("BackwardParams::dv is not 8-byte aligned"));
+  // Refused before anything was launched: the two aligned calls (and the init) launched, no more.
+  CHECK(gpu::emulated_kernel_launches - launches == 3);
+}
+
+}  // namespace ringlab
