@@ -3,7 +3,10 @@
 // with CUDA events next to a model's prediction for the same plan. Sections:
 //   [checks]       every schedule verified at a small size before anything is timed
 //   [efficiency]   T(P = 1) / T(P) per schedule and P, with the targets of the issue
-//   [steps]        per-step measured vs predicted for one P
+//   [steps]        per-step measured vs predicted for one P. A step's measured time is the end of
+//                  its last event (over the ranks) minus that of the step before (step 0: minus the
+//                  phase's first start), as the dry executor times its steps; the virtual ranks'
+//                  steps overlap on the one GPU, so spans (first event to last) would overlap too.
 //
 // Targets (gpu/README.md): >= 90% for the non-causal ring, >= 85% for the zig-zag causal ring
 // with skipping; the contiguous causal ring shows its imbalance instead of meeting a target: the
@@ -164,15 +167,23 @@ std::vector<StepTable> print_steps(const Schedule& s, int64_t P, const Attention
   gpu::StreamsRun run(plan, x, options);
   run.run(false);  // warm-up
   const ExecutionResult result = run.run(false, true);
-  // Per (phase label, step): span of all events, FLOPs and received bytes over all ranks.
+  // Per (phase label, step): the end of its last event, FLOPs and received bytes over all ranks;
+  // per phase, the start of its first event. A step's time is defined as the dry executor defines
+  // its own: the step's end (the last rank's) minus the end of the step before, or minus the
+  // phase's start for step 0. The virtual ranks' steps overlap on the one GPU (a rank with less
+  // work runs ahead into its next step), so the span from a step's first event to its last would
+  // count the overlap twice: spans add up to more than the phase. Ends minus ends add up to it.
   struct Step {
-    double start = 1e300, end = 0, flops = 0, bytes = 0, dry_ms = -1;
+    double end = 0, flops = 0, bytes = 0, dry_ms = -1;
   };
   std::map<std::pair<std::string, int>, Step> steps;
-  std::map<std::string, bool> computes;  // phases with kernels: the ones a table lists
+  std::map<std::string, double> phase_start;  // us
+  std::map<std::string, bool> computes;       // phases with kernels: the ones a table lists
   for (const TraceEvent& e : result.trace) {
     Step& st = steps[{e.label, e.step}];
-    st.start = std::min(st.start, e.start_us), st.end = std::max(st.end, e.start_us + e.duration_us);
+    st.end = std::max(st.end, e.start_us + e.duration_us);
+    const auto [at, inserted] = phase_start.try_emplace(e.label, e.start_us);
+    if (!inserted) at->second = std::min(at->second, e.start_us);
     if (e.flops > 0) st.flops += e.flops, computes[e.label] = true;
     if (e.name == "recv" && e.bytes > 0) st.bytes += double(e.bytes);
   }
@@ -186,8 +197,10 @@ std::vector<StepTable> print_steps(const Schedule& s, int64_t P, const Attention
     if (found != steps.end()) found->second.dry_ms = (d.end_s - begin) * 1e3;
   }
   const char* pass = backward ? "forward+backward" : "forward";
-  std::printf("\nper-step times: %s, P=%lld, %s, %s (one run, CUDA events)\n", s.name, static_cast<long long>(P),
-              dims.to_string().c_str(), pass);
+  std::printf(
+      "\nper-step times: %s, P=%lld, %s, %s (one run, CUDA events; a step: its last end minus the last end "
+      "of the step before)\n",
+      s.name, static_cast<long long>(P), dims.to_string().c_str(), pass);
   std::printf("%-22s %5s %11s %11s %9s %11s %9s %12s\n", "phase", "step", "measured", "simple", "meas/simp", "dry run",
               "meas/dry", "GFLOP");
   std::printf("%-22s %5s %11s %11s %9s %11s %9s %12s\n", "", "", "[ms]", "[ms]", "", "[ms]", "", "");
@@ -199,11 +212,14 @@ std::vector<StepTable> print_steps(const Schedule& s, int64_t P, const Attention
     StepTable table;
     table.schedule = s.name, table.spec = spec, table.phase = phase.name;
     table.flops_per_s = c.flops_per_ms * 1e3, table.copy_Bps = c.bytes_per_ms * 1e3;
+    double before = phase_start[phase.name];  // us: the end of the step before, or the phase's start
     for (int step = 0; step < phase.steps; ++step) {
       const auto found = steps.find({phase.name, step});
       if (found == steps.end()) break;
       const Step& st = found->second;
-      const double measured = (st.end - st.start) / 1000.0, simple = predicted_step_ms(st.flops, st.bytes, c);
+      const double end = std::max(st.end, before);  // a step with events on fewer ranks may end earlier
+      const double measured = (end - before) / 1000.0, simple = predicted_step_ms(st.flops, st.bytes, c);
+      before = end;
       table.measured.push_back(measured * 1e-3);
       char dry_cell[16] = "-", dry_ratio[16] = "-";
       if (st.dry_ms > 0) {

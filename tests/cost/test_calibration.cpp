@@ -499,3 +499,94 @@ TEST_CASE("calibration: held out, whole forward+backward runs from the whole-blo
   CHECK(fit.hardware.device.backward_masked_efficiency < 0.1);
   CHECK(striped > 0.3);
 }
+
+// ---- the second H100 run (2026-11-27): steps timed end to end ----------------------------------
+// bench_gpu_ring now times a step as the dry executor does: the end of its last event minus that
+// of the step before. The 2026-11-26 tables above are spans (first event to last), which overlap
+// where the virtual ranks run ahead of each other. tests/cost/data/h100-2026-11-27-steps-p4.txt:
+// forward and forward+backward tables at P = 4 and the efficiency table; -p8.txt: forward tables
+// at P = 8 from the same session, held out.
+namespace {
+
+std::vector<StepTable> tables_of(const std::string& file) {
+  std::ifstream in(std::string(RINGLAB_TEST_DATA) + "/" + file);
+  REQUIRE(in.good());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_step_tables(text.str(), file);
+}
+
+// |predicted / measured - 1| of the sum of `t`'s steps from `first` on.
+double sum_error(const StepTable& t, const Hardware& hw, size_t first) {
+  const std::vector<double> predicted = predicted_steps(t.spec, t.phase, hw);
+  double p = 0, m = 0;
+  for (size_t s = first; s < t.measured.size(); ++s) p += predicted[s], m += t.measured[s];
+  return std::abs(p / m - 1);
+}
+
+}  // namespace
+
+TEST_CASE("calibration: H100 2026-11-27, steps timed end to end, fitted at P = 4 (in-sample)", "[calibration]") {
+  const std::vector<StepTable> tables = tables_of("h100-2026-11-27-steps-p4.txt");
+  // Forward (zig-zag, contiguous), forward+backward (both phases of each), two whole-block backwards.
+  REQUIRE(tables.size() == 8);
+  const FitResult fit = fit_device(machine(tables[0], true), tables);
+  for (const std::string& line : fit.fitted) std::printf("  fitted: %s\n", line.c_str());
+  CHECK(fit.points == 26);
+  double zigzag = 0, contiguous_forward = 0, anchors = 0;
+  for (const StepTable& t : tables) {
+    const double worst = worst_error(t, fit.hardware, "2026-11-27, in-sample");
+    if (t.spec.ranks == 1) {
+      anchors = std::max(anchors, worst);
+    } else if (t.spec.layout == LayoutKind::zigzag) {
+      zigzag = std::max(zigzag, worst);
+    } else if (t.phase == "ring forward" && !t.spec.backward) {
+      contiguous_forward = std::max(contiguous_forward, worst);
+    }
+  }
+  // Within the ±15% of the target: the zig-zag ring, whose ranks do equal work at every step
+  // (every forward and backward step, both runs: 8.4% at worst, its forward step 0, which the two
+  // runs measured 0.597 and 0.680 ms: one value cannot be nearer both), the contiguous ring's
+  // forward run (11.4%) and the whole-block backwards (11.7%).
+  CHECK(zigzag <= 0.15);
+  CHECK(contiguous_forward <= 0.15);
+  CHECK(anchors <= 0.15);
+  // What the model does not describe: in the contiguous causal ring the ranks' work differs from
+  // step to step (rank r computes at steps 0..r), and how the one GPU divides itself among them is
+  // not processor sharing: a kernel launched first takes the SMs first. The backward's last two
+  // steps are each more than 15% off, in opposite directions, while their sum is within 5%: the
+  // work is right, its split between the steps is not.
+  const StepTable& backward = tables[5];
+  REQUIRE(backward.spec.layout == LayoutKind::contiguous);
+  REQUIRE(backward.phase == "ring backward");
+  const std::vector<double> b = predicted_steps(backward.spec, backward.phase, fit.hardware);
+  CHECK(b[2] / backward.measured[2] - 1 > 0.15);
+  CHECK(b[3] / backward.measured[3] - 1 < -0.15);
+  CHECK(sum_error(backward, fit.hardware, 2) <= 0.05);
+  CHECK(fit.max_abs_error > 0.15);
+}
+
+TEST_CASE("calibration: H100 2026-11-27, held out, the P = 4 fit predicts the P = 8 steps", "[calibration]") {
+  const std::vector<StepTable> p4 = tables_of("h100-2026-11-27-steps-p4.txt");
+  const std::vector<StepTable> p8 = tables_of("h100-2026-11-27-steps-p8.txt");
+  REQUIRE(p8.size() == 4);  // zig-zag and contiguous forward tables, then the two whole-block backwards
+  const FitResult fit = fit_device(machine(p4[0], true), p4);
+  // The P = 8 machine as bench_gpu_ring builds it: 8 ranks on the device, the copy bandwidth
+  // shared 8 ways; the kernel figures are the P = 4 fit's (1024-row blocks it never saw).
+  Hardware hw = fit.hardware;
+  hw.device.ranks_per_device = 8, hw.ranks_per_node = 8;
+  hw.intra_node.bandwidth_Bps = hw.inter_node.bandwidth_Bps = p8[0].copy_Bps / 8.0;
+  const StepTable &zigzag = p8[0], &contiguous = p8[1];
+  REQUIRE(zigzag.spec.ranks == 8);
+  REQUIRE(zigzag.spec.layout == LayoutKind::zigzag);
+  REQUIRE(contiguous.spec.layout == LayoutKind::contiguous);
+  // Zig-zag: every step within 15%. Contiguous: the whole phase within 10%, though single steps
+  // are not (the rank imbalance of the test above, at twice the ranks).
+  CHECK(worst_error(zigzag, hw, "held out at P = 8") <= 0.15);
+  const double contiguous_worst = worst_error(contiguous, hw, "held out at P = 8");
+  CHECK(sum_error(contiguous, hw, 0) <= 0.10);
+  CHECK(contiguous_worst > 0.15);
+  // The negative control: the uncalibrated machine of the same run (every efficiency 1) misses
+  // the zig-zag steps by more than 15%.
+  CHECK(worst_error(zigzag, machine(zigzag, true), "P = 8, not fitted") > 0.15);
+}
