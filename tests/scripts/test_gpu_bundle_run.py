@@ -64,6 +64,20 @@ exit 0
 
 FAKE_PYTHON = "#!/bin/bash\necho 'No module named torch' >&2\nexit 1\n"
 
+# A stand-in for Nsight Compute: says which kernel and program it was given, and prints headline
+# metrics the way ncu's report does.
+FAKE_NCU = r"""#!/bin/bash
+kernel=""
+while [ $# -gt 0 ]; do
+  case "$1" in -k) kernel="$2"; shift 2 ;; --set | -c) shift 2 ;; *) break ;; esac
+done
+echo "==PROF== Profiling $kernel of $*"
+echo "    Duration                         us       551.55"
+echo "    Registers Per Thread             register/thread             240"
+echo "    Achieved Occupancy                        %        12.39"
+echo "    L2 Hit Rate                                      %        61.93"
+"""
+
 
 def write(path, text):
     with open(path, "w") as f:
@@ -81,20 +95,23 @@ def make_bundle(root, where, gpu_tests=FAKE_GPU_TESTS):
     write(os.path.join(where, "BUILD.txt"), "fake bundle for the run script's test\n")
 
 
-def fake_path(tmp, nvidia_smi):
-    tools = os.path.join(tmp, "tools-" + ("none" if nvidia_smi is None else str(hash(nvidia_smi) & 0xFFFF)))
+def fake_path(tmp, nvidia_smi, ncu=False):
+    tools = os.path.join(tmp, "tools-" + ("none" if nvidia_smi is None else str(hash(nvidia_smi) & 0xFFFF)) +
+                         ("-ncu" if ncu else ""))
     os.makedirs(tools, exist_ok=True)
     if nvidia_smi is not None:
         write(os.path.join(tools, "nvidia-smi"), nvidia_smi)
+    if ncu:
+        write(os.path.join(tools, "ncu"), FAKE_NCU)
     write(os.path.join(tools, "compute-sanitizer"), FAKE_SANITIZER)
     write(os.path.join(tools, "python3"), FAKE_PYTHON)
     return tools + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin")
 
 
-def run(bundle, path, out, budget=200):
-    env = dict(os.environ, PATH=path, RINGLAB_NCCL_DIR=os.path.dirname(out))
+def run(bundle, path, out, budget=200, extra=(), env_extra=None):
+    env = dict(os.environ, PATH=path, RINGLAB_NCCL_DIR=os.path.dirname(out), **(env_extra or {}))
     env.pop("LD_LIBRARY_PATH", None)
-    return subprocess.run(["bash", os.path.join(bundle, "run"), "--out", out, "--budget", str(budget)],
+    return subprocess.run(["bash", os.path.join(bundle, "run"), "--out", out, "--budget", str(budget), *extra],
                           env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -182,6 +199,32 @@ def main():
         report = open(os.path.join(out, "report.md")).read() if os.path.exists(os.path.join(out, "report.md")) else ""
         check(r.returncode == 0, "all passing: exit 0", f"got {r.returncode}: {report[:800]}")
         check("**PASS**" in report and "device test cases: 2 passed, 0 failed" in report, "all passing: PASS", report[:600])
+        check("Nsight Compute" not in report and not any(f.startswith("ncu-") for f in os.listdir(out)),
+              "without --profile: no profiles", str(os.listdir(out)))
+
+        # --profile: one forward and one backward launch under ncu, each report in a file of its own
+        # and its headline lines (not the rest) in the report; still PASS.
+        out = os.path.join(tmp, "out-profile")
+        r = run(bundle2, fake_path(tmp, FAKE_NVIDIA_SMI_OK, ncu=True), out, extra=["--profile"])
+        report = open(os.path.join(out, "report.md")).read() if os.path.exists(os.path.join(out, "report.md")) else ""
+        check(r.returncode == 0 and "**PASS**" in report, "--profile: exit 0, PASS", f"{r.returncode}: {report[:600]}")
+        for name, kernel, shape in (("forward", "regex:forward_fa2", "--seq 1024 --heads 32 --dim 64 --causal"),
+                                    ("backward", "regex:backward_mma", "--seq 4096 --heads 16 --dim 128 --backward")):
+            path = os.path.join(out, f"ncu-{name}.txt")
+            text = open(path).read() if os.path.exists(path) else ""
+            check(f"Profiling {kernel} of" in text and "ringlab-gpu run --ranks 1" in text and shape in text,
+                  f"--profile: ncu-{name}.txt profiles {kernel} at its shape", text[:300])
+        section = report.split("Nsight Compute: forward")[-1] if "Nsight Compute: forward" in report else ""
+        check("Registers Per Thread" in section and "Achieved Occupancy" in section and "L2 Hit Rate" not in section,
+              "--profile: the headline lines in the report, not the whole profile", section[:600])
+        check(len(os.listdir(out)) <= 6, "--profile: still a handful of files", str(os.listdir(out)))
+        # Asked for but no ncu: said so, and the check itself still passes.
+        out = os.path.join(tmp, "out-profile-no-ncu")
+        r = run(bundle2, fake_path(tmp, FAKE_NVIDIA_SMI_OK), out, extra=["--profile"],
+                env_extra={"RINGLAB_NCU": os.path.join(tmp, "no-such-ncu")})
+        report = open(os.path.join(out, "report.md")).read() if os.path.exists(os.path.join(out, "report.md")) else ""
+        check(r.returncode == 0 and "_not run: ncu not found" in report, "--profile without ncu: said, exit 0",
+              f"{r.returncode}: {report[-600:]}")
 
     if failures:
         for f in failures:
