@@ -168,11 +168,7 @@ std::vector<StepTable> print_steps(const Schedule& s, int64_t P, const Attention
   run.run(false);  // warm-up
   const ExecutionResult result = run.run(false, true);
   // Per (phase label, step): the end of its last event, FLOPs and received bytes over all ranks;
-  // per phase, the start of its first event. A step's time is defined as the dry executor defines
-  // its own: the step's end (the last rank's) minus the end of the step before, or minus the
-  // phase's start for step 0. The virtual ranks' steps overlap on the one GPU (a rank with less
-  // work runs ahead into its next step), so the span from a step's first event to its last would
-  // count the overlap twice: spans add up to more than the phase. Ends minus ends add up to it.
+  // per phase, the start of its first event (a step's time: see [steps] at the top).
   struct Step {
     double end = 0, flops = 0, bytes = 0, dry_ms = -1;
   };

@@ -20,6 +20,15 @@ namespace ringlab::gpu {
 // bf16 / fp16 (tensor cores): D = 64 or 128. fp32 (CUDA cores): 1 <= D <= 128.
 std::string kernel_support(Dtype dtype, int64_t dim);
 
+// "" when a launch of `p` (ForwardParams or BackwardParams) can run; otherwise the line naming
+// why: an unsupported D (kernel_support) or, for bf16 / fp16, a pointer the tensor-core kernels'
+// vector accesses cannot use (misaligned_pointer). What every launcher checks first.
+template <class Params>
+std::string launch_problem(Dtype dtype, const Params& p) {
+  if (std::string why = kernel_support(dtype, p.a.dim); !why.empty()) return why;
+  return dtype == Dtype::fp32 ? "" : misaligned_pointer(p);
+}
+
 // Forward of one block merged into the accumulator (online softmax, in place). With params.out and
 // params.lse set, the rows' last step: out and lse written for rows [q_begin, q_end) instead of the
 // state (kernel_params.hpp); bf16 / fp16 only, fp32 refuses it (finalize_accumulator instead).

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 // The functions below that the kernels call too (nvcc: host and device; otherwise plain C++, as
@@ -169,24 +170,24 @@ inline std::string misaligned(const char* name, const void* pointer, int bytes) 
          "-byte aligned (the kernel reads it in vectors of that size); start it on a " + std::to_string(bytes) +
          "-byte boundary, e.g. a buffer of its own";
 }
-inline std::string misaligned_inputs(const AttentionParams& a) {
-  for (const std::string& why : {misaligned("q", a.q, 16), misaligned("k", a.k, 16), misaligned("v", a.v, 16)})
+// The first of `whys` that is not "" ("" when none).
+inline std::string first_problem(std::initializer_list<std::string> whys) {
+  for (const std::string& why : whys)
     if (!why.empty()) return why;
   return "";
+}
+inline std::string misaligned_inputs(const AttentionParams& a) {
+  return first_problem({misaligned("q", a.q, 16), misaligned("k", a.k, 16), misaligned("v", a.v, 16)});
 }
 inline std::string misaligned_pointer(const ForwardParams& p) {
-  for (const std::string& why :
-       {misaligned_inputs(p.a), misaligned("ForwardParams::acc_max", p.acc_max, 4),
-        misaligned("ForwardParams::acc_sum", p.acc_sum, 4), misaligned("ForwardParams::acc_out", p.acc_out, 8)})
-    if (!why.empty()) return why;
-  return "";
+  return first_problem({misaligned_inputs(p.a), misaligned("ForwardParams::acc_max", p.acc_max, 4),
+                        misaligned("ForwardParams::acc_sum", p.acc_sum, 4),
+                        misaligned("ForwardParams::acc_out", p.acc_out, 8)});
 }
 inline std::string misaligned_pointer(const BackwardParams& p) {
-  for (const std::string& why : {misaligned_inputs(p.a), misaligned("BackwardParams::dout", p.dout, 16),
-                                 misaligned("BackwardParams::dq", p.dq, 16), misaligned("BackwardParams::dk", p.dk, 8),
-                                 misaligned("BackwardParams::dv", p.dv, 8)})
-    if (!why.empty()) return why;
-  return "";
+  return first_problem({misaligned_inputs(p.a), misaligned("BackwardParams::dout", p.dout, 16),
+                        misaligned("BackwardParams::dq", p.dq, 16), misaligned("BackwardParams::dk", p.dk, 8),
+                        misaligned("BackwardParams::dv", p.dv, 8)});
 }
 
 }  // namespace ringlab::gpu

@@ -1,7 +1,7 @@
 // Launching the attention kernels (forward.cu, backward.cu):
-//   launch_by_dtype    an empty block does nothing; an unsupported D is refused (kernel_support),
-//                      and for bf16 / fp16 a pointer the kernel's vector accesses cannot use
-//                      (misaligned_pointer, kernel_params.hpp); then the tensor-core kernel of (bf16 | fp16) x (D = 64 | 128), or fp32
+//   launch_by_dtype    an empty block does nothing; an unsupported D or, for bf16 / fp16, a
+//                      misaligned pointer is refused (launch_problem); then the tensor-core
+//                      kernel of (bf16 | fp16) x (D = 64 | 128), or fp32
 //   launch_attention   a block per (tile, batch x head), the kernel's dynamic shared memory
 //                      allowed first (once per kernel and device), errors checked. The grid's y dimension holds B x H, which
 //                      CUDA caps at 65535 blocks: a larger product is refused with a message
@@ -119,10 +119,7 @@ struct DtypeTag {
 template <class Params, class Mma, class Fp32>
 void launch_by_dtype(Dtype dtype, const Params& p, Mma&& mma, Fp32&& fp32) {
   if (p.a.q_end <= p.a.q_begin || p.a.kv_end <= p.a.kv_begin) return;
-  if (const std::string why = kernel_support(dtype, p.a.dim); !why.empty()) throw UsageError(why);
-  if (dtype != Dtype::fp32) {
-    if (const std::string why = misaligned_pointer(p); !why.empty()) throw UsageError(why);
-  }
+  if (const std::string why = launch_problem(dtype, p); !why.empty()) throw UsageError(why);
   using D64 = std::integral_constant<int, 64>;
   using D128 = std::integral_constant<int, 128>;
   switch (dtype) {

@@ -24,8 +24,8 @@ using namespace ringlab;
 
 namespace {
 
-std::string fixture_text() {
-  std::ifstream in(std::string(RINGLAB_TEST_DATA) + "/h100-2026-11-26-steps.txt");
+std::string fixture_text(const std::string& file = "h100-2026-11-26-steps.txt") {
+  std::ifstream in(std::string(RINGLAB_TEST_DATA) + "/" + file);
   REQUIRE(in.good());
   std::ostringstream text;
   text << in.rdbuf();
@@ -508,13 +508,7 @@ TEST_CASE("calibration: held out, whole forward+backward runs from the whole-blo
 // at P = 8 from the same session, held out.
 namespace {
 
-std::vector<StepTable> tables_of(const std::string& file) {
-  std::ifstream in(std::string(RINGLAB_TEST_DATA) + "/" + file);
-  REQUIRE(in.good());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_step_tables(text.str(), file);
-}
+std::vector<StepTable> tables_of(const std::string& file) { return parse_step_tables(fixture_text(file), file); }
 
 // |predicted / measured - 1| of the sum of `t`'s steps from `first` on.
 double sum_error(const StepTable& t, const Hardware& hw, size_t first) {

@@ -77,10 +77,7 @@ std::string kernel_support(Dtype dtype, int64_t dim) {
 
 void forward_accumulate(Dtype dtype, const ForwardParams& p, cudaStream_t) {
   if (p.a.q_end <= p.a.q_begin || p.a.kv_end <= p.a.kv_begin) return;
-  if (const std::string why = kernel_support(dtype, p.a.dim); !why.empty()) throw UsageError(why);
-  if (dtype != Dtype::fp32) {  // as launch_by_dtype (launch.cuh)
-    if (const std::string why = misaligned_pointer(p); !why.empty()) throw UsageError(why);
-  }
+  if (const std::string why = launch_problem(dtype, p); !why.empty()) throw UsageError(why);  // as launch_by_dtype
   if (p.out != nullptr && dtype != Dtype::fp32) ++emulated_fused_forward_launches;
   if (p.init && dtype != Dtype::fp32) ++emulated_init_forward_launches;
   const bool d64 = p.a.dim == 64;
@@ -97,10 +94,7 @@ void forward_accumulate(Dtype dtype, const ForwardParams& p, cudaStream_t) {
 
 void backward_accumulate(Dtype dtype, const BackwardParams& p, cudaStream_t) {
   if (p.a.q_end <= p.a.q_begin || p.a.kv_end <= p.a.kv_begin) return;
-  if (const std::string why = kernel_support(dtype, p.a.dim); !why.empty()) throw UsageError(why);
-  if (dtype != Dtype::fp32) {  // as launch_by_dtype (launch.cuh)
-    if (const std::string why = misaligned_pointer(p); !why.empty()) throw UsageError(why);
-  }
+  if (const std::string why = launch_problem(dtype, p); !why.empty()) throw UsageError(why);  // as launch_by_dtype
   const bool d64 = p.a.dim == 64;
   switch (dtype) {
     case Dtype::bf16: return d64 ? backward_mma<__nv_bfloat16, 64>(p) : backward_mma<__nv_bfloat16, 128>(p);
