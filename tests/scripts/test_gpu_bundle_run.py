@@ -62,20 +62,52 @@ echo "========= ERROR SUMMARY: 0 errors"
 exit 0
 """
 
-FAKE_PYTHON = "#!/bin/bash\necho 'No module named torch' >&2\nexit 1\n"
+# python3 on the fake PATH: PyTorch is missing, but the bundle's own scripts run.
+FAKE_PYTHON = r"""#!/bin/bash
+case "$1" in *ncu_digest.py) exec /usr/bin/python3 "$@" ;; esac
+echo 'No module named torch' >&2
+exit 1
+"""
 
-# A stand-in for Nsight Compute: says which kernel and program it was given, and prints headline
-# metrics the way ncu's report does.
+# A stand-in for Nsight Compute. Profiling (-o REPORT): says which kernel and program it was given
+# and writes REPORT.ncu-rep. Importing (-i REPORT.ncu-rep): the details page with headline metrics
+# the way ncu prints them, the raw page (CSV: metric names, units, one launch) and the source page
+# (CSV: one row per SASS instruction).
 FAKE_NCU = r"""#!/bin/bash
-kernel=""
+kernel="" rep="" in="" page=details
 while [ $# -gt 0 ]; do
-  case "$1" in -k) kernel="$2"; shift 2 ;; --set | -c) shift 2 ;; *) break ;; esac
+  case "$1" in
+    -k) kernel="$2"; shift 2 ;;
+    -o) rep="$2"; shift 2 ;;
+    -i) in="$2"; shift 2 ;;
+    --page) page="$2"; shift 2 ;;
+    --set | -c | --print-source) shift 2 ;;
+    -f | --csv) shift ;;
+    *) break ;;
+  esac
 done
-echo "==PROF== Profiling $kernel of $*"
-echo "    Duration                         us       551.55"
-echo "    Registers Per Thread             register/thread             240"
-echo "    Achieved Occupancy                        %        12.39"
-echo "    L2 Hit Rate                                      %        61.93"
+if [ -n "$rep" ]; then
+  echo "==PROF== Profiling $kernel of $*"
+  echo "fake report" > "$rep.ncu-rep"
+  exit 0
+fi
+[ -f "$in" ] || { echo "==ERROR== cannot open $in"; exit 1; }
+case "$page" in
+  details)
+    echo "    Duration                         us       551.55"
+    echo "    Registers Per Thread             register/thread             240"
+    echo "    Achieved Occupancy                        %        12.39"
+    echo "    L2 Hit Rate                                      %        61.93" ;;
+  raw)
+    echo '"ID","Kernel Name","smsp__average_warps_issue_stalled_wait_per_issue_active.ratio","smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio","smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio"'
+    echo '"","","ratio","ratio","ratio"'
+    echo '"0","kernel","2.40","1.10","0.50"' ;;
+  source)
+    echo '"Address","Source","Warp Stall Sampling (All Samples)","Warp Stall Sampling (Not-issued Samples)","Instructions Executed","Thread Instructions Executed"'
+    echo '"0x100","HMMA.16816.F32.BF16 R0, R4, R8, R0 ;","120","90","1000","32000"'
+    echo '"0x110","@!P0 LDSM.16.M88.4 R4, [R2] ;","40","30","500","16000"'
+    echo '"0x120","FMUL R3, R3, 0.5 ;","10","5","1500","48000"' ;;
+esac
 """
 
 
@@ -88,6 +120,7 @@ def write(path, text):
 def make_bundle(root, where, gpu_tests=FAKE_GPU_TESTS):
     os.makedirs(os.path.join(where, "bin"))
     shutil.copy(os.path.join(root, "scripts", "gpu-bundle-run"), os.path.join(where, "run"))
+    shutil.copy(os.path.join(root, "bench", "gpu", "ncu_digest.py"), os.path.join(where, "ncu_digest.py"))
     write(os.path.join(where, "bin", "gpu_tests"), gpu_tests)
     write(os.path.join(where, "bin", "ringlab-gpu"), FAKE_RINGLAB_GPU)
     for name in ("bench_gpu_kernels", "bench_gpu_ladder", "bench_gpu_ring"):
@@ -214,10 +247,32 @@ def main():
             text = open(path).read() if os.path.exists(path) else ""
             check(f"Profiling {kernel} of" in text and "ringlab-gpu run --ranks 1" in text and shape in text,
                   f"--profile: ncu-{name}.txt profiles {kernel} at its shape", text[:300])
+            # ncu_digest.py's tables from the report's raw and source pages: the stall reasons largest
+            # first, the opcodes by executed count (3000 in all, one HMMA), the hot spots by samples.
+            digest = text.split("---- ncu_digest.py ----")[-1] if "---- ncu_digest.py ----" in text else ""
+            check(digest.find("wait") < digest.find("short_scoreboard") < digest.find("barrier") and
+                  "(sum)                       4.00" in digest, f"--profile: ncu-{name}.txt's stall reasons", digest[:600])
+            check("3,000 in all" in digest and "instructions per tensor-core instruction: 3.00" in digest and
+                  digest.find("FMUL") < digest.find("HMMA") < digest.find("LDSM"),
+                  f"--profile: ncu-{name}.txt's instructions by opcode", digest[:900])
+            hot = digest.split("SASS hot spots")[-1]
+            check(hot.find("HMMA.16816") < hot.find("LDSM") < hot.find("FMUL") and "70.6%" in hot,
+                  f"--profile: ncu-{name}.txt's hot spots", hot[:600])
         section = report.split("Nsight Compute: forward")[-1] if "Nsight Compute: forward" in report else ""
-        check("Registers Per Thread" in section and "Achieved Occupancy" in section and "L2 Hit Rate" not in section,
+        check("Registers Per Thread" in section and "Achieved Occupancy" in section and "L2 Hit Rate" not in section
+              and "instructions per tensor-core instruction" in section and "HMMA.16816" not in section,
               "--profile: the headline lines in the report, not the whole profile", section[:600])
-        check(len(os.listdir(out)) <= 6, "--profile: still a handful of files", str(os.listdir(out)))
+        check(len(os.listdir(out)) <= 7 and "ring-contiguous-p4.trace.json" in os.listdir(out),
+              "--profile: still a handful of files, the contiguous trace among them", str(os.listdir(out)))
+        # An ncu that writes no report: the profile stage fails, said in the report.
+        out = os.path.join(tmp, "out-profile-no-report")
+        broken = os.path.join(tmp, "ncu-no-report")
+        write(broken, "#!/bin/bash\necho '==ERROR== the profiling failed'\nexit 3\n")
+        r = run(bundle2, fake_path(tmp, FAKE_NVIDIA_SMI_OK), out, extra=["--profile"], env_extra={"RINGLAB_NCU": broken})
+        report = open(os.path.join(out, "report.md")).read() if os.path.exists(os.path.join(out, "report.md")) else ""
+        check(r.returncode == 1 and "Nsight Compute: backward" in report.split("**FAIL**")[-1].split("##")[0] and
+              "no report written (ncu exit 3)" in open(os.path.join(out, "ncu-backward.txt")).read(),
+              "--profile with a failing ncu: FAIL, exit 1", f"{r.returncode}: {report[:600]}")
         # Asked for but no ncu: said so, and the check itself still passes.
         out = os.path.join(tmp, "out-profile-no-ncu")
         r = run(bundle2, fake_path(tmp, FAKE_NVIDIA_SMI_OK), out, extra=["--profile"],
