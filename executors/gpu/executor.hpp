@@ -24,6 +24,12 @@ struct GpuRunOptions {
   // loading, CUDA_MODULE_LOADING=LAZY being the default; first-use attribute setting; gpu-nccl's
   // lazily made connections and first collectives) stay out of the measured run and its trace.
   int warmup = 1;
+  // gpu-streams: false times only the whole run (its start and end events), not each op. Two
+  // timing events per op are instrumentation, and at short steps their host cost paces the run
+  // (one host thread enqueues every rank's ops); an efficiency benchmark of the schedule leaves
+  // them out. No trace (a traced run keeps them) and no per-rank compute seconds; FLOPs are
+  // still counted.
+  bool span_events = true;
 };
 
 // "timed after 1 warm-up run" | "no warm-up: first launches timed" (the executors' labels).
@@ -83,6 +89,8 @@ class StreamsRun {
   // Runs the whole plan once with no timing events and measures nothing: every kernel the plan
   // uses is launched once (its module loaded, its attributes set) before a measured run.
   void warm_up();
+  // GpuRunOptions::span_events for the runs that follow.
+  void set_span_events(bool on);
 
  private:
   struct Impl;

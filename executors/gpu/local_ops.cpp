@@ -21,12 +21,15 @@ std::vector<TraceEvent> Timeline::resolve(const Event& start, const std::functio
     }
     events.push_back(std::move(e));
   }
+  for (const auto& [rank, flops] : untimed_flops_) summary_of(rank).counters.flops += flops;
   spans_.clear();
+  untimed_flops_.clear();
   return events;
 }
 
 void Timeline::clear() {
   spans_.clear();
+  untimed_flops_.clear();
   events_.clear();
   passed_ = 0;
 }
@@ -68,7 +71,8 @@ void run_local_op(GpuRank& rank, const OpBody& body, TraceEvent event, cudaStrea
     enqueue(*compute);  // a skipped block: no kernel, but a fresh gradient slot is zeroed
     return;
   }
-  timeline.timed(stream, std::move(event), [&] { std::visit(enqueue, body); });
+  timeline.timed(
+      stream, std::move(event), [&] { std::visit(enqueue, body); }, /*need_end=*/false);
 }
 
 }  // namespace ringlab::gpu

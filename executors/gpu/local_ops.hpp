@@ -28,17 +28,26 @@ class Timeline {
     return &events_.back();
   }
   // Brackets what `enqueue` puts on `stream` with timing events; `event` says what it was.
-  // Returns the end event.
+  // Returns the end event. With spans off, only enqueues: the event's FLOPs are still counted,
+  // and an untimed end event is recorded only when the caller waits on it (`need_end`: a copy's
+  // end, which a later op depends on); nullptr otherwise.
   template <class F>
-  const Event* timed(cudaStream_t stream, TraceEvent event, F&& enqueue) {
+  const Event* timed(cudaStream_t stream, TraceEvent event, F&& enqueue, bool need_end = true) {
+    if (!spans_on_) {
+      std::forward<F>(enqueue)();
+      if (event.lane == TraceLane::compute && event.flops >= 0) untimed_flops_.emplace_back(event.rank, event.flops);
+      return need_end ? record(stream, false) : nullptr;
+    }
     const Event* start = record(stream, true);
     std::forward<F>(enqueue)();
     const Event* end = record(stream, true);
     spans_.push_back({start, end, std::move(event)});
     return end;
   }
-  // One more view of the last span (one copy is the receiver's "recv" and the sender's "send").
+  // One more view of the last span (one copy is the receiver's "recv" and the sender's "send");
+  // nothing with spans off.
   void also(TraceEvent event) {
+    if (!spans_on_) return;
     Span view{spans_.back().start, spans_.back().end, std::move(event)};
     spans_.push_back(std::move(view));
   }
@@ -50,6 +59,9 @@ class Timeline {
   void clear();  // before a new run
   // Off: every event records without timing (a warm-up run, which measures nothing).
   void set_timing(bool on) { timing_ = on; }
+  // Off: timed() brackets nothing (GpuRunOptions::span_events): no trace events, no compute
+  // seconds, two fewer event records per op on the host (FLOPs are still counted).
+  void set_spans(bool on) { spans_on_ = on; }
   // How many of the recorded events the device has passed, counted in recording order up to the
   // first it has not (a cursor: each call resumes where the last stopped). A watchdog's progress.
   size_t passed();
@@ -62,7 +74,9 @@ class Timeline {
   };
   std::deque<Event> events_;  // a deque: recorded events stay where they are
   bool timing_ = true;
+  bool spans_on_ = true;
   std::vector<Span> spans_;
+  std::vector<std::pair<int, double>> untimed_flops_;  // (rank, FLOPs) of the compute ops timed() did not bracket
   size_t passed_ = 0;
 };
 

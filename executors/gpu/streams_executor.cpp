@@ -92,6 +92,7 @@ struct StreamsRun::Impl {
     RINGLAB_CUDA_CHECK(cudaSetDevice(options.device));
     timeline.clear(), sends.clear(), receives.clear(), copied.clear(), collectives.clear();
     timeline.set_timing(measure);
+    timeline.set_spans(options.span_events || trace);
     summaries.assign(static_cast<size_t>(P), RankSummary{});
     interpreters.clear();
     for (int64_t r = 0; r < P; ++r) interpreters.emplace_back(plan, r, summaries[static_cast<size_t>(r)]);
@@ -355,6 +356,8 @@ StreamsRun::~StreamsRun() = default;
 ExecutionResult StreamsRun::run(bool download, bool trace) { return impl_->run(download, trace); }
 
 void StreamsRun::warm_up() { impl_->run(false, false, false); }
+
+void StreamsRun::set_span_events(bool on) { impl_->options.span_events = on; }
 
 std::string StreamsExecutor::label(const Plan& plan) const { return streams_label(plan, options_); }
 

@@ -197,6 +197,13 @@ TEST_CASE("calibration: bench_gpu_ring's per-step tables are read back", "[calib
                             "ring contiguous, full  2  fwd+bwd  0.9  1.0  90  90  1.00  met\n\n" + step_table,
                         "x.txt"),
       Catch::Contains("x.txt: ring contiguous, full") && Catch::Contains("must take longer than the forward alone"));
+  // The table's newer rows, with the per-op timing's two columns before the verdict, read alike.
+  const std::vector<StepTable> with_ops =
+      parse_step_tables(title + "ring contiguous, full  2  fwd  1.0  1.1  91  90  1.00  1.3  77  met\n" +
+                            "ring contiguous, full  2  fwd+bwd  3.0  3.2  94  90  1.00  3.5  86  met\n\n" + step_table,
+                        "x.txt");
+  REQUIRE(with_ops.size() == 2);
+  CHECK(with_ops[1].measured.at(0) * 1e3 == Approx(3.0 - 1.0));
   // Broken inputs: one line naming the problem.
   CHECK_THROWS_AS(parse_step_tables("nothing here\n", "x.txt"), UsageError);
   CHECK_THROWS_WITH(parse_step_tables("per-step times: ring zigzag, causal, P=4, B=1 S=64 H=1 HKV=1 D=8, forward\n"

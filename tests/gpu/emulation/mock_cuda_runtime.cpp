@@ -28,7 +28,12 @@ namespace {
 std::atomic<uint64_t> g_clock{0};
 std::atomic<int> g_devices{1};
 std::atomic<int64_t> g_launches_at_first_timing{-1};
+std::atomic<int64_t> g_records[2]{{0}, {0}};  // cudaEventRecord calls: [0] untimed events, [1] timing events
 }  // namespace
+
+// cudaEventRecord calls on timing events (timing) or untimed ones since the last call that asked
+// for the same kind, then starts over: the host's event traffic per run.
+int64_t ringlab_mock_event_records(bool timing) { return g_records[timing ? 1 : 0].exchange(0); }
 
 // Kernel launches made before the first timing event recorded since the last call (-1: none yet),
 // then starts over: where a warm-up's launches fall against a measured run's events.
@@ -84,6 +89,7 @@ cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t event) {
 }
 cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t event, cudaStream_t) {
   event->stamp = ++g_clock;
+  ++g_records[event->timing ? 1 : 0];
   int64_t none = -1;
   if (event->timing) g_launches_at_first_timing.compare_exchange_strong(none, ringlab::gpu::emulated_kernel_launches);
   return cudaSuccess;

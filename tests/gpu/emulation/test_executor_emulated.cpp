@@ -24,7 +24,8 @@
 #include "executors/gpu/nccl_executor.hpp"
 #endif
 
-void ringlab_mock_set_device_count(int count);  // mock_cuda_runtime.cpp
+void ringlab_mock_set_device_count(int count);    // mock_cuda_runtime.cpp
+int64_t ringlab_mock_event_records(bool timing);  // mock_cuda_runtime.cpp
 
 namespace ringlab {
 namespace {
@@ -202,6 +203,53 @@ TEST_CASE("emulated gpu-streams: summaries and trace", "[gpu][emulated][streams]
   }
   CHECK(has_compute);
   CHECK(has_send);
+}
+
+// GpuRunOptions::span_events off (bench_gpu_ring's efficiency runs): the same outputs and FLOPs per
+// rank, the run's device time, and on the host two timing events per run (its start and end, per
+// stream) instead of two per op; a traced run keeps every op's. P = 3 and 4, forward+backward.
+TEST_CASE("emulated gpu-streams: span_events off times the run alone, with the same outputs and FLOPs",
+          "[gpu][emulated][streams]") {
+  for (const auto& [layout, P] : {std::pair<const char*, int64_t>{"zigzag", 3}, {"contiguous", 4}}) {
+    const PlanSpec spec = gpu_spec("ring", layout, P, true, true);
+    const Plan plan = build_plan(spec);
+    INFO(plan.spec().describe());
+    const AttentionInputs<float> inputs = make_inputs(spec.dims, 1, true);
+    auto run = [&](bool span_events, bool trace, int64_t& timing_records) {
+      gpu::GpuRunOptions options;
+      options.dtype = Dtype::fp32;
+      options.span_events = span_events;
+      gpu::StreamsRun streams_run(plan, inputs, options);
+      ringlab_mock_event_records(true);
+      ExecutionResult result = streams_run.run(true, trace);
+      timing_records = ringlab_mock_event_records(true);
+      return result;
+    };
+    int64_t every_op = 0, lean = 0, lean_traced = 0;
+    const ExecutionResult full = run(true, false, every_op);
+    const ExecutionResult whole = run(false, false, lean);
+    const ExecutionResult traced = run(false, true, lean_traced);
+    // One start event, then an end event per compute and per transfer stream.
+    CHECK(lean == 1 + 2 * P);
+    CHECK(every_op > lean + 4 * P);  // at least two ops per rank, two events each
+    CHECK(lean_traced == every_op);
+    CHECK(whole.trace.empty());
+    CHECK_FALSE(traced.trace.empty());
+    CHECK(whole.time.seconds > 0);
+    REQUIRE(whole.outputs.out.size() == full.outputs.out.size());
+    CHECK(whole.outputs.out == full.outputs.out);
+    CHECK(whole.outputs.dq == full.outputs.dq);
+    CHECK(whole.outputs.dk == full.outputs.dk);
+    CHECK(whole.outputs.dv == full.outputs.dv);
+    REQUIRE(whole.ranks.size() == full.ranks.size());
+    for (size_t r = 0; r < full.ranks.size(); ++r) {
+      INFO("rank " << r);
+      CHECK(full.ranks[r].counters.flops > 0);
+      CHECK(whole.ranks[r].counters.flops == full.ranks[r].counters.flops);
+      CHECK(whole.ranks[r].counters.compute_seconds == 0);
+      CHECK(full.ranks[r].counters.compute_seconds > 0);
+    }
+  }
 }
 
 // The executor contract across executors: gpu-streams reports, rank by rank, the work and traffic
