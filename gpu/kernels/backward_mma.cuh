@@ -12,7 +12,7 @@
 // steps, each splitting the block's work among the warps its own way; keys are the M dimension of
 // phases 1 and 2, so that nothing is transposed until dQ:
 //   phase 1  S^T = K Q^T, dP^T = V dO^T        warp (kg, qh) = (warp % 4, warp / 4): keys
-//            P^T = exp(scale S^T - lse)        [32 kg, 32 kg + 32) x the queries of half qh of the
+//            P^T = 2^(c S^T - c lse)           [32 kg, 32 kg + 32) x the queries of half qh of the
 //            dS^T = P^T o (dP^T - delta)       tile (A: K, V rows; B: Q, dO rows); masked entries
 //                                              0, dS from the unrounded P; then P^T and dS^T go
 //                                              to shared memory, rounded to T (pack2, cvt.rn)
@@ -22,6 +22,8 @@
 //   phase 2  dV += P^T dO, dK += dS^T Q        warp (kg, dh) = (warp % 4, warp / 4): the same 32
 //                                              keys x the dims of half dh (A: P^T, dS^T by
 //                                              ldmatrix; B: dO, Q, k-major, by ldmatrix.trans)
+// (c = scale log2(e): one FFMA and ex2 per entry, lse taken to log2 units once per column; a
+// partial tile and the others run separate copies of that loop, chosen once per tile.)
 // (red.global.add.v4.f32: FlashAttention-2 adds dQ atomically too; the order of those adds is not
 // fixed, so dq can differ in the last bit run to run). A warp's key group is the same in phases 1
 // and 2, so a thread accumulates dK and dV for the four keys it computed P and dS for (and adds
@@ -125,6 +127,7 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(BackwardMmaTiles<D>::kThreads) backwar
   constexpr int kSTiles = BQ / 16;   // phase 1: n-tiles of S^T per warp (half the tile's queries)
   constexpr int kOutTiles = D / 16;  // phase 2: n-tiles of dK, dV per warp (half of D)
   constexpr int kDqGroups = Tiles::kDqGroups, kDqDims = Tiles::kDqDims;
+  constexpr float kLog2e = 1.4426950408889634f;
   static_assert(kDqDims % 16 == 0 && kDqGroups * (D / kDqDims) == Tiles::kWarps, "dQ: whole warps, x4 pairs");
   RINGLAB_DYNAMIC_SMEM(smem_raw);
   T* k_smem = reinterpret_cast<T*>(smem_raw);                           // (BK, D) swizzled
@@ -229,11 +232,14 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(BackwardMmaTiles<D>::kThreads) backwar
   };
   // Everything a query tile needs, by cp.async. Rows past the end are zero-filled, and contribute
   // exactly nothing: Q = dO = 0 there, so dP = 0 and dS = P (0 - delta) = 0 with delta = 0, and
-  // dV += P dO adds P * 0; their dq is never written.
+  // dV += P dO adds P * 0; their dq is never written. Q and dO share their rows, so one global
+  // offset per copy serves both (load_row_pair_async: four copies of each per thread at D = 128,
+  // at constant shared-memory offsets, where a copy loop recomputed row, chunk, swizzle and a
+  // 64-bit row offset for every copy).
   auto load_q_tile = [&](int tile, int stage) {
     const int q0 = a.q_begin + tile * BQ, count = imin(BQ, a.q_end - q0);
-    load_tile_async<T, D, BQ, kThreads>(q_smem + stage * BQ * D, q_base + q0 * q_stride, q_stride, count);
-    load_tile_async<T, D, BQ, kThreads>(do_smem + stage * BQ * D, do_base + q0 * q_stride, q_stride, count);
+    load_row_pair_async<T, D, BQ, kThreads>(q_smem + stage * BQ * D, q_base, do_smem + stage * BQ * D, do_base, q0,
+                                            q_stride, count);
     const int words = masked ? (documents ? 5 : 3) : 2;  // the per-row arrays this launch reads
     for (int i = threadIdx.x; i < words * BQ; i += kThreads) {
       const int array = i / BQ, r = i % BQ;
@@ -252,8 +258,8 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(BackwardMmaTiles<D>::kThreads) backwar
   int kind = kTileFull;
   int tile = first_tile(kind);
   if (tile >= n_tiles) return;  // no query sees these keys: nothing to add
-  load_tile_async<T, D, BK, kThreads>(k_smem, static_cast<const T*>(a.k) + kv_row0(), kv_stride, k_count);
-  load_tile_async<T, D, BK, kThreads>(v_smem, static_cast<const T*>(a.v) + kv_row0(), kv_stride, k_count);
+  load_rows_async<T, D, BK, kThreads>(k_smem, static_cast<const T*>(a.k) + kv_row0(), kv_stride, k_count);
+  load_rows_async<T, D, BK, kThreads>(v_smem, static_cast<const T*>(a.v) + kv_row0(), kv_stride, k_count);
   load_q_tile(tile, 0);
   cp_async_commit();
   // The keys' positions, read in partial tiles only: in shared memory rather than four registers
@@ -298,31 +304,44 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(BackwardMmaTiles<D>::kThreads) backwar
       // P^T and dS^T in place of S^T and dP^T. Element e of m-tile mi is key key_of(mi, e / 2) and
       // query column q_half + nt*8 + 2t + (e & 1) of the tile: a column's lse, delta and (partial
       // tiles) key span are read and computed once, for the thread's four keys.
-      const bool cut = kind == kTilePartial;
-      RINGLAB_UNROLL
-      for (int nt = 0; nt < kSTiles; ++nt) {
+      // Two copies of the loop, chosen once per tile: partial tiles test every entry against its
+      // column's key span; the others only the keys past the block's end (a uniform branch, where
+      // a test of `cut` per column made the full tiles branch eight times).
+      const float scale_log2 = a.scale * kLog2e;
+      auto to_probabilities = [&](auto partial) {
+        constexpr bool kCut = decltype(partial)::value;
         RINGLAB_UNROLL
-        for (int j = 0; j < 2; ++j) {
-          const int col = q_half + nt * 8 + 2 * t + j;
-          const float lse_raw = lse_s[col];
-          const float lse = lse_raw == -INFINITY ? INFINITY : lse_raw;  // a row that sees no key: P = 0
-          const float delta = delta_s[col];
-          KeySpan keys;
-          if (cut) {
-            const int at = stage * BQ + col;
-            keys = keys_of(a, pos_smem[at], documents ? doc_first_smem[at] : 0, documents ? doc_last_smem[at] : 0);
-          }
+        for (int nt = 0; nt < kSTiles; ++nt) {
           RINGLAB_UNROLL
-          for (int mi = 0; mi < 2; ++mi) {
+          for (int j = 0; j < 2; ++j) {
+            const int col = q_half + nt * 8 + 2 * t + j;
+            const float lse_raw = lse_s[col];
+            // In log2 units, for one FFMA and ex2 per element; a row that sees no key: P = 0.
+            const float lse = lse_raw == -INFINITY ? INFINITY : lse_raw * kLog2e;
+            const float delta = delta_s[col];
+            KeySpan keys;
+            if constexpr (kCut) {
+              const int at = stage * BQ + col;
+              keys = keys_of(a, pos_smem[at], documents ? doc_first_smem[at] : 0, documents ? doc_last_smem[at] : 0);
+            }
             RINGLAB_UNROLL
-            for (int e = j; e < 4; e += 2) {
-              const bool visible = key_of(mi, e / 2) < k_count && (!cut || keys.contains(kpos_smem[key_of(mi, e / 2)]));
-              const float prob = visible ? fast_exp(s[mi][nt][e] * a.scale - lse) : 0.f;
-              s[mi][nt][e] = prob;
-              dp[mi][nt][e] = prob * (dp[mi][nt][e] - delta);
+            for (int mi = 0; mi < 2; ++mi) {
+              RINGLAB_UNROLL
+              for (int e = j; e < 4; e += 2) {
+                const bool visible =
+                    key_of(mi, e / 2) < k_count && (!kCut || keys.contains(kpos_smem[key_of(mi, e / 2)]));
+                const float prob = visible ? exp2_approx(s[mi][nt][e] * scale_log2 - lse) : 0.f;
+                s[mi][nt][e] = prob;
+                dp[mi][nt][e] = prob * (dp[mi][nt][e] - delta);
+              }
             }
           }
         }
+      };
+      if (kind == kTilePartial) {
+        to_probabilities(std::true_type{});
+      } else {
+        to_probabilities(std::false_type{});
       }
       // P^T and dS^T to shared memory, rounded to T, one 32-bit pair per store. The previous
       // tile's dQ and phase 2 read them before this tile's barrier 1: free to overwrite.

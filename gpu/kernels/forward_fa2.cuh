@@ -123,27 +123,6 @@ RINGLAB_DEVICE void online_softmax_log2(float (&s)[kScoreTiles][4], float (&o)[k
   }
 }
 
-// Copies rows [0, valid) of a (kRows x D) tile from global memory (row stride `stride` elements)
-// into swizzled shared memory with cp.async, rows >= valid zero-filled: load_tile_async's work,
-// arranged so that a thread's copies are one column chunk of rows row0 + kRowsPerPass i, which all
-// have the same swizzled chunk (kRowsPerPass is a multiple of 8). So the shared-memory addresses
-// are constant offsets from one, and the global ones a running pointer instead of a 64-bit row
-// offset per copy that the compiler may keep in registers across the main loop.
-template <class T, int D, int kRows, int kThreads>
-RINGLAB_DEVICE void load_rows_async(T* smem, const T* global, int64_t stride, int valid) {
-  constexpr int kChunksPerRow = D / 8, kRowsPerPass = kThreads / kChunksPerRow;
-  static_assert(kRowsPerPass % 8 == 0 && kRows % kRowsPerPass == 0, "rows of one swizzle phase per thread");
-  const int row0 = static_cast<int>(threadIdx.x) / kChunksPerRow, chunk = static_cast<int>(threadIdx.x) % kChunksPerRow;
-  T* destination = smem + swizzle<D>(row0, chunk * 8);
-  const T* source = global + row0 * stride + chunk * 8;
-  RINGLAB_UNROLL
-  for (int i = 0; i < kRows / kRowsPerPass; ++i) {
-    const bool ok = row0 + i * kRowsPerPass < valid;
-    cp_async_16(destination + i * kRowsPerPass * D, ok ? source : global, ok);
-    source += kRowsPerPass * stride;
-  }
-}
-
 // swizzle<D>(row, 16 c + 8 half) as lane_part ^ (c << 4), lane_part = swizzled_lane_part<D>(row, half):
 // (2c + half) ^ (row & 7) = (2c) ^ (half ^ (row & 7)) since 2c has no bit 0, and the XOR stays below
 // D, under the row's multiple of D. The fragment loops below unroll over c with the lane's part in

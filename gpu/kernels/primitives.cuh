@@ -13,6 +13,9 @@
 //   from_float<T>                     one float -> T, rounded as pack2 rounds (float: itself)
 //   swizzle<D>                        XOR-swizzled offset in a (rows x D) tile of 16-bit elements
 //   load_tile_async<T, D, rows, thr>  a (rows x D) tile, global -> swizzled shared memory by cp.async
+//   load_rows_async<T, D, rows, thr>  the same, a thread's copies one column chunk of rows kThreads/(D/8)
+//                                     apart: constant shared offsets and a running global pointer
+//   load_row_pair_async<...>          load_rows_async for two tensors' same rows, one offset for both
 //
 // Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"), lane = 4 * g + t:
 //   A regs {a0,a1,a2,a3}: (row g, cols 2t..2t+1), (row g+8, 2t..), (row g, 2t+8..), (row g+8, 2t+8..)
@@ -363,6 +366,46 @@ RINGLAB_DEVICE void load_tile_async(T* smem, const T* global, int64_t stride, in
     const int row = c / kChunksPerRow, chunk = c % kChunksPerRow;
     const bool ok = row < valid;
     cp_async_16(smem + swizzle<D>(row, chunk * 8), ok ? global + row * stride + chunk * 8 : global, ok);
+  }
+}
+
+// Copies rows [0, valid) of a (kRows x D) tile from global memory (row stride `stride` elements)
+// into swizzled shared memory with cp.async, rows >= valid zero-filled: load_tile_async's work,
+// arranged so that a thread's copies are one column chunk of rows row0 + kRowsPerPass i, which all
+// have the same swizzled chunk (kRowsPerPass is a multiple of 8). So the shared-memory addresses
+// are constant offsets from one, and the global ones a running pointer instead of a 64-bit row
+// offset per copy that the compiler may keep in registers across the main loop.
+template <class T, int D, int kRows, int kThreads>
+RINGLAB_DEVICE void load_rows_async(T* smem, const T* global, int64_t stride, int valid) {
+  constexpr int kChunksPerRow = D / 8, kRowsPerPass = kThreads / kChunksPerRow;
+  static_assert(kRowsPerPass % 8 == 0 && kRows % kRowsPerPass == 0, "rows of one swizzle phase per thread");
+  const int row0 = static_cast<int>(threadIdx.x) / kChunksPerRow, chunk = static_cast<int>(threadIdx.x) % kChunksPerRow;
+  T* destination = smem + swizzle<D>(row0, chunk * 8);
+  const T* source = global + row0 * stride + chunk * 8;
+  RINGLAB_UNROLL
+  for (int i = 0; i < kRows / kRowsPerPass; ++i) {
+    const bool ok = row0 + i * kRowsPerPass < valid;
+    cp_async_16(destination + i * kRowsPerPass * D, ok ? source : global, ok);
+    source += kRowsPerPass * stride;
+  }
+}
+
+// load_rows_async for two tiles of the same rows (rows [row, row + valid) of two tensors with the
+// same row stride, as the backward's Q and dO): one global element offset per copy serves both.
+template <class T, int D, int kRows, int kThreads>
+RINGLAB_DEVICE void load_row_pair_async(T* smem_a, const T* global_a, T* smem_b, const T* global_b, int64_t row,
+                                        int64_t stride, int valid) {
+  constexpr int kChunksPerRow = D / 8, kRowsPerPass = kThreads / kChunksPerRow;
+  static_assert(kRowsPerPass % 8 == 0 && kRows % kRowsPerPass == 0, "rows of one swizzle phase per thread");
+  const int row0 = static_cast<int>(threadIdx.x) / kChunksPerRow, chunk = static_cast<int>(threadIdx.x) % kChunksPerRow;
+  const int destination = swizzle<D>(row0, chunk * 8);
+  int64_t at = (row + row0) * stride + chunk * 8;
+  RINGLAB_UNROLL
+  for (int i = 0; i < kRows / kRowsPerPass; ++i) {
+    const bool ok = row0 + i * kRowsPerPass < valid;
+    cp_async_16(smem_a + destination + i * kRowsPerPass * D, global_a + (ok ? at : 0), ok);
+    cp_async_16(smem_b + destination + i * kRowsPerPass * D, global_b + (ok ? at : 0), ok);
+    at += kRowsPerPass * stride;
   }
 }
 

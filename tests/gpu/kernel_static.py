@@ -7,6 +7,10 @@
                                          next to FlashAttention-2's ratios derived from its tile shapes
     kernel_static.py fused-init LIB...   forward_fa2_init_kernel loads no fp32 state (ld.global.f32),
                                          where forward_fa2_kernel does; exit 1 otherwise, 77 without zstd
+    kernel_static.py sass LIB...         per tensor-core kernel, its SASS (decoded from the cubin): instructions
+                                         in all and in the main loop, HMMA and LDSM there (checked against the
+                                         tile shapes), instructions per HMMA, local memory inside and outside
+                                         the loop, the loop's commonest opcodes
     kernel_static.py self-test           the checks run on synthetic input (a spill, too many
                                          registers, too much shared memory) must fail
 
@@ -19,8 +23,20 @@ compile into their objects. `resources --ptxas-log FILE` checks `nvcc -Xptxas=-v
 
 cuobjdump and nvdisasm are not needed (the toolkit installed here and in CI has neither); the PTX for `costs` is zstd
 compressed in the fat binary, so `costs` and `fused-init` need the zstd command.
+
+SASS without a disassembler: every sm_90 instruction is 128 bits, its opcode in bits 0..11 (the encoding
+Mesa's NAK compiler writes for SM70 and later; an ALU opcode is a 9-bit family in bits 0..8 and its operand
+form in bits 9..11), its guard predicate in bits 12..15 (7: always). Only what the checks need is named
+(HMMA, LDSM, the local, shared and global loads and stores, BRA, EXIT, ...); the rest is counted by family.
+A BRA's target, read off the cubins ptxas writes (every target an instruction of the kernel, the join
+points of if/else the same): the next instruction's offset + 4 x bits 16..23 + 256 x bits 32..81 (signed).
+From the branches: basic blocks, dominators, natural loops; the main loop is the smallest loop holding every
+HMMA. A stack frame (spills) then passes `resources` only when no local-memory access (LDL, STL) lies in
+the main loop and the frame is at most 16 bytes: a value spilled before the loop and reloaded after it costs
+two instructions per block, where the strict rule would hold a kernel to a register budget it cannot meet.
 """
 import argparse
+import collections
 import re
 import shutil
 import struct
@@ -122,6 +138,7 @@ def cubin_kernels(elf):
         shared = sections.get(".nv.shared." + mangled)
         static = shared[3] if shared else 0
         kernels[mangled] = {
+            "text": sections[name][4],
             "uses_smem": shared is not None,
             "registers": registers.get(mangled, -1),
             "stack": frames.get(mangled, 0),
@@ -192,6 +209,149 @@ def read_libraries(paths, sm):
     return kernels, dynamic, ptx
 
 
+# ---- SASS ------------------------------------------------------------------------------------------
+
+# 12-bit opcodes of the instructions the checks name (SM70+ encoding; STL, STS, LDG, STG, RED have two
+# forms on SM73+), and the 9-bit families of the ALU instructions, whose form bits 9..11 vary.
+SASS_OPCODES = {
+    0x23C: "HMMA", 0x237: "IMMA", 0x83B: "LDSM", 0x984: "LDS", 0x388: "STS", 0x988: "STS", 0x983: "LDL",
+    0x387: "STL", 0x987: "STL", 0x381: "LDG", 0x981: "LDG", 0x386: "STG", 0x986: "STG", 0x98E: "RED",
+    0x9A6: "RED", 0x9A3: "ATOMG", 0x9A8: "ATOMG", 0xB82: "LDC", 0xAB9: "ULDC", 0x389: "SHFL", 0x589: "SHFL",
+    0x989: "SHFL", 0xF89: "SHFL", 0x919: "S2R", 0x9C3: "S2UR", 0x805: "CS2R", 0x3C2: "R2UR", 0x806: "VOTE",
+    0x81C: "PLOP3", 0x947: "BRA", 0x945: "BSSY", 0x941: "BSYNC", 0x94D: "EXIT", 0x918: "NOP", 0xB1D: "BAR",
+}
+SASS_FAMILIES = {
+    0x002: "MOV", 0x007: "SEL", 0x009: "FMNMX", 0x00B: "FSETP", 0x00C: "ISETP", 0x010: "IADD3", 0x011: "LEA",
+    0x012: "LOP3", 0x016: "PRMT", 0x017: "IMNMX", 0x019: "SHF", 0x020: "FMUL", 0x021: "FADD", 0x023: "FFMA",
+    0x024: "IMAD", 0x025: "IMAD.WIDE", 0x03E: "F2FP", 0x108: "MUFU", 0x087: "USEL", 0x08C: "UISETP",
+    0x090: "UIADD3", 0x092: "ULOP3", 0x099: "USHF", 0x0A4: "UIMAD",
+}
+LOCAL_MEMORY = ("LDL", "STL")
+GUARD_ALWAYS = 0x7  # bits 12..15: predicate 7 (PT), not negated
+
+
+def sass_instructions(text):
+    """[(offset, name, conditional, target)] of a kernel's .text: name from the opcode ('op:0x...' when
+    not named), conditional when guarded by a predicate (or, for a BRA, by a register: bits 24..31),
+    target the byte offset a BRA jumps to (else None)."""
+    out = []
+    for offset in range(0, len(text) - 15, 16):
+        w0, w1 = struct.unpack_from("<QQ", text, offset)
+        op = w0 & 0xFFF
+        name = SASS_OPCODES.get(op) or SASS_FAMILIES.get(w0 & 0x1FF) or f"op:{op:#05x}"
+        conditional = (w0 >> 12) & 0xF != GUARD_ALWAYS
+        target = None
+        if name == "BRA":
+            high = (w0 >> 32) | ((w1 & ((1 << 18) - 1)) << 32)  # bits 32..81
+            if high >> 49:
+                high -= 1 << 50
+            target = offset + 16 + 4 * ((w0 >> 16) & 0xFF) + 256 * high
+            conditional = conditional or (w0 >> 24) & 0xFF != 0
+        out.append((offset, name, conditional, target))
+    return out
+
+
+def sass_blocks(instructions):
+    """(starts, successors): the basic blocks' first offsets, and per block the indices of the blocks
+    control can pass to. None when a branch leaves the kernel (the decoding does not hold)."""
+    size = 16 * len(instructions)
+    leaders = {0}
+    for offset, name, _, target in instructions:
+        if name == "BRA":
+            if target is None or not 0 <= target < size or target % 16:
+                return None
+            leaders.add(target)
+        if name in ("BRA", "EXIT") and offset + 16 < size:
+            leaders.add(offset + 16)
+    starts = sorted(leaders)
+    index = {start: i for i, start in enumerate(starts)}
+    successors = []
+    for i, start in enumerate(starts):
+        end = starts[i + 1] if i + 1 < len(starts) else size
+        _, name, conditional, target = instructions[end // 16 - 1]
+        nxt = [i + 1] if i + 1 < len(starts) else []
+        if name == "BRA":
+            successors.append([index[target]] + (nxt if conditional else []))
+        elif name == "EXIT":
+            successors.append(nxt if conditional else [])
+        else:
+            successors.append(nxt)
+    return starts, successors
+
+
+def natural_loops(successors):
+    """{header block: set of blocks} of every natural loop (back edges u -> h, h dominating u; loops
+    sharing a header merged), over the blocks reachable from block 0."""
+    n = len(successors)
+    predecessors = [[] for _ in range(n)]
+    reachable, stack = {0}, [0]
+    while stack:
+        b = stack.pop()
+        for c in successors[b]:
+            predecessors[c].append(b)
+            if c not in reachable:
+                reachable.add(c)
+                stack.append(c)
+    dominators = {b: set(reachable) for b in reachable}
+    dominators[0] = {0}
+    changed = True
+    while changed:
+        changed = False
+        for b in sorted(reachable - {0}):
+            new = set.intersection(*(dominators[p] for p in predecessors[b] if p in reachable)) | {b}
+            if new != dominators[b]:
+                dominators[b], changed = new, True
+    loops = {}
+    for u in reachable:
+        for h in successors[u]:
+            if h in dominators[u]:  # a back edge; the walk stops at the header (a self-loop: nothing to walk)
+                body, stack = {h, u}, [u] if u != h else []
+                while stack:
+                    b = stack.pop()
+                    for p in predecessors[b]:
+                        if p in reachable and p not in body:
+                            body.add(p)
+                            stack.append(p)
+                loops.setdefault(h, set()).update(body)
+    return loops
+
+
+def sass_summary(text):
+    """The kernel's SASS by the numbers: total instructions; and, when it has HMMA, its main loop (the
+    smallest natural loop holding every HMMA): its instruction count and opcode counts, and the local
+    memory accesses inside and outside it. main_loop False: no such loop (or the branches did not decode)."""
+    instructions = sass_instructions(text)
+    summary = dict(total=len(instructions), hmma=sum(1 for i in instructions if i[1] == "HMMA"), main_loop=False,
+                   local_in_loop=0, local_outside=sum(1 for i in instructions if i[1] in LOCAL_MEMORY), loop={})
+    blocks = sass_blocks(instructions) if summary["hmma"] else None
+    if blocks is None:
+        return summary
+    starts, successors = blocks
+    block_of = [0] * len(instructions)
+    for i, start in enumerate(starts):
+        end = starts[i + 1] if i + 1 < len(starts) else 16 * len(instructions)
+        for k in range(start // 16, end // 16):
+            block_of[k] = i
+    with_hmma = {block_of[k] for k, ins in enumerate(instructions) if ins[1] == "HMMA"}
+    candidates = [body for body in natural_loops(successors).values() if with_hmma <= body]
+    if not candidates:
+        return summary
+    body = min(candidates, key=len)
+    inside = [ins[1] for k, ins in enumerate(instructions) if block_of[k] in body]
+    summary.update(main_loop=True, loop=collections.Counter(inside),
+                   local_in_loop=sum(1 for name in inside if name in LOCAL_MEMORY))
+    summary["local_outside"] -= summary["local_in_loop"]
+    summary["loop_total"] = len(inside)
+    return summary
+
+
+def frame_allowed(row):
+    """A stack frame that costs nothing in the loop: at most 16 bytes, and no local-memory access in the
+    kernel's main loop (sass_summary). Kernels without a decoded main loop get no such leeway."""
+    sass = row.get("sass")
+    return bool(sass and sass["main_loop"] and sass["local_in_loop"] == 0 and row["stack"] <= 16)
+
+
 # ---- resources ------------------------------------------------------------------------------------
 
 def check(rows):
@@ -204,10 +364,15 @@ def check(rows):
                             "(smem_record in launch.cuh)")
         if r["registers"] > REG_LIMIT:
             problems.append(f"{r['name']}: {r['registers']} registers > {REG_LIMIT}")
-        if r["spill"]:
-            problems.append(f"{r['name']}: {r['spill']} bytes of register spills")
-        if r["stack"] > 0:
-            problems.append(f"{r['name']}: {r['stack']}-byte stack frame (spills or a local array; expected 0)")
+        if not (r["stack"] > 0 and frame_allowed(r)):  # allowed: spilled before the main loop, reloaded after it
+            if r.get("sass") and r["sass"]["local_in_loop"]:
+                problems.append(f"{r['name']}: {r['sass']['local_in_loop']} local-memory accesses in the main loop "
+                                "(spills the loop pays for)")
+            if r["spill"]:
+                problems.append(f"{r['name']}: {r['spill']} bytes of register spills")
+            if r["stack"] > 0:
+                problems.append(f"{r['name']}: {r['stack']}-byte stack frame (spills or a local array; expected 0, or "
+                                "at most 16 bytes none of which the main loop touches)")
         total = r["static_smem"] + (r["dynamic_smem"] or 0)
         if total > SMEM_LIMIT:
             problems.append(f"{r['name']}: {r['static_smem']} static + {r['dynamic_smem'] or 0} dynamic bytes of "
@@ -237,7 +402,8 @@ def rows_from_libraries(paths, sm):
         name = short(names[mangled])
         # spills live in the stack frame: none without one (a frame fails the check on its own)
         rows.append(dict(name=name, registers=k["registers"], spill=0 if k["stack"] == 0 else None, stack=k["stack"],
-                         static_smem=k["static_smem"], dynamic_smem=dynamic.get(name), uses_smem=k["uses_smem"]))
+                         static_smem=k["static_smem"], dynamic_smem=dynamic.get(name), uses_smem=k["uses_smem"],
+                         sass=sass_summary(k["text"]) if k["stack"] > 0 else None))
     return rows, sorted(set(dynamic) - {r["name"] for r in rows})
 
 
@@ -288,10 +454,15 @@ def resources(args):
         print(f"kernel_static: no sm_{args.sm} kernels found in {' '.join(args.libraries)}", file=sys.stderr)
         return 1
     print(f"Kernel resources, sm_{args.sm} (static, from the built cubins; limits: {REG_LIMIT} registers, "
-          f"no stack frame, static + dynamic shared memory <= {SMEM_LIMIT} bytes)")
+          f"no stack frame (or <= 16 bytes the main loop never touches), static + dynamic shared memory <= "
+          f"{SMEM_LIMIT} bytes)")
     print_table(rows)
     print("(spill bytes: 0 where the stack frame is 0, as spills live in it; dynamic smem '-': the kernel uses no "
           "shared memory and its launcher records none)")
+    for r in rows:
+        if r["stack"] > 0 and frame_allowed(r):
+            print(f"note: {r['name']}: {r['stack']}-byte stack frame, its {r['sass']['local_outside']} local-memory "
+                  "accesses all outside the main loop (allowed: kernel_static.py's head comment)")
     problems = check(rows) + [f"a ringlab-smem record names {name}, which no kernel has (renamed?)" for name in orphans]
     for p in problems:
         print("FAIL: " + p)
@@ -299,7 +470,7 @@ def resources(args):
         print(f"OK: {len(rows)} kernels within the limits")
     if args.rows:  # scripts/bench's summary line (bench/report_row.hpp)
         bad = len({p.split(":")[0] for p in problems})
-        print(f"@row|gpu static (cubin)|sm_{args.sm} kernels with <= {REG_LIMIT} registers, no spills, shared memory "
+        print(f"@row|gpu static (cubin)|sm_{args.sm} kernels with <= {REG_LIMIT} registers, no spills in the main loop, shared memory "
               f"<= 227 KiB|{len(rows) - bad} of {len(rows)}|all|{'MISSED' if problems else 'met'}")
     return 1 if problems else 0
 
@@ -415,13 +586,19 @@ def fa2_ldmatrix_per_mma(rows_per_warp, block_k=64, q_in_registers=True):
 # per product: ldmatrix = (k/16)(m/16 + n/16) and mma = (k/16)(m/16)(n/8), both doubled for the
 # first two (two GEMMs on the same shapes).
 def fa2_backward_ldmatrix_per_mma(dim, block_q, block_k=128, warps=8, key_groups=(4, 4), dq_groups=2):
+    loads, mma = fa2_backward_counts(dim, block_q, block_k, warps, key_groups, dq_groups)
+    return loads / mma
+
+
+def fa2_backward_counts(dim, block_q, block_k=128, warps=8, key_groups=(4, 4), dq_groups=2):
+    """(ldmatrix, mma) per warp per Q tile of FlashAttention-2's backward (the products above)."""
     loads = mma = 0
     for k, m, n, gemms in ((dim, block_k / key_groups[0], block_q / (warps / key_groups[0]), 2),
                            (block_q, block_k / key_groups[1], dim / (warps / key_groups[1]), 2),
                            (block_k, block_q / dq_groups, dim / (warps / dq_groups), 1)):
         loads += gemms * (k / 16) * (m / 16 + n / 16)
         mma += gemms * (k / 16) * (m / 16) * (n / 8)
-    return loads / mma
+    return loads, mma
 
 
 def costs(args):
@@ -488,6 +665,64 @@ def costs(args):
     return 0
 
 
+# ---- sass -----------------------------------------------------------------------------------------
+
+# The backward's main loop runs one Q tile: its HMMA and LDSM are FlashAttention-2's per warp for the
+# tile shape (backward_mma.cuh: BQ = 64 at D = 128 and 128 at D = 64, 128 keys, 8 warps; dQ in 2 or 4
+# query groups). A decoded loop that does not hold exactly these is a decoding error, not a kernel.
+BACKWARD_TILES = {128: dict(block_q=64, dq_groups=2), 64: dict(block_q=128, dq_groups=4)}
+
+
+def sass_table(args):
+    kernels, _, _ = read_libraries(args.libraries, args.sm)
+    names = demangle(sorted(kernels))
+    wanted = sorted((m for m in kernels if re.search(args.kernels, short(names[m]))), key=lambda m: short(names[m]))
+    if not wanted:
+        print(f"kernel_static: no sm_{args.sm} kernel matching '{args.kernels}'", file=sys.stderr)
+        return 1
+    print(f"SASS of each kernel (sm_{args.sm}, decoded from the built cubins; kernel_static.py's head comment): "
+          "instructions in all and in the main loop (the smallest loop holding every HMMA; one iteration is one "
+          "K/V tile forward, one Q tile backward), static counts: a loop's branches that some tiles skip (masking) "
+          "are counted too.")
+    cells = [("kernel", "SASS", "main loop", "HMMA", "LDSM", "per HMMA", "local mem in / out of loop", "top of the loop")]
+    problems, summary = [], []
+    for mangled in wanted:
+        name = short(names[mangled])
+        sass = sass_summary(kernels[mangled]["text"])
+        if not sass["main_loop"]:
+            if sass["hmma"]:  # a kernel without tensor-core instructions has no main loop to find
+                problems.append(f"{name}: no loop holding all {sass['hmma']} HMMA decoded")
+            cells.append((name, str(sass["total"]), "-", str(sass["hmma"]), "-", "-", "-", "-"))
+            continue
+        loop = sass["loop"]
+        top = ", ".join(f"{op} {n}" for op, n in loop.most_common(args.top) if op not in ("HMMA", "LDSM"))
+        per = sass["loop_total"] / loop["HMMA"]
+        cells.append((name, str(sass["total"]), str(sass["loop_total"]), str(loop["HMMA"]), str(loop["LDSM"]),
+                      f"{per:.2f}", f"{sass['local_in_loop']} / {sass['local_outside']}", top))
+        if sass["local_in_loop"]:
+            problems.append(f"{name}: {sass['local_in_loop']} local-memory accesses in the main loop")
+        m = re.match(r"backward_mma_kernel<[^,]+, (\d+)>", name)
+        if m and int(m.group(1)) in BACKWARD_TILES:
+            loads, mma = fa2_backward_counts(int(m.group(1)), **BACKWARD_TILES[int(m.group(1))])
+            if (loop["HMMA"], loop["LDSM"]) != (mma, loads):
+                problems.append(f"{name}: the decoded loop holds {loop['HMMA']} HMMA and {loop['LDSM']} LDSM, the tile "
+                                f"{int(mma)} and {int(loads)}")
+        if args.rows and name.startswith("backward_mma_kernel<__nv_bfloat16"):
+            summary.append(f"@row|gpu static (SASS)|{name}: SASS instructions per HMMA in the main loop (static)|"
+                           f"{per:.2f}|-|-")
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    for i, row in enumerate(cells):
+        print("| " + " | ".join(v.ljust(w) if j in (0, 7) else v.rjust(w) for j, (v, w) in enumerate(zip(row, widths)))
+              + " |")
+        if i == 0:
+            print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for row in summary:
+        print(row)
+    for p in problems:
+        print("FAIL: " + p)
+    return 1 if problems else 0
+
+
 # ---- self-test ------------------------------------------------------------------------------------
 
 SYNTHETIC_SPILL = """\
@@ -544,6 +779,42 @@ def self_test(_args):
     expect("fp32 global loads are counted, 16-bit, int32 and shared ones are not",
            state_loads(["ld.global.f32 %f1, [%rd1];", "@%p3 ld.global.v2.f32 {%f1, %f2}, [%rd2];",
                         "ld.global.u32 %r1, [%rd3];", "ld.shared.f32 %f3, [%r2];", "st.global.f32 [%rd4], %f4;"]) == 2)
+    # SASS: a synthetic kernel, its instructions encoded as the decoder reads them.
+    opcode = {name: op for op, name in SASS_OPCODES.items()}
+
+    def word(name, at=0, target=None, guard=GUARD_ALWAYS):
+        w0, w1 = (0x987 if name == "STL" else opcode[name]) | guard << 12, 0
+        if target is not None:  # 4 x bits 16..23 + 256 x bits 32..81 past the next instruction
+            high, low = divmod(target - at - 16, 256)
+            w0 |= (low // 4) << 16 | (high & 0xFFFFFFFF) << 32
+            w1 |= (high >> 32) & ((1 << 18) - 1)
+        return struct.pack("<QQ", w0, w1)
+
+    def kernel(local_in_loop=False, loop_target=32):
+        program = [("S2R",), ("STL",), ("HMMA",), ("LDSM",), ("LDL" if local_in_loop else "NOP",),
+                   ("BRA", loop_target, 0x0), ("LDL",), ("EXIT",)]  # 0x0: guarded by P0
+        return b"".join(word(p[0], 16 * i, *p[1:]) for i, p in enumerate(program))
+
+    decoded = sass_instructions(word("NOP") * 0x40 + word("BRA", 0x400, 0x40) + word("BRA", 0x410, 0x2230, guard=0x9))
+    expect("a BRA's target decodes, backward and forward, and a guard makes it conditional",
+           decoded[0x40][3] == 0x40 and decoded[0x41][3] == 0x2230 and not decoded[0x40][2] and decoded[0x41][2])
+    clean = sass_summary(kernel())
+    expect("the synthetic loop is found: HMMA, LDSM, the no-op and its branch back",
+           clean["main_loop"] and clean["loop_total"] == 4 and clean["loop"]["HMMA"] == 1)
+    expect("its spill store before the loop and reload after it are outside the loop",
+           clean["local_in_loop"] == 0 and clean["local_outside"] == 2)
+    in_loop = sass_summary(kernel(local_in_loop=True))
+    expect("a reload inside the loop is inside", in_loop["local_in_loop"] == 1 and in_loop["local_outside"] == 2)
+    frame = dict(name="k", registers=255, spill=None, stack=8, static_smem=0, dynamic_smem=None)
+    expect("an 8-byte frame whose accesses are all outside the main loop passes",
+           not check([dict(frame, sass=clean)]))
+    expect("the same frame with a reload in the loop fails",
+           any("in the main loop" in p for p in check([dict(frame, sass=in_loop)])))
+    expect("a 32-byte frame fails even outside the loop", check([dict(frame, stack=32, sass=clean)]))
+    expect("a frame fails without decoded SASS (ptxas logs, kernels without HMMA)", check([dict(frame, sass=None)]))
+    lost = sass_summary(kernel(loop_target=0x10000))
+    expect("a branch out of the kernel: no main loop, so no leeway",
+           not lost["main_loop"] and check([dict(frame, sass=lost)]))
     print("self-test: " + ("FAILED" if failures else "passed"))
     return 1 if failures else 0
 
@@ -605,10 +876,17 @@ def main():
     f = sub.add_parser("fused-init")
     f.add_argument("libraries", nargs="+")
     f.add_argument("--sm", type=int, default=90)
+    x = sub.add_parser("sass")
+    x.add_argument("libraries", nargs="+")
+    x.add_argument("--sm", type=int, default=90)
+    x.add_argument("--kernels", default="_(mma|fa2|fa2_init)_kernel",
+                   help="regex of the kernels to decode (default: tensor-core)")
+    x.add_argument("--top", type=int, default=8, help="opcodes of the loop to list besides HMMA and LDSM")
+    x.add_argument("--rows", action="store_true", help="also print scripts/bench's @row summary lines")
     sub.add_parser("self-test")
     args = parser.parse_args()
-    return {"resources": resources, "costs": costs, "fused-init": fused_init, "self-test": self_test}[args.command](
-        args)
+    return {"resources": resources, "costs": costs, "fused-init": fused_init, "sass": sass_table,
+            "self-test": self_test}[args.command](args)
 
 
 if __name__ == "__main__":
