@@ -104,4 +104,29 @@ TEST_CASE("gpu-streams: repeated runs give the same forward", "[gpu][streams]") 
   CHECK(second.time.seconds > 0);
 }
 
+// GpuRunOptions::span_events off (bench_gpu_ring's efficiency runs) on the device: the same
+// forward bit for bit (its merges run in a fixed order), the run's device time, the same FLOPs
+// per rank, no trace. P = 3 and 8.
+TEST_CASE("gpu-streams: span_events off times the run alone, with the same forward", "[gpu][streams]") {
+  RINGLAB_REQUIRE_GPU();
+  const int64_t P = GENERATE(3, 8);
+  PlanSpec spec = gpu_spec("ring", "zigzag", P, true, false);
+  spec.element_bytes = 2;
+  const Plan plan = build_plan(spec);
+  const AttentionInputs<float> inputs = make_inputs(spec.dims, 5, false);
+  gpu::GpuRunOptions options;
+  gpu::StreamsRun every_op(plan, inputs, options);
+  options.span_events = false;
+  gpu::StreamsRun whole(plan, inputs, options);
+  const ExecutionResult timed = every_op.run(true);
+  const ExecutionResult lean = whole.run(true);
+  CHECK(lean.outputs.out == timed.outputs.out);
+  CHECK(lean.outputs.lse == timed.outputs.lse);
+  CHECK(lean.time.kind == TimeKind::device);
+  CHECK(lean.time.seconds > 0);
+  CHECK(lean.trace.empty());
+  REQUIRE(lean.ranks.size() == timed.ranks.size());
+  for (size_t r = 0; r < lean.ranks.size(); ++r) CHECK(lean.ranks[r].counters.flops == timed.ranks[r].counters.flops);
+}
+
 }  // namespace ringlab
