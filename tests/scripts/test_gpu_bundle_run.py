@@ -126,6 +126,7 @@ def make_bundle(root, where, gpu_tests=FAKE_GPU_TESTS):
     for name in ("bench_gpu_kernels", "bench_gpu_ladder", "bench_gpu_ring"):
         write(os.path.join(where, "bin", name), FAKE_BENCH)
     write(os.path.join(where, "BUILD.txt"), "fake bundle for the run script's test\n")
+    write(os.path.join(where, "STATIC.txt"), "| backward_mma_kernel<__nv_bfloat16, 128> | 3848 | 2393 | 320 |\n")
 
 
 def fake_path(tmp, nvidia_smi, ncu=False):
@@ -234,6 +235,8 @@ def main():
         check("**PASS**" in report and "device test cases: 2 passed, 0 failed" in report, "all passing: PASS", report[:600])
         check("Nsight Compute" not in report and not any(f.startswith("ncu-") for f in os.listdir(out)),
               "without --profile: no profiles", str(os.listdir(out)))
+        check("## The kernels as compiled" in report and "backward_mma_kernel<__nv_bfloat16, 128> | 3848" in report,
+              "the bundle's static counts are in the report", report[-600:])
 
         # --profile: one forward and one backward launch under ncu, each report in a file of its own
         # and its headline lines (not the rest) in the report; still PASS.
