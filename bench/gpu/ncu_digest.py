@@ -19,9 +19,13 @@ from collections import Counter
 
 
 def rows_of(path):
-    """The CSV rows of an ncu page (the ==PROF== and program lines before the header dropped)."""
+    """The CSV rows of an ncu page (the ==PROF== and program lines before the header dropped). With
+    none, one row holding the file's first line: ncu's complaint, for the digest to show."""
     with open(path, newline="", errors="replace") as f:
-        lines = [line for line in f if line.startswith('"')]
+        text = f.readlines()
+    lines = [line for line in text if line.startswith('"')]
+    if not lines:
+        return [["(not a CSV page: " + (text[0].strip() if text else "empty file") + ")"]]
     return list(csv.reader(lines))
 
 
@@ -41,7 +45,8 @@ def stall_table(rows):
     out = ["stall reasons: warp cycles per issued instruction (raw page, first launch)"]
     header = next((r for r in rows if any(STALL.match(c) for c in r)), None)
     if header is None:
-        out.append("  (no smsp__average_warp*_issue_stalled_*_per_issue_active.ratio column in the raw page)")
+        out.append("  (no smsp__average_warp*_issue_stalled_*_per_issue_active.ratio column in the raw page"
+                   + (f": {rows[0][0][:200]}" if rows and rows[0] else "") + ")")
         return out
     at = rows.index(header)
     first = next(i for i, c in enumerate(header) if STALL.match(c))
@@ -82,8 +87,7 @@ def opcode_of(source):
 def source_tables(rows, top):
     header = next((r for r in rows if column(r, "source") is not None and column(r, "address") is not None), None)
     if header is None:
-        return ["SASS: no source page with Address and Source columns" +
-                (f" (first row: {rows[0][:8]})" if rows else " (empty)")]
+        return ["SASS: no source page with Address and Source columns" + (f" ({rows[0][:8]})" if rows else "")]
     src, addr = column(header, "source"), column(header, "address")
     stalled = column(header, "stall sampling", "all")
     executed = column(header, "instructions executed", exclude=("thread", "predicated"))
