@@ -32,8 +32,10 @@
 // phase 1 and a dO or Q fragment of phase 2 feed 4 mma each (not 2), every P^T / dS^T fragment 8
 // (D = 128) or 4 (D = 64), every dS or K fragment of dQ 4 (static ldmatrix/mma 0.45, against
 // 0.60-0.65 with 16 keys per warp). dQ runs before phase 2 and the next tile's copy is issued
-// between them only because that order is the one ptxas fits in 255 registers without a spill at
-// D = 128 (the others tried spill 4-40 bytes); the copy still overlaps dQ and phase 2.
+// between them only because that order is the one ptxas fits in 255 registers at D = 128 without
+// a spill in the loop (the others tried spill 4-40 bytes; today one 8-byte value is kept in local
+// memory from before the loop to after it, at both D: tests/gpu/kernel_static.py sass shows where);
+// the copy still overlaps dQ and phase 2.
 //
 // Barriers, two per query tile:
 //   sync_site<1>  the tile (and, the first time, K and V) copied by every thread has landed; and
