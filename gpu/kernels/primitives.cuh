@@ -375,18 +375,28 @@ RINGLAB_DEVICE void load_tile_async(T* smem, const T* global, int64_t stride, in
 // have the same swizzled chunk (kRowsPerPass is a multiple of 8). So the shared-memory addresses
 // are constant offsets from one, and the global ones a running pointer instead of a 64-bit row
 // offset per copy that the compiler may keep in registers across the main loop.
+// This thread's copies of a (kRows x D) tile in load_rows_async's arrangement: its first row and
+// its column chunk, and the rows between its copies.
+template <int D, int kRows, int kThreads>
+struct RowCopies {
+  static constexpr int kChunksPerRow = D / 8, kRowsPerPass = kThreads / kChunksPerRow;
+  static constexpr int kPasses = kRows / kRowsPerPass;
+  static_assert(kRowsPerPass % 8 == 0 && kRows % kRowsPerPass == 0, "rows of one swizzle phase per thread");
+  int row0 = static_cast<int>(threadIdx.x) / kChunksPerRow, chunk = static_cast<int>(threadIdx.x) % kChunksPerRow;
+  RINGLAB_DEVICE int destination() const { return swizzle<D>(row0, chunk * 8); }  // pass i: + i kRowsPerPass D
+};
+
 template <class T, int D, int kRows, int kThreads>
 RINGLAB_DEVICE void load_rows_async(T* smem, const T* global, int64_t stride, int valid) {
-  constexpr int kChunksPerRow = D / 8, kRowsPerPass = kThreads / kChunksPerRow;
-  static_assert(kRowsPerPass % 8 == 0 && kRows % kRowsPerPass == 0, "rows of one swizzle phase per thread");
-  const int row0 = static_cast<int>(threadIdx.x) / kChunksPerRow, chunk = static_cast<int>(threadIdx.x) % kChunksPerRow;
-  T* destination = smem + swizzle<D>(row0, chunk * 8);
-  const T* source = global + row0 * stride + chunk * 8;
+  using Copies = RowCopies<D, kRows, kThreads>;
+  const Copies c;
+  T* destination = smem + c.destination();
+  const T* source = global + c.row0 * stride + c.chunk * 8;
   RINGLAB_UNROLL
-  for (int i = 0; i < kRows / kRowsPerPass; ++i) {
-    const bool ok = row0 + i * kRowsPerPass < valid;
-    cp_async_16(destination + i * kRowsPerPass * D, ok ? source : global, ok);
-    source += kRowsPerPass * stride;
+  for (int i = 0; i < Copies::kPasses; ++i) {
+    const bool ok = c.row0 + i * Copies::kRowsPerPass < valid;
+    cp_async_16(destination + i * Copies::kRowsPerPass * D, ok ? source : global, ok);
+    source += Copies::kRowsPerPass * stride;
   }
 }
 
@@ -395,17 +405,16 @@ RINGLAB_DEVICE void load_rows_async(T* smem, const T* global, int64_t stride, in
 template <class T, int D, int kRows, int kThreads>
 RINGLAB_DEVICE void load_row_pair_async(T* smem_a, const T* global_a, T* smem_b, const T* global_b, int64_t row,
                                         int64_t stride, int valid) {
-  constexpr int kChunksPerRow = D / 8, kRowsPerPass = kThreads / kChunksPerRow;
-  static_assert(kRowsPerPass % 8 == 0 && kRows % kRowsPerPass == 0, "rows of one swizzle phase per thread");
-  const int row0 = static_cast<int>(threadIdx.x) / kChunksPerRow, chunk = static_cast<int>(threadIdx.x) % kChunksPerRow;
-  const int destination = swizzle<D>(row0, chunk * 8);
-  int64_t at = (row + row0) * stride + chunk * 8;
+  using Copies = RowCopies<D, kRows, kThreads>;
+  const Copies c;
+  const int destination = c.destination();
+  int64_t at = (row + c.row0) * stride + c.chunk * 8;
   RINGLAB_UNROLL
-  for (int i = 0; i < kRows / kRowsPerPass; ++i) {
-    const bool ok = row0 + i * kRowsPerPass < valid;
-    cp_async_16(smem_a + destination + i * kRowsPerPass * D, global_a + (ok ? at : 0), ok);
-    cp_async_16(smem_b + destination + i * kRowsPerPass * D, global_b + (ok ? at : 0), ok);
-    at += kRowsPerPass * stride;
+  for (int i = 0; i < Copies::kPasses; ++i) {
+    const bool ok = c.row0 + i * Copies::kRowsPerPass < valid;
+    cp_async_16(smem_a + destination + i * Copies::kRowsPerPass * D, global_a + (ok ? at : 0), ok);
+    cp_async_16(smem_b + destination + i * Copies::kRowsPerPass * D, global_b + (ok ? at : 0), ok);
+    at += Copies::kRowsPerPass * stride;
   }
 }
 

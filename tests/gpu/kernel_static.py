@@ -380,17 +380,22 @@ def check(rows):
     return problems
 
 
+def print_markdown(cells, left=(0,), file=sys.stdout):
+    """cells[0] is the header; columns in `left` are left-aligned, the others right-aligned."""
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    for i, row in enumerate(cells):
+        print("| " + " | ".join(v.ljust(w) if j in left else v.rjust(w) for j, (v, w) in enumerate(zip(row, widths)))
+              + " |", file=file)
+        if i == 0:
+            print("|" + "|".join("-" * (w + 2) for w in widths) + "|", file=file)
+
+
 def print_table(rows, file=sys.stdout):
     header = ("kernel", "registers", "spill bytes", "stack", "static smem", "dynamic smem requested")
     cells = [header] + [(r["name"], str(r["registers"]), "-" if r["spill"] is None else str(r["spill"]),
                          str(r["stack"]), str(r["static_smem"]),
                          "-" if r["dynamic_smem"] is None else str(r["dynamic_smem"])) for r in rows]
-    widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
-    for i, c in enumerate(cells):
-        print("| " + " | ".join(v.ljust(w) if j == 0 else v.rjust(w) for j, (v, w) in enumerate(zip(c, widths)))
-              + " |", file=file)
-        if i == 0:
-            print("|" + "|".join("-" * (w + 2) for w in widths) + "|", file=file)
+    print_markdown(cells, file=file)
 
 
 def rows_from_libraries(paths, sm):
@@ -630,17 +635,12 @@ def costs(args):
                         f"{ratio}|FA2 design: {fa2_ldmatrix_per_mma(16):.3f} at 16 rows/warp, "
                         f"{fa2_ldmatrix_per_mma(32):.3f} at 32, {fa2_ldmatrix_per_mma(32, q_in_registers=False):.3f} "
                         "at 32 with Q re-read|-")
-    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
     print("Static instruction counts per iteration of each kernel's main loop (PTX from the built fat binary, "
           f"sm_{args.sm}): the loop is the backward branch whose body holds the most mma.sync; one iteration "
           "is one K/V tile (forward) or one Q tile (backward). 'a+b': a on every iteration, b under a branch some "
           "iterations skip (first-tile Q load, masking); ldmatrix/mma from the a's. Static counts, not timings; "
           "ptxas may still schedule or fuse them.")
-    for i, row in enumerate(cells):
-        print("| " + " | ".join(v.ljust(w) if j == 0 else v.rjust(w) for j, (v, w) in enumerate(zip(row, widths)))
-              + " |")
-        if i == 0:
-            print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    print_markdown(cells)
     print()
     print("FlashAttention-2 design (Dao 2023), ratios derived from its tile shapes (per K/V tile, per warp "
           "owning R query rows, BK keys, any D):")
@@ -710,12 +710,7 @@ def sass_table(args):
         if args.rows and name.startswith("backward_mma_kernel<__nv_bfloat16"):
             summary.append(f"@row|gpu static (SASS)|{name}: SASS instructions per HMMA in the main loop (static)|"
                            f"{per:.2f}|-|-")
-    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
-    for i, row in enumerate(cells):
-        print("| " + " | ".join(v.ljust(w) if j in (0, 7) else v.rjust(w) for j, (v, w) in enumerate(zip(row, widths)))
-              + " |")
-        if i == 0:
-            print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    print_markdown(cells, left=(0, 7))
     for row in summary:
         print(row)
     for p in problems:
