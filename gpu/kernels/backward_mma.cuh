@@ -167,6 +167,7 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(BackwardMmaTiles<D>::kThreads) backwar
   // keys, tile-local rows key_base + 16 mi + g + 8 r (C-fragment rows of m-tile mi; r = e / 2).
   const bool masked = has_mask(a);
   const bool documents = a.q_doc_first != nullptr;
+  const SpanReach reach = span_reach(a);
   int k_lo = 0, k_hi = 0;
   if (masked) position_range(a.k_pos, k0, k_count, lane, k_lo, k_hi);
   auto key_of = [&](int mi, int r) { return key_base + 16 * mi + g + 8 * r; };
@@ -265,9 +266,10 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(BackwardMmaTiles<D>::kThreads) backwar
   load_q_tile(tile, 0);
   cp_async_commit();
   // The keys' positions, read in partial tiles only: in shared memory rather than four registers
-  // held through the loop (barrier 1 orders these stores before every read).
+  // held through the loop (barrier 1 orders these stores before every read). A key past the
+  // block's end takes a position below every span, so that no row sees it.
   if (const int key = static_cast<int>(threadIdx.x); masked && key < BK) {
-    kpos_smem[key] = key < k_count ? a.k_pos[k0 + key] : 0;
+    kpos_smem[key] = key < k_count ? a.k_pos[k0 + key] : -kFarPosition - 1;
   }
 
   float dk[2][kOutTiles][4], dv[2][kOutTiles][4];  // keys key_of(mi, *) x dims half * D/2 + ...
@@ -312,6 +314,17 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(BackwardMmaTiles<D>::kThreads) backwar
       const float scale_log2 = a.scale * kLog2e;
       auto to_probabilities = [&](auto partial) {
         constexpr bool kCut = decltype(partial)::value;
+        // Partial tiles: the thread's four keys' positions, read once per tile, so that an
+        // entry's test is two comparisons and a select (read per entry, behind the test of the
+        // key's index, they were a branch per entry).
+        int key_pos[2][2];
+        if constexpr (kCut) {
+          RINGLAB_UNROLL
+          for (int mi = 0; mi < 2; ++mi) {
+            RINGLAB_UNROLL
+            for (int r = 0; r < 2; ++r) key_pos[mi][r] = kpos_smem[key_of(mi, r)];
+          }
+        }
         RINGLAB_UNROLL
         for (int nt = 0; nt < kSTiles; ++nt) {
           RINGLAB_UNROLL
@@ -324,14 +337,14 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(BackwardMmaTiles<D>::kThreads) backwar
             KeySpan keys;
             if constexpr (kCut) {
               const int at = stage * BQ + col;
-              keys = keys_of(a, pos_smem[at], documents ? doc_first_smem[at] : 0, documents ? doc_last_smem[at] : 0);
+              keys = keys_of(reach, pos_smem[at], documents ? doc_first_smem[at] : -kFarPosition,
+                             documents ? doc_last_smem[at] : kFarPosition);
             }
             RINGLAB_UNROLL
             for (int mi = 0; mi < 2; ++mi) {
               RINGLAB_UNROLL
               for (int e = j; e < 4; e += 2) {
-                const bool visible =
-                    key_of(mi, e / 2) < k_count && (!kCut || keys.contains(kpos_smem[key_of(mi, e / 2)]));
+                const bool visible = kCut ? keys.contains(key_pos[mi][e / 2]) : key_of(mi, e / 2) < k_count;
                 const float prob = visible ? exp2_approx(s[mi][nt][e] * scale_log2 - lse) : 0.f;
                 s[mi][nt][e] = prob;
                 dp[mi][nt][e] = prob * (dp[mi][nt][e] - delta);

@@ -360,22 +360,33 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
       }
 
       // Mask where the mask cuts the tile or the tile is ragged; the scale comes in the softmax.
+      // Without a branch per entry: each of the thread's key columns takes one position (its key's
+      // in a cut tile, 0 in an uncut ragged one, below every span past the last key), and each
+      // entry one test against its row's span and a select. An `if` per entry, with the position
+      // loaded only when needed, was a branch per entry (kernel_static.py sass: about 200 BRA in
+      // the loop, against 9 now). A padding row past q_count sees every key of an uncut tile: its
+      // results are never stored.
       const bool cut = kind_of(tile) == kTilePartial;
       if (cut || k_count < BK) {
+        KeySpan keys[kRowBlocks][2];  // uncut: every position (KeySpan's default)
         RINGLAB_UNROLL
         for (int mb = 0; mb < kRowBlocks; ++mb) {
           RINGLAB_UNROLL
-          for (int r = 0; r < 2; ++r) {
-            const int q_row = row_of(mb, r);
-            // A padding row past q_count sees everything: its results are never stored.
-            const KeySpan keys = cut ? KeySpan{span_smem[2 * q_row], span_smem[2 * q_row + 1]} : KeySpan{};
+          for (int r = 0; r < 2; ++r)
+            if (cut) keys[mb][r] = KeySpan{span_smem[2 * row_of(mb, r)], span_smem[2 * row_of(mb, r) + 1]};
+        }
+        RINGLAB_UNROLL
+        for (int nt = 0; nt < kScoreTiles; ++nt) {
+          RINGLAB_UNROLL
+          for (int e = 0; e < 2; ++e) {
+            const int j = nt * 8 + 2 * t + e;
+            const int position = j >= k_count ? -kFarPosition - 1 : cut ? kpos[j] : 0;
             RINGLAB_UNROLL
-            for (int nt = 0; nt < kScoreTiles; ++nt) {
+            for (int mb = 0; mb < kRowBlocks; ++mb) {
               RINGLAB_UNROLL
-              for (int e = 0; e < 2; ++e) {
-                const int j = nt * 8 + 2 * t + e;
-                const bool key_ok = j < k_count;
-                if (!key_ok || (cut && !keys.contains(kpos[j]))) s[mb][nt][2 * r + e] = -INFINITY;
+              for (int r = 0; r < 2; ++r) {
+                const bool seen = keys[mb][r].contains(position);
+                s[mb][nt][2 * r + e] = seen ? s[mb][nt][2 * r + e] : -INFINITY;
               }
             }
           }

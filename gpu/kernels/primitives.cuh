@@ -285,31 +285,34 @@ RINGLAB_DEVICE bool has_mask(const Params& a) {
   return a.causal || a.window > 0 || a.q_doc_first != nullptr;
 }
 
+// A row's span as two offsets fixed per launch: the row at position pos sees [pos - before,
+// pos + after], cut to its document. A span is then two adds, a max and a min, without a branch
+// (the backward's partial tiles compute one per query column). Exact for positions inside
+// (-kFarPosition, kFarPosition), which the host checks.
+struct SpanReach {
+  int before = kFarPosition, after = kFarPosition;
+};
+
 template <class Params>
-RINGLAB_DEVICE KeySpan row_keys(const Params& a, int row) {
-  KeySpan keys;
-  const int pos = a.q_pos[row];
-  if (a.q_doc_first != nullptr) keys.first = a.q_doc_first[row], keys.last = a.q_doc_last[row];
-  if (a.causal) keys.last = imin(keys.last, pos);
-  if (a.window > 0) {
-    keys.first = imax(keys.first, pos - a.window + 1);
-    if (!a.causal) keys.last = imin(keys.last, pos + a.window - 1);
-  }
-  return keys;
+RINGLAB_DEVICE SpanReach span_reach(const Params& a) {
+  SpanReach reach;
+  if (a.window > 0) reach.before = reach.after = a.window - 1;
+  if (a.causal) reach.after = 0;
+  return reach;
 }
 
-// row_keys from a row's position and document bounds already in hand (copied to shared memory with
-// the query tile): `doc_first` / `doc_last` are read only when the launch has documents.
+// The span of a row at `pos` whose document is [doc_first, doc_last] (a launch without documents:
+// -kFarPosition, kFarPosition), from its position and bounds already in hand (the backward copies
+// them to shared memory with the query tile).
+RINGLAB_DEVICE KeySpan keys_of(SpanReach reach, int pos, int doc_first, int doc_last) {
+  return KeySpan{imax(doc_first, pos - reach.before), imin(doc_last, pos + reach.after)};
+}
+
 template <class Params>
-RINGLAB_DEVICE KeySpan keys_of(const Params& a, int pos, int doc_first, int doc_last) {
-  KeySpan keys;
-  if (a.q_doc_first != nullptr) keys.first = doc_first, keys.last = doc_last;
-  if (a.causal) keys.last = imin(keys.last, pos);
-  if (a.window > 0) {
-    keys.first = imax(keys.first, pos - a.window + 1);
-    if (!a.causal) keys.last = imin(keys.last, pos + a.window - 1);
-  }
-  return keys;
+RINGLAB_DEVICE KeySpan row_keys(const Params& a, int row) {
+  const bool documents = a.q_doc_first != nullptr;
+  return keys_of(span_reach(a), a.q_pos[row], documents ? a.q_doc_first[row] : -kFarPosition,
+                 documents ? a.q_doc_last[row] : kFarPosition);
 }
 
 // The bounds of the spans of a query tile's rows [begin, begin + count): min and max of their
