@@ -364,7 +364,7 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
       // in a cut tile, 0 in an uncut ragged one, below every span past the last key), and each
       // entry one test against its row's span and a select. An `if` per entry, with the position
       // loaded only when needed, was a branch per entry (kernel_static.py sass: about 200 BRA in
-      // the loop, against 9 now). A padding row past q_count sees every key of an uncut tile: its
+      // the loop, against 6 or 7 now). A padding row past q_count sees every key of an uncut tile: its
       // results are never stored.
       const bool cut = kind_of(tile) == kTilePartial;
       if (cut || k_count < BK) {
