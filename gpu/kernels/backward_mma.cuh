@@ -33,8 +33,8 @@
 // (D = 128) or 4 (D = 64), every dS or K fragment of dQ 4 (static ldmatrix/mma 0.45, against
 // 0.60-0.65 with 16 keys per warp). dQ runs before phase 2 and the next tile's copy is issued
 // between them only because that order is the one ptxas fits in 255 registers at D = 128 without
-// a spill in the loop (the others tried spill 4-40 bytes; today one 8-byte value is kept in local
-// memory from before the loop to after it, at both D: tests/gpu/kernel_static.py sass shows where);
+// a spill in the loop (the others tried spill 4-40 bytes; at D = 128 one 8-byte value is kept in
+// local memory from before the loop to after it: tests/gpu/kernel_static.py sass shows where);
 // the copy still overlaps dQ and phase 2.
 //
 // Barriers, two per query tile:
@@ -246,7 +246,7 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(BackwardMmaTiles<D>::kThreads) backwar
     // The rows' words: thread x copies row x % BQ of arrays x / BQ, x / BQ + kThreads / BQ, ...
     // (kCopies of them, the last ones only in masked launches), a fixed assignment unrolled at
     // compile time. A loop over the words with a stride of kThreads, its trip count unknown,
-    // cost 350 instructions per tile (kernel_static.py sass, the loop built unmasked: 1600 ->
+    // cost 330-360 instructions per tile (kernel_static.py sass, the loop built unmasked: 1600 ->
     // 1244 at D = 128, 1942 -> 1612 at D = 64).
     static_assert(kThreads % BQ == 0, "a thread copies one row of several arrays");
     constexpr int kCopies = (Tiles::kRowWords * BQ + kThreads - 1) / kThreads;
@@ -276,10 +276,10 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(BackwardMmaTiles<D>::kThreads) backwar
   load_q_tile(tile, 0);
   cp_async_commit();
   // The keys' positions, read in partial tiles only: in shared memory rather than four registers
-  // held through the loop (barrier 1 orders these stores before every read). A key past the
-  // block's end takes a position below every span, so that no row sees it.
+  // held through the loop (barrier 1 orders these stores before every read); a key past the
+  // block's end takes kUnseenPosition.
   if (const int key = static_cast<int>(threadIdx.x); masked && key < BK) {
-    kpos_smem[key] = key < k_count ? a.k_pos[k0 + key] : -kFarPosition - 1;
+    kpos_smem[key] = key < k_count ? a.k_pos[k0 + key] : kUnseenPosition;
   }
 
   float dk[2][kOutTiles][4], dv[2][kOutTiles][4];  // keys key_of(mi, *) x dims half * D/2 + ...

@@ -361,11 +361,11 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
 
       // Mask where the mask cuts the tile or the tile is ragged; the scale comes in the softmax.
       // Without a branch per entry: each of the thread's key columns takes one position (its key's
-      // in a cut tile, 0 in an uncut ragged one, below every span past the last key), and each
-      // entry one test against its row's span and a select. An `if` per entry, with the position
-      // loaded only when needed, was a branch per entry (kernel_static.py sass: about 200 BRA in
-      // the loop, against 6 or 7 now). A padding row past q_count sees every key of an uncut tile: its
-      // results are never stored.
+      // in a cut tile, 0 in an uncut ragged one, kUnseenPosition past the last key), and each entry
+      // one test against its row's span and a select. An `if` per entry, with the position loaded
+      // only when needed, was a branch per entry (kernel_static.py sass: about 200 BRA in the loop,
+      // against 6 or 7 now). A padding row past q_count sees every key of an uncut tile: its results
+      // are never stored.
       const bool cut = kind_of(tile) == kTilePartial;
       if (cut || k_count < BK) {
         KeySpan keys[kRowBlocks][2];  // uncut: every position (KeySpan's default)
@@ -380,7 +380,7 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
           RINGLAB_UNROLL
           for (int e = 0; e < 2; ++e) {
             const int j = nt * 8 + 2 * t + e;
-            const int position = j >= k_count ? -kFarPosition - 1 : cut ? kpos[j] : 0;
+            const int position = j >= k_count ? kUnseenPosition : cut ? kpos[j] : 0;
             RINGLAB_UNROLL
             for (int mb = 0; mb < kRowBlocks; ++mb) {
               RINGLAB_UNROLL

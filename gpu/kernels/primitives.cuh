@@ -273,6 +273,8 @@ RINGLAB_DEVICE BlockHead block_head(const Params& a, int dim, int bh = static_ca
 // window W. Every mask decision below is a comparison of key positions against such intervals.
 
 inline constexpr int kFarPosition = 1 << 30;  // "no bound": positions and W stay below it (the host checks)
+// The position given to a key past a tile's or block's last one: below every span, so no row sees it.
+inline constexpr int kUnseenPosition = -kFarPosition - 1;
 
 // The keys query row `row` (an index into q_pos) may see; empty (first > last) for a padding row.
 struct KeySpan {
