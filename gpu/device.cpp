@@ -89,4 +89,37 @@ float elapsed_ms(const Event& start, const Event& end) {
   return ms;
 }
 
+Graph::Graph(Graph&& other) noexcept : exec_(std::exchange(other.exec_, nullptr)) {}
+Graph& Graph::operator=(Graph&& other) noexcept {
+  if (this != &other) {
+    if (exec_) cudaGraphExecDestroy(exec_);
+    exec_ = std::exchange(other.exec_, nullptr);
+  }
+  return *this;
+}
+Graph::~Graph() {
+  if (exec_) cudaGraphExecDestroy(exec_);
+}
+
+Graph Graph::capture(cudaStream_t origin, const std::function<void()>& enqueue) {
+  RINGLAB_CUDA_CHECK(cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal));
+  cudaGraph_t graph = nullptr;
+  try {
+    enqueue();
+  } catch (...) {  // end the capture (its error, if any, is the one thrown already) and drop it
+    if (cudaStreamEndCapture(origin, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+    throw;
+  }
+  RINGLAB_CUDA_CHECK(cudaStreamEndCapture(origin, &graph));
+  Graph captured;
+  const cudaError_t instantiated = cudaGraphInstantiate(&captured.exec_, graph, 0);
+  cudaGraphDestroy(graph);  // the executable graph keeps what it needs
+  RINGLAB_CUDA_CHECK(instantiated);
+  RINGLAB_CUDA_CHECK(cudaGraphUpload(captured.exec_, origin));  // the first launch pays no upload
+  return captured;
+}
+
+void Graph::launch(cudaStream_t stream) const { RINGLAB_CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
+
 }  // namespace ringlab::gpu

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -80,5 +81,28 @@ class Event {
 
 // Milliseconds between two completed timing events.
 float elapsed_ms(const Event& start, const Event& end);
+
+// A CUDA graph: the device work that `enqueue` puts on `origin` and on every stream that joins
+// the capture, captured once, instantiated and uploaded, then launched as often as wanted. The
+// host's enqueueing (launches, copies, event records and waits) is paid once, at capture; a
+// launch is one call. A stream joins by waiting on an event recorded in the capture, and must be
+// joined back into `origin` (origin waits on an event recorded after its last work) before
+// `enqueue` returns. The capture is thread-local: an API call that could synchronise (a blocking
+// copy, an allocation, a query) fails it, rather than run outside the graph's order.
+class Graph {
+ public:
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  Graph(Graph&& other) noexcept;
+  Graph& operator=(Graph&& other) noexcept;
+  ~Graph();
+  static Graph capture(cudaStream_t origin, const std::function<void()>& enqueue);
+  void launch(cudaStream_t stream) const;
+  bool empty() const { return exec_ == nullptr; }
+
+ private:
+  cudaGraphExec_t exec_ = nullptr;
+};
 
 }  // namespace ringlab::gpu

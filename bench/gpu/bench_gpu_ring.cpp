@@ -7,6 +7,10 @@
 //                  "T(P) ops" column times the same run with every op bracketed by two timing
 //                  events, as traces and the per-step tables need: the difference is what that
 //                  instrumentation costs the one host thread that enqueues every rank's ops.
+//                  "T(P) graph" times the same run captured once as a CUDA graph and launched
+//                  (GpuRunOptions::graph; T(1) likewise): the host enqueues nothing per op, so
+//                  what the host's walk costs the schedule is T(P) - T(P) graph. The verdict is
+//                  the plain run's (`eff`), the way `ringlab-gpu run` runs by default.
 //   [steps]        per-step measured vs predicted for one P. A step's measured time is the end of
 //                  its last event (over the ranks) minus that of the step before (step 0: minus the
 //                  phase's first start), as the dry executor times its steps; the virtual ranks'
@@ -361,10 +365,10 @@ int main(int argc, char** argv) {
 
   std::printf("efficiency on %s: T(one kernel, P=1) / T(P virtual ranks), %s, %s\n", gpu::device_description(0).c_str(),
               dims.to_string().c_str(), gpu::dtype_name(dtype));
-  std::printf("%-30s %4s %8s %10s %10s %7s %7s %9s %10s %7s  %s\n", "schedule", "P", "pass", "T(1)", "T(P)", "eff",
-              "target", "work imb", "T(P) ops", "eff ops", "verdict");
-  std::printf("%-30s %4s %8s %10s %10s %7s %7s %9s %10s %7s\n", "", "", "", "[ms]", "[ms]", "[%]", "[%]", "[max/mean]",
-              "[ms]", "[%]");
+  std::printf("%-30s %4s %8s %10s %10s %7s %7s %9s %10s %7s %10s %9s  %s\n", "schedule", "P", "pass", "T(1)", "T(P)",
+              "eff", "target", "work imb", "T(P) ops", "eff ops", "T(P) graph", "eff graph", "verdict");
+  std::printf("%-30s %4s %8s %10s %10s %7s %7s %9s %10s %7s %10s %9s\n", "", "", "", "[ms]", "[ms]", "[%]", "[%]",
+              "[max/mean]", "[ms]", "[%]", "[ms]", "[%]");
   Calibration calibration;
   gpu::Stream stream;
   calibration.bytes_per_ms = copy_bandwidth_bytes_per_ms(stream.get());
@@ -380,6 +384,8 @@ int main(int argc, char** argv) {
       const Plan single = build_plan(spec_of(s, 1, dims, backward, dtype));
       gpu::StreamsRun one(single, x, options);
       const double t1 = median_device_ms(one, 1, iterations).ms;
+      one.set_graph(true);
+      const double t1_graph = median_device_ms(one, 1, iterations).ms;
       if (!backward) t1_forward = t1;
       if (backward && s.algo == Algorithm::ring && s.layout == LayoutKind::contiguous) {
         whole_blocks.push_back(
@@ -395,14 +401,16 @@ int main(int argc, char** argv) {
         const Timing timing = median_device_ms(many, 1, iterations);
         many.set_span_events(true);  // the same run with every op bracketed by timing events
         const double tp_ops = median_device_ms(many, 0, iterations).ms;
+        many.set_graph(true);  // the same run as one CUDA graph
+        const double tp_graph = median_device_ms(many, 1, iterations).ms;
         const double tp = timing.ms, efficiency = t1 / tp;
         const char* verdict = s.target == 0 ? "-" : efficiency >= s.target ? "met" : "MISSED";
         missed += s.target > 0 && efficiency < s.target ? 1 : 0;
         char target[16] = "-";
         if (s.target > 0) std::snprintf(target, sizeof target, "%.0f", 100 * s.target);
-        std::printf("%-30s %4lld %8s %10.3f %10.3f %7.1f %7s %9.2f %10.3f %7.1f  %s\n", s.name,
+        std::printf("%-30s %4lld %8s %10.3f %10.3f %7.1f %7s %9.2f %10.3f %7.1f %10.3f %9.1f  %s\n", s.name,
                     static_cast<long long>(P), backward ? "fwd+bwd" : "fwd", t1, tp, 100 * efficiency, target,
-                    timing.imbalance, tp_ops, 100 * t1 / tp_ops, verdict);
+                    timing.imbalance, tp_ops, 100 * t1 / tp_ops, tp_graph, 100 * t1_graph / tp_graph, verdict);
         bench::report_row("gpu ring",
                           bench::format("%s P=%lld %s: T(P=1) / T(P)", s.name, static_cast<long long>(P),
                                         backward ? "fwd+bwd" : "fwd"),

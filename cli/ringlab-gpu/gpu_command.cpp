@@ -37,6 +37,7 @@ struct GpuRunConfig {
   std::string dtype = "bf16";
   int device = 0;
   int warmup = 1;
+  bool graph = false;
 };
 
 void add_gpu_run_flags(CLI::App& command, GpuRunConfig& config) {
@@ -55,6 +56,9 @@ void add_gpu_run_flags(CLI::App& command, GpuRunConfig& config) {
                   "attribute setting; gpu-nccl's first connections); 0 times them too")
       ->check(CLI::Range(0, 10))
       ->capture_default_str();
+  command.add_flag("--graph", config.graph,
+                   "gpu-streams: capture the run once as a CUDA graph and time its launch (the host enqueues "
+                   "nothing per op; the whole run is timed, so no --trace)");
 }
 
 // ---- [execution] -------------------------------------------------------------------------------
@@ -79,7 +83,14 @@ std::unique_ptr<Executor> make_executor(const GpuRunConfig& config, const GpuRun
 // The run pipeline with the chosen executor: inputs rounded to the dtype (and the oracle computed
 // on those), the dtype's tolerances, device time, and rank 0 reporting under mpirun.
 int run(GpuRunConfig& config, std::ostream& out, std::ostream& err, const MultiProcess* mp, const std::string& prefix) {
+  if (config.graph && config.executor != "streams") {
+    throw UsageError("--graph captures gpu-streams' run; drop it, or use --executor streams");
+  }
+  if (config.graph && !config.run.trace_file.empty()) {
+    throw UsageError("--graph times the whole run, not its ops: no trace; drop --graph or --trace");
+  }
   GpuRunOptions options;
+  options.graph = config.graph;
   options.dtype = parse_dtype(config.dtype);
   options.device = config.device;
   options.warmup = config.warmup;

@@ -30,6 +30,11 @@ struct GpuRunOptions {
   // them out. No trace (a traced run keeps them) and no per-rank compute seconds; FLOPs are
   // still counted.
   bool span_events = true;
+  // gpu-streams: capture the walk's enqueueing once as a CUDA graph (gpu/device.hpp, Graph) and
+  // time its launches. The one host thread then enqueues nothing per op, so the host cannot pace
+  // short steps; the device work and its order are the walk's. Like span_events off: no trace,
+  // no per-rank compute seconds; FLOPs and messages are counted once, at capture.
+  bool graph = false;
 };
 
 // "timed after 1 warm-up run" | "no warm-up: first launches timed" (the executors' labels).
@@ -84,13 +89,17 @@ class StreamsRun {
 
   // Runs the whole plan once (resetting the accumulators first) and waits for the device. With
   // download, the result holds the outputs; without, only timings (benchmarks); with trace, one
-  // trace event per op. A deadlock throws CommError.
+  // trace event per op. A deadlock throws CommError. With GpuRunOptions::graph the first run
+  // captures the graph (the walk, its deadlock check included) and every run launches it; a
+  // trace is then a UsageError (a graph's launch times the run as a whole).
   ExecutionResult run(bool download = true, bool trace = false);
   // Runs the whole plan once with no timing events and measures nothing: every kernel the plan
   // uses is launched once (its module loaded, its attributes set) before a measured run.
   void warm_up();
   // GpuRunOptions::span_events for the runs that follow.
   void set_span_events(bool on);
+  // GpuRunOptions::graph for the runs that follow (the first captures the graph).
+  void set_graph(bool on);
 
  private:
   struct Impl;

@@ -2,7 +2,8 @@
 // the plan walker (sim/plan/walk.hpp, with rendezvous sends: a Wait comes after both of its
 // exchange's copies are enqueued), so it never has to wait for the device. Sections:
 //   [bookkeeping]  the two halves of a message, collectives
-//   [dispatch]     the walk: ops enqueued in walk order; the one deadlock description
+//   [dispatch]     the walk: ops enqueued in walk order; the one deadlock description; or the
+//                  walk captured once as a CUDA graph, launched per run
 //   [ops]          the op interpreter's handlers: local ops (local_ops.hpp), exchanges and waits,
 //                  collectives as device copies
 //   [results]      timings -> RankSummary and trace events, outputs
@@ -72,6 +73,11 @@ struct StreamsRun::Impl {
   std::vector<RankSummary> summaries;
   std::vector<OpInterpreter> interpreters;  // [rank], counting into summaries
 
+  // GpuRunOptions::graph: the walk captured once; what it counted; the launch's two timing events.
+  Graph graph;
+  std::vector<RankSummary> graph_summaries;
+  Event graph_start{true}, graph_end{true}, graph_start_untimed, graph_end_untimed;
+
   Impl(const Plan& plan_, const AttentionInputs<float>& inputs, const GpuRunOptions& options_)
       : plan(plan_), options(options_), P(plan_.ranks()) {
     RINGLAB_CUDA_CHECK(cudaSetDevice(options.device));
@@ -90,28 +96,11 @@ struct StreamsRun::Impl {
   // measure = false: a warm-up, its events without timing, nothing read back.
   ExecutionResult run(bool download, bool trace, bool measure = true) {
     RINGLAB_CUDA_CHECK(cudaSetDevice(options.device));
-    timeline.clear(), sends.clear(), receives.clear(), copied.clear(), collectives.clear();
-    timeline.set_timing(measure);
-    timeline.set_spans(options.span_events || trace);
-    summaries.assign(static_cast<size_t>(P), RankSummary{});
-    interpreters.clear();
-    for (int64_t r = 0; r < P; ++r) interpreters.emplace_back(plan, r, summaries[static_cast<size_t>(r)]);
+    if (options.graph) return run_graph(download, trace, measure);
+    begin_walk(measure, options.span_events || trace);
     // One start event that every stream waits for, so that all times are measured from it.
     const Event* start = record(compute[0].get(), true);
-    for (int64_t r = 0; r < P; ++r) {
-      start->wait_on(compute_of(r));
-      start->wait_on(comm_of(r));
-      rank_of(r).reset(compute_of(r));  // the accumulator back to the merge's identity
-    }
-
-    Dispatch dispatch{*this};
-    WalkOptions walk_options;
-    walk_options.sends_need_receiver = true;  // a copy is enqueued once both ends have posted
-    const WalkResult walk = walk_plan(plan, ops, dispatch, walk_options);
-    if (!walk.finished()) {
-      throw CommError("deadlock on gpu-streams: no rank can move; " + one_line(describe_deadlock(plan, walk)));
-    }
-
+    walk(*start);
     std::vector<const Event*> ends;
     for (int64_t r = 0; r < P; ++r) {
       ends.push_back(record(compute[static_cast<size_t>(r)].get(), true));
@@ -119,7 +108,75 @@ struct StreamsRun::Impl {
     }
     RINGLAB_CUDA_CHECK(cudaDeviceSynchronize());
     if (!measure) return {};
-    return results(*start, ends, download, trace);
+    double device_ms = 0;
+    for (const Event* end : ends) device_ms = std::max(device_ms, static_cast<double>(elapsed_ms(*start, *end)));
+    std::vector<TraceEvent> events =
+        timeline.resolve(*start, [&](int rank) -> RankSummary& { return summaries[static_cast<size_t>(rank)]; });
+    return results(device_ms, summaries, trace ? std::move(events) : std::vector<TraceEvent>{}, download);
+  }
+
+  // A fresh walk's bookkeeping: no events, messages or counts from the last one.
+  void begin_walk(bool timing, bool spans) {
+    timeline.clear(), sends.clear(), receives.clear(), copied.clear(), collectives.clear();
+    timeline.set_timing(timing);
+    timeline.set_spans(spans);
+    summaries.assign(static_cast<size_t>(P), RankSummary{});
+    interpreters.clear();
+    for (int64_t r = 0; r < P; ++r) interpreters.emplace_back(plan, r, summaries[static_cast<size_t>(r)]);
+  }
+
+  // Every stream waits for `start`; each rank's accumulator is reset; then every rank's ops are
+  // enqueued in walk order.
+  void walk(const Event& start) {
+    for (int64_t r = 0; r < P; ++r) {
+      start.wait_on(compute_of(r));
+      start.wait_on(comm_of(r));
+      rank_of(r).reset(compute_of(r));  // the accumulator back to the merge's identity
+    }
+    Dispatch dispatch{*this};
+    WalkOptions walk_options;
+    walk_options.sends_need_receiver = true;  // a copy is enqueued once both ends have posted
+    const WalkResult result = walk_plan(plan, ops, dispatch, walk_options);
+    if (!result.finished()) {
+      throw CommError("deadlock on gpu-streams: no rank can move; " + one_line(describe_deadlock(plan, result)));
+    }
+  }
+
+  // GpuRunOptions::graph. The first run walks the plan once as usual, untimed, so that every
+  // kernel's module is loaded and its attributes set outside the capture. It then captures the
+  // walk on compute stream 0: every other stream joins the capture by waiting on its first event,
+  // and is joined back at the end (compute 0 waits on each stream's last event), so the graph
+  // holds the walk's every dependency and nothing else. Each run launches the graph between two
+  // events on compute stream 0.
+  ExecutionResult run_graph(bool download, bool trace, bool measure) {
+    if (trace) throw UsageError("a CUDA graph is timed as a whole: no trace; drop the graph or the trace");
+    cudaStream_t origin = compute[0].get();
+    if (graph.empty()) {
+      begin_walk(false, false);
+      walk(*record(origin));
+      RINGLAB_CUDA_CHECK(cudaDeviceSynchronize());
+      begin_walk(false, false);
+      graph = Graph::capture(origin, [&] {
+        walk(*record(origin));
+        for (int64_t r = 0; r < P; ++r) {
+          if (r > 0) record(compute_of(r))->wait_on(origin);
+          record(comm_of(r))->wait_on(origin);
+        }
+      });
+      graph_summaries = summaries;
+      // The capture's spans are off: resolving adds its FLOPs and reads no event.
+      timeline.resolve(graph_start,
+                       [&](int rank) -> RankSummary& { return graph_summaries[static_cast<size_t>(rank)]; });
+      timeline.clear();
+    }
+    const Event& start = measure ? graph_start : graph_start_untimed;
+    const Event& end = measure ? graph_end : graph_end_untimed;
+    start.record(origin);
+    graph.launch(origin);
+    end.record(origin);
+    RINGLAB_CUDA_CHECK(cudaDeviceSynchronize());
+    if (!measure) return {};
+    return results(static_cast<double>(elapsed_ms(start, end)), graph_summaries, {}, download);
   }
 
   static std::string one_line(std::string text) {
@@ -320,17 +377,15 @@ struct StreamsRun::Impl {
 
   // ---- [results] -------------------------------------------------------------------------------
 
-  ExecutionResult results(const Event& start, const std::vector<const Event*>& ends, bool download, bool trace) {
+  // `trace`: the events to keep (none when not tracing).
+  ExecutionResult results(double device_ms, const std::vector<RankSummary>& ranks_summary,
+                          std::vector<TraceEvent> trace, bool download) {
     ExecutionResult result;
     result.executor = streams_label(plan, options);
-    double device_ms = 0;
-    for (const Event* end : ends) device_ms = std::max(device_ms, static_cast<double>(elapsed_ms(start, *end)));
     result.time = {TimeKind::device, device_ms * 1e-3};
-    std::vector<TraceEvent> events =
-        timeline.resolve(start, [&](int rank) -> RankSummary& { return summaries[static_cast<size_t>(rank)]; });
-    result.ranks = summaries;
-    if (trace) {
-      result.trace = std::move(events);
+    result.ranks = ranks_summary;
+    if (!trace.empty()) {
+      result.trace = std::move(trace);
       std::stable_sort(result.trace.begin(), result.trace.end(), [](const TraceEvent& a, const TraceEvent& b) {
         return std::tie(a.rank, a.start_us) < std::tie(b.rank, b.start_us);
       });
@@ -359,6 +414,11 @@ void StreamsRun::warm_up() { impl_->run(false, false, false); }
 
 void StreamsRun::set_span_events(bool on) { impl_->options.span_events = on; }
 
+void StreamsRun::set_graph(bool on) {
+  impl_->options.graph = on;
+  if (!on) impl_->graph = Graph();
+}
+
 std::string StreamsExecutor::label(const Plan& plan) const { return streams_label(plan, options_); }
 
 ExecutionResult StreamsExecutor::execute(const Plan& plan, const AttentionInputs<float>& inputs,
@@ -370,6 +430,14 @@ ExecutionResult StreamsExecutor::execute(const Plan& plan, const AttentionInputs
   });
 }
 
+namespace {
+std::string graph_text(int warmup) {
+  const std::string graph = "one CUDA graph, captured after an untimed plain run, ";
+  if (warmup == 0) return graph + "its first launch timed";
+  return graph + "timed after " + std::to_string(warmup) + (warmup == 1 ? " warm-up launch" : " warm-up launches");
+}
+}  // namespace
+
 std::string streams_label(const Plan& plan, const GpuRunOptions& options) {
   std::string device = "GPU " + std::to_string(options.device);
   try {
@@ -377,7 +445,8 @@ std::string streams_label(const Plan& plan, const GpuRunOptions& options) {
   } catch (const CudaError&) {
   }
   return "gpu-streams, " + std::to_string(plan.ranks()) + (plan.ranks() == 1 ? " virtual rank" : " virtual ranks") +
-         " on " + device + " (" + dtype_name(options.dtype) + ", " + warmup_text(options.warmup) + ")";
+         " on " + device + " (" + dtype_name(options.dtype) + ", " +
+         (options.graph ? graph_text(options.warmup) : warmup_text(options.warmup)) + ")";
 }
 
 }  // namespace ringlab::gpu

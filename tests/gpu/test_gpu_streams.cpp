@@ -129,4 +129,39 @@ TEST_CASE("gpu-streams: span_events off times the run alone, with the same forwa
   for (size_t r = 0; r < lean.ranks.size(); ++r) CHECK(lean.ranks[r].counters.flops == timed.ranks[r].counters.flops);
 }
 
+// GpuRunOptions::graph on the device: the walk captured as one CUDA graph (every stream forked
+// from compute stream 0 and joined back), launched twice, verifies against exact attention each
+// time, forward+backward, with the plain run's forward bit for bit and its FLOPs. P = 3 and 8.
+TEST_CASE("gpu-streams: one CUDA graph, launched twice, verifies and matches the plain run", "[gpu][streams]") {
+  RINGLAB_REQUIRE_GPU();
+  const int64_t P = GENERATE(3, 8);
+  PlanSpec spec = gpu_spec("ring", "zigzag", P, true, true);
+  spec.element_bytes = 2;
+  const Plan plan = build_plan(spec);
+  AttentionInputs<double> x = make_inputs(spec.dims, 5, true).cast<double>();
+  x.q = gpu::rounded_to_dtype(x.q, gpu::Dtype::bf16), x.k = gpu::rounded_to_dtype(x.k, gpu::Dtype::bf16);
+  x.v = gpu::rounded_to_dtype(x.v, gpu::Dtype::bf16), x.dout = gpu::rounded_to_dtype(x.dout, gpu::Dtype::bf16);
+  const AttentionInputs<float> inputs = x.cast<float>();
+  const ReferenceOutputs reference = compute_reference(x, MaskKind::causal, true);
+  gpu::GpuRunOptions options;
+  gpu::StreamsRun plain_run(plan, inputs, options);
+  const ExecutionResult plain = plain_run.run(true);
+  options.graph = true;
+  gpu::StreamsRun graph_run(plan, inputs, options);
+  for (int launch = 0; launch < 2; ++launch) {
+    INFO("launch " << launch);
+    const ExecutionResult result = graph_run.run(true);
+    const Verification v =
+        verify(result.outputs, reference, result.executor, gpu::gpu_tolerance_function(gpu::Dtype::bf16));
+    INFO(test::describe(v));
+    CHECK(v.ok());
+    CHECK(result.outputs.out == plain.outputs.out);
+    CHECK(result.time.seconds > 0);
+    CHECK(result.trace.empty());
+    REQUIRE(result.ranks.size() == plain.ranks.size());
+    for (size_t r = 0; r < plain.ranks.size(); ++r)
+      CHECK(result.ranks[r].counters.flops == plain.ranks[r].counters.flops);
+  }
+}
+
 }  // namespace ringlab

@@ -4,10 +4,18 @@
 // latter by the accumulator they clear. Atomic or guarded: gpu-nccl's ranks are threads.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
+
+// The mocked runtime (mock_cuda_runtime.cpp): device work on `stream`, run now or kept by the
+// stream capture under way; and the graph launches since the last call.
+cudaError_t ringlab_mock_enqueue(cudaStream_t stream, std::function<void()> work);
+int64_t ringlab_mock_graph_launches();
 
 namespace ringlab::gpu {
 
