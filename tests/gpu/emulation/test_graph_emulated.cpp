@@ -196,9 +196,9 @@ TEST_CASE("emulated CUDA graph capture: a stream outside it, a stream not joined
 
 TEST_CASE("emulated ringlab-gpu run --graph: verifies, and refuses a trace or gpu-nccl in one line",
           "[gpu][emulated][cli][graph]") {
-  const std::vector<std::string> small = {"run",   "--ranks",     "3",        "--seq",  "96",     "--layout",
-                                          "zigzag", "--heads",    "3",        "--kv-heads", "1", "--dim",
-                                          "64",    "--dtype",     "fp32",     "--causal", "--backward"};
+  const std::vector<std::string> small = {"run",    "--ranks", "3",    "--seq",      "96",        "--layout",
+                                          "zigzag", "--heads", "3",    "--kv-heads", "1",         "--dim",
+                                          "64",     "--dtype", "fp32", "--causal",   "--backward"};
   auto with = [&](std::vector<std::string> more) {
     std::vector<std::string> args = small;
     args.insert(args.end(), more.begin(), more.end());
@@ -212,8 +212,9 @@ TEST_CASE("emulated ringlab-gpu run --graph: verifies, and refuses a trace or gp
 
   const test::CliOutcome traced = with({"--graph", "--trace", "never-written.json"});
   CHECK(traced.status == 2);
-  CHECK(traced.err == "ringlab-gpu: error: --graph times the whole run, not its ops: no trace; drop --graph or "
-                      "--trace\n");
+  CHECK(traced.err ==
+        "ringlab-gpu: error: --graph times the whole run, not its ops: no trace; drop --graph or "
+        "--trace\n");
   const test::CliOutcome nccl = with({"--graph", "--executor", "nccl"});
   CHECK(nccl.status == 2);
   CHECK(nccl.err == "ringlab-gpu: error: --graph captures gpu-streams' run; drop it, or use --executor streams\n");
