@@ -7,6 +7,8 @@
 //                  "T(P) ops" column times the same run with every op bracketed by two timing
 //                  events, as traces and the per-step tables need: the difference is what that
 //                  instrumentation costs the one host thread that enqueues every rank's ops.
+//                  "host T(P)" is the host's time enqueueing the T(P) run (StreamsRun::
+//                  host_enqueue_ms): near T(P), the host sets the pace.
 //                  "T(P) graph" times the same run captured once as a CUDA graph and launched
 //                  (GpuRunOptions::graph; T(1) likewise): the host enqueues nothing per op, so
 //                  what the host's walk costs the schedule is T(P) - T(P) graph. The verdict is
@@ -93,6 +95,7 @@ PlanSpec spec_of(const Schedule& s, int64_t P, const AttentionDims& dims, bool b
 
 struct Timing {
   double ms = 0;         // median device time of a whole run
+  double host_ms = 0;    // median host time enqueueing it (StreamsRun::host_enqueue_ms)
   double imbalance = 1;  // max / mean FLOPs over the ranks
 };
 
@@ -103,15 +106,18 @@ double median_graph_ms(gpu::StreamsRun& run, int iterations);
 
 Timing median_device_ms(gpu::StreamsRun& run, int warmup, int iterations) {
   for (int i = 0; i < warmup; ++i) run.run(false);
-  std::vector<double> times;
+  std::vector<double> times, host;
   Timing timing;
   for (int i = 0; i < iterations; ++i) {
     const ExecutionResult result = run.run(false);
     times.push_back(result.time.seconds * 1e3);
+    host.push_back(run.host_enqueue_ms());
     timing.imbalance = load_imbalance(result.ranks).flops_max_over_mean;
   }
   std::sort(times.begin(), times.end());
+  std::sort(host.begin(), host.end());
   timing.ms = times[times.size() / 2];
+  timing.host_ms = host[host.size() / 2];
   return timing;
 }
 
@@ -386,10 +392,11 @@ int main(int argc, char** argv) {
 
   std::printf("efficiency on %s: T(one kernel, P=1) / T(P virtual ranks), %s, %s\n", gpu::device_description(0).c_str(),
               dims.to_string().c_str(), gpu::dtype_name(dtype));
-  std::printf("%-30s %4s %8s %10s %10s %7s %7s %9s %10s %7s %10s %9s  %s\n", "schedule", "P", "pass", "T(1)", "T(P)",
-              "eff", "target", "work imb", "T(P) ops", "eff ops", "T(P) graph", "eff graph", "verdict");
-  std::printf("%-30s %4s %8s %10s %10s %7s %7s %9s %10s %7s %10s %9s\n", "", "", "", "[ms]", "[ms]", "[%]", "[%]",
-              "[max/mean]", "[ms]", "[%]", "[ms]", "[%]");
+  std::printf("%-30s %4s %8s %10s %10s %9s %7s %7s %9s %10s %7s %10s %9s  %s\n", "schedule", "P", "pass", "T(1)",
+              "T(P)", "host T(P)", "eff", "target", "work imb", "T(P) ops", "eff ops", "T(P) graph", "eff graph",
+              "verdict");
+  std::printf("%-30s %4s %8s %10s %10s %9s %7s %7s %9s %10s %7s %10s %9s\n", "", "", "", "[ms]", "[ms]", "[ms]", "[%]",
+              "[%]", "[max/mean]", "[ms]", "[%]", "[ms]", "[%]");
   Calibration calibration;
   gpu::Stream stream;
   calibration.bytes_per_ms = copy_bandwidth_bytes_per_ms(stream.get());
@@ -432,9 +439,9 @@ int main(int argc, char** argv) {
         missed += s.target > 0 && efficiency < s.target ? 1 : 0;
         char target[16] = "-";
         if (s.target > 0) std::snprintf(target, sizeof target, "%.0f", 100 * s.target);
-        std::printf("%-30s %4lld %8s %10.3f %10.3f %7.1f %7s %9.2f %10.3f %7.1f %10s %9s  %s\n", s.name,
-                    static_cast<long long>(P), backward ? "fwd+bwd" : "fwd", t1, tp, 100 * efficiency, target,
-                    timing.imbalance, tp_ops, 100 * t1 / tp_ops, graph_ms, graph_eff, verdict);
+        std::printf("%-30s %4lld %8s %10.3f %10.3f %9.3f %7.1f %7s %9.2f %10.3f %7.1f %10s %9s  %s\n", s.name,
+                    static_cast<long long>(P), backward ? "fwd+bwd" : "fwd", t1, tp, timing.host_ms, 100 * efficiency,
+                    target, timing.imbalance, tp_ops, 100 * t1 / tp_ops, graph_ms, graph_eff, verdict);
         bench::report_row("gpu ring",
                           bench::format("%s P=%lld %s: T(P=1) / T(P)", s.name, static_cast<long long>(P),
                                         backward ? "fwd+bwd" : "fwd"),

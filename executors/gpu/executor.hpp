@@ -100,6 +100,10 @@ class StreamsRun {
   void set_span_events(bool on);
   // GpuRunOptions::graph for the runs that follow (the first captures the graph).
   void set_graph(bool on);
+  // The host's wall time enqueueing the last run, in milliseconds: from the run's start to its
+  // last call before it waits for the device (the walk; with a graph, the launch and its two
+  // events). Where it comes near the run's device time, the host sets the pace.
+  double host_enqueue_ms() const;
 
  private:
   struct Impl;

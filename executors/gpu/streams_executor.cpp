@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <tuple>
 
@@ -77,6 +78,11 @@ struct StreamsRun::Impl {
   Graph graph;
   std::vector<RankSummary> graph_summaries;
   Event graph_start{true}, graph_end{true}, graph_start_untimed, graph_end_untimed;
+  double host_enqueue_ms = 0;  // the last run's (StreamsRun::host_enqueue_ms)
+
+  static double ms_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }
 
   Impl(const Plan& plan_, const AttentionInputs<float>& inputs, const GpuRunOptions& options_)
       : plan(plan_), options(options_), P(plan_.ranks()) {
@@ -97,6 +103,7 @@ struct StreamsRun::Impl {
   ExecutionResult run(bool download, bool trace, bool measure = true) {
     RINGLAB_CUDA_CHECK(cudaSetDevice(options.device));
     if (options.graph) return run_graph(download, trace, measure);
+    const auto host_start = std::chrono::steady_clock::now();
     begin_walk(measure, options.span_events || trace);
     // One start event that every stream waits for, so that all times are measured from it.
     const Event* start = record(compute[0].get(), true);
@@ -106,6 +113,7 @@ struct StreamsRun::Impl {
       ends.push_back(record(compute[static_cast<size_t>(r)].get(), true));
       ends.push_back(record(comm[static_cast<size_t>(r)].get(), true));
     }
+    host_enqueue_ms = ms_since(host_start);
     RINGLAB_CUDA_CHECK(cudaDeviceSynchronize());
     if (!measure) return {};
     double device_ms = 0;
@@ -171,9 +179,11 @@ struct StreamsRun::Impl {
     }
     const Event& start = measure ? graph_start : graph_start_untimed;
     const Event& end = measure ? graph_end : graph_end_untimed;
+    const auto host_start = std::chrono::steady_clock::now();
     start.record(origin);
     graph.launch(origin);
     end.record(origin);
+    host_enqueue_ms = ms_since(host_start);
     RINGLAB_CUDA_CHECK(cudaDeviceSynchronize());
     if (!measure) return {};
     return results(static_cast<double>(elapsed_ms(start, end)), graph_summaries, {}, download);
@@ -413,6 +423,8 @@ ExecutionResult StreamsRun::run(bool download, bool trace) { return impl_->run(d
 void StreamsRun::warm_up() { impl_->run(false, false, false); }
 
 void StreamsRun::set_span_events(bool on) { impl_->options.span_events = on; }
+
+double StreamsRun::host_enqueue_ms() const { return impl_->host_enqueue_ms; }
 
 void StreamsRun::set_graph(bool on) {
   impl_->options.graph = on;
