@@ -204,6 +204,14 @@ TEST_CASE("calibration: bench_gpu_ring's per-step tables are read back", "[calib
                         "x.txt");
   REQUIRE(with_ops.size() == 2);
   CHECK(with_ops[1].measured.at(0) * 1e3 == Approx(3.0 - 1.0));
+  // And the newest, with the host's enqueueing time after T(P) and the graph's two columns (n/a
+  // where a graph could not be captured).
+  const std::vector<StepTable> with_graph = parse_step_tables(
+      title + "ring contiguous, full  2  fwd  1.0  1.1  0.4  91  90  1.00  1.3  77  1.05  95.2  met\n" +
+          "ring contiguous, full  2  fwd+bwd  3.5  3.6  0.9  97  90  1.00  3.7  95  n/a  n/a  met\n\n" + step_table,
+      "x.txt");
+  REQUIRE(with_graph.size() == 2);
+  CHECK(with_graph[1].measured.at(0) * 1e3 == Approx(3.5 - 1.0));
   // Broken inputs: one line naming the problem.
   CHECK_THROWS_AS(parse_step_tables("nothing here\n", "x.txt"), UsageError);
   CHECK_THROWS_WITH(parse_step_tables("per-step times: ring zigzag, causal, P=4, B=1 S=64 H=1 HKV=1 D=8, forward\n"
