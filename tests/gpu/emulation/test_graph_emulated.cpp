@@ -52,7 +52,7 @@ struct Case {
 
 }  // namespace
 
-// Every schedule family at P = 3 and 4, forward+backward in fp32, and the tensor-core forward's
+// The ring, Ulysses and all-gather at P = 3 and 4, forward+backward in fp32, and the tensor-core forward's
 // fused init and finalize (bf16; its backward is slow to emulate and adds nothing a graph could
 // break that fp32's does not): the graph's launches give the plain run's outputs and counts, again
 // and again (each launch resets what the walk resets); after the capture, a run is one graph
