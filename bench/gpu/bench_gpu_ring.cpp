@@ -99,11 +99,6 @@ struct Timing {
   double imbalance = 1;  // max / mean FLOPs over the ranks
 };
 
-// The same run as one CUDA graph (GpuRunOptions::graph): its median milliseconds, or -1 after
-// printing why once when the capture or a launch fails, so that a graph problem on some device
-// costs the table one column, not the per-step tables and the fit that follow.
-double median_graph_ms(gpu::StreamsRun& run, int iterations);
-
 Timing median_device_ms(gpu::StreamsRun& run, int warmup, int iterations) {
   for (int i = 0; i < warmup; ++i) run.run(false);
   std::vector<double> times, host;
@@ -121,6 +116,9 @@ Timing median_device_ms(gpu::StreamsRun& run, int warmup, int iterations) {
   return timing;
 }
 
+// The same run as one CUDA graph (GpuRunOptions::graph): its median milliseconds, or -1 after
+// printing why once when the capture or a launch fails, so that a graph problem on some device
+// costs the table one column, not the per-step tables and the fit that follow.
 double median_graph_ms(gpu::StreamsRun& run, int iterations) {
   static bool reported = false;
   try {

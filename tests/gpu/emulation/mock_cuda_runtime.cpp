@@ -75,6 +75,14 @@ std::set<CUstream_st*> g_joined;
 std::vector<std::function<void()>> g_nodes;
 bool g_invalidated = false;
 
+// Under the capture's mutex: `stream` has not joined the capture under way, so what it is given
+// fails, and so does the capture.
+bool outside_capture(cudaStream_t stream) {
+  if (stream != nullptr && stream->capturing) return false;
+  g_invalidated = true;
+  return true;
+}
+
 // A call that could synchronise, made while a capture is under way.
 bool forbidden_during_capture() {
   if (!g_capturing) return false;
@@ -104,10 +112,7 @@ int64_t ringlab_mock_graph_launches() { return g_graph_launches.exchange(0); }
 cudaError_t ringlab_mock_enqueue(cudaStream_t stream, std::function<void()> work) {
   if (g_capturing) {
     const std::lock_guard<std::mutex> lock(g_capture_mutex);
-    if (stream == nullptr || !stream->capturing) {
-      g_invalidated = true;
-      return cudaErrorStreamCaptureIsolation;
-    }
+    if (outside_capture(stream)) return cudaErrorStreamCaptureIsolation;
     ++stream->work;
     g_nodes.push_back(std::move(work));
     return cudaSuccess;
@@ -171,10 +176,7 @@ cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t event) {
 cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (g_capturing) {  // a dependency of the graph: nothing to run, nothing to count
     const std::lock_guard<std::mutex> lock(g_capture_mutex);
-    if (stream == nullptr || !stream->capturing) {
-      g_invalidated = true;
-      return cudaErrorStreamCaptureIsolation;
-    }
+    if (outside_capture(stream)) return cudaErrorStreamCaptureIsolation;
     event->capture = g_capture_id, event->stream = stream, event->work = stream->work;
     return cudaSuccess;
   }
