@@ -1,6 +1,10 @@
 #include "gpu/device.hpp"
 
+#include <charconv>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <system_error>
 #include <utility>
 
 namespace ringlab::gpu {
@@ -30,6 +34,28 @@ std::string device_description(int device) {
   std::snprintf(details, sizeof details, " (sm_%d%d, %d SMs, %.1f GiB)", prop.major, prop.minor,
                 prop.multiProcessorCount, static_cast<double>(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
   return std::string(prop.name) + details;
+}
+
+void request_hardware_queues() {
+  (void)setenv(kHardwareQueuesVariable, std::to_string(kMostHardwareQueues).c_str(), /*overwrite=*/0);
+}
+
+int hardware_queues() {
+  const char* value = std::getenv(kHardwareQueuesVariable);
+  if (!value) return kDefaultHardwareQueues;
+  int queues = 0;
+  const char* end = value + std::strlen(value);
+  const auto [stop, error] = std::from_chars(value, end, queues);
+  if (error != std::errc() || stop != end || queues < 1 || queues > kMostHardwareQueues) return -1;
+  return queues;
+}
+
+std::string queue_sharing(int64_t streams) {
+  const int queues = hardware_queues();
+  if (queues < 1 || streams <= queues) return "";
+  const char* value = std::getenv(kHardwareQueuesVariable);
+  return std::to_string(streams) + " streams share " + std::to_string(queues) + " hardware queues, " +
+         kHardwareQueuesVariable + (value ? std::string("=") + value : std::string(" unset"));
 }
 
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {

@@ -21,6 +21,29 @@ inline bool device_available(std::string* why = nullptr) { return device_count(w
 // "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB)"
 std::string device_description(int device);
 
+// ---- hardware queues ---------------------------------------------------------------------------
+// The host reaches a device through a few hardware work queues per context: as many as
+// CUDA_DEVICE_MAX_CONNECTIONS says when the context is created, 8 when it is unset, 32 at most.
+// Streams beyond that many share a queue (the driver hands the queues out in turn), and a queue
+// takes its work in the order it was enqueued: a stream that waits for an event holds up the other
+// streams on its queue, though they do not depend on it (a false dependency). gpu-streams uses
+// two streams per virtual rank, so past 4 ranks the default would make ranks wait on each other.
+
+inline constexpr int kDefaultHardwareQueues = 8;
+inline constexpr int kMostHardwareQueues = 32;
+inline constexpr const char* kHardwareQueuesVariable = "CUDA_DEVICE_MAX_CONNECTIONS";
+
+// Asks for the most hardware queues (sets the variable to 32) unless the environment already says
+// how many. Only a context created after the call gets them: the commands and the benchmarks call
+// it first thing in main, before any CUDA call.
+void request_hardware_queues();
+// The hardware queues a context created now gets: the variable's value, 8 when it is unset, -1
+// when it is not a whole number from 1 to 32.
+int hardware_queues();
+// "" when `streams` streams each get a queue of their own; else what is shared, as a clause for a
+// label or a warning: "16 streams share 8 hardware queues, CUDA_DEVICE_MAX_CONNECTIONS=8".
+std::string queue_sharing(int64_t streams);
+
 // Device memory, freed on destruction. Not zeroed unless asked.
 class DeviceBuffer {
  public:

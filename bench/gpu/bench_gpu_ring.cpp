@@ -40,10 +40,13 @@
 //              Then one kernel (P = 1) at each block size from S/8 to S, non-causal and causal,
 //              measured beside the fitted model's prediction: held out from the fit.
 // The per-step tables are forward, then forward+backward (--no-step-backward: forward only); their
-// text is what `ringlab calibrate FILE` reads back.
+// text is what `ringlab calibrate FILE` reads back. --forward-only times the forward pass alone
+// and --no-steps stops after the efficiency table: the bundle's A/B of the hardware queues
+// (CUDA_DEVICE_MAX_CONNECTIONS, gpu/device.hpp) runs the table twice that way, at 8 and 32 queues.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -340,6 +343,7 @@ void kernel_sweep(const AttentionDims& dims, gpu::Dtype dtype, const Calibration
 
 int main(int argc, char** argv) {
   using namespace ringlab;
+  gpu::request_hardware_queues();  // before any CUDA call; an explicit CUDA_DEVICE_MAX_CONNECTIONS stays
   CLI::App app{"bench_gpu_ring: gpu-streams efficiency vs one kernel, and per-step times vs a model"};
   AttentionDims dims;
   dims.seq = 16384, dims.heads = 32, dims.kv_heads = 8, dims.dim = 128;
@@ -360,6 +364,9 @@ int main(int argc, char** argv) {
   app.add_option("--write-hw", write_hw,
                  "fit the cost model to every measured step (ringlab calibrate) and write the machine file here");
   app.add_flag("!--no-step-backward", step_backward, "per-step tables of the forward pass only");
+  bool forward_only = false, steps = true;
+  app.add_flag("--forward-only", forward_only, "time the forward pass alone (efficiency and per-step tables)");
+  app.add_flag("!--no-steps", steps, "stop after the efficiency table: no per-step tables, fit or kernel sweep");
   CLI11_PARSE(app, argc, argv);
   std::optional<Hardware> model;
   try {
@@ -390,6 +397,9 @@ int main(int argc, char** argv) {
 
   std::printf("efficiency on %s: T(one kernel, P=1) / T(P virtual ranks), %s, %s\n", gpu::device_description(0).c_str(),
               dims.to_string().c_str(), gpu::dtype_name(dtype));
+  const char* queues_set = std::getenv(gpu::kHardwareQueuesVariable);
+  std::printf("hardware queues: %d (%s=%s); gpu-streams uses 2 streams per virtual rank\n", gpu::hardware_queues(),
+              gpu::kHardwareQueuesVariable, queues_set ? queues_set : "unset");
   std::printf("%-30s %4s %8s %10s %10s %9s %7s %7s %9s %10s %7s %10s %9s  %s\n", "schedule", "P", "pass", "T(1)",
               "T(P)", "host T(P)", "eff", "target", "work imb", "T(P) ops", "eff ops", "T(P) graph", "eff graph",
               "verdict");
@@ -404,6 +414,7 @@ int main(int argc, char** argv) {
   for (const Schedule& s : kSchedules) {
     double t1_forward = 0;
     for (bool backward : {false, true}) {
+      if (backward && forward_only) continue;
       gpu::GpuRunOptions options;
       options.dtype = dtype;
       options.span_events = false;  // T(1), T(P): the run's start and end events only
@@ -448,10 +459,10 @@ int main(int argc, char** argv) {
       }
     }
   }
-  if (calibration.flops_per_ms > 0) {
+  if (steps && calibration.flops_per_ms > 0) {
     std::vector<StepTable> measured;
     for (bool backward : {false, true}) {
-      if (backward && !step_backward) continue;
+      if (backward && (!step_backward || forward_only)) continue;
       for (const Schedule& s : kSchedules)
         if (s.algo == Algorithm::ring && s.causal && s.layout != LayoutKind::striped) {
           const std::vector<StepTable> tables =
@@ -465,7 +476,7 @@ int main(int argc, char** argv) {
     if (!measured.empty()) {
       // With the backward of one whole block (the P = 1 runs above): the backward's speed at the
       // peak's block size, so that the backward's block-size factors can be fitted (calibrate.hpp).
-      if (step_backward) measured.insert(measured.end(), whole_blocks.begin(), whole_blocks.end());
+      if (step_backward && !forward_only) measured.insert(measured.end(), whole_blocks.begin(), whole_blocks.end());
       const Hardware fitted = calibrate(measured, calibration, dims, dtype, write_hw);
       kernel_sweep(dims, dtype, calibration, fitted, iterations);
     }

@@ -7,6 +7,7 @@
 #include "cli/ringlab-gpu/gpu_command.hpp"
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -80,6 +81,26 @@ std::unique_ptr<Executor> make_executor(const GpuRunConfig& config, const GpuRun
 
 // ---- [run] -------------------------------------------------------------------------------------
 
+// The hardware queues gpu-streams' 2 P streams get (gpu/device.hpp): a value the driver cannot
+// take is refused; too few for the streams is a warning, since the run is still correct.
+void warn_of_shared_queues(const GpuRunConfig& config, std::ostream& err, const std::string& prefix) {
+  if (hardware_queues() < 1) {
+    throw UsageError(std::string(kHardwareQueuesVariable) + "=" + std::getenv(kHardwareQueuesVariable) +
+                     " is not a number of hardware queues the CUDA driver takes (1 to 32); unset it (ringlab-gpu "
+                     "then asks for 32) or set it in that range");
+  }
+  if (config.executor != "streams") return;
+  const int64_t streams = 2 * config.run.ranks;
+  const std::string sharing = queue_sharing(streams);
+  if (sharing.empty()) return;
+  err << prefix << "warning: " << sharing
+      << ": a rank's work can wait behind another's that it does not depend on, and the times come out longer; "
+      << (streams <= kMostHardwareQueues
+              ? "unset " + std::string(kHardwareQueuesVariable) + " (ringlab-gpu then asks for 32) or set it to 32"
+              : "there are at most 32: up to 16 virtual ranks run with a queue per stream")
+      << "\n";
+}
+
 // The run pipeline with the chosen executor: inputs rounded to the dtype (and the oracle computed
 // on those), the dtype's tolerances, device time, and rank 0 reporting under mpirun.
 int run(GpuRunConfig& config, std::ostream& out, std::ostream& err, const MultiProcess* mp, const std::string& prefix) {
@@ -89,6 +110,7 @@ int run(GpuRunConfig& config, std::ostream& out, std::ostream& err, const MultiP
   if (config.graph && !config.run.trace_file.empty()) {
     throw UsageError("--graph times the whole run, not its ops: no trace; drop --graph or --trace");
   }
+  warn_of_shared_queues(config, err, prefix);
   GpuRunOptions options;
   options.graph = config.graph;
   options.dtype = parse_dtype(config.dtype);
@@ -128,6 +150,11 @@ int info(std::ostream& out) {
 #else
   out << "MPI: not built in (gpu-nccl runs single-process)\n";
 #endif
+  const int queues = hardware_queues();
+  out << "hardware queues per context: " << (queues > 0 ? std::to_string(queues) : std::string("not a number")) << " ("
+      << kHardwareQueuesVariable << "; gpu-streams uses 2 per virtual rank, so "
+      << (queues > 1 ? "up to " + std::to_string(queues / 2) + " ranks get a queue per stream" : "its ranks share")
+      << ")\n";
   out << "kernels: bf16/fp16 tensor cores (mma.sync m16n8k16) for D = 64, 128; fp32 for D <= 128\n";
   return devices > 0 ? kExitVerified : kExitUsage;
 }

@@ -3,11 +3,13 @@
 #include <iostream>
 
 #include "cli/ringlab-gpu/gpu_command.hpp"
+#include "gpu/device.hpp"
 #ifdef RINGLAB_WITH_MPI
 #include "cli/ringlab-gpu/mpi_bootstrap.hpp"
 #endif
 
 int main(int argc, char** argv) {
+  ringlab::gpu::request_hardware_queues();  // before any CUDA call: gpu-streams' 2 P streams, a queue each
 #ifdef RINGLAB_WITH_MPI
   if (ringlab::gpu::launched_by_mpirun()) return ringlab::gpu::mpi_main(argc, argv);
 #endif

@@ -456,9 +456,12 @@ std::string streams_label(const Plan& plan, const GpuRunOptions& options) {
     device = device_description(options.device);
   } catch (const CudaError&) {
   }
+  // Two streams per rank (compute, transfers): where they outnumber the hardware queues, say so.
+  const std::string sharing = queue_sharing(2 * plan.ranks());
   return "gpu-streams, " + std::to_string(plan.ranks()) + (plan.ranks() == 1 ? " virtual rank" : " virtual ranks") +
          " on " + device + " (" + dtype_name(options.dtype) + ", " +
-         (options.graph ? graph_text(options.warmup) : warmup_text(options.warmup)) + ")";
+         (options.graph ? graph_text(options.warmup) : warmup_text(options.warmup)) +
+         (sharing.empty() ? "" : "; " + sharing) + ")";
 }
 
 }  // namespace ringlab::gpu

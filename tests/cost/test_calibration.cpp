@@ -205,9 +205,10 @@ TEST_CASE("calibration: bench_gpu_ring's per-step tables are read back", "[calib
   REQUIRE(with_ops.size() == 2);
   CHECK(with_ops[1].measured.at(0) * 1e3 == Approx(3.0 - 1.0));
   // And the newest, with the host's enqueueing time after T(P) and the graph's two columns (n/a
-  // where a graph could not be captured).
+  // where a graph could not be captured), under the line that names the hardware queues.
   const std::vector<StepTable> with_graph = parse_step_tables(
-      title + "ring contiguous, full  2  fwd  1.0  1.1  0.4  91  90  1.00  1.3  77  1.05  95.2  met\n" +
+      title + "hardware queues: 32 (CUDA_DEVICE_MAX_CONNECTIONS=32); gpu-streams uses 2 streams per virtual rank\n" +
+          "ring contiguous, full  2  fwd  1.0  1.1  0.4  91  90  1.00  1.3  77  1.05  95.2  met\n" +
           "ring contiguous, full  2  fwd+bwd  3.5  3.6  0.9  97  90  1.00  3.7  95  n/a  n/a  met\n\n" + step_table,
       "x.txt");
   REQUIRE(with_graph.size() == 2);

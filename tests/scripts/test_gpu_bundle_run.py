@@ -13,6 +13,7 @@ report and at most a handful of files are written, and the exit status is 1.
 """
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,7 +44,15 @@ done
 exit 0
 """
 
-FAKE_BENCH = "#!/bin/bash\necho \"fake $(basename \"$0\") $*\"\nexit 0\n"
+# The ring benchmark's fake also prints one efficiency row, its value the hardware queues it ran
+# under, so that the queues' A/B summary has something to put side by side.
+FAKE_BENCH = r"""#!/bin/bash
+echo "fake $(basename "$0") $* (queues ${CUDA_DEVICE_MAX_CONNECTIONS:-unset})"
+if [ "$(basename "$0")" = bench_gpu_ring ]; then
+  echo "@row|gpu ring|ring zigzag, causal+skip P=8 fwd: T(P=1) / T(P)|${CUDA_DEVICE_MAX_CONNECTIONS:-0}.5% (1 / 2 ms)|>= 85%|MISSED"
+fi
+exit 0
+"""
 
 FAKE_NVIDIA_SMI_OK = r"""#!/bin/bash
 if [ "$1" = "-L" ]; then echo "GPU 0: Fake H100 (UUID: GPU-0)"; exit 0; fi
@@ -211,6 +220,11 @@ def main():
         check("FAILED: CHECK( 1 == 2 )" in report, "the failing case's output is in the report")
         check("compute-sanitizer" in report and "memcheck-d128: exit 0" in report, "the sanitizers ran", report[-3000:])
         check("fake bench_gpu_ring --seq 8192" in report, "the speed tables ran", report[-3000:])
+        ab = "fake bench_gpu_ring --seq 8192 --ranks 8 --forward-only --no-steps (queues "
+        check(ab + "8)" in report and ab + "32)" in report, "the hardware queues' A/B ran at 8, then 32 queues",
+              report[-4000:])
+        check(re.search(r"ring zigzag, causal\+skip P=8 fwd +8\.5% +32\.5%", report) is not None,
+              "the A/B's summary puts each schedule's two efficiencies side by side", report[-4000:])
         check("PyTorch with CUDA is not importable" in report, "no PyTorch: said so, kernel table alone")
         files = sorted(os.listdir(out))
         check(len(files) <= 5, "at most a handful of files", str(files))
