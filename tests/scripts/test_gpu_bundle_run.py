@@ -50,6 +50,7 @@ FAKE_BENCH = r"""#!/bin/bash
 echo "fake $(basename "$0") $* (queues ${CUDA_DEVICE_MAX_CONNECTIONS:-unset})"
 if [ "$(basename "$0")" = bench_gpu_ring ]; then
   echo "@row|gpu ring|ring zigzag, causal+skip P=8 fwd: T(P=1) / T(P)|${CUDA_DEVICE_MAX_CONNECTIONS:-0}.5% (1 / 2 ms)|>= 85%|MISSED"
+  while [ $# -gt 0 ]; do [ "$1" = --write-hw ] && echo '{"name": "fake"}' > "$2"; shift; done
 fi
 exit 0
 """
@@ -225,6 +226,9 @@ def main():
               report[-4000:])
         check(re.search(r"ring zigzag, causal\+skip P=8 fwd +8\.5% +32\.5%", report) is not None,
               "the A/B's summary puts each schedule's two efficiencies side by side", report[-4000:])
+        check(re.search(r"fake bench_gpu_ring --seq 16384 --ranks 8 --step-ranks 8 --forward-only --hw \S*"
+                        r"gpu-streams-machine\.json", report) is not None,
+              "the fitted machine file predicts S = 16384 out of sample", report[-4000:])
         check("PyTorch with CUDA is not importable" in report, "no PyTorch: said so, kernel table alone")
         files = sorted(os.listdir(out))
         check(len(files) <= 5, "at most a handful of files", str(files))

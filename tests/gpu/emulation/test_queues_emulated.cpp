@@ -78,17 +78,19 @@ TEST_CASE("emulated gpu-streams: the label names the hardware queues its streams
     const QueuesVariable few("8");
     gpu::StreamsRun run(plan, make_inputs(spec.dims, 1, false), options);
     const ExecutionResult result = run.run(true);
-    CHECK_THAT(result.executor, Catch::EndsWith("; 12 streams share 8 hardware queues, CUDA_DEVICE_MAX_CONNECTIONS=8)"));
+    CHECK_THAT(result.executor,
+               Catch::EndsWith("; 12 streams share 8 hardware queues, CUDA_DEVICE_MAX_CONNECTIONS=8)"));
   }
   const QueuesVariable enough("32");
   CHECK_THAT(gpu::streams_label(plan, options), !Catch::Contains("hardware queues"));
 }
 
-TEST_CASE("emulated ringlab-gpu run: one warning line where the streams share queues, a refusal where the "
-          "variable is no count",
-          "[gpu][emulated][cli][queues]") {
-  const std::vector<std::string> six = {"run",   "--ranks", "6",    "--seq",  "96",       "--heads",
-                                        "2",     "--dim",   "64",   "--dtype", "fp32",    "--causal"};
+TEST_CASE(
+    "emulated ringlab-gpu run: one warning line where the streams share queues, a refusal where the "
+    "variable is no count",
+    "[gpu][emulated][cli][queues]") {
+  const std::vector<std::string> six = {"run", "--ranks", "6",  "--seq",   "96",   "--heads",
+                                        "2",   "--dim",   "64", "--dtype", "fp32", "--causal"};
   {
     const QueuesVariable few("8");
     const test::CliOutcome shared = test::run_gpu_cli(six);
@@ -112,6 +114,12 @@ TEST_CASE("emulated ringlab-gpu run: one warning line where the streams share qu
     CHECK(run.status == 0);
     CHECK(run.err.empty());
     CHECK_THAT(run.out, !Catch::Contains("hardware queues"));
+  }
+  {
+    const QueuesVariable enough("32");
+    const test::CliOutcome info = test::run_gpu_cli({"info"});
+    CHECK_THAT(info.out, Catch::Contains("hardware queues per context: 32 (CUDA_DEVICE_MAX_CONNECTIONS; gpu-streams "
+                                         "uses 2 per virtual rank, so up to 16 ranks get a queue per stream)\n"));
   }
   {
     const QueuesVariable bad("lots");
