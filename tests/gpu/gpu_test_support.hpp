@@ -40,6 +40,10 @@ namespace ringlab::test {
 
 inline constexpr int kSkipped = 77;  // SKIP_RETURN_CODE of gpu_tests (tests/gpu/CMakeLists.txt)
 
+// The hardware queues the commands ask for (gpu/device.hpp), asked for here too, before main and
+// so before any CUDA call: the tests run the streams as ringlab-gpu runs them, with a queue each.
+inline const bool kHardwareQueuesRequested = (gpu::request_hardware_queues(), true);
+
 inline PlanSpec gpu_spec(const std::string& algo, const std::string& layout, int64_t ranks, bool causal, bool backward,
                          int64_t ulysses = 0) {
   PlanSpec spec;
