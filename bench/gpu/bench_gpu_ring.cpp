@@ -38,7 +38,10 @@
 //              masked-tile efficiency, block size, half-query and half-key calls, per pass),
 //              predicted vs measured per step (in-sample); --write-hw FILE writes the machine file.
 //              Then one kernel (P = 1) at each block size from S/8 to S, non-causal and causal,
-//              measured beside the fitted model's prediction: held out from the fit.
+//              measured beside the fitted model's prediction (held out from the fit), and beside
+//              it with the forward kernels' floor fitted to those rows (ringlab calibrate's
+//              fit_floor: the start-up of a kernel whose thread blocks all fit at once); the
+//              machine file --write-hw writes has both fits.
 // The per-step tables are forward, then forward+backward (--no-step-backward: forward only); their
 // text is what `ringlab calibrate FILE` reads back. --forward-only times the forward pass alone
 // and --no-steps stops after the efficiency table: the bundle's A/B of the hardware queues
@@ -280,10 +283,10 @@ std::vector<StepTable> print_steps(const Schedule& s, int64_t P, const Attention
   return tables;
 }
 
-// Fits the device model to every step measured above, prints predicted vs measured per step (the
-// fit's own data: in-sample) and, given a path, writes the machine file `--hw` loads.
+// Fits the device model to every step measured above and prints predicted vs measured per step
+// (the fit's own data: in-sample).
 Hardware calibrate(const std::vector<StepTable>& tables, const Calibration& c, const AttentionDims& dims,
-                   gpu::Dtype dtype, const std::string& path) {
+                   gpu::Dtype dtype) {
   const int64_t P = tables.front().spec.ranks;
   const FitResult fit = fit_device(one_gpu_machine(c, P, dims, dtype, nullptr), tables);
   std::printf("\ncalibrated model (ringlab calibrate on the tables above; in-sample: %zu unknowns, %d steps)\n",
@@ -300,42 +303,57 @@ Hardware calibrate(const std::vector<StepTable>& tables, const Calibration& c, c
   bench::report_row("gpu ring", "calibrated model: largest |predicted / measured - 1| over the steps (in-sample)",
                     bench::format("%.1f%%", 100 * fit.max_abs_error), "<= 15%",
                     fit.max_abs_error <= 0.15 ? "met" : "MISSED");
-  if (!path.empty()) {
-    Hardware out = fit.hardware;
-    out.name = path;
-    write_file_atomically(path, to_json(out).dump(2) + "\n");
-    std::printf("wrote %s (ringlab run --dry-run --hw %s; its ranks_per_device is this run's P)\n", path.c_str(),
-                path.c_str());
-  }
   return fit.hardware;
 }
 
-// Held out from the fit: one kernel (P = 1) at each block size, non-causal (the block_rows factors)
-// and causal (the masked efficiency), measured and predicted by the fitted model.
-void kernel_sweep(const AttentionDims& dims, gpu::Dtype dtype, const Calibration& c, const Hardware& fitted,
-                  int iterations) {
-  std::printf("\none kernel by block size (P = 1 runs, median of %d; held out from the fit)\n", iterations);
-  std::printf("%7s %7s %10s %10s %10s %11s %9s\n", "S", "causal", "measured", "TFLOP/s", "of peak", "predicted",
-              "error");
-  std::printf("%7s %7s %10s %10s %10s %11s %9s\n", "", "", "[ms]", "", "", "[ms]", "");
-  Hardware one = fitted;
-  one.device.ranks_per_device = 1, one.ranks_per_node = 1;
+// One kernel (P = 1) at each block size, non-causal (the block_rows factors) and causal (the masked
+// efficiency), measured and predicted by the step fit (held out from it); then the forward
+// kernels' floor (DeviceModel::forward_floor_s) fitted to these rows and their prediction with it
+// (in-sample). Returns the step fit with the floor: the machine file.
+Hardware kernel_sweep(const AttentionDims& dims, gpu::Dtype dtype, const Calibration& c, const Hardware& fitted,
+                      int iterations) {
+  cudaDeviceProp prop{};
+  RINGLAB_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  KernelRows rows;
+  rows.sms = prop.multiProcessorCount;
+  std::vector<double> flops;
   for (int64_t n = std::max<int64_t>(1024, dims.seq / 8); n <= dims.seq; n *= 2) {
     for (bool causal : {false, true}) {
       AttentionDims d = dims;
       d.seq = n;
       const Schedule s{"one kernel", Algorithm::ring, LayoutKind::contiguous, causal, 1, 0};
-      const Plan plan = build_plan(spec_of(s, 1, d, false, dtype));
+      StepTable t;
+      t.schedule = "one kernel, S=" + std::to_string(n) + (causal ? ", causal" : ", full");
+      t.spec = spec_of(s, 1, d, false, dtype);
+      t.phase = "ring forward";
       gpu::GpuRunOptions options;
       options.dtype = dtype;
-      gpu::StreamsRun run(plan, make_inputs(d, 1, false), options);
-      const double ms = median_device_ms(run, 1, iterations).ms;
-      const double flops = bench::attention_flops(d.batch, d.heads, n, d.dim, causal, false);
-      const double predicted = run_dry_plan(plan, one).makespan_s * 1e3;
-      std::printf("%7lld %7s %10.3f %10.1f %10.3f %11.3f %+8.1f%%\n", static_cast<long long>(n), causal ? "yes" : "no",
-                  ms, flops / ms / 1e9, flops / ms / c.flops_per_ms, predicted, 100 * (predicted / ms - 1));
+      gpu::StreamsRun run(build_plan(t.spec), make_inputs(d, 1, false), options);
+      t.measured = {median_device_ms(run, 1, iterations).ms * 1e-3};
+      flops.push_back(bench::attention_flops(d.batch, d.heads, n, d.dim, causal, false));
+      rows.tables.push_back(std::move(t));
     }
   }
+  const FitResult floor = fit_floor(fitted, rows);
+  std::printf(
+      "\none kernel by block size (P = 1 runs, median of %d; predicted: the step fit, held out; with floor: then the "
+      "forward kernels' floor fitted to these rows, in-sample)\n",
+      iterations);
+  std::printf("%7s %7s %10s %10s %10s %11s %9s %11s %9s\n", "S", "causal", "measured", "TFLOP/s", "of peak",
+              "predicted", "error", "with floor", "error");
+  std::printf("%7s %7s %10s %10s %10s %11s %9s %11s %9s\n", "", "", "[ms]", "", "", "[ms]", "", "[ms]", "");
+  for (size_t i = 0; i < rows.tables.size(); ++i) {
+    const StepTable& t = rows.tables[i];
+    const double ms = t.measured[0] * 1e3;
+    const double predicted = predicted_steps(t.spec, t.phase, fitted).at(0) * 1e3;
+    const double with_floor = predicted_steps(t.spec, t.phase, floor.hardware).at(0) * 1e3;
+    std::printf("%7lld %7s %10.3f %10.1f %10.3f %11.3f %+8.1f%% %11.3f %+8.1f%%\n",
+                static_cast<long long>(t.spec.dims.seq), t.spec.causal ? "yes" : "no", ms, flops[i] / ms / 1e9,
+                flops[i] / ms / c.flops_per_ms, predicted, 100 * (predicted / ms - 1), with_floor,
+                100 * (with_floor / ms - 1));
+  }
+  for (const std::string& line : floor.fitted) std::printf("  fitted: %s\n", line.c_str());
+  return floor.hardware;
 }
 
 }  // namespace
@@ -477,8 +495,15 @@ int main(int argc, char** argv) {
       // With the backward of one whole block (the P = 1 runs above): the backward's speed at the
       // peak's block size, so that the backward's block-size factors can be fitted (calibrate.hpp).
       if (step_backward && !forward_only) measured.insert(measured.end(), whole_blocks.begin(), whole_blocks.end());
-      const Hardware fitted = calibrate(measured, calibration, dims, dtype, write_hw);
-      kernel_sweep(dims, dtype, calibration, fitted, iterations);
+      const Hardware fitted =
+          kernel_sweep(dims, dtype, calibration, calibrate(measured, calibration, dims, dtype), iterations);
+      if (!write_hw.empty()) {
+        Hardware out = fitted;
+        out.name = write_hw;
+        write_file_atomically(write_hw, to_json(out).dump(2) + "\n");
+        std::printf("wrote %s (ringlab run --dry-run --hw %s; its ranks_per_device is this run's P)\n",
+                    write_hw.c_str(), write_hw.c_str());
+      }
     }
   }
   std::printf("\n%s: %d check failure(s), %d efficiency target(s) missed\n", failures || missed ? "FAIL" : "PASS",

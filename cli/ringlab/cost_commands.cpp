@@ -16,6 +16,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "cli/ringlab/commands.hpp"
@@ -238,7 +239,10 @@ int calibrate_command(const CalibrateFlags& flags) {
     base = gpu_streams_machine(first.flops_per_s, first.copy_Bps, first.spec.ranks, 2, "one GPU, " + flags.steps, true,
                                first.spec.dims.seq);
   }
-  const FitResult fit = fit_device(base, tables);
+  FitResult fit = fit_device(base, tables);
+  const KernelRows rows = parse_kernel_rows(text.str(), flags.steps);
+  std::optional<FitResult> floor;  // with one-kernel rows and the device's SM count: the kernels' floor too
+  if (!rows.tables.empty() && rows.sms > 0) floor = fit_floor(fit.hardware, rows);
   std::printf(
       "ringlab calibrate | %s | %zu table(s), %d steps | base: %s\n\n", flags.steps.c_str(), tables.size(), fit.points,
       flags.hw.empty() ? "the tables' one-kernel rate and copy bandwidth, P ranks on one device" : base.name.c_str());
@@ -256,6 +260,18 @@ int calibrate_command(const CalibrateFlags& flags) {
   std::printf("\nfitted (%zu unknowns on %d steps: the errors above are in-sample):\n", fit.fitted.size(), fit.points);
   for (const std::string& line : fit.fitted) std::printf("  %s\n", line.c_str());
   std::printf("largest error after the fit: %.1f%%\n", 100 * fit.max_abs_error);
+  if (floor) {
+    std::printf("\none kernel by block size, the fit above then the forward kernels' floor fitted to these rows:\n");
+    std::printf("%-38s %10s %10s %7s %10s %7s\n", "kernel", "measured", "fitted", "error", "floor", "error");
+    for (const StepTable& t : rows.tables) {
+      const double a = predicted_steps(t.spec, t.phase, fit.hardware).at(0);
+      const double f = predicted_steps(t.spec, t.phase, floor->hardware).at(0), m = t.measured.at(0);
+      std::printf("%-38s %10.3f %10.3f %+7.1f %10.3f %+7.1f\n", t.schedule.c_str(), m * 1e3, a * 1e3, 100 * (a / m - 1),
+                  f * 1e3, 100 * (f / m - 1));
+    }
+    for (const std::string& line : floor->fitted) std::printf("  %s (in-sample)\n", line.c_str());
+    fit.hardware = floor->hardware;
+  }
   if (!flags.out.empty()) {
     Hardware out = fit.hardware;
     out.name = flags.out;

@@ -206,6 +206,59 @@ std::vector<StepTable> parse_step_tables(const std::string& text, const std::str
   return tables;
 }
 
+KernelRows parse_kernel_rows(const std::string& text, const std::string& source, int64_t element_bytes) {
+  KernelRows rows;
+  std::istringstream in(text);
+  std::string dims;  // ", B=1 S=8192 H=32 HKV=8 D=128, bf16" of the efficiency table's title
+  bool inside = false;
+  int line_number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_number;
+    const std::string where = source + ":" + std::to_string(line_number);
+    if (line.rfind("efficiency on ", 0) == 0) {
+      const size_t dims_at = line.find(", B="), sms_at = line.find(" SMs");
+      if (dims_at != std::string::npos) dims = line.substr(dims_at);
+      if (sms_at != std::string::npos) {
+        const size_t number = line.rfind(' ', sms_at - 1);
+        rows.sms = std::stoll(line.substr(number + 1, sms_at - number - 1));
+      }
+      continue;
+    }
+    if (line.rfind("one kernel by block size", 0) == 0) {
+      if (dims.empty())
+        throw UsageError(where + ": a one-kernel table before the efficiency table that gives its dims");
+      inside = true;
+      continue;
+    }
+    if (!inside) continue;
+    const std::vector<std::string> w = words(line);
+    if (w.empty()) {
+      inside = false;
+      continue;
+    }
+    if (w.size() < 3 || !is_count(w[0])) continue;  // the header lines
+    if (w[1] != "no" && w[1] != "yes") throw UsageError(where + ": causal '" + w[1] + "' is neither yes nor no");
+    const bool causal = w[1] == "yes";
+    char* end = nullptr;
+    const double ms = std::strtod(w[2].c_str(), &end);
+    if (end == w[2].c_str() || !(ms > 0)) {
+      throw UsageError(where + ": measured time '" + w[2] + "' is not a positive number of ms");
+    }
+    // The efficiency table's dims at this S: its title's, read as a per-step title would be.
+    std::string at_seq = dims;
+    const size_t s_at = at_seq.find(" S=");
+    const size_t s_end = at_seq.find(' ', s_at + 1);
+    at_seq.replace(s_at, s_end - s_at, " S=" + w[0]);
+    const std::string schedule = std::string("ring contiguous, ") + (causal ? "causal+skip" : "full");
+    StepTable t = parse_title(schedule + ", P=1" + at_seq, where, element_bytes);
+    t.schedule = "one kernel, S=" + w[0] + (causal ? ", causal" : ", full");
+    t.phase = "ring forward";
+    t.measured = {ms * 1e-3};
+    rows.tables.push_back(std::move(t));
+  }
+  return rows;
+}
+
 // ---- [machine] -------------------------------------------------------------------------------
 
 Hardware gpu_streams_machine(double flops_per_s, double copy_Bps, int64_t ranks, int64_t element_bytes,
@@ -505,6 +558,58 @@ FitResult fit_device(const Hardware& base, const std::vector<StepTable>& tables)
     const std::vector<double> predicted = plan_steps(plans[i], t.phase, result.hardware);
     for (size_t s = 0; s < t.measured.size() && s < predicted.size(); ++s)
       result.max_abs_error = std::max(result.max_abs_error, std::abs(predicted[s] / t.measured[s] - 1));
+  }
+  return result;
+}
+
+FitResult fit_floor(const Hardware& fitted, const KernelRows& rows) {
+  if (rows.tables.empty()) throw UsageError("no one-kernel row to fit the kernels' floor to");
+  if (rows.sms <= 0) throw UsageError("the one-kernel rows need the device's SM count (the efficiency table's title)");
+  Hardware start = fitted;
+  start.device.floor_sms = rows.sms;
+  start.device.floor_blocks_per_sm = 2;  // the forward kernel: 4 warps, up to 255 registers (gpu/README.md)
+  start.device.floor_block_queries = 128;
+  std::vector<Plan> plans;
+  for (const StepTable& t : rows.tables) plans.push_back(plan_for(t.spec, start));
+  auto with = [&](double startup) {
+    Hardware h = start;
+    h.device.floor_startup_s = startup;
+    return h;
+  };
+  auto objective = [&](double startup) {
+    const Hardware h = with(startup);
+    double sum = 0;
+    for (size_t i = 0; i < rows.tables.size(); ++i) {
+      const double r = std::log(plan_steps(plans[i], "ring forward", h).at(0) / rows.tables[i].measured.at(0));
+      sum += r * r;
+    }
+    return sum;
+  };
+  // Golden-section search: the objective is flat where no floor binds and convex where floors do.
+  double a = 0, b = 1e-3;
+  const double g = (std::sqrt(5.0) - 1) / 2;
+  double c = b - g * (b - a), d = a + g * (b - a), fc = objective(c), fd = objective(d);
+  for (int i = 0; i < 60; ++i) {
+    if (fc <= fd) {
+      b = d, d = c, fd = fc, c = b - g * (b - a), fc = objective(c);
+    } else {
+      a = c, c = d, fc = fd, d = a + g * (b - a), fd = objective(d);
+    }
+  }
+  FitResult result;
+  result.hardware = with((a + b) / 2);
+  result.points = static_cast<int>(rows.tables.size());
+  char line[240];
+  std::snprintf(line, sizeof line, "forward floor start-up = %.1f us", result.hardware.device.floor_startup_s * 1e6);
+  result.fitted.emplace_back(line);
+  std::snprintf(line, sizeof line,
+                "floor: %lld SMs x 2 forward thread blocks of 128 queries; start-up %.1f us fitted to %d one-kernel "
+                "rows (least squares on log(predicted / measured), in-sample)",
+                static_cast<long long>(rows.sms), result.hardware.device.floor_startup_s * 1e6, result.points);
+  result.hardware.sources.emplace_back(line);
+  for (size_t i = 0; i < rows.tables.size(); ++i) {
+    const double p = plan_steps(plans[i], "ring forward", result.hardware).at(0);
+    result.max_abs_error = std::max(result.max_abs_error, std::abs(p / rows.tables[i].measured.at(0) - 1));
   }
   return result;
 }

@@ -64,6 +64,21 @@ StepTable whole_block_backward(const std::string& schedule, PlanSpec spec, doubl
 // cannot be read, or when there is no per-step table.
 std::vector<StepTable> parse_step_tables(const std::string& text, const std::string& source, int64_t element_bytes = 2);
 
+// bench_gpu_ring's last table, one kernel by block size: P = 1 forward runs of the contiguous ring
+// at S/8 .. S, full and causal, e.g.
+//   one kernel by block size (P = 1 runs, median of 5; held out from the fit)
+//         S  causal   measured    TFLOP/s    of peak   predicted     error
+//      1024      no      0.086      198.9      0.565       0.068    -21.0%
+// Each row becomes a table of phase "ring forward" at P = 1 with the efficiency table's dims at that
+// S, named "one kernel, S=1024, full" (or "causal"). `sms`: the SM count the efficiency table's title
+// names ("(sm_90, 132 SMs, 79.2 GiB)"), 0 when it names none. No such table: no rows. Throws
+// UsageError naming `source` and the line when a row cannot be read.
+struct KernelRows {
+  int64_t sms = 0;
+  std::vector<StepTable> tables;
+};
+KernelRows parse_kernel_rows(const std::string& text, const std::string& source, int64_t element_bytes = 2);
+
 // The machine of P virtual ranks on one GPU from two measured figures: the FLOP rate of one
 // whole kernel (efficiencies 1 against it) and the device-to-device copy bandwidth, P ranks
 // sharing it, 5 us launches and message latency, elementwise work at twice the copy rate.
@@ -87,5 +102,13 @@ struct FitResult {
 // Fits the base machine's kernel efficiencies to the tables (see the head comment). Throws
 // UsageError when the tables hold no step or a step's plan cannot be built.
 FitResult fit_device(const Hardware& base, const std::vector<StepTable>& tables);
+
+// The forward kernels' floor (DeviceModel::forward_floor_s) on a fitted machine, from one-kernel
+// rows: rows.sms SMs, ringlab's forward kernel's 2 thread blocks of 128 queries per SM (gpu/
+// README.md), and the start-up that minimises the rows' squared log errors (a golden-section
+// search over 0 .. 1 ms); everything else of `fitted` kept. Only the rows whose longest thread
+// block outlasts their work constrain it (small S); the others it leaves alone. Throws UsageError
+// without rows or without an SM count.
+FitResult fit_floor(const Hardware& fitted, const KernelRows& rows);
 
 }  // namespace ringlab

@@ -59,7 +59,7 @@ class DryRun {
     node_.resize(P);
     shared_ = hw.device.ranks_per_device > 1;
     if (shared_) {
-      kernel_start_.assign(P, 0.0), kernel_work_.assign(P, 0.0), kernel_block_.resize(P);
+      kernel_start_.assign(P, 0.0), kernel_work_.assign(P, 0.0), kernel_floor_.assign(P, 0.0), kernel_block_.resize(P);
       device_free_.assign(static_cast<size_t>((P_ + hw.device.ranks_per_device - 1) / hw.device.ranks_per_device), 0.0);
     }
     const int64_t G = std::max<int64_t>(1, hw.ranks_per_node);
@@ -269,6 +269,7 @@ class DryRun {
     // What a block costs, from its classification (the same for every block of a memo class).
     struct Cost {
       double seconds = 0, flops = 0;
+      double floor = 0;  // DeviceModel::forward_floor_s: the call ends no sooner (a latency, not work)
       int64_t pairs = 0;
       bool skipped = false, masked = false;
       BlockShape shape = BlockShape::full;
@@ -280,6 +281,8 @@ class DryRun {
                                            : 1.0;
       c.seconds = work.kernels * launch + double(work.full_area) * per_pair / full_rate / rows +
                   double(work.masked_area) * per_pair / masked_rate / rows;
+      if (work.kernels > 0 && !backward)
+        c.floor = hw_.device.forward_floor_s(d.dim, work.kv_rows.size(), full_rate * rows);
       c.flops = double(work.pairs) * per_pair;
       c.pairs = work.pairs;
       c.skipped = work.kernels == 0;
@@ -315,14 +318,15 @@ class DryRun {
         pairs_[r] += cost->pairs;
         flops_[r] += cost->flops;
         if (shared_) {  // priced below, when every rank on the device has said what it runs
-          kernel_start_[r] = clock_[r], kernel_work_[r] = cost->seconds;
+          kernel_start_[r] = clock_[r], kernel_work_[r] = cost->seconds, kernel_floor_[r] = cost->floor;
           kernel_block_[r] = {g, kv, cost->flops, cost->shape};
           continue;
         }
-        if (tracing_) trace_compute(t.pass, r, {g, kv, cost->flops, cost->shape}, clock_[r] + cost->seconds, step);
-        clock_[r] += cost->seconds;
-        compute_[r] += cost->seconds;
-        step_compute_[r] += cost->seconds;
+        const double seconds = std::max(cost->seconds, cost->floor);
+        if (tracing_) trace_compute(t.pass, r, {g, kv, cost->flops, cost->shape}, clock_[r] + seconds, step);
+        clock_[r] += seconds;
+        compute_[r] += seconds;
+        step_compute_[r] += seconds;
       }
     }
     if (shared_) share_devices(t.pass, step);
@@ -357,15 +361,17 @@ class DryRun {
       work.assign(kernel_work_.begin() + first, kernel_work_.begin() + last);
       const std::vector<double> finish = processor_sharing(start, work);
       for (int64_t r = first; r < last; ++r) {
-        const double end = finish[static_cast<size_t>(r - first)];
-        if (kernel_work_[r] > 0) device_free = std::max(device_free, end);
+        const size_t i = static_cast<size_t>(r - first);
+        // The floor delays the rank, not the device: its share is free once the work is done.
+        const double end = std::max(finish[i], start[i] + kernel_floor_[r]);
+        if (kernel_work_[r] > 0) device_free = std::max(device_free, finish[i]);
         if (kernel_work_[r] > 0) {
           if (tracing_) trace_compute(pass, r, kernel_block_[r], end, step);
           compute_[r] += end - clock_[r];
           step_compute_[r] += end - clock_[r];
           clock_[r] = end;
         }
-        kernel_work_[r] = 0;
+        kernel_work_[r] = 0, kernel_floor_[r] = 0;
       }
     }
   }
@@ -495,8 +501,8 @@ class DryRun {
   double copy_share_ = 1;
   std::vector<double> clock_, compute_, other_, exposed_, idle_, comm_, hidden_, flops_, send_free_, recv_free_,
       step_compute_;
-  bool shared_ = false;                             // ranks share devices (DeviceModel::ranks_per_device)
-  std::vector<double> kernel_start_, kernel_work_;  // with shared_: this compute entry's kernels
+  bool shared_ = false;  // ranks share devices (DeviceModel::ranks_per_device)
+  std::vector<double> kernel_start_, kernel_work_, kernel_floor_;  // with shared_: this compute entry's kernels
   std::vector<KernelBlock> kernel_block_;
   std::vector<double> device_free_;  // with shared_: per device, when the kernels priced so far end
   std::vector<int64_t> pairs_, computed_, skipped_, masked_, node_;

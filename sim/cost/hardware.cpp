@@ -61,6 +61,13 @@ double DeviceModel::rows_factor(bool backward, int64_t rows) const {
   return value(block_rows.back());
 }
 
+double DeviceModel::forward_floor_s(int64_t dim, int64_t key_rows, double full_rate) const {
+  if (floor_sms <= 0 || key_rows <= 0 || full_rate <= 0) return 0;
+  const double resident = double(floor_sms) * double(floor_blocks_per_sm);
+  const double per_key = 4.0 * double(dim) * double(floor_block_queries) * resident / full_rate;
+  return floor_startup_s + double(key_rows) * per_key;
+}
+
 double DeviceModel::shape_factor(bool backward, int64_t block, int64_t q_rows, int64_t kv_rows) const {
   double factor = rows_factor(backward, block);
   if (2 * q_rows <= block) factor *= short_queries.of(backward);
@@ -364,8 +371,9 @@ std::string hardware_json_help() {
          "{\"forward_full\": 0.65, \"forward_masked\": 0.11, \"backward_full\": 0.57, \"backward_masked\": 0.1}, "
          "\"tile\": [128, 128], \"kernel_launch_us\": 4, \"memory_bandwidth_gb_per_s\": 3350, \"memory_gb\": 80, "
          "\"ranks_per_device\": 1 (P virtual ranks on one GPU: P), \"block_rows\": [{\"rows\": 1024, \"forward\": "
-         "0.7, \"backward\": 0.9}], \"short_queries\": {\"forward\": 0.6}, \"short_keys\": {\"forward\": 1.1} "
-         "(the last four optional)}, "
+         "0.7, \"backward\": 0.9}], \"short_queries\": {\"forward\": 0.6}, \"short_keys\": {\"forward\": 1.1}, "
+         "\"floor\": {\"sm_count\": 132, \"blocks_per_sm\": 2, \"block_queries\": 128, \"startup_us\": 38} "
+         "(the last five optional)}, "
          "\"intra_node\": {\"bandwidth_gb_per_s\": 375, \"latency_us\": 3}, \"inter_node\": {\"bandwidth_gb_per_s\": "
          "50, "
          "\"latency_us\": 5}, \"sources\": [\"...\"]}; without \"base\", device.peak_tflops, "
@@ -402,7 +410,7 @@ Hardware hardware_from_json(const json& document, const std::string& source, int
     const std::string where = source + ".device";
     const Fields d(top.at("device"), where,
                    {"name", "peak_tflops", "efficiency", "tile", "kernel_launch_us", "memory_bandwidth_gb_per_s",
-                    "memory_gb", "ranks_per_device", "block_rows", "short_queries", "short_keys"});
+                    "memory_gb", "ranks_per_device", "block_rows", "short_queries", "short_keys", "floor"});
     d.text("name", hw.device.name);
     have_peak = have_peak || d.has("peak_tflops");
     d.number("peak_tflops", hw.device.peak_flops, 1e12);
@@ -413,6 +421,14 @@ Hardware hardware_from_json(const json& document, const std::string& source, int
     if (d.has("block_rows")) read_block_rows(d.at("block_rows"), where + ".block_rows", hw.device.block_rows);
     read_factor(d, "short_queries", where, hw.device.short_queries);
     read_factor(d, "short_keys", where, hw.device.short_keys);
+    if (d.has("floor")) {
+      const Fields f(d.at("floor"), where + ".floor", {"sm_count", "blocks_per_sm", "block_queries", "startup_us"});
+      if (!f.has("sm_count") || !f.has("startup_us")) f.fail("needs sm_count and startup_us");
+      f.integer("sm_count", hw.device.floor_sms, 1);
+      f.integer("blocks_per_sm", hw.device.floor_blocks_per_sm, 1);
+      f.integer("block_queries", hw.device.floor_block_queries, 1);
+      f.number("startup_us", hw.device.floor_startup_s, 1e-6, true);
+    }
     if (d.has("efficiency")) {
       const Fields e(d.at("efficiency"), where + ".efficiency",
                      {"forward_full", "forward_masked", "backward_full", "backward_masked"});
@@ -507,6 +523,12 @@ json to_json(const Hardware& hw) {
   }
   for (const auto& [key, f] : {std::pair{"short_queries", d.short_queries}, std::pair{"short_keys", d.short_keys}}) {
     if (f.forward != 1 || f.backward != 1) device[key] = {{"forward", f.forward}, {"backward", f.backward}};
+  }
+  if (d.floor_sms > 0) {
+    device["floor"] = {{"sm_count", d.floor_sms},
+                       {"blocks_per_sm", d.floor_blocks_per_sm},
+                       {"block_queries", d.floor_block_queries},
+                       {"startup_us", d.floor_startup_s * 1e6}};
   }
   for (const ThreadScaling& s : d.thread_scaling) {
     device["thread_scaling"].push_back({{"threads", s.threads}, {"forward", s.forward}, {"backward", s.backward}});

@@ -101,6 +101,17 @@ struct DeviceModel {
   int64_t ranks_per_device = 1;               // > 1: that many consecutive ranks share one device
   std::vector<BlockRows> block_rows;          // by rows ascending; none = the efficiencies at every size
   PassFactor short_queries, short_keys;       // calls on at most half the block's query / key rows
+  // The floor of a forward kernel call (measured: ringlab calibrate; floor_sms = 0: none). A call
+  // ends no sooner than its start + floor_startup_s + its longest thread block's keys x the time
+  // one block takes per key: 4 D floor_block_queries FLOPs x (floor_sms x floor_blocks_per_sm
+  // blocks resident) / the call's full-tile rate. A kernel whose thread blocks all fit on the
+  // device at once lasts as long as its longest one, plus a start-up (on the H100 the causal
+  // forward at S = 1024 took as long as the full one). With ranks_per_device > 1 it is a latency,
+  // not work: kernels running together hide it.
+  int64_t floor_sms = 0;
+  int64_t floor_blocks_per_sm = 2;
+  int64_t floor_block_queries = 128;
+  double floor_startup_s = 0;
 
   // FLOP/s one rank's kernel gets on tiles of a kind, with P ranks on the machine: peak x
   // efficiency x rank_share, and with shared_cores, x the kernel's measured scaling on its threads.
@@ -118,6 +129,9 @@ struct DeviceModel {
   // A kernel call on q_rows x kv_rows of a block of block_rows rows: rows_factor x short_queries
   // (q_rows <= block_rows / 2) x short_keys (kv_rows <= block_rows / 2).
   double shape_factor(bool backward, int64_t block_rows, int64_t q_rows, int64_t kv_rows) const;
+  // The floor of a call whose longest thread block reads `key_rows` keys at head dimension `dim`,
+  // at `full_rate` FLOP/s on whole tiles (the call's rate, shape included); 0 without one.
+  double forward_floor_s(int64_t dim, int64_t key_rows, double full_rate) const;
   // Seconds to move `bytes` through memory on one rank (elementwise work).
   double memory_seconds(double bytes, int64_t ranks) const;
   // Seconds for one rank to write `bytes` of memory it never touched before (0 when not modelled).

@@ -334,6 +334,53 @@ TEST_CASE("calibration: machine files carry ranks_per_device and the kernel shap
   bad = ok;
   bad["device"]["ranks_per_device"] = 0;
   CHECK_THROWS_WITH(hardware_from_json(bad, "m.json"), Catch::Contains("ranks_per_device"));
+  // The forward kernels' floor: read, written back the same, and refused without its two numbers.
+  CHECK(hw.device.floor_sms == 0);
+  CHECK(hw.device.forward_floor_s(128, 1024, 300e12) == 0);  // none: no floor
+  nlohmann::json floored = ok;
+  floored["device"]["floor"] = nlohmann::json::parse(R"({"sm_count": 132, "startup_us": 30})");
+  const Hardware f = hardware_from_json(floored, "m.json");
+  CHECK(f.device.floor_sms == 132);
+  CHECK(f.device.floor_blocks_per_sm == 2);
+  CHECK(f.device.floor_block_queries == 128);
+  // 30 us + 1024 keys x 4 x 128 x 128 FLOPs x 264 blocks / 300 TFLOP/s.
+  CHECK(f.device.forward_floor_s(128, 1024, 300e12) == Approx(30e-6 + 1024 * 4.0 * 128 * 128 * 264 / 300e12));
+  const Hardware again = hardware_from_json(to_json(f), "again.json");
+  CHECK(again.device.floor_sms == 132);
+  CHECK(again.device.floor_startup_s == Approx(30e-6));
+  bad = floored;
+  bad["device"]["floor"].erase("startup_us");
+  CHECK_THROWS_WITH(hardware_from_json(bad, "m.json"),
+                    Catch::Contains("m.json.device.floor") && Catch::Contains("needs sm_count and startup_us"));
+  bad["device"]["floor"]["startup_us"] = -1;
+  CHECK_THROWS_WITH(hardware_from_json(bad, "m.json"), Catch::Contains("startup_us"));
+}
+
+TEST_CASE("calibration: the floor is a latency under processor sharing, and a lower bound alone", "[calibration]") {
+  // Two ranks on one device, each with one diagonal block at step 0 of a causal contiguous ring,
+  // under a floor far above their work: each kernel ends at its start + the floor, not at twice
+  // it (the floor is not work the device shares). On a device of its own, a call takes the longer
+  // of its work and its floor.
+  PlanSpec spec;
+  spec.ranks = 2;
+  spec.dims = {1, 1024, 4, 4, 64};
+  spec.causal = true;
+  spec.element_bytes = 2;
+  Hardware hw = gpu_streams_machine(100e12, 1e12, 2, 2, "test GPU", true);
+  const std::vector<double> plain = predicted_steps(spec, "ring forward", hw);
+  hw.device.floor_sms = 100, hw.device.floor_startup_s = 1e-3;
+  const double floor = hw.device.forward_floor_s(64, 512, 100e12);
+  REQUIRE(floor > 10 * plain[0]);
+  const std::vector<double> shared = predicted_steps(spec, "ring forward", hw);
+  CHECK(shared[0] == Approx(floor).epsilon(0.02));
+  Hardware alone = hw;
+  alone.device.ranks_per_device = 1;
+  alone.device.shared_cores = 0;
+  const std::vector<double> dedicated = predicted_steps(spec, "ring forward", alone);
+  CHECK(dedicated[0] >= floor);
+  CHECK(dedicated[0] == Approx(floor).epsilon(0.02));
+  hw.device.floor_startup_s = 0, hw.device.floor_sms = 1;  // a floor far below the work changes nothing
+  CHECK(predicted_steps(spec, "ring forward", hw)[0] == Approx(plain[0]));
 }
 
 TEST_CASE("calibration: held out, whole forward runs of the ring-efficiency table", "[calibration]") {
@@ -599,4 +646,64 @@ TEST_CASE("calibration: H100 2026-11-27, held out, the P = 4 fit predicts the P 
   // The negative control: the uncalibrated machine of the same run (every efficiency 1) misses
   // the zig-zag steps by more than 15%.
   CHECK(worst_error(zigzag, machine(zigzag, true), "P = 8, not fitted") > 0.15);
+}
+
+TEST_CASE("calibration: H100 2026-11-27, the forward kernels' floor from the one-kernel rows", "[calibration]") {
+  // At S = 1024 the causal forward took as long as the full one: every thread block resident at
+  // once, the kernel lasts as long as its longest block plus a start-up (DeviceModel::
+  // forward_floor_s). The P = 4 fit, then the floor's one start-up fitted to the P = 4 session's
+  // one-kernel rows (in-sample); held out: the P = 8 session's rows and the contiguous ring's last
+  // forward step at P = 8, one rank's 1024 x 1024 block alone on the GPU.
+  const std::string p4_text = fixture_text("h100-2026-11-27-steps-p4.txt");
+  const std::vector<StepTable> p4 = parse_step_tables(p4_text, "p4");
+  const KernelRows rows = parse_kernel_rows(p4_text, "p4");
+  REQUIRE(rows.sms == 132);
+  REQUIRE(rows.tables.size() == 8);  // S = 1024 .. 8192, full and causal
+  CHECK(rows.tables[1].schedule == "one kernel, S=1024, causal");
+  CHECK(rows.tables[1].spec.causal);
+  CHECK(rows.tables[1].spec.ranks == 1);
+  CHECK(rows.tables[1].spec.dims.seq == 1024);
+  CHECK(rows.tables[1].spec.dims.heads == 32);
+  CHECK(rows.tables[1].measured.at(0) == Approx(0.083e-3));
+  const FitResult steps = fit_device(machine(p4[0], true), p4);
+  const FitResult floor = fit_floor(steps.hardware, rows);
+  for (const std::string& line : floor.fitted) std::printf("  fitted: %s\n", line.c_str());
+  const double startup = floor.hardware.device.floor_startup_s;
+  CHECK(startup > 10e-6);
+  CHECK(startup < 80e-6);
+  // Every row within 15% with the floor (in-sample), and the S = 1024 rows more than 15% short
+  // without it (the negative control: the model as it was).
+  auto row_error = [](const StepTable& t, const Hardware& hw) {
+    return predicted_steps(t.spec, t.phase, hw).at(0) / t.measured.at(0) - 1;
+  };
+  for (const StepTable& t : rows.tables) {
+    const double with = row_error(t, floor.hardware), without = row_error(t, steps.hardware);
+    std::printf("  %-28s measured %.3f ms: with the floor %+.1f%%, without %+.1f%%\n", t.schedule.c_str(),
+                t.measured[0] * 1e3, 100 * with, 100 * without);
+    CHECK(std::abs(with) <= 0.15);
+    if (t.spec.dims.seq == 1024) CHECK(without < -0.15);
+  }
+  CHECK(floor.max_abs_error <= 0.15);
+  // Held out: the other session's rows.
+  const std::string p8_text = fixture_text("h100-2026-11-27-steps-p8.txt");
+  const KernelRows other = parse_kernel_rows(p8_text, "p8");
+  REQUIRE(other.tables.size() == 8);
+  for (const StepTable& t : other.tables) CHECK(std::abs(row_error(t, floor.hardware)) <= 0.15);
+  // Held out: the P = 8 forward steps, on the P = 8 machine as the test above builds it.
+  const std::vector<StepTable> p8 = parse_step_tables(p8_text, "p8");
+  Hardware hw = floor.hardware, before = steps.hardware;
+  for (Hardware* h : {&hw, &before}) {
+    h->device.ranks_per_device = 8, h->ranks_per_node = 8;
+    h->intra_node.bandwidth_Bps = h->inter_node.bandwidth_Bps = p8[0].copy_Bps / 8.0;
+  }
+  const StepTable &zigzag = p8[0], &contiguous = p8[1];
+  const double last = predicted_steps(contiguous.spec, contiguous.phase, hw).back() / contiguous.measured.back() - 1;
+  const double last_before =
+      predicted_steps(contiguous.spec, contiguous.phase, before).back() / contiguous.measured.back() - 1;
+  std::printf("  contiguous P = 8, last forward step (%.3f ms): with the floor %+.1f%%, without %+.1f%%\n",
+              contiguous.measured.back() * 1e3, 100 * last, 100 * last_before);
+  CHECK(std::abs(last) <= 0.15);
+  CHECK(last_before < -0.15);
+  // Where kernels run together the floor is hidden: the zig-zag ring's steps stay within 15%.
+  CHECK(worst_error(zigzag, hw, "P = 8 with the floor") <= 0.15);
 }
