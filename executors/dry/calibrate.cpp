@@ -218,9 +218,10 @@ KernelRows parse_kernel_rows(const std::string& text, const std::string& source,
     if (line.rfind("efficiency on ", 0) == 0) {
       const size_t dims_at = line.find(", B="), sms_at = line.find(" SMs");
       if (dims_at != std::string::npos) dims = line.substr(dims_at);
-      if (sms_at != std::string::npos) {
+      if (sms_at != std::string::npos) {  // "(sm_90, 132 SMs, ...)"; anything else: no SM count
         const size_t number = line.rfind(' ', sms_at - 1);
-        rows.sms = std::stoll(line.substr(number + 1, sms_at - number - 1));
+        const std::string count = line.substr(number + 1, sms_at - number - 1);
+        if (number != std::string::npos && is_count(count)) rows.sms = std::stoll(count);
       }
       continue;
     }
@@ -247,6 +248,7 @@ KernelRows parse_kernel_rows(const std::string& text, const std::string& source,
     // The efficiency table's dims at this S: its title's, read as a per-step title would be.
     std::string at_seq = dims;
     const size_t s_at = at_seq.find(" S=");
+    if (s_at == std::string::npos) throw UsageError(where + ": the efficiency table's title gives no S=");
     const size_t s_end = at_seq.find(' ', s_at + 1);
     at_seq.replace(s_at, s_end - s_at, " S=" + w[0]);
     const std::string schedule = std::string("ring contiguous, ") + (causal ? "causal+skip" : "full");
@@ -602,10 +604,12 @@ FitResult fit_floor(const Hardware& fitted, const KernelRows& rows) {
   char line[240];
   std::snprintf(line, sizeof line, "forward floor start-up = %.1f us", result.hardware.device.floor_startup_s * 1e6);
   result.fitted.emplace_back(line);
+  const DeviceModel& m = result.hardware.device;
   std::snprintf(line, sizeof line,
-                "floor: %lld SMs x 2 forward thread blocks of 128 queries; start-up %.1f us fitted to %d one-kernel "
-                "rows (least squares on log(predicted / measured), in-sample)",
-                static_cast<long long>(rows.sms), result.hardware.device.floor_startup_s * 1e6, result.points);
+                "floor: %lld SMs x %lld forward thread blocks of %lld queries; start-up %.1f us fitted to %d "
+                "one-kernel rows (least squares on log(predicted / measured), in-sample)",
+                static_cast<long long>(m.floor_sms), static_cast<long long>(m.floor_blocks_per_sm),
+                static_cast<long long>(m.floor_block_queries), m.floor_startup_s * 1e6, result.points);
   result.hardware.sources.emplace_back(line);
   for (size_t i = 0; i < rows.tables.size(); ++i) {
     const double p = plan_steps(plans[i], "ring forward", result.hardware).at(0);

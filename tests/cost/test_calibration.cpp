@@ -665,6 +665,15 @@ TEST_CASE("calibration: H100 2026-11-27, the forward kernels' floor from the one
   CHECK(rows.tables[1].spec.dims.seq == 1024);
   CHECK(rows.tables[1].spec.dims.heads == 32);
   CHECK(rows.tables[1].measured.at(0) == Approx(0.083e-3));
+  // A title without a readable SM count: rows, but no floor to fit (one line saying why).
+  const KernelRows unnamed = parse_kernel_rows(
+      "efficiency on GPU (sm_90,132 SMs): T(one kernel, P=1) / T(P virtual ranks), B=1 S=2048 H=2 HKV=1 D=64, bf16\n"
+      "one kernel by block size (P = 1 runs)\n   1024      no      0.050\n\n",
+      "x.txt");
+  CHECK(unnamed.sms == 0);
+  REQUIRE(unnamed.tables.size() == 1);
+  CHECK(unnamed.tables[0].spec.dims.seq == 1024);
+  CHECK_THROWS_WITH(fit_floor(machine(p4[0], true), unnamed), Catch::Contains("SM count"));
   const FitResult steps = fit_device(machine(p4[0], true), p4);
   const FitResult floor = fit_floor(steps.hardware, rows);
   for (const std::string& line : floor.fitted) std::printf("  fitted: %s\n", line.c_str());
