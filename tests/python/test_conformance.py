@@ -42,6 +42,8 @@ BROKEN = {  # variant -> the cause the diagnosis must name
     "broken_impls:padding_as_keys": "padding read as keys",
     "broken_impls:causal_offset": "causal offset",
     "broken_impls:missing_rescale": "missing rescale",
+    "broken_impls:forget_v": "V not sent with K",  # lse right, as with a missing rescale: told apart by the values
+    "broken_impls:dkv_no_home": "dK/dV not brought home",  # not a direction bug: wrong at P = 2 as well
 }
 failures = []
 
@@ -86,12 +88,29 @@ def reference(a):
     # ringlab's C++ layouts (case.json) against the Python conventions: the same maps where they exist.
     from ringlab.conformance.cases import list_cases, load_case
     from ringlab.conformance.harness import case_convention
+    from ringlab.conformance import conventions
     cases = [load_case(f) for f in list_cases(a.cases)]
-    same = [c.name for c in cases if case_convention(c) is not None]
-    striped_docs = [c.name for c in cases if c.layout == "striped" and c.docs]
-    check(len(same) == len(cases) - len(striped_docs),
-          f"{len(same)} of {len(cases)} case layouts equal the Python convention of the same name (zig-zag per "
-          f"document = te-thd; striped per document has none: {', '.join(striped_docs) or '-'})")
+    maps = {c.name: case_convention(c) for c in cases}
+    same = [n for n, m in maps.items() if m is not None]
+    check(len(same) == len(cases), f"{len(same)} of {len(cases)} case layouts equal a Python convention")
+    per_doc = {c.name: maps[c.name].convention for c in cases if c.meta["layout"].get("per_document") and c.docs
+               and maps[c.name] is not None}
+    check(bool(per_doc) and all(v in ("zigzag-per-document", "striped-per-document") and v in
+                                conventions.CONVENTIONS and v != c for c, v in per_doc.items()),
+          "the cases laid out per document are named by their own conventions, which `layouts` lists: " +
+          ", ".join(sorted(set(per_doc.values()))))
+    # An adapter that trusts ctx.layout (computes its positions from the named convention) on every case.
+    code, out, err, res = harness(["--impl", "broken_impls:layout_trusting", a.cases])
+    bad = [r for r in res["results"] if not r["ok"]] if res else []
+    check(code == 0 and res is not None and not bad, f"an adapter trusting ctx.layout passes all "
+          f"{len(res['results']) if res else '?'} cases (exit {code})" +
+          "".join(f"; {r['case']}: {r.get('failure', {}).get('line', '')[:160]}" for r in bad[:2]))
+    # One rank: the ring is the rank itself (no message to send).
+    code, out, err, res = harness(["--impl", REFERENCE, "--layout", "zigzag", "--nproc", "1", a.cases])
+    bad = [r for r in res["results"] if not r["ok"]] if res else []
+    check(code == 0 and res is not None and not bad and len(res["results"]) > 0,
+          f"the reference passes all {len(res['results']) if res else '?'} cases at P = 1 (exit {code}"
+          f"{', ' + out.strip().splitlines()[-1] if out.strip() else ''})")
     code, out, err, res = harness(["--impl", REFERENCE, a.cases])
     bad = [r for r in res["results"] if not r["ok"]] if res else []
     for r in bad:
@@ -146,6 +165,15 @@ def robust(a):
         for n in (keep, hole):
             shutil.copytree(os.path.join(a.cases, n), os.path.join(tmp, n))
         os.unlink(os.path.join(tmp, hole, "dv.npy"))
+        # The same case with q.npy in int32 and in float16 (converted silently, a correct ring looked wrong).
+        import numpy as np
+        for dtype in ("int32", "float16"):
+            folder = os.path.join(tmp, f"{keep}-q-{dtype}")
+            shutil.copytree(os.path.join(a.cases, keep), folder)
+            q = np.load(os.path.join(folder, "q.npy"))
+            np.save(os.path.join(folder, "q.npy"), (q * 4).astype(dtype))
+            with open(os.path.join(folder, "case.json"), "w") as f:
+                json.dump(dict(meta[keep], name=f"{keep}-q-{dtype}"), f)
 
         code, out, err, res = harness(["--impl", "no_such_module:attention", tmp])
         check(code == 2 and "cannot import module 'no_such_module'" in err and len(err.strip().splitlines()) == 1,
@@ -154,19 +182,56 @@ def robust(a):
         check(code == 2 and "has no attribute" in err, "a missing function: one line, exit 2")
         code, out, err, res = harness(["--impl", REFERENCE, "--nproc", "0", tmp])
         check(code == 2, "--nproc 0: exit 2")
+        for bad_args, says in ((["--layout", "torch-round-robin:abc", "--nproc", "3"], "positive integer"),
+                               (["--layout", "torch-round-robin:0", "--nproc", "3"], "positive integer"),
+                               (["--layout", "zigzag:7", "--nproc", "3"], "takes no parameter"),
+                               (["--timeout", "nan"], "finite"), (["--timeout", "inf"], "finite")):
+            code, out, err, res = harness(["--impl", REFERENCE] + bad_args + [tmp])
+            check(code == 2 and says in err and len(err.strip().splitlines()) == 1 and not out.strip(),
+                  f"{' '.join(bad_args)}: refused before any case runs, one line, exit 2 ({err.strip()[:90]})")
+
+        # The process group's own timeout must end no receive before the watchdog has seen the hang (a watchdog of
+        # 20 s: the implementation raises at once with the group's timeout).
+        code, out, err, res = harness(["--timeout", "20", "--impl", "broken_impls:group_timeout",
+                                       os.path.join(tmp, keep)])
+        line = res["results"][0].get("failure", {}).get("line", "") if res and res["results"] else ""
+        group_s = float(line.split("process group timeout ")[1].split()[0]) if "process group timeout" in line else 0
+        check(group_s >= 2 * 20, f"the process group's timeout is well past the watchdog's 20 s ({group_s:g} s): a "
+              "rank stuck in its own code is a HANG, not its peers' 'Connection closed by peer'")
 
         t0 = time.monotonic()
-        code, out, err, res = harness(["--timeout", "4", "--impl", "broken_impls:hangs", "--impl",
-                                       "broken_impls:raises", "--impl", "broken_impls:wrong_shape", "--impl",
-                                       REFERENCE, tmp])
+        impls = ["hangs", "spins", "killed", "exits", "raises", "wrong_shape", "out_bf16", "lse_int"]
+        code, out, err, res = harness(["--timeout", "4"] + [x for i in impls for x in ("--impl", "broken_impls:" + i)]
+                                      + ["--impl", REFERENCE, tmp])
         seconds = time.monotonic() - t0
         print("\n".join("     | " + line for line in out.splitlines()))
         rows = {(r["impl"].split(":")[1], r["case"]): r for r in res["results"]} if res else {}
         hang = rows.get(("hangs", keep), {}).get("failure", {})
-        check(hang.get("kind") == "hang" and "no answer from ranks" in hang.get("line", ""),
-              f"a hanging function: the case is ended by the watchdog with one line ({hang.get('line', '-')[:90]})")
+        line = hang.get("line", "")
+        check(hang.get("kind") == "hang" and "no answer from ranks" in line,
+              f"a hanging function: the case is ended by the watchdog with one line ({line[:90]})")
         check(any(line.startswith(keep) and "HANG" in line for line in out.splitlines()),
               "the hang's line names the case")
+        p = meta[keep]["P"]
+        others = f"ranks 1-{p - 1} wait" if p > 2 else "rank 1 waits"
+        check("rank 0 waits in torch.distributed recv (broken_impls.py:" in line and "in hangs)" in line and
+              f"{others} in torch.distributed all_gather (reference.py:" in line,
+              f"the hang's line says where each rank waits, and which of its frames called ({line[line.find(':') + 1:]})")
+        line = rows.get(("spins", keep), {}).get("failure", {}).get("line", "")
+        busy = line.find("rank 0 is busy at broken_impls.py:")
+        check(busy > 0 and "in spins" in line and line.find(f"{others} in torch.distributed all_gather") > busy,
+              f"a rank busy in its own code is named first, at its line ({line[line.find(':') + 1:]})")
+        line = rows.get(("killed", keep), {}).get("failure", {}).get("line", "")
+        check(line.startswith("rank 1: its process died, killed by SIGKILL"),
+              f"a rank killed by a signal is named before its peers' connection errors ({line[:100]})")
+        line = rows.get(("exits", keep), {}).get("failure", {}).get("line", "")
+        check(line.startswith("rank 1: its process died (exit code 3)"),
+              f"a rank whose process exits is named with its exit code ({line[:100]})")
+        line = rows.get(("out_bf16", keep), {}).get("failure", {}).get("line", "")
+        check("out is torch.bfloat16, the inputs are torch.float32: return out in the inputs' dtype" in line,
+              f"out in another dtype than the inputs': one line naming both ({line[:110]})")
+        line = rows.get(("lse_int", keep), {}).get("failure", {}).get("line", "")
+        check("lse is torch.int32" in line and "floating" in line, f"an integer lse: one line ({line[:100]})")
         raised = rows.get(("raises", keep), {}).get("failure", {})
         check(raised.get("kind") == "error" and "RuntimeError: flash kernel: unsupported head dimension" in
               raised.get("line", ""), f"a function that raises: one line ({raised.get('line', '-')[:100]})")
@@ -176,8 +241,13 @@ def robust(a):
         check(ref.get("ok") is True, "the run goes on: the reference after them passes")
         check(any("dv.npy is missing" in u for u in (res or {}).get("unreadable", [])) and
               "dv.npy is missing" in out, "a case folder missing dv.npy: one line naming the file")
+        for dtype in ("int32", "float16"):
+            said = [u for u in (res or {}).get("unreadable", []) if f"{keep}-q-{dtype}" in u]
+            check(len(said) == 1 and f"q.npy in {os.path.join(tmp, keep + '-q-' + dtype)} is {dtype}" in said[0] and
+                  "float32" in said[0], f"a q.npy in {dtype}: the case folder is refused, naming the file and its "
+                  f"dtype ({said[0][:120] if said else '-'})")
         check(code == 1, f"the run's exit status is 1 (got {code})")
-        check(seconds < 60, f"nothing hangs: the whole run took {seconds:.0f} s")
+        check(seconds < 90, f"nothing hangs: the whole run took {seconds:.0f} s")
 
 
 def trace(a):

@@ -77,6 +77,32 @@ expect("torch-default, S = 10 on 4 ranks: torch.chunk", [[len(p) for p in m.posi
 m = cv.shard_map("zigzag", 10, 2)
 expect("zigzag, S = 10 on 2 ranks, padded to 12", ranks_of(m), [[0, 1, 2, 9, -1, -1], [3, 4, 5, 6, 7, 8]])
 
+# ringlab's own layouts with documents (`ringlab conformance cases --help`: "each document padded at its end
+# to a multiple of 2P (zig-zag) / P (striped) ... the padded documents are then laid out one after another").
+m = cv.shard_map("zigzag-per-document", 10, 2, [7, 3])
+expect("zigzag-per-document, documents 7 and 3 on 2 ranks (= te-thd)", ranks_of(m),
+       [[0, 1, 6, -1, 7, -1], [2, 3, 4, 5, 8, 9]])
+m = cv.shard_map("striped-per-document", 32, 4, [9, 2, 21])  # the quick suite's docs-striped-p4
+expect("striped-per-document, documents 9, 2, 21 on 4 ranks", ranks_of(m),
+       [[0, 4, 8, 9, 11, 15, 19, 23, 27, 31], [1, 5, -1, 10, 12, 16, 20, 24, 28, -1],
+        [2, 6, -1, -1, 13, 17, 21, 25, 29, -1], [3, 7, -1, -1, 14, 18, 22, 26, 30, -1]])
+for name in ("zigzag-per-document", "striped-per-document"):
+    if name not in cv.describe():
+        failures.append(f"`layouts` does not list {name}")
+    else:
+        print(f"ok   `layouts` lists {name}")
+
+# A convention's parameter: only torch-round-robin takes one, a positive integer (the PTRR block size).
+for bad in ("torch-round-robin:abc", "torch-round-robin:0", "torch-round-robin:-4", "torch-round-robin:",
+            "zigzag:7", "te-thd:2"):
+    try:
+        cv.shard_map(bad, 16, 2, causal=True)
+        failures.append(f"layout '{bad}' was accepted")
+    except ValueError as e:
+        print(f"ok   layout '{bad}' is refused: {e}")
+expect("torch-round-robin:4 takes its block size", [[len(p) for p in cv.shard_map("torch-round-robin:4", 16, 2,
+                                                                                 causal=True).positions]], [[8, 8]])
+
 # Negative controls: the checks above can fail.
 try:
     cv.ShardMap("broken", 4, 2, [np.array([0, 1]), np.array([1, 3])], [np.array([0, 1]), np.array([2, 3])],

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 
@@ -13,7 +14,9 @@ EPILOG = """\
 The implementation is a per-rank function fn(q, k, v, ctx) -> out or (out, lse): q (B, S_local, H, D),
 k and v (B, S_local, HKV, D) hold this rank's rows in the layout's order, in the case's dtype, with
 requires_grad; ctx carries rank, world_size, group, positions (-1 = padding), doc_ids, causal, window,
-scale, layout, cu_seqlens. The harness calls out.backward(dout_local) and reads q/k/v.grad.
+scale, layout (the convention the rows are laid out by), cu_seqlens. out (B, S_local, H, D) must be in
+the inputs' dtype; lse (B, H, S_local), natural log, in any floating dtype. The harness calls
+out.backward(dout_local) and reads q/k/v.grad.
 
 exit status: 0 every case within tolerance; 1 some case wrong, failed or hung (table and diagnosis);
              2 bad usage, no cases, or an implementation that cannot be loaded
@@ -41,7 +44,8 @@ def main(argv=None) -> int:
     run.add_argument("--nproc", type=int, metavar="P",
                      help="processes (ranks): run the cases written for P ranks (default: every case at its own "
                           "P); with --layout, every case at P ranks")
-    run.add_argument("--layout", metavar="L", help="token-to-rank convention the implementation expects")
+    run.add_argument("--layout", metavar="L", help="token-to-rank convention the implementation expects "
+                     "(torch-round-robin:BLOCK takes a block size; the others no parameter)")
     run.add_argument("--backend", choices=["gloo", "nccl"], default="gloo", help="torch.distributed backend (gloo)")
     run.add_argument("--timeout", type=float, default=60.0, metavar="S", help="per-case watchdog in seconds (60)")
     run.add_argument("--cases", metavar="NAME,...", help="only the cases whose names contain one of these")
@@ -72,10 +76,17 @@ def _run(args) -> int:
 
     if args.nproc is not None and args.nproc < 1:
         return usage(f"--nproc {args.nproc}: needs at least 1 process")
-    if args.timeout <= 0:
-        return usage(f"--timeout {args.timeout:g}: must be positive")
-    if args.layout and args.layout != "case" and args.layout.partition(":")[0] not in conventions.CONVENTIONS:
-        return usage(f"unknown --layout '{args.layout}' (known: case, {', '.join(conventions.CONVENTIONS)})")
+    if not math.isfinite(args.timeout) or args.timeout <= 0:
+        return usage(f"--timeout {args.timeout:g}: must be a positive, finite number of seconds")
+    if args.threads < 1:
+        return usage(f"--threads {args.threads}: needs at least 1 thread")
+    if args.layout and args.layout != "case":
+        if args.layout.partition(":")[0] not in conventions.CONVENTIONS:
+            return usage(f"unknown --layout '{args.layout}' (known: case, {', '.join(conventions.CONVENTIONS)})")
+        try:
+            conventions.parse_name(args.layout)
+        except ValueError as e:
+            return usage(f"--{e}")  # "--layout 'NAME': why"
     if args.backend == "nccl":
         import torch
 

@@ -12,6 +12,9 @@ FORMAT = "ringlab-conformance-case/1"
 INPUTS = ("q", "k", "v", "dout")
 OUTPUTS = ("out", "lse", "dq", "dk", "dv")
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp64": "float64"}
+# What `ringlab conformance cases` writes (and its own reader accepts): the inputs in float32 (bf16 and
+# fp16 cases too: their values are exact in float32), the float64 oracle's outputs in float64.
+FILE_DTYPES = {**{name: np.dtype("<f4") for name in INPUTS}, **{name: np.dtype("<f8") for name in OUTPUTS}}
 
 
 class CaseError(ValueError):
@@ -61,6 +64,7 @@ class Case:
                     a = np.load(path, allow_pickle=False)
                 except Exception as e:
                     raise CaseError(f"case {self.name}: {name}.npy cannot be read ({e})") from e
+                check_file_dtype(self.name, self.folder, name, a.dtype)
                 if a.shape != shape:
                     raise CaseError(f"case {self.name}: {name}.npy has shape {a.shape}, case.json says {shape}")
                 arrays[name] = a.astype(np.float64)
@@ -81,6 +85,26 @@ class Case:
     def stands_for(self) -> str:
         reports = [r.get("report", "") for r in self.meta.get("stands_for", []) if r.get("report")]
         return "; ".join(reports) or self.meta.get("stands_for_note", "")
+
+
+def check_file_dtype(case: str, folder: str, name: str, dtype) -> None:
+    """A case file in another dtype than the one `ringlab conformance cases` writes is refused: converted
+    silently, an int32 or float16 input would make the oracle's answer wrong for a correct implementation."""
+    want = FILE_DTYPES[name]
+    if np.dtype(dtype) != want:
+        kind = "inputs" if name in INPUTS else "oracle outputs"
+        raise CaseError(f"case {case}: {name}.npy in {folder} is {np.dtype(dtype)}, `ringlab conformance cases` writes its "
+                        f"{kind} as {want.name}; write the cases again with `ringlab conformance cases DIR --force`")
+
+
+def _npy_dtype(path: str):
+    """The dtype in a .npy file's header (the data is not read)."""
+    with open(path, "rb") as f:
+        version = np.lib.format.read_magic(f)
+        read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+        if read is None:
+            raise ValueError(f"npy format version {version}")
+        return read(f)[2]
 
 
 def _need(meta: dict, key: str, folder: str):
@@ -122,9 +146,15 @@ def load_case(folder: str) -> Case:
         if name not in case.tolerances:
             raise CaseError(f"{path}: no tolerance for {name}")
     for name in INPUTS + OUTPUTS:
-        if not os.path.exists(os.path.join(folder, name + ".npy")):
+        npy = os.path.join(folder, name + ".npy")
+        if not os.path.exists(npy):
             raise CaseError(f"case {case.name}: {name}.npy is missing in {folder}; write the cases again with "
                             "`ringlab conformance cases DIR --force`")
+        try:
+            dtype = _npy_dtype(npy)
+        except Exception as e:
+            raise CaseError(f"case {case.name}: {name}.npy cannot be read ({e})") from e
+        check_file_dtype(case.name, folder, name, dtype)
     return case
 
 

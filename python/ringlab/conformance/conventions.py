@@ -157,6 +157,19 @@ def striped(seq: int, ranks: int, docs: Sequence[int]) -> ShardMap:
     return _finish("striped", seq, ranks, [range(r, len(slot_pos), ranks) for r in range(ranks)], padded, slot_pos)
 
 
+def striped_per_document(seq: int, ranks: int, docs: Sequence[int]) -> ShardMap:
+    """Tokens r, r+P, r+2P, ... of every document, each document padded to a multiple of P."""
+    padded, slot_pos = _padded_layout(docs, ranks, per_document=True)
+    slots = []
+    for r in range(ranks):
+        mine, start = [], 0
+        for p in padded:
+            mine += list(range(start + r, start + p, ranks))
+            start += p
+        slots.append(mine)
+    return _finish("striped-per-document", seq, ranks, slots, padded, slot_pos)
+
+
 def ptrr_schedule(cost: Sequence[float], ranks: int) -> List[List[int]]:
     """Processing-time round-robin: sort blocks by cost (descending, stable), deal them in snake order."""
     cost = np.asarray(cost)
@@ -215,6 +228,7 @@ class Convention:
     summary: str
     build: Callable[..., ShardMap]
     needs_mask: bool = False  # the map depends on the mask (PTRR)
+    parameter: str = ""  # the name of its ":N" parameter (a positive integer), or "" when it takes none
 
 
 def _head_tail_default(seq, ranks, docs):
@@ -231,6 +245,12 @@ CONVENTIONS: Dict[str, Convention] = {
                    zigzag),
         Convention("striped", "ringlab", "rank r holds tokens r, r+P, r+2P, ...; tail padded to a multiple of P",
                    striped),
+        Convention("zigzag-per-document", "ringlab",
+                   "chunks r and 2P-1-r of 2P of every document, each padded to a multiple of 2P (the cases' zig-zag "
+                   "with documents)", zigzag_per_document),
+        Convention("striped-per-document", "ringlab",
+                   "tokens r, r+P, r+2P, ... of every document, each padded to a multiple of P (the cases' striped "
+                   "with documents)", striped_per_document),
         Convention("rfa-zigzag", "ring-flash-attention", "zigzag_ring_flash_attn_func: chunks r and 2P-1-r of 2P",
                    zigzag),
         Convention("rfa-stripe", "ring-flash-attention", "stripe_flash_attn_func: tokens r, r+P, r+2P, ...",
@@ -249,7 +269,8 @@ CONVENTIONS: Dict[str, Convention] = {
                    "_PerDocumentHeadTailLoadBalancer: head-tail inside each document (each padded to 2P)",
                    zigzag_per_document),
         Convention("torch-round-robin", "PyTorch context_parallel",
-                   "_PTRRLoadBalancer: blocks dealt by mask work in snake round-robin order", ptrr, needs_mask=True),
+                   "_PTRRLoadBalancer: blocks dealt by mask work in snake round-robin order (:BLOCK sets the block "
+                   "size in tokens)", ptrr, needs_mask=True, parameter="BLOCK"),
         Convention("te-dualchunkswap", "TransformerEngine",
                    "load-balanced CP (bshd/sbhd): chunks r and 2P-1-r of 2P", zigzag),
         Convention("te-thd", "TransformerEngine",
@@ -259,18 +280,33 @@ CONVENTIONS: Dict[str, Convention] = {
 }
 
 
+def parse_name(name: str):
+    """(convention, parameter or 0) of a name such as "zigzag" or "torch-round-robin:16". KeyError for an
+    unknown convention, ValueError (one line) for a parameter that is not a positive integer or that the
+    convention does not take."""
+    base, colon, arg = name.partition(":")
+    if base not in CONVENTIONS:
+        raise KeyError(f"unknown layout convention '{name}' (known: {', '.join(CONVENTIONS)})")
+    conv = CONVENTIONS[base]
+    if not colon:
+        return conv, 0
+    if not conv.parameter:
+        raise ValueError(f"layout '{name}': convention {base} takes no parameter (use '{base}')")
+    if not (arg.isascii() and arg.isdigit()) or int(arg) < 1:
+        raise ValueError(f"layout '{name}': the {conv.parameter} of {base}:{conv.parameter} must be a positive "
+                         f"integer, not '{arg}'")
+    return conv, int(arg)
+
+
 def shard_map(name: str, seq: int, ranks: int, docs: Optional[Sequence[int]] = None, causal: bool = False,
               window: int = 0) -> ShardMap:
     """The ShardMap of convention `name` ("torch-round-robin:16" sets PTRR's block size)."""
-    base, _, arg = name.partition(":")
-    if base not in CONVENTIONS:
-        raise KeyError(f"unknown layout convention '{name}' (known: {', '.join(CONVENTIONS)})")
+    conv, arg = parse_name(name)
     docs = list(docs) if docs else [seq]
     if sum(docs) != seq or min(docs) < 1:
         raise ValueError(f"document lengths {docs} do not sum to S = {seq}")
-    conv = CONVENTIONS[base]
     if conv.needs_mask:
-        m = conv.build(seq, ranks, docs, causal=causal, window=window, block=int(arg) if arg else 0)
+        m = conv.build(seq, ranks, docs, causal=causal, window=window, block=arg)
     else:
         m = conv.build(seq, ranks, docs)
     return dataclasses.replace(m, convention=name)

@@ -9,14 +9,17 @@ from the error pattern against the case's structure, in this order:
    exp(-inf - (-inf))).
 2. the forward is wrong: what-if outputs, each exact attention with one rule of the mask broken
    (window ignored, documents ignored, causal ignored, causal off by one, padding read as keys,
-   the last token of a document dropped); the implementation's output matching one within the
-   case's tolerance names it. Otherwise the ring steps every wrong row sees, against the rows
-   that are right.
+   the last token of a document dropped), and exact attention in which each rank weighs every
+   block's keys with its own V rows (K sent around the ring, V not); the implementation's output
+   matching one within the case's tolerance names it. Otherwise the ring steps every wrong row
+   sees, against the rows that are right.
 3. only the backward is wrong: an error small against the gradients' size and spread over most
    rows is low-precision accumulation; a wrong dQ exactly in the rows that see keys from other
-   ranks is a stale K/V chunk; a right dQ with wrong dK/dV is dK/dV accumulated on the wrong rank
-   (sent against the K/V direction, or not brought home), and a least-squares fit of the error on
-   the per-(rank, block) contributions names which contributions are missing and which are extra.
+   ranks is a stale K/V chunk; a right dQ with wrong dK/dV where each rank's dK/dV is exactly the
+   whole gradient of another rank's block is dK/dV not brought home (the last hop missing); any
+   other right dQ with wrong dK/dV is dK/dV sent against the K/V direction, and a least-squares fit
+   of the error on the per-(rank, block) contributions names which contributions are missing and
+   which are extra.
 """
 from __future__ import annotations
 
@@ -256,6 +259,27 @@ def _padding_what_if(c: _Ctx):
     return out[:, real[order]]
 
 
+def _own_v_what_if(c: _Ctx):
+    """Exact attention in which each rank weighs the keys of every block with its own V rows, laid row for
+    row under that block's positions: what a ring that sends K and never V computes (its lse is right)."""
+    smap, case, a = c.smap, c.case, c.a
+    if c.P < 2 or len({len(p) for p in smap.positions}) != 1:
+        return None
+    out = np.zeros_like(a["q"])
+    for r in range(c.P):
+        mine = smap.positions[r]
+        v = np.zeros_like(a["v"])
+        for y in range(c.P):
+            theirs = smap.positions[y]
+            held = theirs >= 0
+            src = mine[held]
+            v[:, theirs[held]] = np.where((src >= 0)[None, :, None, None], a["v"][:, np.maximum(src, 0)], 0.0)
+        rows = np.nonzero(c.owner == r)[0]
+        if len(rows):
+            out[:, rows], _ = oracle.forward(a["q"][:, rows], a["k"], v, c.mask[rows], case.scale)
+    return out
+
+
 def _forward(c: _Ctx, wrong) -> Optional[Diagnosis]:
     case = c.case
     a = c.a
@@ -276,6 +300,13 @@ def _forward(c: _Ctx, wrong) -> Optional[Diagnosis]:
             best = (r, "padding read as keys", f"the output is exact attention with the {pads} "
                     f"padding rows of layout {c.smap.convention} taken as real tokens: mask them (position -1, or "
                     "cu_seqlens without the padding)")
+    own_v = _own_v_what_if(c)
+    if own_v is not None:
+        r = c.ratio_against("out", own_v)
+        if r <= 1 and (best is None or r < best[0]):
+            best = (r, "V not sent with K", "the output is attention with the right weights over the wrong values: "
+                    "each rank multiplies the keys that arrived from other ranks with its own V rows; V must travel "
+                    "around the ring with K (the lse, which depends on K alone, is right)")
     details = [f"wrong output rows: {c.where(rows)}"]
     details += _step_lines(c, rows)
     if best is not None:
@@ -442,12 +473,60 @@ def _backward(c: _Ctx, wrong) -> Optional[Diagnosis]:
         details += _step_lines(c, wrong["dq"])
         return Diagnosis("wrong backward blocks", "dQ is wrong while the forward is right; the ring steps below "
                          "are where its rows get their keys", details)
+    home = _not_home(c, [n for n in ("dk", "dv") if n in bad], wrong)
+    if home is not None:
+        return Diagnosis("dK/dV not brought home",
+                         "dQ and the forward are right, and each rank returns exactly the whole dK/dV of another "
+                         "rank's K/V block: the accumulators travel with their block but miss the extra hop that "
+                         "brings them back to the block's owner after the last ring step (visible at every P >= 2)",
+                         details + home)
     fit = _contribution_fit(c, [n for n in ("dk", "dv") if n in bad])
     details += fit
     note = " (invisible at P = 2, where both directions reach the same rank)" if c.P >= 3 else ""
     return Diagnosis("dK/dV sent against the K/V direction",
                      "dQ and the forward are right but the dK/dV of a block land on the wrong rank: the "
                      f"accumulators must travel with their K/V block and take one extra hop home{note}", details)
+
+
+def _not_home(c: _Ctx, names: List[str], wrong) -> Optional[List[str]]:
+    """Lines when every rank holding wrong dK/dV rows returned, row for row, the whole dK/dV of one other
+    rank's K/V block (within the tolerance); None otherwise (or where ranks hold different numbers of rows)."""
+    smap, a, P = c.smap, c.a, c.P
+    if P < 2 or len({len(p) for p in smap.positions}) != 1 or not names:
+        return None
+    L = len(smap.positions[0])
+
+    def local(g, y):
+        pos = smap.positions[y]
+        out = np.zeros((g.shape[0], L) + g.shape[2:])
+        out[:, pos >= 0] = g[:, pos[pos >= 0]]
+        return out
+
+    holds: Dict[int, int] = {}
+    for name in names:
+        tol = c.case.tolerances[name]
+        for b in sorted({int(c.owner[i]) for i in wrong[name]}):
+            real = smap.positions[b] >= 0
+            got = local(c.outputs[name], b)[:, real]
+            match = []
+            for other in range(P):
+                if other == b:
+                    continue
+                ref = local(a[name], other)[:, real]
+                if np.all(np.abs(got - ref) <= tol["abs"] + tol["rel"] * np.abs(ref)):
+                    match.append(other)
+            if len(match) != 1 or holds.get(b, match[0]) != match[0]:
+                return None
+            holds[b] = match[0]
+    if not holds:
+        return None
+    shifts = {(o - b) % P for b, o in holds.items()}
+    lines = [f"rank {b} returns the {'/'.join(names)} of rank {o}'s K/V block" for b, o in sorted(holds.items())][:4]
+    if len(shifts) == 1:
+        s = shifts.pop()
+        lines.append(f"every rank r with wrong rows holds the accumulator of the block of rank r + {s} (mod {P})" +
+                     (": where the ring leaves it after its last step, one hop short of home" if s == 1 else ""))
+    return lines
 
 
 def _contribution_fit(c: _Ctx, names: List[str]) -> List[str]:

@@ -94,24 +94,38 @@ def _num(x: float):
     return x if np.isfinite(x) else ("nan" if np.isnan(x) else "inf")
 
 
+PER_DOCUMENT = {"zigzag": "zigzag-per-document", "striped": "striped-per-document"}
+
+
 def case_convention(case: Case) -> Optional[conventions.ShardMap]:
-    """The convention map equal to the case's own layout (ringlab's zig-zag per document is
-    TransformerEngine's THD map), or None: it brings the padded sequence (slots, cu_seqlens_padded)."""
+    """The convention map equal to the case's own layout, or None: it brings the padded sequence (slots,
+    cu_seqlens_padded). A case laid out per document (case.json's layout.per_document) is named by the
+    per-document convention (zigzag-per-document, striped-per-document), never by the name of the
+    whole-sequence layout: ctx.layout must name the map an adapter can trust."""
     per_document = bool(case.meta.get("layout", {}).get("per_document")) and case.docs
-    name = "te-thd" if per_document and case.layout == "zigzag" else case.layout
-    if per_document and case.layout != "zigzag" or name not in conventions.CONVENTIONS:
+    name = PER_DOCUMENT.get(case.layout, "") if per_document else case.layout
+    if name not in conventions.CONVENTIONS:
         return None
     m = conventions.shard_map(name, case.S, case.P, case.docs)
     if len(m.positions) != len(case.positions) or not all(
             np.array_equal(a, b) for a, b in zip(m.positions, case.positions)):
         return None
-    return dataclasses.replace(m, convention=case.layout)
+    return m
 
 
 def shard_map_for(case: Case, layout: Optional[str], nproc: int) -> conventions.ShardMap:
     if not layout or layout == "case":
-        return case_convention(case) or conventions.from_positions(case.layout, case.S, case.docs, case.positions)
+        return case_convention(case) or conventions.from_positions(_explicit_name(case), case.S, case.docs,
+                                                                   case.positions)
     return conventions.shard_map(layout, case.S, nproc, case.docs, case.causal, case.window)
+
+
+def _explicit_name(case: Case) -> str:
+    """ctx.layout for a case whose positions match no convention: never the name of a convention (an
+    adapter trusting it would compute that convention's map), so such a name is marked "case:NAME"."""
+    per_document = bool(case.meta.get("layout", {}).get("per_document")) and case.docs
+    name = PER_DOCUMENT.get(case.layout, case.layout + "-per-document") if per_document else case.layout
+    return f"case:{name}" if name.partition(":")[0] in conventions.CONVENTIONS else name
 
 
 def payloads(case: Case, smap: conventions.ShardMap, backward: bool = True,

@@ -91,8 +91,11 @@ class RingAttention:
 
     # ---- the ring ------------------------------------------------------------------------------
     def exchange(self, tensors, send_to, recv_from, recv_rows, tag):
-        """Post a send of `tensors` (one buffer) and a receive of a block of `recv_rows` rows."""
+        """Post a send of `tensors` (one buffer) and a receive of a block of `recv_rows` rows. With one rank
+        the ring is that rank: its block comes back to it unsent (gloo cannot send a rank to itself)."""
         buf = torch.cat([t.reshape(t.shape[0], t.shape[1], -1) for t in tensors], dim=-1).contiguous()
+        if self.world == 1:
+            return [], buf, [t.shape[2:] for t in tensors], buf
         shape = list(buf.shape)
         shape[1] = recv_rows
         incoming = torch.empty(shape, dtype=buf.dtype, device=buf.device)

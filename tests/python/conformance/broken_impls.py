@@ -3,10 +3,14 @@
 Each is the reference ring (ringlab.conformance.reference) with exactly one of its small methods
 changed the way a published implementation got it wrong. Test fixtures only: never shipped.
 """
+import os
+import signal
+import time
+
 import torch
 import torch.distributed as dist
 
-from ringlab.conformance.reference import RingAttention, attention
+from ringlab.conformance.reference import DKV_TAG, RingAttention, attention
 
 
 class StaleKV(RingAttention):
@@ -122,6 +126,60 @@ def hangs(q, k, v, ctx):
     return attention(q, k, v, ctx)
 
 
+def spins(q, k, v, ctx):
+    """Rank 0 never leaves its own code (a loop that does not end); the others wait for it in the
+    reference's first collective."""
+    if ctx.rank == 0:
+        while True:
+            time.sleep(0.05)
+    return attention(q, k, v, ctx)
+
+
+def group_timeout(q, k, v, ctx):
+    """Raises with the process group's timeout (the store's: init_process_group gives both the same)."""
+    seconds = dist.distributed_c10d._get_default_store().timeout.total_seconds()
+    raise RuntimeError(f"process group timeout {seconds:g} s")
+
+
+def killed(q, k, v, ctx):
+    """Rank 1's process is killed (SIGKILL: the kernel's OOM killer); its peers lose their connections."""
+    if ctx.rank == 1 % ctx.world_size:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return attention(q, k, v, ctx)
+
+
+def exits(q, k, v, ctx):
+    """Rank 1's process exits with status 3 in the middle of the case (a library calling exit())."""
+    if ctx.rank == 1 % ctx.world_size:
+        os._exit(3)
+    return attention(q, k, v, ctx)
+
+
+def out_bf16(q, k, v, ctx):
+    """out rounded to bfloat16 for float32 inputs: the contract is out in the inputs' dtype."""
+    out, lse = attention(q, k, v, ctx)
+    return out.to(torch.bfloat16), lse
+
+
+def lse_int(q, k, v, ctx):
+    """lse returned as integers."""
+    out, lse = attention(q, k, v, ctx)
+    return out, lse.to(torch.int32)
+
+
+def layout_trusting(q, k, v, ctx):
+    """An adapter that computes its rows' positions from ctx.layout (as a real implementation knows its
+    layout) and refuses to run when they are not the rows it was given."""
+    from ringlab.conformance import conventions
+
+    m = conventions.shard_map(ctx.layout, ctx.seq, ctx.world_size, ctx.docs, ctx.causal, ctx.window)
+    mine = torch.as_tensor(m.positions[ctx.rank], dtype=torch.int64)
+    if not torch.equal(mine, ctx.positions.cpu()):
+        raise ValueError(f"ctx.layout '{ctx.layout}' puts positions {mine.tolist()[:8]}... on rank {ctx.rank}, "
+                         f"the rows given are {ctx.positions.tolist()[:8]}...")
+    return attention(q, k, v, ctx)
+
+
 # ---- more mask and merge mistakes, each with its own cause --------------------------------------
 
 class DocumentsIgnored(RingAttention):
@@ -162,7 +220,35 @@ class MissingRescale(RingAttention):
         return torch.where(first, w_part * part_out, acc_out + w_part * part_out), new
 
 
+class ForgetV(RingAttention):
+    """The forward sends K around the ring and never V: every block's keys are weighed with the rank's own
+    V rows (its lse, which K alone decides, is right; a plain-softmax merge would look the same to a test
+    on which rows are wrong)."""
+
+    def forward(self, q, k, v):
+        self.v_own = v.to(self.compute)
+        return super().forward(q, k, v)
+
+    def block_forward(self, q, k, v, mask):
+        return super().block_forward(q, k, self.v_own, mask)
+
+
+class DkvNoHome(RingAttention):
+    """The dK/dV accumulators travel with their K/V block but never take the last hop home: each rank
+    returns the accumulator of the block it held last (visible at P = 2 too, unlike a direction bug)."""
+
+    def exchange(self, tensors, send_to, recv_from, recv_rows, tag):
+        if tag == DKV_TAG:
+            self.dkv_hops = getattr(self, "dkv_hops", 0) + 1
+            if self.dkv_hops == self.world:  # the hop after the last step: left out, the accumulator stays
+                buf = torch.cat([t.reshape(t.shape[0], t.shape[1], -1) for t in tensors], dim=-1).contiguous()
+                return [], buf, [t.shape[2:] for t in tensors], buf
+        return super().exchange(tensors, send_to, recv_from, recv_rows, tag)
+
+
 documents_ignored = _with_ring(DocumentsIgnored)
 padding_as_keys = _with_ring(PaddingAsKeys)
 causal_offset = _with_ring(CausalOffset)
 missing_rescale = _with_ring(MissingRescale)
+forget_v = _with_ring(ForgetV)
+dkv_no_home = _with_ring(DkvNoHome)
