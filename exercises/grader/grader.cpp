@@ -179,13 +179,15 @@ Compiled compile(const LabInfo& lab, const std::string& source, bool use_cache, 
   std::vector<std::string> argv{compiler};
   argv.insert(argv.end(), tc.compile_flags.begin(), tc.compile_flags.end());
   for (const std::string& flag : include_flags(headers)) argv.push_back(flag);
-  for (const char* a : {"-E", "-o"}) argv.emplace_back(a);
+  for (const char* a : {"-E", "-H", "-o"}) argv.emplace_back(a);  // -H: every file it opens, on stderr
   argv.push_back((scratch / "unit.ii").string());
   argv.push_back(source);
   const ProcessResult pre = run_process(argv, 120);
   compiled.seconds = pre.seconds;
+  std::string pre_output;  // what the preprocessor said, without -H's list
+  const std::vector<std::string> opened = opened_files(pre.output, &pre_output);
   if (pre.timed_out || pre.exit_status != 0) {
-    compiled.output = relative_paths(pre.output, prefixes);
+    compiled.output = relative_paths(pre_output, prefixes);
     if (pre.timed_out) compiled.output += "\n(the preprocessor ran past 120 s and was stopped)";
     return compiled;
   }
@@ -197,6 +199,8 @@ Compiled compile(const LabInfo& lab, const std::string& source, bool use_cache, 
   rules.handout = {headers};
   rules.system = system_include_dirs();
   rules.forbidden = setup().forbidden;
+  rules.opened = opened;
+  rules.refused = refused_names(read_file(headers + "/lab.hpp"));
   compiled.refusal = check_unit(unit, rules);
   if (!compiled.refusal.empty()) return compiled;
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -60,16 +61,30 @@ bool answer_name(const fs::path& path) {
   return name == "solution.cpp" || name == "harness.cpp" || name == "device_runner.cu" || path.extension() == ".patch";
 }
 
-// The identifiers of one preprocessed line outside string and character literals; `raw` carries a
-// raw string literal's closing delimiter from one line to the next ("" when outside one).
-std::vector<std::string> identifiers(const std::string& line, std::string& raw) {
-  std::vector<std::string> names;
+// One identifier of a preprocessed line and what came just before it: `member` after `.` or `->`,
+// `qualifier` the token before a `::` that precedes it ("" when no `::` does).
+struct Name {
+  std::string text;
+  bool member = false;
+  std::string qualifier;
+};
+
+// The identifiers of one preprocessed line outside string and character literals. `raw` carries a
+// raw string literal's closing delimiter from one line to the next ("" when outside one), and
+// `last` / `before` the two tokens before the line's first, so a name's context may span lines.
+std::vector<Name> identifiers(const std::string& line, std::string& raw, std::string& last, std::string& before) {
+  std::vector<Name> names;
+  auto token = [&](std::string t) {
+    before = std::move(last);
+    last = std::move(t);
+  };
   size_t i = 0;
   if (!raw.empty()) {
     const size_t end = line.find(raw);
     if (end == std::string::npos) return names;
     i = end + raw.size();
     raw.clear();
+    token("literal");
   }
   while (i < line.size()) {
     const char c = line[i];
@@ -84,24 +99,62 @@ std::vector<std::string> identifiers(const std::string& line, std::string& raw) 
         return names;
       }
       i = end + closing.size();
+      token("literal");
     } else if (c == '"' || c == '\'') {
       for (++i; i < line.size() && line[i] != c; ++i)
         if (line[i] == '\\') ++i;
       ++i;
+      token("literal");
     } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       size_t end = i;
       while (end < line.size() && (std::isalnum(static_cast<unsigned char>(line[end])) || line[end] == '_')) ++end;
-      names.push_back(line.substr(i, end - i));
+      if (line.compare(i, end - i, "template") == 0 && (last == "." || last == "->" || last == "::")) {
+        i = end;  // x.template f<T>(): f is still x's member
+        continue;
+      }
+      Name name{line.substr(i, end - i), last == "." || last == "->", last == "::" ? before : ""};
+      token(name.text);
+      names.push_back(std::move(name));
       i = end;
     } else if (std::isdigit(static_cast<unsigned char>(c))) {
       while (i < line.size() &&
              (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '.' || line[i] == '\'' || line[i] == '_'))
         ++i;
+      token("literal");
+    } else if (std::isspace(static_cast<unsigned char>(c))) {
+      ++i;
+    } else if (line.compare(i, 2, "::") == 0 || line.compare(i, 2, "->") == 0) {
+      token(line.substr(i, 2));
+      i += 2;
     } else {
+      token(std::string(1, c));
       ++i;
     }
   }
   return names;
+}
+
+// Whether `name` is one the lab refuses: `name` anywhere, or `.name` used as a member (after `.`,
+// `->`, or `X::` where X is not the lab's own namespace `labNN`, in which the student defines it).
+bool refused_name(const Name& name, const std::vector<std::string>& refused) {
+  for (const std::string& r : refused) {
+    if (r == name.text) return true;
+    if (r.size() > 1 && r[0] == '.' && r.compare(1, std::string::npos, name.text) == 0) {
+      if (name.member) return true;
+      const std::string& q = name.qualifier;
+      const bool lab_namespace = q.size() > 3 && q.rfind("lab", 0) == 0 &&
+                                 std::all_of(q.begin() + 3, q.end(), [](char d) { return std::isdigit(d) != 0; });
+      if (!q.empty() && !lab_namespace) return true;
+    }
+  }
+  return false;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace
@@ -146,8 +199,21 @@ std::string check_unit(const std::string& unit, const UnitRules& rules) {
                 "beside your file (no absolute paths, no '..' out of its folder)";
     return 2;
   };
+  // The files the compiler opened, whatever the line markers say, and the student's own among
+  // them: none may hold a line directive, so the markers below tell the truth.
+  std::string refusal;
+  std::vector<std::string> own{submission};
+  for (const std::string& file : rules.opened) {
+    const int kind = classify(file, refusal);
+    if (kind == 2) return refusal;
+    if (kind == 0 && resolved(file) != submission) own.push_back(resolved(file));
+  }
+  for (const std::string& file : own)
+    if (has_line_directive(read_text(file)))
+      return "refused: a line directive (#line) in " + shown(file, file) +
+             ": it would make your code look like another file's to this check; remove it";
   std::istringstream lines(unit);
-  std::string current, refusal, raw;
+  std::string current, raw, last, before;
   int kind = 1, line_number = 0;
   for (std::string line; std::getline(lines, line);) {
     const std::string file = marker_file(line);
@@ -157,17 +223,102 @@ std::string check_unit(const std::string& unit, const UnitRules& rules) {
       kind = file.front() == '<' ? 1 : classify(file, refusal);
       if (kind == 2) return refusal;
       raw.clear();
+      last.clear();
+      before.clear();
       continue;
     }
     const int this_line = line_number++;
     if (kind != 0) continue;
-    for (const std::string& name : identifiers(line, raw))
-      if (name == "asm" || name == "__asm" || name == "__asm__")
-        return "refused: inline assembly (" + name + ") in " + shown(current, resolved(current)) + " line " +
-               std::to_string(this_line) +
+    for (const Name& name : identifiers(line, raw, last, before)) {
+      const std::string where = shown(current, resolved(current)) + " line " + std::to_string(this_line);
+      if (name.text == "asm" || name.text == "__asm" || name.text == "__asm__")
+        return "refused: inline assembly (" + name.text + ") in " + where +
                ": the labs need none, and an asm statement can read files while compiling (.incbin)";
+      if (refused_name(name, rules.refused))
+        return "refused: " + where + " names " + name.text +
+               ", which does this lab's work for you (lab.hpp's grader-refuses lines list what is not yours to "
+               "call here); write that part yourself";
+    }
   }
   return "";
+}
+
+std::vector<std::string> refused_names(const std::string& lab_header) {
+  std::vector<std::string> names;
+  std::istringstream lines(lab_header);
+  const std::string tag = "// grader-refuses:";
+  for (std::string line; std::getline(lines, line);) {
+    const size_t at = line.find(tag);
+    if (at == std::string::npos) continue;
+    std::istringstream words(line.substr(at + tag.size()));
+    for (std::string word; words >> word;) {
+      while (!word.empty() && (word.back() == ',' || word.back() == '.')) word.pop_back();
+      if (!word.empty()) names.push_back(word);
+    }
+  }
+  return names;
+}
+
+std::vector<std::string> opened_files(const std::string& output, std::string* rest) {
+  std::vector<std::string> files;
+  std::istringstream lines(output);
+  bool guards = false;  // "Multiple include guards may be useful for:" and its list of paths
+  for (std::string line; std::getline(lines, line);) {
+    size_t dots = 0;
+    while (dots < line.size() && line[dots] == '.') ++dots;
+    if (dots > 0 && dots + 1 < line.size() && line[dots] == ' ') {
+      files.push_back(line.substr(dots + 1));
+      continue;
+    }
+    if (line.rfind("Multiple include guards may be useful for:", 0) == 0) {
+      guards = true;
+      continue;
+    }
+    if (guards && !line.empty() && line[0] == '/') continue;
+    guards = false;
+    if (rest) *rest += line + "\n";
+  }
+  return files;
+}
+
+bool has_line_directive(const std::string& text) {
+  std::string spliced;  // backslash-newline joins lines before directives are recognised
+  spliced.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == '\n') {
+      ++i;
+    } else if (text[i] == '\\' && i + 2 < text.size() && text[i + 1] == '\r' && text[i + 2] == '\n') {
+      i += 2;
+    } else {
+      spliced += text[i];
+    }
+  }
+  std::istringstream lines(spliced);
+  for (std::string line; std::getline(lines, line);) {
+    size_t i = 0;
+    auto skip_blank = [&] {
+      for (;;) {
+        while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+        if (line.compare(i, 2, "/*") != 0) return;
+        const size_t end = line.find("*/", i + 2);
+        i = end == std::string::npos ? line.size() : end + 2;
+      }
+    };
+    skip_blank();
+    if (line.compare(i, 1, "#") == 0) {
+      i += 1;
+    } else if (line.compare(i, 2, "%:") == 0) {
+      i += 2;
+    } else {
+      continue;
+    }
+    skip_blank();
+    if (i < line.size() && std::isdigit(static_cast<unsigned char>(line[i]))) return true;
+    if (line.compare(i, 4, "line") == 0 &&
+        (i + 4 == line.size() || !(std::isalnum(static_cast<unsigned char>(line[i + 4])) || line[i + 4] == '_')))
+      return true;
+  }
+  return false;
 }
 
 std::vector<std::string> compiler_include_dirs(const std::string& compiler, const std::vector<std::string>& flags) {

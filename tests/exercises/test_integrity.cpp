@@ -134,6 +134,91 @@ TEST_CASE("integrity: a submission compiles against the hand-out's headers only"
   CHECK(probe.report["compiled"] == true);
 }
 
+TEST_CASE("integrity: a forged line marker cannot hide code from the check", "[exercises][grader][integrity]") {
+  const fs::path dir = scratch("lines");
+  const std::string harness = kLab03 + "/harness.cpp";
+  const std::string incbin = "asm(\".incbin \\\"" + harness + "\\\"\");\n";
+  // The reviewer's file: the asm looked like a line of the compiler's own <vector>.
+  refused(write(dir / "line" / "cheat.cpp",
+                solution_with("#line 1 \"/usr/include/c++/12/vector\"\n" + incbin + "#line 9 \"cheat.cpp\"\n")),
+          "a line directive (#line) in cheat.cpp");
+  // GNU's marker form, a digraph, a comment and a continuation between # and the number.
+  refused(write(dir / "gnu" / "cheat.cpp", solution_with("# 1 \"/usr/include/c++/12/vector\" 1 3\n" + incbin)),
+          "a line directive");
+  refused(write(dir / "digraph" / "cheat.cpp", solution_with("%: /* */ line 1 \"/usr/include/stdio.h\"\n" + incbin)),
+          "a line directive");
+  refused(write(dir / "spliced" / "cheat.cpp", solution_with("#\\\n 7 \"/usr/include/stdio.h\"\n" + incbin)),
+          "a line directive");
+  // In a header of the student's own, which the compiler's list of opened files names.
+  write(dir / "header" / "mine.hpp", "#line 1 \"/usr/include/c++/12/vector\"\n" + incbin);
+  refused(write(dir / "header" / "cheat.cpp", solution_with("#include \"mine.hpp\"\n")),
+          "a line directive (#line) in mine.hpp");
+  // The negative control: the same asm without the forged marker is refused as assembly, and a
+  // file that only mentions #line in a string compiles.
+  refused(write(dir / "plain" / "cheat.cpp", solution_with(incbin)), "inline assembly (asm)");
+  const Graded ok =
+      grade("03-ring-forward",
+            write(dir / "ok" / "ok.cpp", solution_with("static const char* note = \"#line 1\";\n")).string(),
+            {"--only", "p1"});
+  CHECK(ok.report["compiled"] == true);
+}
+
+TEST_CASE("integrity: the library's own answers are refused by name", "[exercises][grader][integrity]") {
+  const fs::path dir = scratch("library");
+  const std::string lab01 = kSource + "/exercises/labs/01-softmax-merge";
+  auto refused_in = [&](const std::string& lab, const fs::path& file, const std::string& what) {
+    INFO(file.string() << "\n" << read(file));
+    const Graded g = grade(lab, file.string());
+    INFO(g.report.dump(2));
+    CHECK(g.status == 1);
+    CHECK(g.report["compiled"] == false);
+    const std::string refusal = g.report["refusal"];
+    CHECK(refusal.rfind("refused: ", 0) == 0);
+    CHECK(refusal.find(what) != std::string::npos);
+    CHECK(g.report["score"]["correctness_passed"] == 0);
+  };
+  const std::string lab01_solution = read(lab01 + "/solution.cpp");
+  auto lab01_with = [&](const std::string& from, const std::string& to) {
+    std::string text = lab01_solution;
+    const size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    return text.replace(at, from.size(), to);
+  };
+  // Lab 01 done by SoftmaxState's own members, however reached.
+  const std::string merge_body = "State merge(const State& a, const State& b) {";
+  refused_in("01-softmax-merge",
+             write(dir / "member" / "m.cpp",
+                   lab01_with(merge_body, merge_body + "\n  { State r = a; r.merge(b); return r; }")),
+             "names merge");
+  refused_in(
+      "01-softmax-merge",
+      write(dir / "pointer" / "m.cpp",
+            lab01_with(merge_body, merge_body + "\n  { State r = a; (r.*&SoftmaxState<float>::merge)(b); return r; }")),
+      "names merge");
+  refused_in("01-softmax-merge",
+             write(dir / "macro" / "m.cpp",
+                   "#define GLUE(a, b) a##b\n" +
+                       lab01_with(merge_body, merge_body + "\n  { State r = a; r.GLUE(mer, ge)(b); return r; }")),
+             "names merge");
+  // Lab 03 with exact attention declared by hand (no hand-out header declares it).
+  refused_in("03-ring-forward",
+             write(dir / "declared" / "r.cpp",
+                   "namespace ringlab { template <class T> struct Tensor; }\n"
+                   "namespace ringlab { void exact_attention(); }\n" +
+                       read(kLab03 + "/solution.cpp")),
+             "names exact_attention");
+  // The negative control: the student's own free merge and a call of it, qualified by the lab's
+  // namespace, compile and pass.
+  const Graded own = grade(
+      "01-softmax-merge",
+      write(dir / "own" / "m.cpp", lab01_solution + "\nnamespace ringlab::lab01 {\n"
+                                                    "State twice(const State& a) { return lab01::merge(a, a); }\n}\n")
+          .string());
+  INFO(own.report.dump(2));
+  CHECK(own.report["compiled"] == true);
+  CHECK(own.report["score"]["correctness_passed"] == own.report["score"]["correctness_total"]);
+}
+
 TEST_CASE("integrity: a forged verdict is not believed (the judge holds none of the submission)",
           "[exercises][grader][integrity]") {
   // A private cache, so that the binaries built for this grade can be found below.

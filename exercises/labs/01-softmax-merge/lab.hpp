@@ -7,6 +7,11 @@
 // Two states over disjoint keys merge into the state over all of them; the merge is associative
 // and commutative, with State::empty(rows, width) as its identity. That is what makes ring
 // attention (and flash attention) exact.
+// Not yours to call here: SoftmaxState's own merge and finalize and the library's softmax_state_of
+// do this lab's work. The grader refuses a submission that names them (a member, written `.name`,
+// is refused only as a member: your own free function may share its name).
+// grader-refuses: softmax_state_of merge_lse_form merge_lse_row .merge_row .merge .finalize
+
 #pragma once
 
 #include <cstdint>

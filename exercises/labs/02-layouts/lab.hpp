@@ -9,6 +9,11 @@
 //   striped  unit u goes to rank u mod P (round robin).
 // A rank's positions are returned in ascending order. S is a multiple of P block (and of
 // 2 P block for zig-zag).
+// Not yours to call here: the library's Layout and its pair counts do this lab's work. The grader
+// refuses a submission that names them (a member, written `.name`, is refused only as a member:
+// your own free function may share its name).
+// grader-refuses: Layout make_layout causal_pairs_of_positions causal_pairs_of_units
+
 #pragma once
 
 #include <cstdint>
