@@ -10,9 +10,9 @@
 namespace ringlab {
 namespace {
 
-constexpr const char* kFaultKindNames[] = {"drop", "duplicate", "corrupt", "delay"};
+constexpr const char* kFaultKindNames[] = {"drop", "duplicate", "corrupt", "delay", "alter"};
 
-constexpr const char* kFormatHint = "write KIND@RANK:STEP with KIND drop|duplicate|corrupt|delay, e.g. drop@1:2";
+constexpr const char* kFormatHint = "write KIND@RANK:STEP with KIND drop|duplicate|corrupt|delay|alter, e.g. drop@1:2";
 
 [[noreturn]] void bad_fault(std::string_view text, const std::string& problem) {
   throw UsageError("--inject \"" + std::string(text) + "\": " + problem + "; " + kFormatHint);

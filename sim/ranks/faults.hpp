@@ -9,6 +9,10 @@
 //              checksum check fails -> a communication fault
 //   delay      the message becomes visible to its receiver only after a delay (WorldOptions,
 //              100 ms by default); the result is still correct
+//   alter      every value of the payload is negated before its checksum is taken: silent data
+//              corruption, which no receiver can tell; the result is wrong, and only checking
+//              it against the oracle shows it (a grader uses it to see that a rank computes
+//              with the block it received, not with one it reached some other way)
 #pragma once
 
 #include <cstdint>
@@ -18,7 +22,7 @@
 
 namespace ringlab {
 
-enum class FaultKind : uint8_t { drop, duplicate, corrupt, delay };
+enum class FaultKind : uint8_t { drop, duplicate, corrupt, delay, alter };
 
 const char* fault_kind_name(FaultKind kind);
 

@@ -56,6 +56,10 @@ uint64_t send_message(WorldState& world, int rank, const MessageRoute& route, st
   message.rendezvous_id = route.rendezvous ? world.new_rendezvous_id() : 0;
   const std::optional<FaultKind> fault = draw_fault(local);
   if (fault == FaultKind::corrupt) flip_a_bit(message);
+  if (fault == FaultKind::alter) {  // silently: the checksum is taken again, of the altered payload
+    for (float& value : message.payload) value = -value;
+    message.checksum = checksum_of(message.payload);
+  }
   const uint64_t rendezvous_id = message.rendezvous_id;
   ++local.counters.messages_sent;
   local.counters.bytes_sent += static_cast<int64_t>(data.size_bytes());

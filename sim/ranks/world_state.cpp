@@ -115,6 +115,7 @@ std::string WorldState::fault_effect(const Message& message, FaultKind fault) co
     case FaultKind::drop: return "dropped " + message_name(message);
     case FaultKind::duplicate: return "duplicated " + message_name(message);
     case FaultKind::corrupt: return "flipped a bit of " + message_name(message);
+    case FaultKind::alter: return "negated every value of " + message_name(message) + " (its checksum made to match)";
     case FaultKind::delay: {
       char delay[32];
       std::snprintf(delay, sizeof delay, "%.3f s", options_.fault_delay_seconds);

@@ -87,6 +87,7 @@ const std::vector<Control> kControls = {
     {"03-ring-forward", "gqa", "offset_mask"},
     {"03-ring-forward", "empty-rows", "no_inf_guard"},
     {"03-ring-forward", "empty-rows", "missing_rescale"},
+    {"03-ring-forward", "uses-messages", "shared_memory"},
     {"03-ring-forward", "rendezvous", "blocking_ring"},
     {"03-ring-forward", "perf-traffic", "sends_last_step"},
     {"03-ring-forward", "perf-overlap", "no_overlap"},
@@ -100,6 +101,7 @@ const std::vector<Control> kControls = {
     {"04-ring-backward", "p5-zigzag", "reverse_dkv"},
     {"04-ring-backward", "p8", "reverse_dkv"},
     {"04-ring-backward", "gqa", "reverse_dkv"},
+    {"04-ring-backward", "uses-messages", "shared_memory"},
     {"04-ring-backward", "rendezvous", "missing_send"},
     {"04-ring-backward", "perf-traffic", "sends_last_step"},
     // 05-ulysses
@@ -120,6 +122,7 @@ const std::vector<Control> kControls = {
     {"06-causal-skip", "zigzag-p4", "skip_by_rank"},
     {"06-causal-skip", "striped-p3", "skip_by_rank"},
     {"06-causal-skip", "striped-p3", "skip_by_first_query"},
+    {"06-causal-skip", "uses-messages", "shared_memory"},
     {"06-causal-skip", "rendezvous", "skip_stops_sending"},
     {"06-causal-skip", "perf-skips", "never_skips"},
     {"06-causal-skip", "perf-no-mask", "always_masks"},
@@ -144,6 +147,7 @@ const std::vector<Control> kControls = {
     {"08-window-ring", "p5-wide", "ignores_documents"},
     {"08-window-ring", "p8", "one_hop_short"},
     {"08-window-ring", "p8", "floor_hops"},
+    {"08-window-ring", "uses-messages", "shared_memory"},
     {"08-window-ring", "rendezvous", "blocking_ring"},
     {"08-window-ring", "perf-traffic", "full_ring"},
 };
@@ -353,6 +357,11 @@ TEST_CASE("rubric negative controls: 03-ring-forward", "[exercises][grader]") {
   lab.passes("sends_last_step", {"perf-overlap"});
   CHECK(lab.broken("sends_last_step").correctness_passed());
   lab.passes("lse_starts_at_zero", {"empty-rows"});
+  // Blocks read from memory the ranks share, while the sends go out for show: every other
+  // correctness criterion passes (and the traffic counted would too: performance is graded once
+  // all of them pass); altering the messages changes nothing.
+  lab.passes("shared_memory", {"p1", "p2", "p3", "p4-causal", "p5-zigzag", "p8", "gqa", "empty-rows", "rendezvous"});
+  CHECK(has(lab.broken("shared_memory").criterion("uses-messages")["message"], "did not receive"));
   // Blocks sent forward but named as if they came backward (origin = rank + step): full attention
   // cannot see positions and P = 2 cannot tell the directions apart, so p3 is where it shows, and
   // its hint names the mismatch, not the mask.
@@ -378,6 +387,8 @@ TEST_CASE("rubric negative controls: 03-ring-forward", "[exercises][grader]") {
 TEST_CASE("rubric negative controls: 04-ring-backward", "[exercises][grader]") {
   const Rubric lab("04-ring-backward");
   lab.check_table();
+  // K/V read from the ranks' shared memory, the messages sent for show: right everywhere else.
+  lab.passes("shared_memory", {"p1", "p2", "p3-direction", "p4-causal", "p5-zigzag", "p8", "gqa", "rendezvous"});
   lab.passes("reverse_dkv", {"p1", "p2"});
   // step 0's accumulators are each rank's own: the first wrong add is at step 1
   CHECK(lab.broken("reverse_dkv").criterion("p3-direction")["first_divergence"]["step"] == 1);
@@ -399,6 +410,7 @@ TEST_CASE("rubric negative controls: 05-ulysses", "[exercises][grader]") {
 TEST_CASE("rubric negative controls: 06-causal-skip", "[exercises][grader]") {
   const Rubric lab("06-causal-skip");
   lab.check_table();
+  lab.passes("shared_memory", {"classify", "contiguous-p3", "contiguous-p8", "zigzag-p4", "striped-p3", "rendezvous"});
   lab.passes("skip_stops_sending", {"classify"});
   CHECK(lab.broken("skip_stops_sending").criterion("contiguous-p3").contains("deadlock"));
   lab.passes("skip_by_rank", {"classify", "contiguous-p3", "contiguous-p8"});
@@ -427,6 +439,7 @@ TEST_CASE("rubric negative controls: 07-block-kernel (kernels under the warp emu
 TEST_CASE("rubric negative controls: 08-window-ring", "[exercises][grader]") {
   const Rubric lab("08-window-ring");
   lab.check_table();
+  lab.passes("shared_memory", {"hops", "mask", "p3-window", "p4-docs", "p5-wide", "p8", "rendezvous"});
   lab.passes("one_hop_short", {"hops", "mask"});
   CHECK(has(lab.broken("one_hop_short").criterion("p3-window")["first_divergence"]["what"], "never computed"));
   CHECK(lab.broken("floor_hops").status_of("p3-window") == "failed");

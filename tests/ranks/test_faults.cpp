@@ -40,6 +40,7 @@ TEST_CASE("fault strings parse into kind, rank and step", "[sim][faults]") {
   CHECK(parse_fault("duplicate@0:0") == Fault{FaultKind::duplicate, 0, 0});
   CHECK(parse_fault("corrupt@7:13") == Fault{FaultKind::corrupt, 7, 13});
   CHECK(parse_fault("delay@3:1") == Fault{FaultKind::delay, 3, 1});
+  CHECK(parse_fault("alter@2:0") == Fault{FaultKind::alter, 2, 0});
   CHECK(parse_fault("delay@3:1").to_string() == "delay@3:1");
   const FaultPlan plan = parse_fault_plan({"drop@1:2", "delay@0:0"});
   CHECK(plan.to_string() == "drop@1:2, delay@0:0");
@@ -142,6 +143,27 @@ TEST_CASE("corrupt and duplicate also hit a collective's messages", "[sim][fault
   CHECK(report.fault->kind == fault.substr(0, fault.find('@')));
   CHECK(report.fault->peer == 0);
   CHECK_THAT(report.faults[0].effect, Catch::Contains("all_to_all #0"));
+}
+
+TEST_CASE("alter: the message arrives negated and no receiver can tell", "[sim][faults]") {
+  const int P = GENERATE(2, 3, 4);
+  std::vector<Buffer> clean(static_cast<size_t>(P)), altered(static_cast<size_t>(P));
+  REQUIRE(World(world_options(P)).run(ring_program(clean)).ok());
+  const RunReport report = World(with_fault(P, "alter@1:0")).run(ring_program(altered));
+  INFO(report.describe());
+  REQUIRE(report.ok());  // silent: no checksum failure, no fault reported by a receiver
+  CHECK(report.faults[0].fired);
+  CHECK_THAT(report.faults[0].effect,
+             Catch::StartsWith("negated every value of message #1 from rank 1 to rank " + std::to_string(2 % P)));
+  // Rank 1's block travels on from rank 2 (it is what rank 2 forwards at step 1): every rank it
+  // reaches sums -block where the clean run summed +block; rank 1 itself never sees its own block
+  // come back, so it alone is untouched.
+  const std::vector<float> own = exact_payload(1, 16);
+  for (int rank = 0; rank < P; ++rank) {
+    const Buffer& a = altered[static_cast<size_t>(rank)];
+    const Buffer& c = clean[static_cast<size_t>(rank)];
+    for (size_t i = 0; i < a.size(); ++i) CHECK(a[i] == (rank == 1 ? c[i] : c[i] - 2 * own[i]));
+  }
 }
 
 TEST_CASE("delay: the message arrives late and the result is bitwise the same", "[sim][faults]") {

@@ -443,6 +443,10 @@ std::vector<Criterion> lab_criteria() {
        [gqa] { return correctness(gqa); }, 2},
       {"empty-rows", "merge_into on rows that see no key on one side or both (lse = -inf): no NaN", 20, false, false,
        empty_rows},
+      {"uses-messages",
+       "P = 3: each rank computes with the K/V blocks it received (altered in transit, they change the "
+       "result)",
+       20, false, false, [] { return lab::uses_received_blocks([] { return correctness(spec_of(3)); }, 3, 3); }},
       {"rendezvous", "P = 4 with rendezvous sends (a blocking send waits for its receive): no deadlock", 20, false,
        false, [] { return correctness(spec_of(4), SendMode::rendezvous); }},
       {"perf-traffic", "performance: each rank sends exactly P - 1 K/V blocks", 20, true, false,

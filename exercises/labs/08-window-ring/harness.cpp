@@ -576,6 +576,12 @@ std::vector<Criterion> lab_criteria() {
        [] {
          return correctness({8, 20, {3, 29, 12, 20}, 2, 4, 2});
        }},
+      {"uses-messages",
+       "P = 3: each rank computes with the K/V blocks it received (altered in transit, they change the result)", 20,
+       false, false,
+       [] {
+         return lab::uses_received_blocks([] { return correctness({3, 6, {}}); }, 3, 3);
+       }},
       {"rendezvous", "P = 4 with rendezvous sends (a blocking send waits for its receive): no deadlock", 20, false,
        false,
        [] {

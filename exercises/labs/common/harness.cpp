@@ -74,13 +74,45 @@ Problem make_problem(const ProblemSpec& spec) {
 
 // ---- [running ranks] ---------------------------------------------------------------------------
 
+namespace {
+FaultPlan g_faults;  // what uses_received_blocks injects into the runs of its check; none otherwise
+}  // namespace
+
 RunReport run_ranks(int64_t ranks, SendMode mode, const std::function<void(Communicator&)>& rank_function,
                     double watchdog_seconds) {
   WorldOptions options;
   options.ranks = static_cast<int>(ranks);
   options.send_mode = mode;
   options.timeout_seconds = watchdog_seconds;
+  for (const Fault& f : g_faults.faults)
+    if (f.rank < options.ranks) options.faults.faults.push_back(f);
   return World(options).run(rank_function);
+}
+
+CriterionResult uses_received_blocks(const std::function<CriterionResult()>& check, int64_t ranks, int64_t steps) {
+  CriterionResult result;
+  const CriterionResult clean = check();
+  if (!clean.passed) {
+    result.fail("not correct on this problem yet (P = " + std::to_string(ranks) + "): " + clean.message);
+    result.hint = "this criterion alters messages in a run that is otherwise right: make the other criteria pass first";
+    return result;
+  }
+  struct Restore {
+    ~Restore() { g_faults = {}; }
+  } restore;
+  for (int rank = 0; rank < static_cast<int>(ranks); ++rank)
+    for (int step = 0; step < static_cast<int>(steps); ++step)
+      g_faults.faults.push_back({FaultKind::alter, rank, step});
+  const CriterionResult altered = check();
+  if (altered.passed) {
+    result.fail("the results stayed right when the first message every rank sent at steps 0.." +
+                std::to_string(steps - 1) +
+                " was altered in transit (every value negated): the ranks computed with K/V they did not receive");
+    result.hint =
+        "compute with what recv / irecv returns: ranks are separate machines that share nothing but messages "
+        "(no globals, statics or pointers to another rank's data), and a block sent only for show does not count";
+  }
+  return result;
 }
 
 bool record_run_failure(const RunReport& report, CriterionResult& result) {

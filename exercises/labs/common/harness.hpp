@@ -136,6 +136,17 @@ Tensor<double> rows_of(const Tensor<double>& global, std::span<const int64_t> po
 RunReport run_ranks(int64_t ranks, SendMode mode, const std::function<void(Communicator&)>& rank_function,
                     double watchdog_seconds = 5);
 
+// A criterion built on one of the lab's correctness checks: `check` (P = `ranks`) must pass as
+// given, and must fail once the first message every rank sends at each step 0..`steps` - 1 is
+// altered in transit (FaultKind::alter: every value negated, its checksum made to match, so no receiver can
+// tell). A run that stays right under that computed with blocks that did not come through the
+// communicator: through memory the ranks share (a global, a static, another rank's pointer), which
+// a run of real processes on real GPUs does not have. The traffic a rank's counters show can be
+// sent for show; this sees whether what arrived was used.
+// A lab whose later steps also carry other data (lab 04's dK/dV accumulators, first at its last
+// step) passes the steps whose first message is a K/V block, so that it is those that must matter.
+CriterionResult uses_received_blocks(const std::function<CriterionResult()>& check, int64_t ranks, int64_t steps);
+
 // When the run did not end well, records why in `result` (the deadlock report, the fault, or the
 // exception a rank threw — "not implemented: ..." for a starter's TODO) and returns true.
 bool record_run_failure(const RunReport& report, CriterionResult& result);
