@@ -59,6 +59,13 @@ std::string handout_headers(const LabInfo& lab) {
   return folder.string();
 }
 
+// The cache's folders of the lab's own files (lab-files/, broken/) hold answers: the grader's
+// alone, so that a sandbox's user, which may traverse the cache root, cannot read them.
+void keep_private(const fs::path& folder) {
+  std::error_code error;
+  fs::permissions(folder, fs::perms::owner_all, error);
+}
+
 // broken/NAME as a file to compile: the patched solution, under the grader's cache folder.
 std::string write_broken_version(const LabInfo& lab, const std::string& name) {
   const std::string patch = lab.directory + "/broken/" + name + ".patch";
@@ -70,6 +77,7 @@ std::string write_broken_version(const LabInfo& lab, const std::string& name) {
   }
   const fs::path path = fs::path(cache_root()) / "broken" / lab.id / (name + ".cpp");
   write_whole(path, text);
+  keep_private(fs::path(cache_root()) / "broken");
   return path.string();
 }
 
@@ -88,7 +96,25 @@ std::vector<std::string> broken_versions(const LabInfo& lab) {
 std::string own_copy(const LabInfo& lab, const std::string& name) {
   const fs::path path = fs::path(cache_root()) / "lab-files" / lab.id / name;
   write_whole(path, read_file(lab.directory + "/" + name));
+  keep_private(fs::path(cache_root()) / "lab-files");
   return path.string();
+}
+
+// What a submission's process must not read: the lab's solution, harness and broken versions (the
+// folder and each patch), and the grader's copies of them in the cache (whose folders it makes
+// private first: they are its own).
+std::vector<std::string> answers(const LabInfo& lab) {
+  std::vector<std::string> paths{lab.directory + "/solution.cpp", lab.directory + "/harness.cpp",
+                                 lab.directory + "/broken"};
+  for (const std::string& name : broken_versions(lab)) paths.push_back(lab.directory + "/broken/" + name + ".patch");
+  const fs::path cache = cache_root();
+  keep_private(cache / "lab-files");  // a cache written before they were kept private
+  keep_private(cache / "broken");
+  std::error_code error;
+  paths.push_back((cache / "lab-files" / lab.id / "solution.cpp").string());
+  for (const auto& entry : fs::directory_iterator(cache / "broken" / lab.id, error))
+    paths.push_back(entry.path().string());
+  return paths;
 }
 
 std::string resolve(const LabInfo& lab, const std::string& file) {
@@ -145,6 +171,7 @@ Setup build_setup() {
   setup.sanitize = config::kSanitize;
   setup.headers = handout_headers;
   setup.resolve = resolve;
+  setup.answers = answers;
   return setup;
 }
 

@@ -77,7 +77,8 @@ void add_grade_options(CLI::App& command, const std::shared_ptr<GradeArgs>& args
                      "for Gradescope: --output /autograder/results/results.json");
   command.add_option("--run-as", args->run_as,
                      "run the submission's program as this user (a name or UID[:GID]; needs root): in its own "
-                     "folder, its processes killed after each criterion - what an autograder does");
+                     "folder, its processes killed after each criterion - what an autograder does; refused "
+                     "while that user can read the lab's answers");
   command
       .add_option("--memory-limit", args->memory_mib, "MiB of address space per criterion's process (with --run-as)")
       ->check(CLI::PositiveNumber);

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <thread>
 
@@ -493,6 +494,112 @@ void not_run(GradeReport& report, const LabInfo& lab, const std::string& headers
   }
 }
 
+// The size and 64-bit FNV-1a of a file's bytes ("" when it cannot be read).
+std::string file_digest(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  uint64_t hash = 0xCBF29CE484222325ull, size = 0;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    const auto n = static_cast<size_t>(in.gcount());
+    for (size_t i = 0; i < n; ++i) hash = (hash ^ static_cast<unsigned char>(buffer[i])) * 0x100000001B3ull;
+    size += n;
+  }
+  char text[40];
+  std::snprintf(text, sizeof text, "%llu:%016llx", static_cast<unsigned long long>(size),
+                static_cast<unsigned long long>(hash));
+  return text;
+}
+
+// What a later grading trusts in the cache without compiling it again: each cached build's binary
+// (ENTRY/lab) and the hand-outs' headers (handouts/LAB-KEY/...). A submission that runs as the
+// grading user can write them. A binary is known by its inode, size and times (nothing else
+// changes one; a rewrite or a rename over it does), a header by its bytes (two graders writing the
+// same hand-out at once give the same bytes). Each with the cache entry that holds it.
+struct CachedFile {
+  std::string path, entry, digest;
+  struct stat info {};
+};
+
+std::vector<CachedFile> trusted_cache_files() {
+  std::vector<CachedFile> files;
+  std::error_code error;
+  const fs::path root = cache_root();
+  for (const auto& entry : fs::directory_iterator(root, error)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory(error) || name == "lab-files" || name == "broken" ||
+        name.find("-build-") != std::string::npos)
+      continue;  // the lab's own files are written again at each use; a build folder is one grader's
+    if (name == "handouts") {
+      for (const auto& handout : fs::directory_iterator(entry.path(), error)) {
+        if (!handout.is_directory(error)) continue;
+        for (const auto& file : fs::recursive_directory_iterator(handout.path(), error))
+          if (file.is_regular_file(error))
+            files.push_back({file.path().string(), handout.path().string(), file_digest(file.path().string())});
+      }
+      continue;
+    }
+    CachedFile binary{(entry.path() / "lab").string(), entry.path().string(), ""};
+    if (lstat(binary.path.c_str(), &binary.info) == 0) files.push_back(binary);
+  }
+  return files;
+}
+
+// The entries of `before` whose file changed since (one removed meanwhile does not count: that
+// poisons nothing, and a grader removes its own).
+std::vector<std::string> changed_entries(const std::vector<CachedFile>& before) {
+  std::vector<std::string> changed;
+  for (const CachedFile& file : before) {
+    struct stat now {};
+    if (lstat(file.path.c_str(), &now) != 0) continue;
+    const bool same =
+        file.digest.empty()
+            ? now.st_dev == file.info.st_dev && now.st_ino == file.info.st_ino && now.st_size == file.info.st_size &&
+                  now.st_mtim.tv_sec == file.info.st_mtim.tv_sec && now.st_mtim.tv_nsec == file.info.st_mtim.tv_nsec &&
+                  now.st_ctim.tv_sec == file.info.st_ctim.tv_sec && now.st_ctim.tv_nsec == file.info.st_ctim.tv_nsec
+            : file_digest(file.path) == file.digest;
+    if (!same && std::find(changed.begin(), changed.end(), file.entry) == changed.end()) changed.push_back(file.entry);
+  }
+  return changed;
+}
+
+// Removes a cache entry (a folder under the cache root, never the root itself).
+void remove_cache_entry(const std::string& entry) {
+  const fs::path root = fs::weakly_canonical(cache_root());
+  const fs::path path = fs::weakly_canonical(entry);
+  const std::string inside = path.lexically_relative(root).string();
+  if (inside.empty() || inside == "." || inside.rfind("..", 0) == 0) return;
+  std::error_code error;
+  fs::remove_all(path, error);
+}
+
+// Under --run-as: refuses (UsageError) when the sandbox's user can read one of the lab's answers.
+void check_answers_unreadable(const LabInfo& lab, const Sandbox& sandbox) {
+  if (!sandbox.active() || !setup().answers) return;
+  const std::string readable = first_readable(sandbox, setup().answers(lab));
+  if (readable.empty()) return;
+  // The folder whose permissions keep others out: the labs' folder, or the cache's copy of them.
+  const fs::path root = cache_root(), path = readable;
+  std::string folder = fs::path(lab.directory).parent_path().string();
+  if (const std::string inside = path.lexically_relative(root).string(); !inside.empty() && inside.rfind("..", 0) != 0)
+    folder = (root / *path.lexically_relative(root).begin()).string();
+  std::string user = std::to_string(sandbox.uid);  // by name where /etc/passwd has one (no getpwuid:
+  std::ifstream passwd("/etc/passwd");             // the kits' grader is linked statically)
+  for (std::string line; std::getline(passwd, line);) {
+    const size_t name_end = line.find(':'), uid_at = line.find(':', name_end + 1) + 1;
+    if (name_end != std::string::npos && uid_at != 0 && line.compare(uid_at, user.size() + 1, user + ":") == 0) {
+      user = line.substr(0, name_end);
+      break;
+    }
+  }
+  throw UsageError("the sandbox's user " + user + " can read " + readable +
+                   ", one of the lab's answers, so a submission could run the solution: make the folder "
+                   "unreadable to others (chmod -R o-rwx " +
+                   folder +
+                   "), or grade with the autograder or a student kit, which hold no answers (ringlab autograder "
+                   "LAB DIR)");
+}
+
 }  // namespace
 
 nlohmann::json list_lab_criteria(const LabInfo& lab) {
@@ -528,6 +635,7 @@ GradeReport grade(const GradeOptions& options) {
                                                           .count())}};
   if (options.sandbox.active() && geteuid() != 0)
     throw UsageError("--run-as needs the grader to run as root (it switches to that user for each criterion)");
+  check_answers_unreadable(lab, options.sandbox);
   const std::string headers = setup().headers(lab);
   const std::string file_argument = quote(options.file.empty() ? "starter" : options.file);
 
@@ -576,6 +684,9 @@ GradeReport grade(const GradeOptions& options) {
     throw UsageError("lab " + lab.id +
                      ": its starter does not compile, so the grader has no judge: " + first_error(judge.output));
   }
+  // The judge as it is now, before its first use: checked again before each criterion and after
+  // each run of the submission, which (without a sandbox) could replace it.
+  const std::string judge_digest = file_digest(judge.binary);
   std::string problem;
   const std::vector<Listed> listed = list_criteria(judge.binary, problem);
   if (!problem.empty()) {
@@ -594,7 +705,12 @@ GradeReport grade(const GradeOptions& options) {
     }
   }
   const bool gpu = gpu_present() && !setup().kit;  // a kit has no nvcc nor the device runner
+  if (!options.sandbox.active())
+    std::cerr << setup().command
+              << ": warning: the submission runs as you (no --run-as), so it can tamper with "
+                 "the grader; use --run-as USER (or the autograder) for marks that count\n";
   bool correctness_ok = true;
+  std::string tampered;  // what the submission changed of the grader's files ("" = nothing)
   // Correctness first, then performance (graded only when every correctness criterion passed).
   std::vector<Listed> ordered;
   for (const Listed& c : listed)
@@ -606,7 +722,11 @@ GradeReport grade(const GradeOptions& options) {
         options.only.empty() || std::find(options.only.begin(), options.only.end(), c.id) != options.only.end();
     if (!selected) continue;
     CriterionReport r;
-    if (c.needs_gpu && !gpu) {
+    if (!tampered.empty()) {
+      r.id = c.id, r.title = c.title, r.performance = c.performance;
+      r.status = Status::not_run;
+      r.message = "not run: " + tampered;
+    } else if (c.needs_gpu && !gpu) {
       r.id = c.id, r.title = c.title, r.performance = c.performance;
       r.status = Status::needs_gpu;
       r.message = setup().kit ? "needs a GPU and the CUDA toolkit; not run here, and not counted in the score"
@@ -616,13 +736,47 @@ GradeReport grade(const GradeOptions& options) {
       r.status = Status::skipped;
       r.message = "performance is graded once every correctness criterion passes";
     } else {
+      if (file_digest(judge.binary) != judge_digest) {
+        // Changed before this submission's code ran again: not by it (another grading that shares the
+        // cache). Nothing is graded with a judge that is not the one built.
+        remove_cache_entry(fs::path(judge.binary).parent_path().string());
+        fs::remove_all(scratch_template, error);
+        throw UsageError("the judge's program " + judge.binary +
+                         " changed while grading, before this submission ran: a submission graded with this "
+                         "cache at the same time changed it (the entry is removed); grade again, with --run-as "
+                         "USER for marks that count");
+      }
+      const std::vector<CachedFile> trusted = trusted_cache_files();
       r = run_criterion(c, compiled.binary, judge.binary, source, headers, scratch_template,
                         options.timeout_seconds > 0 ? options.timeout_seconds : c.timeout, options.sandbox);
       if (!c.performance && r.status != Status::passed && r.status != Status::needs_gpu) correctness_ok = false;
+      std::vector<std::string> changed = changed_entries(trusted);
+      const bool judge_changed = file_digest(judge.binary) != judge_digest;
+      if (judge_changed) changed.push_back(fs::path(judge.binary).parent_path().string());
+      if (!changed.empty()) {
+        for (const std::string& entry : changed) remove_cache_entry(entry);
+        tampered = "the submission modified the grader's files while criterion " + c.id + " ran (" +
+                   (judge_changed ? "the judge's program" : "a cached program or hand-out header") +
+                   "): it is graded 0, and the grader removed what it changed";
+      }
     }
     r.points = c.points;
     r.reproduce = setup().command + " " + lab.id + " " + file_argument + " --only " + c.id;
     report.criteria.push_back(r);
+  }
+  if (!tampered.empty()) {
+    // 0 for every criterion: what passed before the change was judged by what the submission could reach.
+    for (CriterionReport& r : report.criteria) {
+      const bool ran = r.status == Status::passed || r.status == Status::failed || r.status == Status::timeout;
+      if (r.id == "compiles" || !ran) continue;
+      r.details.insert(r.details.begin(), "(was: " + (r.message.empty() ? status_name(r.status) : r.message) + ")");
+      r.status = Status::failed;
+      r.message = tampered;
+      r.hint.clear();
+      r.divergence.reset();
+      r.deadlock.clear();
+      r.observed_error = r.tolerance = -1;
+    }
   }
   fs::remove_all(scratch_template, error);
   if (!options.use_cache) fs::remove_all(fs::path(compiled.binary).parent_path(), error);

@@ -67,6 +67,10 @@ struct Setup {
   std::function<std::string(const LabInfo&)> headers;
   // FILE as a user names it: a path, or one of the lab's own files (nullptr in a kit: paths only).
   std::function<std::string(const LabInfo&, const std::string&)> resolve;
+  // The lab's answers as files a submission's process must not read: its solution, broken versions
+  // and harness, and the copies of them the grader wrote (nullptr in a kit, which holds none).
+  // Under --run-as, grade() refuses to run when the sandbox's user can read one.
+  std::function<std::vector<std::string>(const LabInfo&)> answers;
 };
 // The setup grade() uses; install one before grading (ringlab installs build_setup()).
 void install_setup(Setup setup);
@@ -150,8 +154,13 @@ struct GradeOptions {
   Sandbox sandbox;  // the criteria (and the listing) run as this user, under these limits
 };
 
-// Throws UsageError for an unknown lab, file or criterion id. Each criterion's process gets the
-// graded file's path in RINGLAB_GRADE_SOURCE (a GPU lab's device criterion compiles it with nvcc).
+// Throws UsageError for an unknown lab, file or criterion id, and, under a sandbox, when its user
+// can read one of the lab's answers (Setup::answers). Each criterion's process gets the graded
+// file's path in RINGLAB_GRADE_SOURCE (a GPU lab's device criterion compiles it with nvcc).
+// Without a sandbox the submission runs as the grading user, who owns the grader's cache: grade()
+// says so in one warning line on standard error, checks after each criterion that the cached
+// binaries and hand-outs it found (the judge's among them) are unchanged, and grades a submission
+// that changed one 0, removing what it changed. Under a sandbox the cache is not its user's to write.
 GradeReport grade(const GradeOptions& options);
 
 // The lab's criteria as its binary lists them (one JSON object each): the hand-out's starter

@@ -6,6 +6,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,9 +15,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <set>
 
 namespace ringlab::grader {
 
@@ -115,6 +119,10 @@ JudgedResult run_judged(const std::vector<std::string>& student_argv, const std:
                         double timeout_seconds, const std::vector<std::string>& environment, size_t max_output,
                         const Sandbox& sandbox) {
   JudgedResult r;
+  // What the student's side leaves behind comes back here when its parent ends (setsid() takes a
+  // process out of the group the kills below reach, not out of this process's descendants).
+  prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  const std::vector<pid_t> earlier = child_processes();
   // [0] read end, [1] write end; all close-on-exec.
   int out[2], frames[2], verdict[2], errors[2];
   for (int* p : {out, frames, verdict, errors})
@@ -189,8 +197,118 @@ JudgedResult run_judged(const std::vector<std::string>& student_argv, const std:
   for (const int fd : {out[0], verdict[0], errors[0]}) close(fd);
   r.student.seconds = r.judge.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (sandbox.active()) r.student.lingering = kill_user_processes(sandbox.uid);
+  // Without a sandbox, or a process that escaped its user (none should): every descendant left.
+  // The members of the two groups killed above are only ending; they are reaped, not counted.
+  r.student.lingering += kill_descendants(earlier, {student, judge});
   if (r.student.output.size() > max_output) r.student.output.erase(0, r.student.output.size() - max_output);
   return r;
+}
+
+namespace {
+
+struct ProcessEntry {
+  pid_t pid = 0, parent = 0, group = 0;
+  bool zombie = false;
+};
+
+// Every process now, from /proc/PID/stat ("PID (COMM) STATE PPID PGRP ...": COMM may hold spaces
+// and parentheses, so the fields are read after its last ')').
+std::vector<ProcessEntry> process_table() {
+  std::vector<ProcessEntry> table;
+  DIR* proc = opendir("/proc");
+  if (!proc) return table;
+  while (const dirent* entry = readdir(proc)) {
+    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+    std::ifstream in(std::string("/proc/") + entry->d_name + "/stat");
+    std::string stat;
+    if (!std::getline(in, stat)) continue;
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat.size()) continue;
+    ProcessEntry e;
+    char state = '?';
+    int parent = 0, group = 0;
+    if (std::sscanf(stat.c_str() + close + 2, "%c %d %d", &state, &parent, &group) != 3) continue;
+    e.pid = std::atoi(entry->d_name);
+    e.parent = parent;
+    e.group = group;
+    e.zombie = state == 'Z' || state == 'X';
+    table.push_back(e);
+  }
+  closedir(proc);
+  return table;
+}
+
+}  // namespace
+
+std::vector<pid_t> child_processes() {
+  std::vector<pid_t> children;
+  for (const ProcessEntry& e : process_table())
+    if (e.parent == getpid()) children.push_back(e.pid);
+  return children;
+}
+
+int kill_descendants(const std::vector<pid_t>& keep, const std::vector<pid_t>& killed_groups) {
+  const pid_t self = getpid();
+  std::set<pid_t> seen;
+  int counted = 0;
+  for (int round = 0; round < 100; ++round) {
+    std::multimap<pid_t, pid_t> children;
+    std::map<pid_t, ProcessEntry> by_pid;
+    for (const ProcessEntry& e : process_table()) {
+      children.emplace(e.parent, e.pid);
+      by_pid[e.pid] = e;
+    }
+    std::vector<pid_t> found, pending;
+    for (auto [at, end] = children.equal_range(self); at != end; ++at)
+      if (std::find(keep.begin(), keep.end(), at->second) == keep.end()) pending.push_back(at->second);
+    while (!pending.empty()) {
+      const pid_t pid = pending.back();
+      pending.pop_back();
+      found.push_back(pid);
+      for (auto [at, end] = children.equal_range(pid); at != end; ++at) pending.push_back(at->second);
+    }
+    if (found.empty()) break;
+    for (const pid_t pid : found) {
+      const ProcessEntry& e = by_pid[pid];
+      if (e.zombie) continue;
+      const bool killed_already = std::find(killed_groups.begin(), killed_groups.end(), e.group) != killed_groups.end();
+      if (seen.insert(pid).second && !killed_already) ++counted;
+      kill(pid, SIGKILL);
+    }
+    for (const pid_t pid : found)
+      if (by_pid[pid].parent == self) waitpid(pid, nullptr, WNOHANG);  // a child of its own: reap it
+    usleep(round < 10 ? 2000 : 20000);
+  }
+  return counted;
+}
+
+std::string first_readable(const Sandbox& sandbox, const std::vector<std::string>& paths) {
+  if (!sandbox.active() || paths.empty()) return "";
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return "";
+  const pid_t child = fork();
+  if (child == 0) {
+    close(fds[0]);
+    if (setgroups(0, nullptr) != 0 || setresgid(sandbox.gid, sandbox.gid, sandbox.gid) != 0 ||
+        setresuid(sandbox.uid, sandbox.uid, sandbox.uid) != 0)
+      _exit(126);
+    for (uint32_t i = 0; i < paths.size(); ++i)
+      if (access(paths[i].c_str(), R_OK) == 0) {
+        (void)!write(fds[1], &i, sizeof i);
+        _exit(0);
+      }
+    _exit(0);
+  }
+  close(fds[1]);
+  uint32_t index = 0;
+  ssize_t n = -1;
+  if (child > 0) {
+    do n = read(fds[0], &index, sizeof index);
+    while (n < 0 && errno == EINTR);
+    waitpid(child, nullptr, 0);
+  }
+  close(fds[0]);
+  return n == static_cast<ssize_t>(sizeof index) && index < paths.size() ? paths[index] : "";
 }
 
 int count_user_processes(int uid) {

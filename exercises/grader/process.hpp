@@ -18,7 +18,10 @@ struct ProcessResult {
   bool timed_out = false;
   double seconds = 0;
   std::string output;  // stdout and stderr together; the last `max_output` bytes
-  int lingering = 0;   // processes of the sandbox's user still alive after it ended (then killed)
+  // Processes it left running after it ended (then killed): under a sandbox, those of its user;
+  // without one, its descendants that left its process group (setsid) and came back to the
+  // grader, a child subreaper, when their parents ended.
+  int lingering = 0;
 };
 
 // Where and as whom a child runs. uid < 0: as the caller, with no limit but the wall clock.
@@ -46,7 +49,10 @@ ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s
 // own group, under the sandbox's memory limit, with its standard output (the verdict) read by the
 // grader alone: nothing the student's process can reach. When the judge ends, the student's side is
 // killed with its group (it may still be running the criterion's own checks), and, under a
-// sandbox, every process of its user.
+// sandbox, every process of its user. The caller becomes a child subreaper (PR_SET_CHILD_SUBREAPER)
+// so that a process the student's side left behind - one that left its group with setsid() and
+// outlived its parent - comes back to it; those are killed too, with their descendants, and
+// counted in student.lingering (the caller's children from before the call are left alone).
 struct JudgedResult {
   ProcessResult student;  // the student's side: what it printed; exit or signal when it ended by itself
   ProcessResult judge;    // the judge: `output` is its verdict (standard output) only
@@ -62,6 +68,17 @@ JudgedResult run_judged(const std::vector<std::string>& student_argv, const std:
 int kill_user_processes(int uid);
 // The processes of `uid` alive now (from /proc).
 int count_user_processes(int uid);
+// This process's children now (from /proc): the ones kill_descendants leaves alone.
+std::vector<pid_t> child_processes();
+// Kills every descendant of this process except `keep` and theirs, reaping the children among them,
+// until none is left; returns how many were alive and not in `killed_groups` (process groups the
+// caller has killed already, whose members are only ending).
+int kill_descendants(const std::vector<pid_t>& keep, const std::vector<pid_t>& killed_groups);
+
+// The first of `paths` the sandbox's user can read (access(R_OK) from a child that took its uid
+// and gid, with no supplementary groups: the permissions of every folder above count too); ""
+// when it can read none. The caller must be root.
+std::string first_readable(const Sandbox& sandbox, const std::vector<std::string>& paths);
 
 // "SIGSEGV (segmentation fault)"
 std::string signal_text(int signal);

@@ -8,11 +8,19 @@
 //     paths relative to the hand-out;
 //   a verdict forged at run time (a constructor writing a passing result everywhere it can, then
 //     exiting) is not believed: the judge runs in a process of its own, without the submission;
+//   without --run-as (the submission runs as the grading user, with a warning): a submission that
+//     replaces the cached judges scores 0 and later grades judge as before; a process it leaves
+//     behind with setsid() is killed and fails its criterion;
+//   under --run-as (root only): no grading while the sandbox's user can read the lab's answers;
 //   lab 07 without a GPU: its device criterion out of the score, full marks reachable;
 //   self-contained hand-outs: every path a README names is in the hand-out, no machine path in
 //     the Makefile, lab 07's `make check` without the CUDA toolkit (and failing without the
 //     hand-out's stand-ins, the negative control).
 // The autograder package end to end is tests/exercises/autograder_e2e.sh.
+#include <grp.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
@@ -23,6 +31,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "exercises/labs/common/no-cuda/cuda_bf16.h"
 #include "exercises/labs/common/no-cuda/cuda_fp16.h"
@@ -257,6 +266,189 @@ TEST_CASE("integrity: a forged verdict is not believed (the judge holds none of 
   }
   CHECK(binaries == 2);
   CHECK(forged == 1);
+}
+
+namespace {
+
+// `ringlab grade ARGS... --json` with the cache the caller set (RINGLAB_GRADE_CACHE).
+Graded grade_with_cache(std::vector<std::string> args) {
+  args.insert(args.begin(), "grade");
+  args.emplace_back("--json");
+  const auto run = run_binary(kBinary, args, 600);
+  Graded g;
+  g.status = run.status;
+  g.err = run.err;
+  INFO(args[1] << " " << args[2] << "\n" << run.err);
+  REQUIRE_NOTHROW(g.report = nlohmann::json::parse(run.out));
+  return g;
+}
+
+int lines_with(const std::string& text, const std::string& part) {
+  int count = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) count += line.find(part) != std::string::npos ? 1 : 0;
+  return count;
+}
+
+const std::string kUnsandboxed = "warning: the submission runs as you (no --run-as), so it can tamper with the grader";
+
+}  // namespace
+
+TEST_CASE("integrity: a submission that replaces the cached judges scores 0 and poisons no later grade",
+          "[exercises][grader][integrity]") {
+  // A private cache: the submission rewrites every binary in it.
+  const fs::path dir = scratch("poison");
+  setenv("RINGLAB_GRADE_CACHE", (dir / "cache").c_str(), 1);
+  // Another lab's binaries there first: a poisoner reaches every lab's judge, not only its own.
+  const Graded lab01 = grade_with_cache({"01", "starter"});
+  CHECK(lab01.status == 1);
+  CHECK(lines_with(lab01.err, kUnsandboxed) == 1);  // one warning line: it ran the submission as you
+
+  const Graded poison = grade_with_cache({"03", RINGLAB_TEST_FIXTURES "/lab03_poison_cache.cpp"});
+  INFO(poison.report.dump(2));
+  CHECK(poison.status == 1);
+  CHECK(poison.report["compiled"] == true);
+  CHECK(poison.report["score"]["correctness_passed"] == 1);  // "compiles" only
+  CHECK(poison.report["score"]["performance_passed"] == 0);
+  CHECK(lines_with(poison.err, kUnsandboxed) == 1);
+  int zeroed = 0;
+  for (const auto& c : poison.report["criteria"]) {
+    if (c["id"] == "compiles") continue;
+    CHECK(c["status"] != "passed");
+    CHECK(c["message"].get<std::string>().find("the submission modified the grader's files") != std::string::npos);
+    ++zeroed;
+  }
+  CHECK(zeroed >= 8);
+  // What it changed is gone: no cached binary is a script.
+  for (const auto& entry : fs::recursive_directory_iterator(dir / "cache")) {
+    if (entry.path().filename() != "lab") continue;
+    INFO(entry.path().string());
+    CHECK(read(entry.path()).rfind("#!", 0) != 0);
+  }
+  // Later grades with the same cache judge as before: the starters still fail.
+  const Graded starter = grade_with_cache({"03", "starter", "--only", "p2"});
+  CHECK(starter.status == 1);
+  CHECK(starter.criterion("p2")["status"] == "failed");
+  const Graded lab01_after = grade_with_cache({"01", "starter"});
+  CHECK(lab01_after.status == 1);
+  CHECK(lab01_after.report["score"] == lab01.report["score"]);
+  setenv("RINGLAB_GRADE_CACHE", RINGLAB_GRADE_CACHE_DIR, 1);
+}
+
+TEST_CASE("integrity: a process the submission leaves behind with setsid() is killed and fails its criterion",
+          "[exercises][grader][integrity]") {
+  const fs::path dir = scratch("lingering");
+  const fs::path flag = dir / "outlived-the-grader";
+  setenv("RINGLAB_TEST_LINGER_FLAG", flag.c_str(), 1);
+  // On criterion p2, a grandchild in a session of its own (out of the group the grader kills), its
+  // parent gone at once: only a child subreaper's sweep reaches it. Alive 2 s later, it leaves a flag.
+  const fs::path file = write(dir / "linger.cpp", solution_with(R"(#include <unistd.h>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+namespace {
+struct Linger {
+  Linger() {
+    std::ifstream in("/proc/self/cmdline");
+    bool p2 = false, student = false;
+    for (std::string arg; std::getline(in, arg, '\0');) p2 |= arg == "p2", student |= arg == "--student";
+    const char* flag = std::getenv("RINGLAB_TEST_LINGER_FLAG");
+    if (!p2 || !student || !flag || fork() != 0) return;
+    setsid();
+    if (fork() == 0) {
+      sleep(2);
+      std::ofstream(flag) << "alive\n";
+    }
+    _exit(0);
+  }
+} linger;
+}  // namespace
+)"));
+  const Graded g = grade("03-ring-forward", file.string(), {"--only", "p1", "--only", "p2"});
+  unsetenv("RINGLAB_TEST_LINGER_FLAG");
+  INFO(g.report.dump(2));
+  CHECK(g.criterion("p1")["status"] == "passed");  // the compiler and the judge were left alone
+  CHECK(g.criterion("p2")["status"] == "failed");
+  CHECK(g.criterion("p2")["message"].get<std::string>().find("left 1 process running after it ended (killed)") !=
+        std::string::npos);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  CHECK_FALSE(fs::exists(flag));
+}
+
+namespace {
+
+// Whether `uid`:`gid` (no supplementary groups) can read `path`: asked from a process that is it.
+bool readable_as(int uid, int gid, const std::string& path) {
+  const pid_t child = fork();
+  if (child == 0) {
+    const bool switched = setgroups(0, nullptr) == 0 && setresgid(gid, gid, gid) == 0 && setresuid(uid, uid, uid) == 0;
+    _exit(switched && access(path.c_str(), R_OK) == 0 ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("integrity: no grading under --run-as while the sandbox's user can read the lab's answers",
+          "[exercises][grader][integrity]") {
+  if (geteuid() != 0) {
+    WARN("skipped: --run-as needs root");
+    return;
+  }
+  // A uid with no account, so that nothing else runs as it (the grader kills its processes).
+  const int uid = 61997;
+  const std::string user = std::to_string(uid) + ":" + std::to_string(uid);
+  const fs::path dir = scratch("sandbox-answers");
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  setenv("RINGLAB_GRADE_CACHE", (dir / "cache").c_str(), 1);
+  // A file that fails when it can read the lab's solution (as a file that runs the solution would pass).
+  const fs::path file = write(dir / "reader.cpp", solution_with(R"(#include <cstdlib>
+#include <fstream>
+#include <string>
+namespace {
+struct Reader {
+  Reader() {
+    const char* source = std::getenv("RINGLAB_LAB_SOURCE_DIR");
+    if (source && std::ifstream(std::string(source) + "/exercises/labs/03-ring-forward/solution.cpp")) std::_Exit(3);
+  }
+} reader;
+}  // namespace
+)"));
+  const std::vector<std::string> args{"grade", "03", file.string(), "--run-as", user, "--only", "p1"};
+  if (readable_as(uid, uid, kLab03 + "/solution.cpp")) {
+    const auto refused = run_binary(kBinary, args, 600);
+    INFO(refused.out << refused.err);
+    CHECK(refused.status == 2);
+    REQUIRE(refused.err_lines().size() == 1);
+    CHECK(refused.err.find("can read " + kLab03 + "/solution.cpp") != std::string::npos);
+    CHECK(refused.err.find("chmod -R o-rwx " + kSource + "/exercises/labs") != std::string::npos);
+    CHECK(refused.out.empty());
+  }
+  // The positive control: the labs unreadable to others (a private copy mounted over them, in a
+  // mount namespace of this test's own), the same grade runs, sandboxed and without the warning,
+  // and the submission cannot read the solution.
+  if (run_binary("/bin/sh", {"-c", "unshare -m true"}).status != 0) {
+    WARN("skipped the positive control: unshare -m is not permitted here");
+    setenv("RINGLAB_GRADE_CACHE", RINGLAB_GRADE_CACHE_DIR, 1);
+    return;
+  }
+  const fs::path labs = dir / "labs";
+  fs::copy(kSource + "/exercises/labs", labs, fs::copy_options::recursive);
+  REQUIRE(run_binary("/bin/chmod", {"-R", "o-rwx", labs.string()}).status == 0);
+  std::string command = "mount --bind " + labs.string() + " " + kSource + "/exercises/labs && exec " + kBinary;
+  for (const std::string& arg : args) command += " " + arg;
+  const auto run = run_binary("/usr/bin/unshare", {"-m", "/bin/sh", "-c", command + " --json"}, 600);
+  setenv("RINGLAB_GRADE_CACHE", RINGLAB_GRADE_CACHE_DIR, 1);
+  INFO(run.out << run.err);
+  CHECK(run.status == 0);
+  nlohmann::json report;
+  REQUIRE_NOTHROW(report = nlohmann::json::parse(run.out));
+  CHECK(report["environment"]["sandbox"] == true);
+  for (const auto& c : report["criteria"]) CHECK(c["status"] == "passed");
+  CHECK(run.err.find(kUnsandboxed) == std::string::npos);
 }
 
 TEST_CASE("integrity: the grade cache is keyed on every header compiled", "[exercises][grader][integrity]") {
