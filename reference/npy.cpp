@@ -2,7 +2,9 @@
 
 #include <cctype>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <ios>
 #include <limits>
 #include <sstream>
 
@@ -178,9 +180,18 @@ NpyArray parse_npy(const std::string& bytes, const std::string& name) {
 }
 
 NpyArray read_npy(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    throw UsageError(path + " is a directory, not a .npy file; put the array file there (np.save) instead");
+  }
   std::ifstream file(path, std::ios::binary);
   if (!file) throw UsageError(path + ": cannot be opened; check the path (and that --in names the right directory)");
-  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::string bytes;
+  try {
+    bytes.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+  } catch (const std::ios_base::failure&) {  // libstdc++ throws from underflow on a read error
+    throw UsageError(path + ": read error; check the file");
+  }
   if (file.bad()) throw UsageError(path + ": read error; check the file");
   return parse_npy(bytes, path);
 }

@@ -12,6 +12,7 @@
 // Sections: [compare] [figure] [calibrate] [registration]
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -53,6 +54,9 @@ int compare_command(CompareFlags& flags, const CLI::App& command) {
   RunConfig given = flags.config;
   // Random documents are drawn in multiples of 2P, so that every layout compared can take them.
   if (command.count("--layout") == 0) given.layout = "zigzag";
+  // --ulysses is the hybrid rows' degree whatever --algo is (validate() refuses it elsewhere).
+  const int64_t ulysses = given.ulysses;
+  if (given.algo != "hybrid") given.ulysses = 0;
   const RunConfig config = resolve_problem(given).config;
   std::vector<CompareCase> cases;
   std::string hw_name = config.hw;
@@ -69,7 +73,7 @@ int compare_command(CompareFlags& flags, const CLI::App& command) {
   const int64_t head_dim = has_scenario ? cases.front().spec.dims.dim : config.dims.dim;
   const Hardware hardware = load_hardware(hw_name, head_dim);
   if (!has_scenario) {
-    cases = compare_cases(plan_spec(config), config.ulysses, hardware);
+    cases = compare_cases(plan_spec(config), ulysses, hardware);
     // --algo / --layout given: only those rows (Ulysses has no layout and stays with any layout).
     const PlanSpec asked = plan_spec(config);
     std::erase_if(cases, [&](const CompareCase& c) {
@@ -176,7 +180,13 @@ int figure_command(FigureFlags& flags) {
     if (flags.out.empty()) throw UsageError("ringlab figure needs --out FILE.svg; e.g. --out precision.svg");
     return precision_figure_command(flags);
   }
-  const viz::FigureKind kind = viz::parse_figure_kind(flags.kind);
+  viz::FigureKind kind{};
+  try {
+    kind = viz::parse_figure_kind(flags.kind);
+  } catch (const UsageError&) {  // its list lacks precision, which is drawn here
+    throw UsageError("unknown figure '" + flags.kind +
+                     "'; use ringlab figure grid-step, grid-rank, load, timeline or precision");
+  }
   const RunConfig config = resolve_problem(flags.config).config;
   if (flags.out.empty()) throw UsageError("ringlab figure needs --out FILE.svg; e.g. --out grid.svg");
   check_figure_outputs(flags);
@@ -209,6 +219,11 @@ struct CalibrateFlags {
 };
 
 int calibrate_command(const CalibrateFlags& flags) {
+  if (!flags.out.empty()) check_output_file(flags.out);  // before any table is printed
+  std::error_code error;
+  if (std::filesystem::is_directory(flags.steps, error)) {
+    throw UsageError(flags.steps + " is a directory; give bench_gpu_ring's output (a file)");
+  }
   std::ifstream file(flags.steps, std::ios::binary);
   if (!file) throw UsageError(flags.steps + ": cannot open the step times; give bench_gpu_ring's output (a file)");
   std::ostringstream text;

@@ -2,6 +2,7 @@
 // Exit status: 0 the plan checks clean, 1 the checker found problems (the erratum variants do) or,
 // with --strict, the balance lint warned (max/mean FLOPs above --max-imbalance, default 1.10), 2 bad input.
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -46,8 +47,21 @@ bool lint_balance(const Plan& plan, const BalanceLint& lint) {
   return true;
 }
 
+// The widest plan printed: the grid has a row per step (P of them in a ring) and the footer a
+// line per shown rank from every rank's work, so P = 4096 takes seconds and P = 16384 half a minute.
+constexpr int64_t kMaxPrintedRanks = 4096;
+
 int plan_command(const RunConfig& flags, int64_t max_ranks, const BalanceLint& lint) {
   const RunConfig config = resolve_problem(flags).config;
+  if (max_ranks < 2) {
+    throw UsageError("--show-ranks must be at least 2 (the first and the last rank), got " + std::to_string(max_ranks) +
+                     "; e.g. --show-ranks 16");
+  }
+  if (config.ranks > kMaxPrintedRanks) {
+    throw UsageError("ringlab plan prints a row per step: a grid of P=" + std::to_string(config.ranks) +
+                     " ranks is too long to read (at most P=" + std::to_string(kMaxPrintedRanks) +
+                     "); use ringlab run --dry-run with the same flags for its summary, or fewer --ranks");
+  }
   if (!(lint.max_imbalance >= 1.0)) {
     char got[32];
     std::snprintf(got, sizeof got, "%g", lint.max_imbalance);
@@ -78,7 +92,11 @@ void add_plan_command(CLI::App& app, Registry& registry) {
   auto lint = std::make_shared<BalanceLint>();
   CLI::App* command = app.add_subcommand("plan", "print a schedule's plan as a step x rank grid and check it");
   add_schedule_flags(*command, *config);
-  command->add_option("--show-ranks", *max_ranks, "columns shown for wide plans")->capture_default_str();
+  whole_number(command
+                   ->add_option("--show-ranks", *max_ranks,
+                                "columns shown for wide plans (at least 2: the first and last ranks)")
+                   ->capture_default_str(),
+               INT64_MIN);
   command
       ->add_option("--max-imbalance", lint->max_imbalance,
                    "warn when the busiest rank's FLOPs exceed this multiple of the mean (the balance lint)")

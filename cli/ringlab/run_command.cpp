@@ -7,6 +7,7 @@
 
 #include "cli/ringlab/commands.hpp"
 #include "executors/sim/sim_executor.hpp"
+#include "reference/error.hpp"
 #include "sim/pipeline/config.hpp"
 #include "sim/pipeline/pipeline.hpp"
 
@@ -29,7 +30,14 @@ void add_sim_commands(CLI::App& app, Registry& registry) {
   auto config = std::make_shared<RunConfig>();
   CLI::App* command = app.add_subcommand("run", "run one schedule and verify it against exact attention");
   add_run_flags(*command, *config);
-  registry.add(command, [config, command] { return run(*config, command->count("--accumulate") > 0); });
+  registry.add(command, [config, command] {
+    if (command->count("--hw") > 0 && !config->dry_run) {
+      throw UsageError("--hw " + config->hw +
+                       " applies to --dry-run and compare (the cost model); the simulator runs on this machine: add "
+                       "--dry-run or drop --hw");
+    }
+    return run(*config, command->count("--accumulate") > 0);
+  });
   add_plan_command(app, registry);
   add_study_commands(app, registry);
   add_cost_commands(app, registry);

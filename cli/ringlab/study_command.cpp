@@ -32,7 +32,6 @@ void add_study_commands(CLI::App& app, Registry& registry) {
   precision->add_option("--ranks,-P", flags->ranks, "rank counts, e.g. 1,2,4,8,16,32 (P=1 is always run)")
       ->delimiter(',')
       ->capture_default_str();
-  precision->add_option("--seed", flags->config.seed, "seed of the generated inputs")->capture_default_str();
   precision->add_option("--in", flags->config.in_dir, "read q.npy k.npy v.npy [dout.npy] from DIR");
   precision->add_option("--precision", flags->config.precision, "storage precision: bf16 | fp16")
       ->capture_default_str();

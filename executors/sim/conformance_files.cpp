@@ -78,8 +78,9 @@ void write_text(const fs::path& path, const std::string& text) {
 
 }  // namespace
 
-CasesWritten write_conformance_cases(const std::string& dir, const std::string& suite, bool force) {
+CasesWritten write_conformance_cases(const std::string& dir_given, const std::string& suite, bool force) {
   const std::vector<ConformanceCase> cases = conformance_suite(suite);  // an unknown suite first
+  const std::string dir = without_trailing_separators(dir_given);       // "cases/" is "cases"
   const fs::path target(dir);
   const DirectoryHolds holds = check_target(target, force);
 

@@ -824,8 +824,12 @@ ExecutionCost SimExecutor::cost(const PlanSpec& spec) const {
   } else {
     std::snprintf(limit, sizeof limit, "this machine has %.3g GB", available / 1e9);
   }
-  cost.refusal = "the simulator cannot finish P=" + std::to_string(spec.ranks) + ": it would take " + what + ", and " +
-                 limit + "; use fewer --ranks";
+  // The fix is fewer ranks unless the tensors themselves are most of the memory (a large S, H or D).
+  const bool tensors_dominate = !too_many_threads && tensor_bytes(spec.dims) >= cost.bytes / 2;
+  cost.refusal = "the simulator cannot finish " +
+                 (tensors_dominate ? spec.dims.to_string() + " at P=" : std::string("P=")) +
+                 std::to_string(spec.ranks) + ": it would take " + what + ", and " + limit +
+                 (tensors_dominate ? "; use smaller sizes (--batch, --seq, --heads, --dim)" : "; use fewer --ranks");
   return cost;
 }
 

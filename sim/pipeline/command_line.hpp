@@ -5,6 +5,7 @@
 // use it without depending on another's command line.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <iosfwd>
 #include <optional>
@@ -13,7 +14,8 @@
 #include <vector>
 
 namespace CLI {
-class App;  // CLI11; the files that register flags include <CLI/CLI.hpp>
+class App;     // CLI11; the files that register flags include <CLI/CLI.hpp>
+class Option;  // ...
 }  // namespace CLI
 
 namespace ringlab::cli {
@@ -23,6 +25,14 @@ namespace ringlab::cli {
 // status when the program stops there (0 after help, 2 after an error), nothing when it runs.
 std::optional<int> parse_command_line(CLI::App& app, int argc, const char* const* argv, std::ostream& out,
                                       std::ostream& err, const std::string& prefix, const std::string& hint);
+
+// Makes an integer option take only a decimal whole number its variable can hold, from `min` up:
+// CLI11 2.1 alone wraps a negative number into an unsigned one (--seed -1), saturates one too
+// large (--ranks 99999999999999999999) and reads 010 as octal. A refused value is a parse error
+// naming the option, the value and the range. Returns `option`.
+CLI::Option* whole_number(CLI::Option* option, int64_t min);
+// The same for an unsigned 64-bit option (0 to 18446744073709551615).
+CLI::Option* whole_number_unsigned(CLI::Option* option);
 
 class Registry {
  public:

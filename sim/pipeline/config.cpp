@@ -2,10 +2,12 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 
 #include "reference/error.hpp"
 #include "reference/precision.hpp"
+#include "sim/pipeline/command_line.hpp"
 
 namespace ringlab {
 
@@ -27,7 +29,6 @@ std::string RunConfig::describe() const {
 
 void add_run_flags(CLI::App& command, RunConfig& config) {
   add_schedule_flags(command, config);
-  command.add_option("--seed", config.seed, "seed of the generated inputs")->capture_default_str();
   command.add_option("--in", config.in_dir, "read q.npy k.npy v.npy [dout.npy] from DIR");
   command.add_option("--save", config.save_dir, "write out.npy lse.npy [dq.npy dk.npy dv.npy] into DIR");
   command.add_option("--trace", config.trace_file, "write a Chrome trace event JSON file");
@@ -37,7 +38,8 @@ void add_run_flags(CLI::App& command, RunConfig& config) {
       .add_option("--hw", config.hw,
                   "cost-model machine for --dry-run: h100-nvlink | h100-ib | h100-pcie | cpu, or a JSON file")
       ->capture_default_str();
-  command.add_option("--inject", config.inject, "fault injection KIND@RANK:STEP, KIND = drop|duplicate|corrupt|delay");
+  command.add_option("--inject", config.inject,
+                     "fault injection KIND@RANK:STEP, KIND = drop|duplicate|corrupt|delay|alter");
   command.add_option("--timeout", config.timeout, "deadlock watchdog: seconds without progress")->capture_default_str();
   command.add_flag("!--no-progress", config.progress, "no progress bar on stderr");
   add_precision_flags(command, config);
@@ -74,15 +76,20 @@ void add_schedule_flags(CLI::App& command, RunConfig& config, bool ranks) {
                   "(units placed by their work under the mask)")
       ->check(CLI::IsMember({"contiguous", "zigzag", "striped", "balanced"}))
       ->capture_default_str();
-  command.add_option("--block", config.block,
-                     "tokens per layout unit (default: contiguous S/P, zigzag S/(2P), striped 1)");
-  if (ranks) command.add_option("--ranks,-P", config.ranks, "number of ranks P")->capture_default_str();
-  command.add_option("--ulysses", config.ulysses, "hybrid: Ulysses degree U (ring degree P/U)");
+  // Every integer flag takes only a whole number an int64_t holds (cli::whole_number); the ranges
+  // are checked with the problem (validate()).
+  cli::whole_number(command.add_option("--block", config.block,
+                                       "tokens per layout unit (default: contiguous S/P, zigzag S/(2P), striped 1)"),
+                    1);
+  if (ranks)
+    cli::whole_number(command.add_option("--ranks,-P", config.ranks, "number of ranks P")->capture_default_str(),
+                      INT64_MIN);
+  cli::whole_number(command.add_option("--ulysses", config.ulysses, "hybrid: Ulysses degree U (ring degree P/U)"),
+                    INT64_MIN);
   // Size flags remember that they were given, so that --in files that contradict them are an error.
   auto size = [&](const char* flag, int64_t& value, const char* text) {
-    return command.add_option(flag, value, text)->each([&config, flag](const std::string&) {
-      config.sizes_given.emplace_back(flag);
-    });
+    return cli::whole_number(command.add_option(flag, value, text), INT64_MIN)
+        ->each([&config, flag](const std::string&) { config.sizes_given.emplace_back(flag); });
   };
   size("--batch", config.dims.batch, "batch B")->capture_default_str();
   size("--seq", config.dims.seq, "sequence length S (tokens)")->capture_default_str();
@@ -95,6 +102,9 @@ void add_schedule_flags(CLI::App& command, RunConfig& config, bool ranks) {
   command.add_option("--docs", config.docs,
                      "packed documents: lengths L1,L2,... summing to S, or random:N (N long-tailed lengths from "
                      "--seed); attention never crosses a document");
+  cli::whole_number_unsigned(
+      command.add_option("--seed", config.seed, "seed of the generated inputs and of --docs random:N's lengths")
+          ->capture_default_str());
   command.add_flag("--no-skip", config.no_skip, "compute fully masked blocks instead of skipping them");
   command.add_flag("--full-ring", config.full_ring,
                    "a plain ring: every K/V block makes all P-1 hops, even where a window or documents leave no rank "
@@ -144,6 +154,19 @@ PlanSpec plan_spec(const RunConfig& config) {
 void validate(const RunConfig& flags) {
   if (flags.ranks <= 0) {
     throw UsageError("--ranks must be positive, got " + std::to_string(flags.ranks) + "; pass --ranks N with N >= 1");
+  }
+  if (flags.ulysses != 0 && flags.algo != "hybrid") {
+    throw UsageError("--ulysses " + std::to_string(flags.ulysses) + " applies to --algo hybrid only (" +
+                     (flags.algo == "ulysses" ? "--algo ulysses spreads the heads over all P ranks"
+                                              : "--algo " + flags.algo + " has no Ulysses degree") +
+                     "); drop --ulysses, or use --algo hybrid --ulysses U");
+  }
+  const auto given = [&flags](const char* flag) {
+    return std::find(flags.sizes_given.begin(), flags.sizes_given.end(), flag) != flags.sizes_given.end();
+  };
+  if (given("--kv-heads") && flags.dims.kv_heads <= 0) {
+    throw UsageError("--kv-heads must be positive, got " + std::to_string(flags.dims.kv_heads) +
+                     "; e.g. --kv-heads 8, or leave it out for HKV = H");
   }
   AttentionDims dims = flags.dims;
   if (dims.kv_heads == 0) dims.kv_heads = dims.heads;  // --kv-heads' default

@@ -31,9 +31,14 @@ void require_writable_parent(const fs::path& path, const std::string& flag) {
 
 }  // namespace
 
+std::string without_trailing_separators(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
 void check_output_directory(const std::string& target, const std::string& what) {
   std::error_code error;
-  const fs::path path(target);
+  const fs::path path(without_trailing_separators(target));
   if (fs::exists(path, error)) {
     if (!fs::is_directory(path, error)) {
       throw UsageError(what + " " + target + " exists and is not a directory; pick a new directory name");
@@ -84,7 +89,7 @@ void save_outputs(const std::string& directory, const RunOutputs& outputs) {
 }
 
 StagedDirectory::StagedDirectory(std::string target, std::string what)
-    : target_(std::move(target)), what_(std::move(what)), staging_(partial_name(target_)) {
+    : target_(without_trailing_separators(std::move(target))), what_(std::move(what)), staging_(partial_name(target_)) {
   std::error_code error;
   fs::remove_all(staging_, error);
   if (!fs::create_directories(staging_, error)) {

@@ -9,6 +9,10 @@
 
 namespace ringlab {
 
+// `path` without trailing separators ("cases/" -> "cases"; "/" stays): a directory named with a
+// slash is the same directory, and its parent and staging name are those of the name without it.
+std::string without_trailing_separators(std::string path);
+
 // Throws UsageError when `target` exists and is not an empty directory, or cannot be created
 // (its parent missing or not writable). Call before any work so a bad --save fails fast. `what`
 // names the option or command in the message.

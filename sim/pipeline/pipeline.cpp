@@ -3,6 +3,7 @@
 #include "sim/pipeline/pipeline.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -274,6 +275,23 @@ void print_work(std::ostream& out, const Plan& plan, const ExecutionResult& resu
   print_time(out, result.time);
 }
 
+// --inject KIND@RANK:STEP at a step no phase of the plan has would never fire: refused, naming the
+// steps there are (the executor parses the rest of the text: a STEP it cannot read is left to it).
+void refuse_faults_past_the_plan(const Plan& plan, const std::vector<std::string>& inject) {
+  int64_t steps = 0;
+  for (const Phase& phase : plan.phases()) steps = std::max(steps, phase.steps);
+  for (const std::string& text : inject) {
+    const size_t colon = text.rfind(':');
+    if (colon == std::string::npos) continue;
+    int64_t step = -1;
+    const auto [end, error] = std::from_chars(text.data() + colon + 1, text.data() + text.size(), step);
+    if (error != std::errc() || end != text.data() + text.size() || step < steps) continue;
+    throw UsageError("--inject " + text + ": there is no step " + std::to_string(step) + " in this plan (its phases " +
+                     "have steps 0 to " + std::to_string(steps - 1) + "); pick a STEP from 0 to " +
+                     std::to_string(steps - 1));
+  }
+}
+
 }  // namespace
 
 // ---- [pipeline] ------------------------------------------------------------------------------
@@ -298,6 +316,7 @@ int run_pipeline(const RunConfig& flags, Executor& executor, std::ostream& out, 
   AttentionInputs<double> inputs;
   if (needs.computes_outputs) inputs = problem_inputs(std::move(files), problem, executor);
   const Plan plan = make_plan(problem, needs);
+  refuse_faults_past_the_plan(plan, config.inject);
   const PlanCheck check = needs.computes_outputs ? check_or_refuse(plan) : PlanCheck{};
   const int64_t seq = plan.spec().dims.seq, tokens = plan.spec().tokens();
   const bool pads = tokens < seq || plan.spec().padding_heads > 0;

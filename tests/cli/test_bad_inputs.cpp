@@ -78,6 +78,10 @@ TEST_CASE("bad input across run, check, grade and ringlab-viz: exit 2, one line,
   });
   const std::string missing_dir = inputs_with(root, "missing", [](const std::string& d) { fs::remove(d + "/v.npy"); });
   const std::string good_dir = inputs_with(root, "good", [](const std::string&) {});
+  const std::string folder_dir = inputs_with(root, "folder", [](const std::string& d) {
+    fs::remove(d + "/q.npy");
+    fs::create_directories(d + "/q.npy");  // a directory where an array should be
+  });
   const std::string fp16_dir = inputs_with(root, "fp16", [](const std::string& d) {
     Tensor<double> v = read_npy(d + "/v.npy").values;
     v[9] = 70000;  // beyond fp16's 65504
@@ -126,6 +130,26 @@ TEST_CASE("bad input across run, check, grade and ringlab-viz: exit 2, one line,
       run({"--erratum", "kv-offset-mask", "--causal", "--algo", "allgather"}, "--algo ring"),
       run({"--inject", "explode@1:2"}, "inject"),
       run({"--inject", "drop@9:1"}, "no rank 9"),
+      run({"--inject", "drop@1:99"}, "there is no step 99 in this plan (its phases have steps 0 to 3)"),
+      run({"--in", folder_dir}, "q.npy is a directory, not a .npy file"),
+      // integers a flag cannot hold, and flags that do not apply
+      run({"--ranks", "99999999999999999999"}, "--ranks: 99999999999999999999 is too large"),
+      run({"--seed", "-1"}, "--seed: -1 is negative"),
+      run({"--seed", "18446744073709551616"}, "--seed: 18446744073709551616 is too large"),
+      run({"--block", "0"}, "--block: 0 is too small"),
+      run({"--kv-heads", "0"}, "--kv-heads must be positive"),
+      run({"--ulysses", "2"}, "--ulysses 2 applies to --algo hybrid only"),
+      run({"--hw", "h100-ib"}, "--hw h100-ib applies to --dry-run and compare"),
+      run({"--dim", "100000000"}, "use smaller sizes"),
+      {"", ringlab, {"plan", "--show-ranks", "0"}, "--show-ranks must be at least 2", ""},
+      {"", ringlab, {"plan", "--show-ranks", "-2"}, "--show-ranks must be at least 2", ""},
+      {"", ringlab, {"plan", "--ranks", "100000", "--seq", "100000"}, "use ringlab run --dry-run", ""},
+      {"", ringlab, {"nosuch"}, "unknown command 'nosuch' for ringlab; use run, plan", ""},
+      {"",
+       ringlab,
+       {"figure", "nosuch", "--out", (root / "fig.svg").string()},
+       "timeline or precision",
+       (root / "fig.svg").string()},
       run({"--timeout", "-1"}, "--timeout"),
       // documents and windows
       run({"--seq", "1024", "--docs", "500,500"}, "sum to 1000, not S=1024"),
@@ -157,7 +181,8 @@ TEST_CASE("bad input across run, check, grade and ringlab-viz: exit 2, one line,
        {"study", "precision", "--layout", "zigzag", "--seq", "96", "--ranks", "1,2,4,32"},
        "does not pad",
        ""},
-      {"", ringlab, {"study", "nosuch"}, "subcommand is required", ""},
+      {"", ringlab, {"study", "nosuch"}, "unknown command 'nosuch' for ringlab study; use precision", ""},
+      {"", ringlab, {"study"}, "subcommand is required", ""},
       // ringlab conformance cases: the suite, the directory
       {"", ringlab, {"conformance", "cases", cases_new, "--suite", "huge"}, "unknown suite 'huge'", cases_new},
       {"", ringlab, {"conformance", "cases", (root / "no-dir" / "cases").string()}, "does not exist", ""},
@@ -165,6 +190,8 @@ TEST_CASE("bad input across run, check, grade and ringlab-viz: exit 2, one line,
       {"", ringlab, {"conformance", "cases", cases_held}, "already holds conformance cases; pass --force", ""},
       {"", ringlab, {"conformance", "cases", (root / "full/keep.txt").string()}, "not a directory", ""},
       {"", ringlab, {"conformance"}, "subcommand is required", ""},
+      {"", ringlab, {"conformance", "nosuch", "x"}, "unknown command 'nosuch' for ringlab conformance; use cases", ""},
+      {"", ringlab, {"conformance", "cases", (root / "no-dir" / "cases/").string()}, "does not exist", ""},
       // ringlab check: exercises, parts, answers and units
       {"", ringlab, {"check", "nosuch", "x=1"}, "unknown exercise 'nosuch'", ""},
       {"", ringlab, {"check", "overlap-time", "nopart=3"}, "unknown part 'nopart'", ""},
@@ -195,6 +222,8 @@ TEST_CASE("bad input across run, check, grade and ringlab-viz: exit 2, one line,
             png},
            {"", viz, {"--screenshot", png, "--panel", "nosuch"}, "unknown panel", png},
            {"", viz, {"--bogus"}, "--bogus", ""},
+           {"", viz, {"--screenshot", png, "--frames", "-5"}, "--frames: -5 is negative", png},
+           {"", viz, {"--screenshot", png, "--ranks", "5000", "--seq", "5000"}, "at most 512 ring positions", png},
        })
     rows.push_back(row);
 #else

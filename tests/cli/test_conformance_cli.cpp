@@ -89,6 +89,11 @@ TEST_CASE("ringlab conformance cases writes the quick suite in seconds, whole, a
   const auto forced = run_binary(kRinglab, {"conformance", "cases", dir, "--force"});
   CHECK(forced.status == 0);
   CHECK(fs::exists(fs::path(dir) / names[0] / "out.npy"));  // ... rewritten whole
+  // DIR/ is DIR: its parent is DIR's, and the staging folder goes beside it, not inside.
+  const auto slash = run_binary(kRinglab, {"conformance", "cases", dir + "/", "--force"});
+  INFO(slash.err);
+  CHECK(slash.status == 0);
+  CHECK(fs::exists(fs::path(dir) / "suite.json"));
   for (const auto& entry : fs::directory_iterator(scratch.path)) CHECK(entry.path().filename() == "cases");
 }
 

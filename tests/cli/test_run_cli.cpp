@@ -136,6 +136,30 @@ TEST_CASE("saving writes outputs in global order and --in reads float64 inputs",
   CHECK(entries == 5);  // q, k, v, dout, out/
 }
 
+TEST_CASE("a trailing slash on --save DIR/ names DIR, and --seed goes wherever --docs does", "[cli]") {
+  TempDir dir;
+  const auto run = run_binary(kRinglab, {"run", "--save", dir / "out/", "--no-progress"});
+  INFO(run.out << run.err);
+  CHECK(run.status == 0);
+  CHECK(fs::exists(dir / "out/out.npy"));
+  for (const auto& entry : fs::recursive_directory_iterator(dir.path))
+    CHECK(entry.path().filename().string().find("partial") == std::string::npos);
+  // --docs random:N draws its lengths from --seed: plan, compare and figure take it as run does.
+  const std::vector<std::string> docs{"--causal", "--layout", "zigzag", "--seq", "4096", "--docs", "random:6"};
+  auto with = [&](std::vector<std::string> args, const char* seed) {
+    args.insert(args.end(), docs.begin(), docs.end());
+    args.insert(args.end(), {"--seed", seed});
+    return run_binary(kRinglab, args);
+  };
+  const auto one = with({"plan"}, "1"), two = with({"plan"}, "2");
+  CHECK(one.status == 0);
+  CHECK(two.status == 0);
+  CHECK(one.out.substr(0, one.out.find('\n')) != two.out.substr(0, two.out.find('\n')));  // other lengths
+  CHECK(with({"compare"}, "2").status == 0);
+  CHECK(with({"figure", "grid-step", "--out", dir / "grid.svg"}, "2").status == 0);
+  CHECK(with({"run", "--dry-run"}, "2").status == 0);
+}
+
 TEST_CASE("NumPy writes the inputs and checks ringlab's outputs", "[cli][numpy]") {
   if (!has_python_numpy()) {
     WARN("skipped: /usr/bin/python3 with numpy is not installed (scripts/setup installs python3-numpy)");

@@ -203,4 +203,15 @@ TEST_CASE("ringlab calibrate: fits bench_gpu_ring's step tables and writes a mac
   CHECK_FALSE(std::ifstream(out).good());
   std::remove(empty.c_str());
   CHECK(run_ringlab("calibrate /nonexistent/steps.txt").status == 2);
+  // --out is checked before any table is printed: a missing directory, a directory.
+  for (const std::string& where : {std::string("/nonexistent/fit.json"), std::string("/tmp")}) {
+    const Run refused = run_ringlab("calibrate " + steps + " --out " + where);
+    INFO(refused.err);
+    CHECK(refused.status == 2);
+    CHECK(refused.out.empty());
+    CHECK(lines(refused.err).size() == 1);
+    CHECK((refused.err.find("does not exist; create it first") != std::string::npos ||
+           refused.err.find("is a directory") != std::string::npos));
+  }
+  CHECK(run_ringlab("calibrate /tmp").status == 2);  // the step times, a directory
 }

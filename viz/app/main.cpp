@@ -17,6 +17,7 @@
 #include "sim/pipeline/config.hpp"
 #include "sim/pipeline/problem.hpp"
 #include "viz/app/gl_app.hpp"
+#include "viz/model/live_run.hpp"
 
 namespace {
 
@@ -38,11 +39,23 @@ void parse_size(const std::string& text, int& width, int& height) {
   }
 }
 
+// The widest plan the viewer draws: its block grid has a row and a column per ring position and
+// its model holds every rank's every step (P = 1024 takes seconds and a GB; P = 5000 minutes), so
+// past a trace's limit (viz/model/trace_model.cpp: 512 blocks, 4096 ranks) it is refused at once.
+constexpr int64_t kMaxRing = 512;
+constexpr int64_t kMaxRanks = 4096;
+
 int run(const RunConfig& given, const AppFlags& flags) {
   const RunConfig config = resolve_problem(given).config;
   const PlanSpec spec = plan_spec(config);
-  (void)build_plan(spec);  // a schedule that does not build is a usage error here, not a panel message
+  const Plan plan = build_plan(spec);  // a schedule that does not build is a usage error here, not a panel message
   (void)load_hardware(config.hw, config.dims.dim);  // nor does an unknown machine
+  if (plan.ring() > kMaxRing || plan.ranks() > kMaxRanks) {
+    throw UsageError("the viewer draws at most " + std::to_string(kMaxRing) + " ring positions and " +
+                     std::to_string(kMaxRanks) + " ranks, and this plan has " + std::to_string(plan.ring()) + " and " +
+                     std::to_string(plan.ranks()) +
+                     "; use fewer --ranks (or --algo hybrid --ulysses U), or ringlab run --dry-run for its numbers");
+  }
 
   ViewerOptions options;
   options.all_panels = flags.panel == "all";
@@ -58,6 +71,14 @@ int run(const RunConfig& given, const AppFlags& flags) {
     std::cerr << "ringlab-viz: error: " << viewer.message() << "\n";  // and the Messages panel says it too
   }
   if (flags.run) {
+    try {
+      const PlanSpec small = small_run_spec(spec);  // what --run verifies: the same blocks at small sizes
+      if (!(small.dims.to_string() == spec.dims.to_string())) {
+        std::cerr << "ringlab-viz: note: --run verifies the same layout units and steps at small sizes: "
+                  << small.dims.to_string() << " (not " << spec.dims.to_string() << ")\n";
+      }
+    } catch (const UsageError&) {  // a layout too fine to run: run_blocking() says so
+    }
     viewer.run_blocking();
     if (!viewer.message().empty()) std::cerr << "ringlab-viz: " << viewer.message() << "\n";
   }
@@ -92,7 +113,10 @@ int main(int argc, char** argv) {
                  "the timeline's machine (cost model): h100-nvlink | h100-ib | h100-pcie | cpu, or a JSON file")
       ->capture_default_str();
   app.add_option("--trace", flags.trace, "open a Chrome trace written by ringlab run --trace");
-  app.add_flag("--run", flags.run, "run the schedule on the simulator (small sizes) and show each block's error");
+  app.add_flag("--run", flags.run,
+               "run the schedule on the simulator and show each block's error: the same layout units and steps at "
+               "small sizes (B=1, D=16, at most 512 tokens, fewer heads above 16), whatever --batch, --seq, --dim say; "
+               "a note on stderr gives the sizes");
   app.add_option("--screenshot", flags.screenshot, "render off-screen and write this PNG, then exit");
   app.add_option("--step", flags.step, "the step shown (across all phases, from 0; 2.5 = halfway through step 2)")
       ->check(CLI::Validator(
@@ -106,8 +130,9 @@ int main(int argc, char** argv) {
   app.add_option("--size", flags.size, "screenshot size WIDTHxHEIGHT")->capture_default_str();
   app.add_option("--colour,--color", flags.colour, "grid colouring: step | rank | error")->capture_default_str();
   app.add_option("--geometry", flags.geometry, "with --screenshot: write each panel's canvas rectangle as JSON");
-  app.add_option("--frames", flags.frames, "with --screenshot: frames rendered before the capture")
-      ->capture_default_str();
+  cli::whole_number(app.add_option("--frames", flags.frames, "with --screenshot: frames rendered before the capture")
+                        ->capture_default_str(),
+                    1);
   if (const std::optional<int> status = cli::parse_command_line(
           app, argc, argv, std::cout, std::cerr, "ringlab-viz: ", "run 'ringlab-viz --help' for the flags")) {
     return *status;
