@@ -209,6 +209,10 @@ std::vector<std::pair<std::string, std::string>> parse_assignments(const std::ve
     const std::string part = arg.substr(0, eq);
     if (!e.find_part(part))
       throw UsageError("unknown part '" + part + "' of " + e.id + "; its parts are " + part_names(e));
+    for (const auto& [given, answer] : pairs)
+      if (given == part)
+        throw UsageError("part '" + part + "' is answered twice (" + part + "=" + answer + " and " + arg +
+                         "); give each part once");
     pairs.emplace_back(part, arg.substr(eq + 1));
   }
   return pairs;
@@ -223,13 +227,11 @@ std::string hidden_note(const Verdict& v, const Part& part) {
   return v.note;
 }
 
-// A known mistake's explanation; with answers hidden, withheld where it states an expected value
-// (some work the right answer out to show where the mistake departs from it).
-std::string mistake_why(const KnownMistake& mistake, const Exercise& e, bool hidden) {
-  if (hidden)
-    for (const Part& part : e.parts)
-      if (mentions_expected(mistake.why, part))
-        return "(the explanation is withheld while answers are hidden: it works out the right answer)";
+// A known mistake's explanation; with answers hidden, withheld: an explanation says where the
+// mistake departs from the right reasoning, and even one that never states the expected value can
+// leave it one step of arithmetic away ("so GPU 0 is wrong too" after wrong_ranks=3).
+std::string mistake_why(const KnownMistake& mistake, bool hidden) {
+  if (hidden) return "(its explanation is withheld while answers are hidden)";
   return mistake.why;
 }
 
@@ -270,7 +272,7 @@ int check_answers(const std::string& id, int64_t variant, const std::vector<std:
                           {"read_as", v.read_as},     {"right", v.right},
                           {"tolerance", v.tolerance}, {"note", hidden ? hidden_note(v, *e.find_part(v.part)) : v.note}};
       if (!hidden) r["expected"] = v.expected;
-      if (v.mistake) r["mistake"] = {{"origin", v.mistake->origin}, {"why", mistake_why(*v.mistake, e, hidden)}};
+      if (v.mistake) r["mistake"] = {{"origin", v.mistake->origin}, {"why", mistake_why(*v.mistake, hidden)}};
       results.push_back(r);
     }
     nlohmann::json j = {{"exercise", e.id},        {"variant", e.variant},     {"results", results},
@@ -294,13 +296,16 @@ int check_answers(const std::string& id, int64_t variant, const std::vector<std:
     if (!hidden) {
       std::cout << " (expected " << v.expected << " " << v.tolerance << ")";
     } else {
-      std::cout << (v.right ? " right (" : " wrong (not within ") << v.tolerance << ")";
+      if (v.tolerance == "exact")  // a list or a whole number: "not within exact" reads wrong
+        std::cout << (v.right ? " right (exact)" : " wrong (must be exact)");
+      else
+        std::cout << (v.right ? " right (" : " wrong (not within ") << v.tolerance << ")";
     }
     const std::string note = hidden ? hidden_note(v, *e.find_part(v.part)) : v.note;
     if (!note.empty()) std::cout << " - " << note;
     std::cout << "\n";
     if (v.mistake)
-      std::cout << "      this is " << v.mistake->origin << ": " << mistake_why(*v.mistake, e, hidden) << "\n";
+      std::cout << "      this is " << v.mistake->origin << ": " << mistake_why(*v.mistake, hidden) << "\n";
   }
   std::cout << right << " of " << verdicts.size() << (verdicts.size() == 1 ? " part" : " parts") << " right";
   if (status != kExitVerified && !explain && !hidden) std::cout << "; add --explain for the worked solution";

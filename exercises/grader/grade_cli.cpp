@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -24,6 +26,10 @@ void write_whole(const std::string& path, const std::string& text) {
   const std::string partial = path + ".partial-" + std::to_string(getpid());
   {
     std::ofstream out(partial, std::ios::binary);
+    if (!out) {  // never opened: the folder, not the disk (a read-only or missing folder)
+      const std::string why = std::strerror(errno);
+      throw UsageError("cannot write " + path + ": " + why + "; pass an --output in a folder you can write");
+    }
     out << text;
     if (!out.flush()) {
       std::error_code error;
@@ -109,6 +115,7 @@ int run_grade(GradeArgs& args) {
       throw UsageError("cannot write --output " + args.output + ": its folder does not exist or it is a folder");
   }
   args.options.use_cache = !args.no_cache;
+  args.options.warn_unsandboxed = format != "text";  // marks for a pipeline, not a student's self-check
   if (!args.run_as.empty()) {
     const auto [uid, gid] = find_user(args.run_as);
     if (uid == 0) throw UsageError("--run-as root is no sandbox; give an unprivileged user");

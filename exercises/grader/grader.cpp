@@ -259,6 +259,9 @@ std::string first_error(const std::string& output) {
   std::string first;
   for (std::string line; std::getline(lines, line);) {
     if (first.empty() && !line.empty()) first = line;
+    // The linker's own line names what is missing; its closing "collect2: error: ld returned 1
+    // exit status" does not (an empty file's first error).
+    if (line.find("undefined reference to") != std::string::npos) return line;
     if (line.find("error:") != std::string::npos || line.find("fatal error") != std::string::npos) return line;
   }
   return first;
@@ -705,7 +708,7 @@ GradeReport grade(const GradeOptions& options) {
     }
   }
   const bool gpu = gpu_present() && !setup().kit;  // a kit has no nvcc nor the device runner
-  if (!options.sandbox.active())
+  if (!options.sandbox.active() && options.warn_unsandboxed)
     std::cerr << setup().command
               << ": warning: the submission runs as you (no --run-as), so it can tamper with "
                  "the grader; use --run-as USER (or the autograder) for marks that count\n";

@@ -152,13 +152,16 @@ struct GradeOptions {
   double timeout_seconds = 0;     // > 0 overrides every criterion's own limit
   bool use_cache = true;
   Sandbox sandbox;  // the criteria (and the listing) run as this user, under these limits
+  // Say on standard error when there is no sandbox. The command line says it for the reports a
+  // grading pipeline reads (--format json or gradescope), not for a student's own text report.
+  bool warn_unsandboxed = true;
 };
 
 // Throws UsageError for an unknown lab, file or criterion id, and, under a sandbox, when its user
 // can read one of the lab's answers (Setup::answers). Each criterion's process gets the graded
 // file's path in RINGLAB_GRADE_SOURCE (a GPU lab's device criterion compiles it with nvcc).
 // Without a sandbox the submission runs as the grading user, who owns the grader's cache: grade()
-// says so in one warning line on standard error, checks after each criterion that the cached
+// says so in one warning line on standard error (GradeOptions::warn_unsandboxed), checks after each criterion that the cached
 // binaries and hand-outs it found (the judge's among them) are unchanged, and grades a submission
 // that changed one 0, removing what it changed. Under a sandbox the cache is not its user's to write.
 GradeReport grade(const GradeOptions& options);

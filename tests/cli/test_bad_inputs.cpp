@@ -195,6 +195,7 @@ TEST_CASE("bad input across run, check, grade and ringlab-viz: exit 2, one line,
       // ringlab check: exercises, parts, answers and units
       {"", ringlab, {"check", "nosuch", "x=1"}, "unknown exercise 'nosuch'", ""},
       {"", ringlab, {"check", "overlap-time", "nopart=3"}, "unknown part 'nopart'", ""},
+      {"", ringlab, {"check", "comm-volume", "ring=32GB", "ring=33GB"}, "part 'ring' is answered twice", ""},
       {"", ringlab, {"check", "overlap-time", "total=eighty"}, "cannot read 'eighty'", ""},
       {"", ringlab, {"check", "attention-memory", "full=4.4parsec"}, "unknown unit 'parsec'", ""},
       {"", ringlab, {"check", "attention-memory", "full"}, "is not PART=ANSWER", ""},
@@ -205,6 +206,12 @@ TEST_CASE("bad input across run, check, grade and ringlab-viz: exit 2, one line,
       {"", ringlab, {"grade", "03-ring-forward", (root / "nowhere.cpp").string()}, "no file", ""},
       {"", ringlab, {"grade", "03-ring-forward", root.string()}, "no file", ""},
       {"", ringlab, {"grade", "03-ring-forward", "solution", "--only", "nosuch"}, "no criterion 'nosuch'", ""},
+      // A folder where no file can be made (even by root): the reason, not "disk full?".
+      {"",
+       ringlab,
+       {"grade", "01-softmax-merge", "solution", "--only", "merge-two", "--output", "/proc/ringlab.json"},
+       "pass an --output in a folder you can write",
+       ""},
   };
 #ifdef RINGLAB_VIZ_BINARY
   // ringlab-viz: traces, outputs, flags — refused before any window opens.

@@ -241,6 +241,9 @@ TEST_CASE("check --hide-answers never prints an expected value (every exercise a
           if (meant[i]) {
             REQUIRE(results[i].contains("mistake"));
             CHECK(results[i]["mistake"]["origin"] == meant[i]->origin);
+            // Named, never explained: an explanation can leave the answer one step away.
+            CHECK(results[i]["mistake"]["why"] == "(its explanation is withheld while answers are hidden)");
+            CHECK(hidden_text.out.find(meant[i]->why) == std::string::npos);
             CHECK(hidden_text.out.find("this is " + meant[i]->origin) != std::string::npos);
             ++mistakes_named;
           }
@@ -264,8 +267,10 @@ TEST_CASE("answers hidden: RINGLAB_HIDE_ANSWERS=1 makes hiding the default and -
   CHECK(hidden.out.find("answers hidden") != std::string::npos);
   CHECK(hidden.out.find("32.21") == std::string::npos);
   CHECK(hidden.out.find("4.027") == std::string::npos);
-  // The natural slip of counting what an all-to-all keeps is named, not just marked wrong.
-  CHECK(hidden.out.find("keeps on its own GPU") != std::string::npos);
+  // The natural slip of counting what an all-to-all keeps is named, not just marked wrong; its
+  // explanation is withheld (it is shown once the answers are no longer hidden).
+  CHECK(hidden.out.find("this is a common slip: (its explanation is withheld") != std::string::npos);
+  CHECK(hidden.out.find("keeps on its own GPU") == std::string::npos);
   for (const std::vector<std::string>& explain :
        {std::vector<std::string>{"check", "comm-volume", "ring=30 GB", "--explain"},
         std::vector<std::string>{"check", "comm-volume", "--explain"},
@@ -289,6 +294,7 @@ TEST_CASE("answers hidden: RINGLAB_HIDE_ANSWERS=1 makes hiding the default and -
   const auto shown = run_binary(kBinary, wrong);
   CHECK(shown.status == 1);
   CHECK(shown.out.find("expected 32.21 GB") != std::string::npos);
+  CHECK(shown.out.find("keeps on its own GPU") != std::string::npos);
   unsetenv("RINGLAB_HIDE_ANSWERS");
   const auto flag = run_binary(kBinary, {"check", "comm-volume", "--hide-answers", "--explain", "ring=30 GB"});
   CHECK(flag.status == 2);

@@ -303,6 +303,8 @@ TEST_CASE("integrity: a submission that replaces the cached judges scores 0 and 
   const Graded lab01 = grade_with_cache({"01", "starter"});
   CHECK(lab01.status == 1);
   CHECK(lines_with(lab01.err, kUnsandboxed) == 1);  // one warning line: it ran the submission as you
+  // A student's own text report is spared it (no grading pipeline reads it).
+  CHECK(lines_with(run_binary(kBinary, {"grade", "01", "starter"}, 600).err, kUnsandboxed) == 0);
 
   const Graded poison = grade_with_cache({"03", RINGLAB_TEST_FIXTURES "/lab03_poison_cache.cpp"});
   INFO(poison.report.dump(2));
@@ -524,6 +526,13 @@ TEST_CASE("integrity: a compile failure lists every criterion at 0 with the firs
   CHECK(text.out.find("p2             not run") != std::string::npos);
   CHECK(text.out.find("reproduce: ringlab grade 03-ring-forward " + file.string()) != std::string::npos);
   CHECK(text.out.find(RINGLAB_GRADE_CACHE_DIR) == std::string::npos);
+  // An empty file links nothing: its first error names what is missing, not collect2's summary.
+  const fs::path empty = write(dir / "empty.cpp", "");
+  const Graded nothing = grade("03-ring-forward", empty.string(), {"--only", "p1"});
+  INFO(nothing.report.dump(2));
+  const std::string why = nothing.criterion("p1")["details"].dump();
+  CHECK(why.find("undefined reference to") != std::string::npos);
+  CHECK(why.find("collect2") == std::string::npos);
 }
 
 #ifdef RINGLAB_WITH_LAB07
