@@ -137,6 +137,10 @@ double masked_tile_efficiency(double full_efficiency, double causal_efficiency, 
 
 // ---- [presets] -------------------------------------------------------------------------------
 
+// Where an error about a machine file sends the reader: the whole format is a paragraph, too long
+// for the one line a bad input gets.
+constexpr const char* kFormatPointer = "`ringlab compare --help-hw` prints the machine file's format";
+
 namespace {
 
 // FlashAttention-3 on H100 SXM, BF16 (FlashAttention-3 paper, arXiv 2407.08608, figures 5-6), TFLOP/s with
@@ -289,7 +293,7 @@ class Fields {
     }
   }
   [[noreturn]] void fail(const std::string& problem) const {
-    throw UsageError(where_ + " " + problem + "; " + hardware_json_help());
+    throw UsageError(where_ + " " + problem + "; " + kFormatPointer);
   }
   bool has(const char* key) const { return object_.contains(key); }
   const json& at(const char* key) const { return object_.at(key); }
@@ -491,8 +495,7 @@ Hardware load_hardware(const std::string& preset_or_path, int64_t head_dim) {
   try {
     document = json::parse(text.str());
   } catch (const json::parse_error& error) {
-    throw UsageError(preset_or_path + ": not valid JSON (byte " + std::to_string(error.byte) + "); " +
-                     hardware_json_help());
+    throw UsageError(preset_or_path + ": not valid JSON (byte " + std::to_string(error.byte) + "); " + kFormatPointer);
   }
   return hardware_from_json(document, preset_or_path, head_dim);
 }

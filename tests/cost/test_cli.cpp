@@ -62,6 +62,12 @@ TEST_CASE("ringlab compare prints one fixed-width table with a units row", "[cos
   REQUIRE(text.size() > 12);
   CHECK(text[0] == "ringlab compare | P=8 | B=1 S=65536 H=32 HKV=8 D=128 | causal | fwd+bwd | hw h100-nvlink");
   CHECK(text[1].empty());
+  // Padding is said as `run` says it, with the user's S; padding alone is no mask to name.
+  const Run padded = run_ringlab("compare --ranks 3");
+  REQUIRE(padded.status == 0);
+  CHECK(lines(padded.out)[0] ==
+        "ringlab compare | P=3 | B=1 S=1024 H=4 HKV=4 D=64 | +2 padding tokens (S=1026 on the "
+        "ranks) | full | fwd | hw h100-nvlink");
   CHECK(text[2] ==
         "case             layout          U     R        time    exposed    compute         sent   peak mem imbalance "
         "of ideal  note");
