@@ -215,6 +215,9 @@ std::vector<Criterion> lab_criteria() {
       {"p4-gqa", "P = 4, GQA: 8 query heads over 4 K/V heads", 20, false, false,
        [] { return correctness(4, 8, 4, true); }},
       {"p8", "P = 8, 16 heads, 8 K/V heads", 30, false, false, [] { return correctness(8, 16, 8, false); }},
+      {"uses-messages",
+       "P = 3: each rank attends over the heads it received (altered in transit, they change the result)", 20, false,
+       false, [] { return lab::uses_received_blocks([] { return correctness(3, 6, 3, false); }, 3, 3); }},
       {"perf-traffic", "performance: no more than two all-to-alls' worth of bytes", 20, true, false, traffic},
   };
 }

@@ -107,7 +107,7 @@ CriterionResult uses_received_blocks(const std::function<CriterionResult()>& che
   if (altered.passed) {
     result.fail("the results stayed right when the first message every rank sent at steps 0.." +
                 std::to_string(steps - 1) +
-                " was altered in transit (every value negated): the ranks computed with K/V they did not receive");
+                " was altered in transit (every value negated): the ranks computed with blocks they did not receive");
     result.hint =
         "compute with what recv / irecv returns: ranks are separate machines that share nothing but messages "
         "(no globals, statics or pointers to another rank's data), and a block sent only for show does not count";
