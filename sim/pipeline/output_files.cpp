@@ -46,6 +46,11 @@ void check_output_directory(const std::string& target, const std::string& what) 
     if (!fs::is_empty(path, error)) {
       throw UsageError(what + " " + target + " exists and is not empty; pick a new directory or empty this one");
     }
+    // The finished outputs replace the empty folder (a rename): one the user may not write to must
+    // not be replaced by a writable one.
+    if (access(path.c_str(), W_OK) != 0) {
+      throw UsageError(what + " " + target + " exists and is not writable; pick a directory you can write");
+    }
   }
   require_writable_parent(fs::absolute(path).lexically_normal(), what);
 }
