@@ -669,6 +669,7 @@ ExecutionResult simulate(const Plan& plan, const AttentionInputs<float>& inputs,
   if (overflow && result.failure) result.failure = RunFailure{FailureKind::error, *overflow, kExitMismatch};
   if (result.failure) result.outputs = {};
   result.trace = std::move(report.trace);
+  for (const FaultRecord& fault : report.faults) result.faults.push_back(fault.describe());
   return result;
 }
 

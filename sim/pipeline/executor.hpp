@@ -64,6 +64,7 @@ struct ExecutionResult {
   RunTime time;                          // the run's time and what it means
   std::optional<RunFailure> failure;     // set when the run did not complete
   std::vector<BlockError> block_errors;  // a diagnosed run's every compute block, in (phase, step, rank) order
+  std::vector<std::string> faults;       // --inject: each fault and what it did ("alter@1:0: negated ...")
 
   bool ok() const { return !failure.has_value(); }
 };

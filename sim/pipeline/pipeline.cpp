@@ -221,6 +221,7 @@ nlohmann::json json_report(const Verdict& v) {
   if (!v.needs.dtype.empty()) summary["dtype"] = v.needs.dtype;
   add_time(summary, v.result.time);
   if (!v.result.block_errors.empty()) summary["block_errors"] = to_json(v.result.block_errors);
+  if (!v.result.faults.empty()) summary["injected_faults"] = v.result.faults;
   return summary;
 }
 
@@ -241,6 +242,8 @@ void print_report(std::ostream& out, const Verdict& v, const PipelineOptions& op
   print_load_imbalance(out, load_imbalance(v.result.ranks), static_cast<int64_t>(v.result.ranks.size()),
                        v.result.time.kind, host_cores());
   print_time(out, v.result.time);
+  // What --inject did: a silent fault (delay, alter) shows nowhere else.
+  for (const std::string& fault : v.result.faults) out << "injected fault " << fault << "\n";
   out << "\n";
   print_verification(out, v.verification);
   if (v.verification.ok()) return;

@@ -211,7 +211,10 @@ TEST_CASE("tracing writes a Chrome trace that reads back", "[cli]") {
   CHECK(written["otherData"]["ringlab"]["describe"] == back.run->spec.describe());
 }
 
-TEST_CASE("fault injection: drop deadlocks (exit 3), corrupt is detected (exit 3), delay still verifies", "[cli]") {
+TEST_CASE(
+    "fault injection: drop deadlocks (exit 3), corrupt is detected (exit 3), delay still verifies, alter fails "
+    "verification (exit 1); the silent ones are said",
+    "[cli]") {
   const std::vector<std::string> base{"run", "--ranks", "4", "--seq", "256", "--no-progress", "--timeout", "5"};
   auto with = [&](const std::string& fault) {
     std::vector<std::string> args = base;
@@ -229,6 +232,15 @@ TEST_CASE("fault injection: drop deadlocks (exit 3), corrupt is detected (exit 3
   CHECK(duplicate.status == 3);
   const auto delay = with("delay@3:2");
   CHECK(delay.status == 0);
+  CHECK(delay.out.find("injected fault delay@3:2: delayed message") != std::string::npos);
+  // Silent corruption: no receiver can tell, the oracle can; the run says what was altered.
+  const auto alter = with("alter@1:0");
+  INFO(alter.out);
+  CHECK(alter.status == 1);
+  CHECK(alter.out.find("injected fault alter@1:0: negated every value of message #1 from rank 1 to rank 2") !=
+        std::string::npos);
+  CHECK(alter.out.find("FAIL") != std::string::npos);
+  CHECK(alter.out.find("the error is in how results travel or merge") != std::string::npos);
 }
 
 TEST_CASE("low precision: bf16 passes against its P=1 errors; rounding the accumulators grows the error",
