@@ -121,6 +121,7 @@ int run_grade(GradeArgs& args) {
     if (uid == 0) throw UsageError("--run-as root is no sandbox; give an unprivileged user");
     args.options.sandbox.uid = uid;
     args.options.sandbox.gid = gid;
+    if (args.run_as.find_first_not_of("0123456789:") != std::string::npos) args.options.sandbox.user = args.run_as;
     args.options.sandbox.memory_bytes = static_cast<uint64_t>(args.memory_mib * 1024 * 1024);
   }
   const GradeReport report = grade(args.options);

@@ -32,6 +32,7 @@ struct ProcessResult {
 // one that nothing else runs as (a dedicated account, such as the autograder's ringlab-student).
 struct Sandbox {
   int uid = -1, gid = -1;
+  std::string user;  // as --run-as named it, for messages ("" = say the uid)
   uint64_t memory_bytes = 0;
   std::string directory;  // the child's working directory ("" = the caller's)
   bool active() const { return uid >= 0; }

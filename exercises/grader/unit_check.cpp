@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include "exercises/grader/process.hpp"
+#include "exercises/grader/text.hpp"
 
 namespace ringlab::grader {
 
@@ -150,13 +150,6 @@ bool refused_name(const Name& name, const std::vector<std::string>& refused) {
   return false;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace
 
 std::vector<std::string> unit_files(const std::string& unit) {
@@ -209,7 +202,7 @@ std::string check_unit(const std::string& unit, const UnitRules& rules) {
     if (kind == 0 && resolved(file) != submission) own.push_back(resolved(file));
   }
   for (const std::string& file : own)
-    if (has_line_directive(read_text(file)))
+    if (has_line_directive(read_file(file)))
       return "refused: a line directive (#line) in " + shown(file, file) +
              ": it would make your code look like another file's to this check; remove it";
   std::istringstream lines(unit);
