@@ -2,7 +2,7 @@
 //   [fibers]      ucontext fibers, the per-interval warp-turn scheduler, deadlock detection
 //   [adversary]   settings, random streams, cp.async landing, the race check, queued atomics
 //   [barriers]    block barrier and warp exchange (double-buffered slots)
-//   [primitives]  shuffles, ldmatrix, mma, cp.async, atomics
+//   [primitives]  shuffles, ldmatrix, stmatrix, mma, cp.async, atomics
 //   [precision]   ex2.approx and the cvt.rn conversions
 //   [launch]      grid loop
 #include "gpu/emulation/warp_emulator.hpp"
@@ -384,6 +384,26 @@ void ldmatrix(uint32_t (&r)[4], const void* row_address, bool trans) {
     }
     r[i] = static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
   }
+}
+
+void stmatrix(const uint32_t (&r)[4], void* row_address) {
+  check_smem(row_address, 16, "stmatrix");
+  struct Lane {
+    void* row;
+    uint32_t r[4];
+  } mine{row_address, {r[0], r[1], r[2], r[3]}};
+  static_assert(sizeof(Lane) <= kSlotBytes);
+  const auto& slots = exchange(&mine, sizeof mine);
+  // This lane's row is row lane % 8 of tile lane / 8; its pair at cols 2u, 2u + 1 is register
+  // lane / 8 of lane 4 (lane % 8) + u. The stores are plain ones, which the race check sees.
+  const int lane = lane_of_running();
+  uint32_t row[4];
+  for (int u = 0; u < 4; ++u) {
+    Lane holder;
+    std::memcpy(&holder, slots[static_cast<size_t>(4 * (lane % 8) + u)].data(), sizeof holder);
+    row[u] = holder.r[lane / 8];
+  }
+  std::memcpy(row_address, row, sizeof row);
 }
 
 void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, Operand type) {

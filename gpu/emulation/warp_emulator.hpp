@@ -7,6 +7,7 @@
 // gpu/kernels/primitives.cuh are emulated lane by lane from their PTX definitions:
 //   ldmatrix(.trans)   reads the rows whose addresses the lanes gave (checked: 16-byte aligned,
 //                      inside the block's shared memory)
+//   stmatrix           writes them, from the lanes that hold each row's pairs (same checks)
 //   mma m16n8k16       rebuilds A and B from the 32 lanes' fragments, fp32 sums
 //   cp.async           queued per thread, lands at some point before the wait_group covering it
 //   shuffles           exchanged through the warp's slots (all 32 lanes must take part)
@@ -103,6 +104,9 @@ void sync_block(int site = 0);
 float shfl_xor(float value, int lane_mask);
 int shfl_xor(int value, int lane_mask);
 void ldmatrix(uint32_t (&r)[4], const void* row_address, bool trans);
+// stmatrix.x4: lane l writes the 16-byte row whose address it gave (tile l/8, row l%8), from the
+// four lanes that hold that row's pairs (register l/8 of lanes 4 (l%8) .. 4 (l%8) + 3).
+void stmatrix(const uint32_t (&r)[4], void* row_address);
 void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, Operand type);
 // cp.async of `bytes` (16: .cg; 4: .ca, a single word), zero-filled when !valid.
 void cp_async(void* smem_destination, const void* global_source, bool valid, int bytes = 16);
@@ -149,6 +153,7 @@ namespace ringlab::gpu::dev {
 
 inline void ldmatrix_x4(uint32_t (&r)[4], const void* row_address) { emu::ldmatrix(r, row_address, false); }
 inline void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row_address) { emu::ldmatrix(r, row_address, true); }
+inline void stmatrix_x4(const uint32_t (&r)[4], void* row_address) { emu::stmatrix(r, row_address); }
 
 template <class T>
 inline void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {

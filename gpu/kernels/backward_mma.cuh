@@ -15,7 +15,8 @@
 //            P^T = 2^(c S^T - c lse)           [32 kg, 32 kg + 32) x the queries of half qh of the
 //            dS^T = P^T o (dP^T - delta)       tile (A: K, V rows; B: Q, dO rows); masked entries
 //                                              0, dS from the unrounded P; then P^T and dS^T go
-//                                              to shared memory, rounded to T (pack2, cvt.rn)
+//                                              to shared memory, rounded to T (pack2, cvt.rn),
+//                                              four 8x8 tiles per stmatrix.x4
 //   dQ       dQ = dS K                         warp: 32 queries x a slice of D (A: dS, from dS^T by
 //                                              ldmatrix.trans; B: K by ldmatrix.trans), added to
 //                                              global dq with vector atomics
@@ -368,20 +369,28 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(BackwardMmaTiles<D>::kThreads) backwar
       } else {
         to_probabilities(std::false_type{});
       }
-      // P^T and dS^T to shared memory, rounded to T, one 32-bit pair per store. The previous
-      // tile's dQ and phase 2 read them before this tile's barrier 1: free to overwrite.
+      // P^T and dS^T to shared memory, rounded to T: the C fragments of n-tiles 2np and 2np + 1 are
+      // four 8x8 tiles, one stmatrix.x4 each for P^T and dS^T (where 32-bit stores took four each:
+      // 64 at D = 64, 32 at D = 128, per thread and tile, now 16 and 8). Lane l's row address is
+      // that of ldmatrix's A fragment, pt_lane (key_base + l % 16, chunk l / 16), moved down 16 mi
+      // rows and right 2 np + q_half / 8 chunks: an even chunk count, so it combines with the
+      // lane's chunk and the row's XOR pattern by XOR (as in product_bt). The previous tile's dQ
+      // and phase 2 read them before this tile's barrier 1: free to overwrite.
       RINGLAB_UNROLL
       for (int mi = 0; mi < 2; ++mi) {
         RINGLAB_UNROLL
-        for (int nt = 0; nt < kSTiles; ++nt) {
-          const int col = q_half + nt * 8 + 2 * t;
-          const int at0 = swizzle<BQ>(key_of(mi, 0), col), at1 = swizzle<BQ>(key_of(mi, 1), col);
-          const uint32_t p0 = pack2<T>(s[mi][nt][0], s[mi][nt][1]), p1 = pack2<T>(s[mi][nt][2], s[mi][nt][3]);
-          const uint32_t ds0 = pack2<T>(dp[mi][nt][0], dp[mi][nt][1]), ds1 = pack2<T>(dp[mi][nt][2], dp[mi][nt][3]);
-          std::memcpy(static_cast<void*>(pt_smem + at0), &p0, sizeof p0);
-          std::memcpy(static_cast<void*>(pt_smem + at1), &p1, sizeof p1);
-          std::memcpy(static_cast<void*>(dst_smem + at0), &ds0, sizeof ds0);
-          std::memcpy(static_cast<void*>(dst_smem + at1), &ds1, sizeof ds1);
+        for (int np = 0; np < kSTiles / 2; ++np) {
+          const int at = (pt_lane ^ ((q_half / 8 + 2 * np) * 8)) + mi * 16 * BQ;
+          const float(&c0)[4] = s[mi][2 * np];
+          const float(&c1)[4] = s[mi][2 * np + 1];
+          const float(&d0)[4] = dp[mi][2 * np];
+          const float(&d1)[4] = dp[mi][2 * np + 1];
+          const uint32_t pt[4] = {pack2<T>(c0[0], c0[1]), pack2<T>(c0[2], c0[3]), pack2<T>(c1[0], c1[1]),
+                                  pack2<T>(c1[2], c1[3])};
+          const uint32_t dst[4] = {pack2<T>(d0[0], d0[1]), pack2<T>(d0[2], d0[3]), pack2<T>(d1[0], d1[1]),
+                                   pack2<T>(d1[2], d1[3])};
+          stmatrix_x4(pt, pt_smem + at);
+          stmatrix_x4(dst, dst_smem + at);
         }
       }
     }

@@ -1,6 +1,7 @@
 // The device primitives every ringlab kernel is written with — one place for the inline PTX.
 //
 //   ldmatrix_x4 / ldmatrix_x4_trans   four 8x8 tiles of 16-bit elements, shared memory -> registers
+//   stmatrix_x4                       the reverse (sm_90): four 8x8 tiles, registers -> shared memory
 //   mma_16816<T>                      D(16x8 f32) += A(16x16 T, row) * B(16x8 T, col), T = bf16 | fp16
 //   cp_async_16 / commit / wait<N>    asynchronous 16-byte global -> shared copies (zero-fill)
 //   cp_async_4                        the same for one 4-byte word (per-row fp32 / int32 data)
@@ -23,6 +24,9 @@
 //   C/D   {c0,c1,c2,c3}:  (row g, cols 2t, 2t+1), (row g+8, cols 2t, 2t+1)
 // ldmatrix.x4: lanes 8i..8i+7 give the row addresses of tile i; register i of lane l receives
 // tile i's (row l/4, cols 2(l%4)..+1), or with .trans its (rows 2(l%4)..+1, col l/4).
+// stmatrix.x4: the same addresses; register i of lane l is written to tile i's (row l/4, cols
+// 2(l%4)..+1), which is where a C fragment's pair sits: {c0,c1} of n-tile nt is tile (rows 0-7, nt),
+// {c2,c3} tile (rows 8-15, nt).
 //
 // Compiled by nvcc (the real instructions) or, for the CPU tests, after
 // gpu/emulation/warp_emulator.hpp, which defines RINGLAB_WARP_EMULATOR and emulates each
@@ -68,6 +72,14 @@ RINGLAB_DEVICE void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row_address)
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(smem_u32(row_address))
+               : "memory");
+}
+
+// One instruction for four 8x8 tiles where 32-bit stores take four (sm_90). The "memory" clobber
+// keeps it before the barrier and the ldmatrix reads that follow it.
+RINGLAB_DEVICE void stmatrix_x4(const uint32_t (&r)[4], void* row_address) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_u32(row_address)),
+               "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
                : "memory");
 }
 

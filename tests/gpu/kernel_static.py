@@ -214,7 +214,7 @@ def read_libraries(paths, sm):
 # 12-bit opcodes of the instructions the checks name (SM70+ encoding; STL, STS, LDG, STG, RED have two
 # forms on SM73+), and the 9-bit families of the ALU instructions, whose form bits 9..11 vary.
 SASS_OPCODES = {
-    0x23C: "HMMA", 0x237: "IMMA", 0x83B: "LDSM", 0x984: "LDS", 0x388: "STS", 0x988: "STS", 0x983: "LDL",
+    0x23C: "HMMA", 0x237: "IMMA", 0x83B: "LDSM", 0x844: "STSM", 0x984: "LDS", 0x388: "STS", 0x988: "STS", 0x983: "LDL",
     0x387: "STL", 0x987: "STL", 0x381: "LDG", 0x981: "LDG", 0x386: "STG", 0x986: "STG", 0x98E: "RED",
     0x9A6: "RED", 0x9A3: "ATOMG", 0x9A8: "ATOMG", 0xB82: "LDC", 0xAB9: "ULDC", 0x389: "SHFL", 0x589: "SHFL",
     0x989: "SHFL", 0xF89: "SHFL", 0x919: "S2R", 0x9C3: "S2UR", 0x805: "CS2R", 0x3C2: "R2UR", 0x806: "VOTE",
@@ -671,6 +671,28 @@ def costs(args):
 # tile shape (backward_mma.cuh: BQ = 64 at D = 128 and 128 at D = 64, 128 keys, 8 warps; dQ in 2 or 4
 # query groups). A decoded loop that does not hold exactly these is a decoding error, not a kernel.
 BACKWARD_TILES = {128: dict(block_q=64, dq_groups=2), 64: dict(block_q=128, dq_groups=4)}
+# Its P^T and dS^T reach shared memory by stmatrix.x4 only: per warp and tile 2 (P^T, dS^T) x 2 (m-tiles)
+# x BQ/32 (n-tile pairs) = BQ/8, and no 32-bit STS (the four per x4 it replaced).
+def backward_stsm(block_q):
+    return block_q // 8
+
+
+def backward_loop_problems(name, loop):
+    """What is wrong with a backward_mma kernel's decoded main loop (opcode counts), against its tile:
+    HMMA and LDSM FlashAttention-2's (a mismatch is a decoding error), P^T and dS^T stored by STSM only."""
+    m = re.match(r"backward_mma_kernel<[^,]+, (\d+)>", name)
+    if not m or int(m.group(1)) not in BACKWARD_TILES:
+        return []
+    tiles, problems = BACKWARD_TILES[int(m.group(1))], []
+    loads, mma = fa2_backward_counts(int(m.group(1)), **tiles)
+    if (loop["HMMA"], loop["LDSM"]) != (mma, loads):
+        problems.append(f"{name}: the decoded loop holds {loop['HMMA']} HMMA and {loop['LDSM']} LDSM, the tile "
+                        f"{int(mma)} and {int(loads)}")
+    stsm = backward_stsm(tiles["block_q"])
+    if (loop["STS"], loop["STSM"]) != (0, stsm):
+        problems.append(f"{name}: the loop stores P^T and dS^T with {loop['STS']} STS and {loop['STSM']} STSM, "
+                        f"the tile's stmatrix.x4 are {stsm} and no STS")
+    return problems
 
 
 def sass_table(args):
@@ -684,7 +706,8 @@ def sass_table(args):
           "instructions in all and in the main loop (the smallest loop holding every HMMA; one iteration is one "
           "K/V tile forward, one Q tile backward), static counts: a loop's branches that some tiles skip (masking) "
           "are counted too.")
-    cells = [("kernel", "SASS", "main loop", "HMMA", "LDSM", "per HMMA", "local mem in / out of loop", "top of the loop")]
+    cells = [("kernel", "SASS", "main loop", "HMMA", "LDSM", "STS / STSM", "per HMMA", "local mem in / out of loop",
+              "top of the loop")]
     problems, summary = [], []
     for mangled in wanted:
         name = short(names[mangled])
@@ -692,25 +715,20 @@ def sass_table(args):
         if not sass["main_loop"]:
             if sass["hmma"]:  # a kernel without tensor-core instructions has no main loop to find
                 problems.append(f"{name}: no loop holding all {sass['hmma']} HMMA decoded")
-            cells.append((name, str(sass["total"]), "-", str(sass["hmma"]), "-", "-", "-", "-"))
+            cells.append((name, str(sass["total"]), "-", str(sass["hmma"]), "-", "-", "-", "-", "-"))
             continue
         loop = sass["loop"]
-        top = ", ".join(f"{op} {n}" for op, n in loop.most_common(args.top) if op not in ("HMMA", "LDSM"))
+        top = ", ".join(f"{op} {n}" for op, n in loop.most_common(args.top) if op not in ("HMMA", "LDSM", "STS", "STSM"))
         per = sass["loop_total"] / loop["HMMA"]
         cells.append((name, str(sass["total"]), str(sass["loop_total"]), str(loop["HMMA"]), str(loop["LDSM"]),
-                      f"{per:.2f}", f"{sass['local_in_loop']} / {sass['local_outside']}", top))
+                      f"{loop['STS']} / {loop['STSM']}", f"{per:.2f}", f"{sass['local_in_loop']} / {sass['local_outside']}", top))
         if sass["local_in_loop"]:
             problems.append(f"{name}: {sass['local_in_loop']} local-memory accesses in the main loop")
-        m = re.match(r"backward_mma_kernel<[^,]+, (\d+)>", name)
-        if m and int(m.group(1)) in BACKWARD_TILES:
-            loads, mma = fa2_backward_counts(int(m.group(1)), **BACKWARD_TILES[int(m.group(1))])
-            if (loop["HMMA"], loop["LDSM"]) != (mma, loads):
-                problems.append(f"{name}: the decoded loop holds {loop['HMMA']} HMMA and {loop['LDSM']} LDSM, the tile "
-                                f"{int(mma)} and {int(loads)}")
+        problems += backward_loop_problems(name, loop)
         if args.rows and name.startswith("backward_mma_kernel<__nv_bfloat16"):
             summary.append(f"@row|gpu static (SASS)|{name}: SASS instructions per HMMA in the main loop (static)|"
                            f"{per:.2f}|-|-")
-    print_markdown(cells, left=(0, 7))
+    print_markdown(cells, left=(0, 8))
     for row in summary:
         print(row)
     for p in problems:
@@ -807,6 +825,14 @@ def self_test(_args):
            any("in the main loop" in p for p in check([dict(frame, sass=in_loop)])))
     expect("a 32-byte frame fails even outside the loop", check([dict(frame, stack=32, sass=clean)]))
     expect("a frame fails without decoded SASS (ptxas logs, kernels without HMMA)", check([dict(frame, sass=None)]))
+    backward = collections.Counter(HMMA=320, LDSM=144, STSM=16)
+    expect("the D = 64 backward's loop: 320 HMMA, 144 LDSM, 16 STSM pass",
+           not backward_loop_problems("backward_mma_kernel<__half, 64>", backward))
+    expect("... its P^T and dS^T stored by 64 STS (32-bit stores) fail",
+           backward_loop_problems("backward_mma_kernel<__half, 64>", collections.Counter(HMMA=320, LDSM=144, STS=64)))
+    expect("... and at D = 128 its 16 STSM are twice the tile's 8",
+           backward_loop_problems("backward_mma_kernel<__half, 128>", backward))
+    expect("STSM decodes", sass_instructions(word("STSM"))[0][1] == "STSM")
     lost = sass_summary(kernel(loop_target=0x10000))
     expect("a branch out of the kernel: no main loop, so no leeway",
            not lost["main_loop"] and check([dict(frame, sass=lost)]))

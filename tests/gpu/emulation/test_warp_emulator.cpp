@@ -95,6 +95,42 @@ TEST_CASE("warp emulator: a cross-warp shared-memory race is reported with kerne
       {1, 1, 1}, 64, 512, [&] { kernel(false); }, "toy"));
 }
 
+TEST_CASE("warp emulator: stmatrix.x4 writes C fragments as rows, the inverse of ldmatrix.x4",
+          "[gpu][emulated][emulator]") {
+  // A 16 x 16 tile of 16-bit values v(row, col) = 256 row + col, held as the C fragments of two
+  // n-tiles (lane 4 g + t: rows g and g + 8, cols 2t and 2t + 1 of each), stored by one stmatrix.x4
+  // whose lane l gives row l % 16 at column chunk l / 16; shared memory must hold the tile row by
+  // row, and ldmatrix.x4 at the same addresses must give the registers back.
+  auto value = [](int row, int col) { return static_cast<uint32_t>(256 * row + col); };
+  std::vector<uint16_t> tile(16 * 16);
+  bool registers_back = true;
+  emu::launch({1, 1, 1}, 32, 512, [&] {
+    using namespace gpu::dev;
+    unsigned char* smem = emu::dynamic_shared_memory();
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    auto pair = [&](int row, int col) { return value(row, col) | (value(row, col + 1) << 16); };
+    const uint32_t r[4] = {pair(g, 2 * t), pair(g + 8, 2 * t), pair(g, 8 + 2 * t), pair(g + 8, 8 + 2 * t)};
+    unsigned char* row_address = smem + (lane % 16) * 32 + (lane / 16) * 16;
+    stmatrix_x4(r, row_address);
+    uint32_t back[4];
+    ldmatrix_x4(back, row_address);
+    for (int i = 0; i < 4; ++i) registers_back = registers_back && back[i] == r[i];
+    if (lane == 0) std::memcpy(tile.data(), smem, tile.size() * sizeof(uint16_t));
+  });
+  CHECK(registers_back);
+  bool rows = true;
+  for (int row = 0; row < 16; ++row)
+    for (int col = 0; col < 16; ++col) rows = rows && tile[static_cast<size_t>(16 * row + col)] == value(row, col);
+  CHECK(rows);
+  // A row address that is not 16-byte aligned is refused, as ldmatrix's is.
+  CHECK_THROWS_WITH(emu::launch({1, 1, 1}, 32, 1024,
+                                [&] {
+                                  const uint32_t r[4] = {};
+                                  gpu::dev::stmatrix_x4(r, emu::dynamic_shared_memory() + 8 + 32 * (threadIdx.x % 32));
+                                }),
+                    Catch::Contains("stmatrix: shared address not 16-byte aligned"));
+}
+
 TEST_CASE("warp emulator: cp.async lands at a random point before its wait_group", "[gpu][emulated][emulator]") {
   // One thread copies 16 bytes and looks at the destination before waiting (the bug this mode
   // exposes): sometimes the copy has landed, sometimes not; after the wait it always has.
