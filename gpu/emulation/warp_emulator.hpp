@@ -184,6 +184,11 @@ inline void atomic_add_vector(float* address, const float (&values)[N]) {
   static_assert(N == 2 || N == 4, "red.global.add has .v2 and .v4 forms for f32");
   emu::atomic_add_vector(address, values, N);
 }
+template <int N>
+inline void atomic_add_vector_if(bool add, float* address, const float (&values)[N]) {
+  static_assert(N == 2 || N == 4, "red.global.add has .v2 and .v4 forms for f32");
+  if (add) emu::atomic_add_vector(address, values, N);  // predicated off: the address is not touched
+}
 inline void load_pair(const float* address, float& x, float& y) {
   emu::check_pair_aligned(address, "ld.global.v2.f32");
   x = address[0], y = address[1];

@@ -439,7 +439,7 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(BackwardMmaTiles<D>::kThreads) backwar
           const float mine0 = odd ? c[2] : c[0], mine1 = odd ? c[3] : c[1];
           const float sum[4] = {a.scale * (odd ? got0 : mine0), a.scale * (odd ? got1 : mine1),
                                 a.scale * (odd ? mine0 : got0), a.scale * (odd ? mine1 : got1)};
-          if (row < q_count) atomic_add_vector(dq_row + nt * 8, sum);
+          atomic_add_vector_if(row < q_count, dq_row + nt * 8, sum);
         }
       }
     }

@@ -7,6 +7,7 @@
 //   cp_async_4                        the same for one 4-byte word (per-row fp32 / int32 data)
 //   shfl_xor, atomic_add, fast_exp    warp shuffle, fp32 atomic add, exp via ex2.approx
 //   atomic_add_vector<N>              N = 2 | 4 consecutive fp32 atomic adds in one red.global.add.vN
+//   atomic_add_vector_if<N>           the same under a predicate: no branch around it
 //   load_pair, store_pair             two consecutive fp32 of global memory in one 8-byte access
 //   exp2_approx                       2^x, ex2.approx.ftz itself
 //   sync_threads, sync_site<N>        __syncthreads(); sync_site names the kernel's barrier site N
@@ -147,6 +148,26 @@ RINGLAB_DEVICE void atomic_add_vector(float* address, const float (&values)[N]) 
     asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(address), "f"(values[0]), "f"(values[1]),
                  "f"(values[2]), "f"(values[3])
                  : "memory");
+  }
+}
+// atomic_add_vector when `add`, as one predicated instruction (@p red...): no branch, so a run of
+// them stays one basic block, where `if (add)` made each its own (with a convergence barrier
+// around it) and ptxas recomputed the 64-bit address in every one. When !add the address is
+// never accessed and need not be valid.
+template <int N>
+RINGLAB_DEVICE void atomic_add_vector_if(bool add, float* address, const float (&values)[N]) {
+  static_assert(N == 2 || N == 4, "red.global.add has .v2 and .v4 forms for f32");
+  if constexpr (N == 2) {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %3, 0;\n @p red.global.add.v2.f32 [%0], {%1, %2};\n}\n" ::"l"(address),
+        "f"(values[0]), "f"(values[1]), "r"(static_cast<int>(add))
+        : "memory");
+  } else {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %5, 0;\n @p red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n}\n" ::"l"(
+            address),
+        "f"(values[0]), "f"(values[1]), "f"(values[2]), "f"(values[3]), "r"(static_cast<int>(add))
+        : "memory");
   }
 }
 // Two consecutive floats of global memory in one 8-byte access (ld / st.global.v2.f32: half the

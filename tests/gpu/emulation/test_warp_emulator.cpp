@@ -210,8 +210,10 @@ TEST_CASE("warp emulator: atomics are applied in a random order, all of them", "
   CHECK(sums.size() > 1);
 }
 
-TEST_CASE("warp emulator: vector atomics add every element, one by one in a random order, aligned",
-          "[gpu][emulated][emulator]") {
+TEST_CASE(
+    "warp emulator: vector atomics add every element, one by one in a random order, aligned; predicated ones only "
+    "where told",
+    "[gpu][emulated][emulator]") {
   // 64 threads add (v, v + 1, v + 2, v + 3) to the same 4 floats: each element is an independent
   // atomic, so the elements' sums see different orders (their last bits differ run to run).
   std::set<float> sums;
@@ -239,6 +241,16 @@ TEST_CASE("warp emulator: vector atomics add every element, one by one in a rand
     });
   };
   CHECK_THROWS_WITH(misaligned(), Catch::Contains("not 16-byte aligned"));
+  // The predicated form adds where its predicate holds and touches nothing elsewhere: the odd
+  // threads' address is past the end (misaligned too), which a predicated-off red never reads.
+  alignas(16) float quad_sum[4] = {};
+  emu::launch({1, 1, 1}, 64, 0, [&] {
+    const bool even = threadIdx.x % 2 == 0;
+    const float quad[4] = {1.f, 2.f, 3.f, 4.f};
+    gpu::dev::atomic_add_vector_if(even, even ? quad_sum : buffer + 9, quad);
+  });
+  CHECK(quad_sum[0] == 32.f);
+  CHECK(quad_sum[3] == 128.f);
 }
 
 TEST_CASE("warp emulator: 8-byte pair loads and stores move two floats, aligned", "[gpu][emulated][emulator]") {
