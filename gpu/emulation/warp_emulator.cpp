@@ -362,6 +362,17 @@ int shfl_xor(int value, int lane_mask) {
   return result;
 }
 
+bool warp_any(bool value) {
+  const auto& slots = exchange(&value, sizeof value);
+  bool any = false;
+  for (const auto& slot : slots) {
+    bool lane_value;
+    std::memcpy(&lane_value, slot.data(), sizeof lane_value);
+    any = any || lane_value;
+  }
+  return any;
+}
+
 void ldmatrix(uint32_t (&r)[4], const void* row_address, bool trans) {
   check_smem(row_address, 16, trans ? "ldmatrix.trans" : "ldmatrix");
   if (adversary().race_check) note_read(smem_offset(row_address), 16, warp_of_running());

@@ -10,7 +10,7 @@
 //   stmatrix           writes them, from the lanes that hold each row's pairs (same checks)
 //   mma m16n8k16       rebuilds A and B from the 32 lanes' fragments, fp32 sums
 //   cp.async           queued per thread, lands at some point before the wait_group covering it
-//   shuffles           exchanged through the warp's slots (all 32 lanes must take part)
+//   shuffles, votes    exchanged through the warp's slots (all 32 lanes must take part)
 //   ex2.approx, cvt    fast_exp, exp2_approx and pack2 with the precision the PTX ISA documents
 //                      (ex2_approx, to_bf16_bits, to_fp16_bits below), not the host's std::exp
 // A barrier that not every thread reaches is reported (a divergent __syncthreads or shuffle)
@@ -103,6 +103,8 @@ unsigned char* dynamic_shared_memory();
 void sync_block(int site = 0);
 float shfl_xor(float value, int lane_mask);
 int shfl_xor(int value, int lane_mask);
+// vote.any: whether any of the 32 lanes passed true (all must take part, as in a shuffle).
+bool warp_any(bool value);
 void ldmatrix(uint32_t (&r)[4], const void* row_address, bool trans);
 // stmatrix.x4: lane l writes the 16-byte row whose address it gave (tile l/8, row l%8), from the
 // four lanes that hold that row's pairs (register l/8 of lanes 4 (l%8) .. 4 (l%8) + 3).
@@ -173,6 +175,7 @@ inline void cp_async_wait() {
 }
 inline float shfl_xor(float value, int lane_mask) { return emu::shfl_xor(value, lane_mask); }
 inline int shfl_xor(int value, int lane_mask) { return emu::shfl_xor(value, lane_mask); }
+inline bool warp_any(bool value) { return emu::warp_any(value); }
 inline void sync_threads() { emu::sync_block(); }
 template <int kSite>
 inline void sync_site() {

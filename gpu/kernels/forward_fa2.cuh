@@ -114,6 +114,11 @@ RINGLAB_DEVICE void online_softmax_log2(float (&s)[kScoreTiles][4], float (&o)[k
   }
   RINGLAB_UNROLL
   for (int r = 0; r < 2; ++r) l[r] = l[r] * alpha[r] + sum[r];
+  // o times 1 is o, bit for bit: when no row of the block got a new maximum in this tile (alpha =
+  // 2^0 = 1 in every lane), the warp skips the rescale, a uniform branch. A row's maximum moves at
+  // its k-th key tile with probability about 1/k for keys in random order, so long rows skip most
+  // tiles' rescale (D/2 multiplications per thread and row block).
+  if (!warp_any(alpha[0] != 1.f || alpha[1] != 1.f)) return;
   RINGLAB_UNROLL
   for (int nt = 0; nt < kOutTiles; ++nt) {
     o[nt][0] *= alpha[0];

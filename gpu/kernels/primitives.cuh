@@ -6,6 +6,7 @@
 //   cp_async_16 / commit / wait<N>    asynchronous 16-byte global -> shared copies (zero-fill)
 //   cp_async_4                        the same for one 4-byte word (per-row fp32 / int32 data)
 //   shfl_xor, atomic_add, fast_exp    warp shuffle, fp32 atomic add, exp via ex2.approx
+//   warp_any                          whether any lane of the warp holds true (vote.any)
 //   atomic_add_vector<N>              N = 2 | 4 consecutive fp32 atomic adds in one red.global.add.vN
 //   atomic_add_vector_if<N>           the same under a predicate: no branch around it
 //   load_pair, store_pair             two consecutive fp32 of global memory in one 8-byte access
@@ -127,6 +128,7 @@ RINGLAB_DEVICE void cp_async_wait() {
 
 RINGLAB_DEVICE float shfl_xor(float value, int lane_mask) { return __shfl_xor_sync(0xffffffffu, value, lane_mask); }
 RINGLAB_DEVICE int shfl_xor(int value, int lane_mask) { return __shfl_xor_sync(0xffffffffu, value, lane_mask); }
+RINGLAB_DEVICE bool warp_any(bool value) { return __any_sync(0xffffffffu, value) != 0; }
 RINGLAB_DEVICE void sync_threads() { __syncthreads(); }
 // __syncthreads() at a kernel's numbered barrier site: the number exists for the emulator, whose
 // tests delete one site at a time (emu::DropBarrier); here it compiles to the bare barrier.
