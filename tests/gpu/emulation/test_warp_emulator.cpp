@@ -5,6 +5,7 @@
 #include "gpu/emulation/warp_emulator.hpp"  // first: it stands in for nvcc
 
 #define CATCH_CONFIG_EXTERNAL_INTERFACES  // the listener's base class
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -129,6 +130,18 @@ TEST_CASE("warp emulator: stmatrix.x4 writes C fragments as rows, the inverse of
                                   gpu::dev::stmatrix_x4(r, emu::dynamic_shared_memory() + 8 + 32 * (threadIdx.x % 32));
                                 }),
                     Catch::Contains("stmatrix: shared address not 16-byte aligned"));
+}
+
+TEST_CASE("warp emulator: vote.any is true in every lane when one lane holds true, per warp",
+          "[gpu][emulated][emulator]") {
+  // Two warps: in warp 0 only lane 5 votes true, in warp 1 no lane does.
+  std::vector<int> seen(64, -1);
+  emu::launch({1, 1, 1}, 64, 0, [&] {
+    const int thread = static_cast<int>(threadIdx.x);
+    seen[static_cast<size_t>(thread)] = gpu::dev::warp_any(thread == 5) ? 1 : 0;
+  });
+  CHECK(std::count(seen.begin(), seen.begin() + 32, 1) == 32);
+  CHECK(std::count(seen.begin() + 32, seen.end(), 0) == 32);
 }
 
 TEST_CASE("warp emulator: cp.async lands at a random point before its wait_group", "[gpu][emulated][emulator]") {
