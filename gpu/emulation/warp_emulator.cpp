@@ -411,7 +411,8 @@ void stmatrix(const uint32_t (&r)[4], void* row_address) {
   uint32_t row[4];
   for (int u = 0; u < 4; ++u) {
     Lane holder;
-    std::memcpy(&holder, slots[static_cast<size_t>(4 * (lane % 8) + u)].data(), sizeof holder);
+    const int from = 4 * (lane % 8) + u;
+    std::memcpy(&holder, slots[static_cast<size_t>(from)].data(), sizeof holder);
     row[u] = holder.r[lane / 8];
   }
   std::memcpy(row_address, row, sizeof row);
