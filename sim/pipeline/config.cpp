@@ -117,6 +117,18 @@ void add_schedule_flags(CLI::App& command, RunConfig& config, bool ranks) {
       ->check(CLI::IsMember({"reverse-dkv", "kv-offset-mask"}));
 }
 
+void pad_heads(PlanSpec& spec) {
+  const int64_t U = spec.algo == Algorithm::ulysses ? spec.ranks : spec.algo == Algorithm::hybrid ? spec.ulysses : 1;
+  if (U > 1 && spec.ranks % U == 0 && spec.dims.kv_heads > 0 && spec.dims.heads % spec.dims.kv_heads == 0 &&
+      spec.dims.kv_heads > U && spec.dims.kv_heads % U != 0) {
+    const int64_t group = spec.dims.heads / spec.dims.kv_heads;
+    const int64_t kv_heads = (spec.dims.kv_heads + U - 1) / U * U;
+    spec.padding_heads = (kv_heads - spec.dims.kv_heads) * group;
+    spec.dims.kv_heads = kv_heads;
+    spec.dims.heads = kv_heads * group;
+  }
+}
+
 PlanSpec plan_spec(const RunConfig& config) {
   PlanSpec spec;
   spec.algo = parse_algorithm(config.algo);
@@ -131,19 +143,7 @@ PlanSpec plan_spec(const RunConfig& config) {
   // Uneven shapes: pad S (or each document) to what the layout needs; the mask hides the padding,
   // the pipeline crops it.
   pad_to_layout(spec);
-  // Heads that do not divide over the Ulysses degree U: HKV padded up to a multiple of U, with the
-  // query heads of its group (H = group x HKV), all zero and cut from the outputs. Not when U > HKV:
-  // every rank would then hold a zero head or more per real one (that needs K/V heads replicated
-  // across ranks, which ringlab does not do: build_plan refuses it with the fix).
-  const int64_t U = spec.algo == Algorithm::ulysses ? spec.ranks : spec.algo == Algorithm::hybrid ? spec.ulysses : 1;
-  if (U > 1 && spec.ranks % U == 0 && spec.dims.kv_heads > 0 && spec.dims.heads % spec.dims.kv_heads == 0 &&
-      spec.dims.kv_heads > U && spec.dims.kv_heads % U != 0) {
-    const int64_t group = spec.dims.heads / spec.dims.kv_heads;
-    const int64_t kv_heads = (spec.dims.kv_heads + U - 1) / U * U;
-    spec.padding_heads = (kv_heads - spec.dims.kv_heads) * group;
-    spec.dims.kv_heads = kv_heads;
-    spec.dims.heads = kv_heads * group;
-  }
+  pad_heads(spec);
   spec.skip = !config.no_skip;
   spec.full_ring = config.full_ring;
   spec.backward = config.backward;

@@ -66,6 +66,12 @@ void add_precision_flags(CLI::App& command, RunConfig& config);
 
 // The plan spec of a resolved configuration (Problem::config).
 PlanSpec plan_spec(const RunConfig& config);
+// Heads that do not divide over the Ulysses degree U: HKV padded up to a multiple of U, with the
+// query heads of its group (H = group x HKV), all zero and cut from the outputs
+// (PlanSpec::padding_heads). Not when U > HKV: every rank would then hold a zero head or more per
+// real one (that needs K/V heads replicated across ranks, which ringlab does not do: build_plan
+// refuses it with the fix). plan_spec and the viewer's controls pad through here.
+void pad_heads(PlanSpec& spec);
 
 // Checks every constraint on the flags that needs no data: sizes, flag combinations. Throws
 // UsageError (one line with a fix); changes nothing. The flags become a problem in one place:

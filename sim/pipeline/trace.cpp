@@ -1,5 +1,6 @@
 #include "sim/pipeline/trace.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -303,6 +304,10 @@ TraceFile parse_trace_file(std::string_view text, const std::string& source) {
 }
 
 TraceFile read_trace_file(const std::string& path) {
+  // A stream opens a directory and reads nothing from it, which would read as "not valid JSON".
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error))
+    throw UsageError(path + ": is a directory, not a trace file; name the .json file that --trace wrote");
   std::ifstream file(path, std::ios::binary);
   if (!file) throw UsageError(path + ": cannot open the trace; check the path");
   std::ostringstream content;

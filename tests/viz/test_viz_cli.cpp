@@ -1,5 +1,6 @@
 // ringlab-viz's command line for what fails before any window opens: malformed or unreadable
 // traces, bad flags, steps and machines (--hw) give one line on stderr, exit 2, and no output file.
+// So do the flags of a screenshot without --screenshot.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,8 +27,9 @@ struct Result {
 
 Result run_viz(const std::string& arguments) {
   const fs::path err_file = temp_path("stderr.txt");
-  const std::string command =
-      std::string(RINGLAB_VIZ_BINARY) + " " + arguments + " 2> " + err_file.string() + " > /dev/null";
+  // Without a display: a flag that is wrongly accepted opens no window (it fails instead of hanging).
+  const std::string command = "env -u DISPLAY -u WAYLAND_DISPLAY " + std::string(RINGLAB_VIZ_BINARY) + " " + arguments +
+                              " 2> " + err_file.string() + " > /dev/null";
   const int raw = std::system(command.c_str());
   Result result;
   result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
@@ -89,4 +91,26 @@ TEST_CASE("ringlab-viz: an unreadable trace, a bad flag, a bad step: one line, e
   CHECK(result.status == 2);
   CHECK(lines_of(result.err) == 1);
   CHECK_FALSE(fs::exists(png));
+}
+
+TEST_CASE("ringlab-viz: --step nan or inf, and --geometry or --frames without --screenshot: one line, exit 2",
+          "[viz][cli]") {
+  const fs::path png = temp_path("never.png");
+  for (const char* step : {"nan", "NaN", "inf", "-inf", "1e400", "2x"}) {
+    INFO("--step " << step);
+    const Result result = run_viz(std::string("--ranks 4 --step ") + step + " --screenshot " + png.string());
+    CHECK(result.status == 2);
+    CHECK(lines_of(result.err) == 1);
+    CHECK(result.err.find("a step is a number 0 or more") != std::string::npos);
+  }
+  CHECK_FALSE(fs::exists(png));
+  for (const char* flag : {"--geometry", "--frames"}) {
+    INFO(flag);
+    const std::string value = std::string(flag) == "--frames" ? "2" : temp_path("g.json").string();
+    const Result result = run_viz(std::string(flag) + " " + value);
+    CHECK(result.status == 2);
+    CHECK(lines_of(result.err) == 1);
+    CHECK(result.err.rfind("ringlab-viz: error: " + std::string(flag) + " needs --screenshot", 0) == 0);
+  }
+  CHECK_FALSE(fs::exists(temp_path("g.json")));
 }

@@ -4,10 +4,12 @@
 // tooltip, playback after keys, the timeline window after wheel and drag, re-planning, a bad
 // trace's message, a live run's errors.
 #include <imgui.h>
+#include <imgui_internal.h>  // a window's extent of the last frame: does its text fit
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -353,4 +355,61 @@ TEST_CASE("a live run of the reverse-dkv erratum: the grid shows the wrong block
   CHECK(contains(viewer.view().cell_hover.lines, "accumulator of block"));
   CHECK(contains(viewer.view().cell_hover.lines, "final dK/dV"));
   imgui.frames(viewer, 100);
+}
+
+TEST_CASE("a P typed past the viewer's limit is refused in the UI at once, and a huge S re-plans at once",
+          "[viz][frames]") {
+  HeadlessImGui imgui;
+  Viewer viewer(controls_of(test::spec_of(Algorithm::ring, LayoutKind::contiguous, 4, true)));
+  imgui.frame(viewer);
+  // What Ctrl+click on the P slider and typing a number does: the command line's limit holds.
+  viewer.controls().ranks = 600;
+  viewer.controls().seq = 600 * 64;
+  imgui.frames(viewer, 2);
+  CHECK_THAT(viewer.message(), Catch::Contains("at most 512 ring positions") && Catch::Contains("has 600"));
+  CHECK(viewer.model().ranks == 4);  // not planned: the last good model stays
+  viewer.controls().ranks = 8;
+  imgui.frame(viewer);
+  CHECK(viewer.message().empty());
+  CHECK(viewer.model().ranks == 8);
+  // S typed as 2 x 10^9 under zig-zag: a re-plan in well under a second (was minutes and 16 GB).
+  viewer.controls().layout = 1;
+  viewer.controls().seq = 2'000'000'000;
+  const auto start = std::chrono::steady_clock::now();
+  imgui.frame(viewer);
+  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 5.0);
+  CHECK(viewer.message().empty());
+  CHECK_THAT(viewer.model().title, Catch::Contains("S=2000000000"));
+}
+
+TEST_CASE("after a run the controls show the schedule that ran, at its small sizes", "[viz][frames]") {
+  HeadlessImGui imgui;
+  ScheduleControls controls;  // ringlab-viz's defaults: S = 1024, D = 64
+  controls.causal = true;
+  Viewer viewer(controls);
+  viewer.run_blocking();
+  REQUIRE(viewer.model().source == SourceKind::run);
+  CHECK(viewer.controls().seq == 512);
+  CHECK(viewer.controls().dim == 16);
+  CHECK(viewer.controls().causal);
+  CHECK(viewer.controls().hardware == controls.hardware);
+  imgui.frames(viewer, 3);
+  CHECK(viewer.model().source == SourceKind::run);  // the controls count as planned: the run stays
+}
+
+TEST_CASE("at 1600 x 1000 the load panel's layout figures, the error legend and the controls fit their panels",
+          "[viz][frames]") {
+  HeadlessImGui imgui;
+  PlanSpec spec = test::spec_of(Algorithm::ring, LayoutKind::zigzag, 4, true, true, Erratum::reverse_dkv);
+  Viewer viewer(controls_of(spec));
+  viewer.view().colouring = GridColouring::error;
+  imgui.frames(viewer, 3);
+  REQUIRE(viewer.model().load.layouts.size() == 4);
+  for (const char* name : {"Load balance###load", "Block grid###grid", "Controls###controls", "Messages###messages"}) {
+    INFO(name);
+    const ImGuiWindow* window = ImGui::FindWindowByName(name);
+    REQUIRE(window != nullptr);
+    // The rightmost point any item of the last frame reached: text past the work rect is cut off.
+    CHECK(window->DC.CursorMaxPos.x <= window->WorkRect.Max.x + 0.5f);
+  }
 }

@@ -245,7 +245,7 @@ TEST_CASE("a cell's tooltip names its rank, step, token ranges, work and error s
   CHECK(any_line_contains(lines, "queries of block 2 (tokens 32-47)"));
   CHECK(any_line_contains(lines, "keys of block 1 (tokens 16-31)"));
   CHECK(any_line_contains(lines, "rank 2"));
-  CHECK(any_line_contains(lines, "step 1 of 4: ring forward, step 1"));
+  CHECK(any_line_contains(lines, "step 1 (last 4): ring forward, step 1"));
   CHECK(any_line_contains(lines, "FLOP"));
   CHECK(any_line_contains(lines, "no run attached"));
   CHECK(any_line_contains(m.describe_cell(m.grids[0], 0, 3), "skipped"));
@@ -427,4 +427,47 @@ TEST_CASE("the load panel's layouts: every layout's FLOP balance, the plan's own
   CHECK(balances[0].applies);
   CHECK_FALSE(balances[1].applies);
   CHECK_THAT(balances[1].why, Catch::Contains("zigzag"));
+}
+
+TEST_CASE("ring panel model: a hop line only at the steps of a ring that moves K/V, true of what is drawn",
+          "[viz][model]") {
+  const int64_t P = 4;
+  SECTION("a full ring: no line, and finalize has no hops to count") {
+    PlanSpec spec = spec_of(Algorithm::ring, LayoutKind::contiguous, P, false);
+    spec.dims.seq = 256;
+    const ScheduleModel m = model_of(spec);
+    for (int64_t step = 0; step < m.step_count(); ++step) {
+      INFO(m.step_label(step));
+      CHECK(kv_hop_text(m, step).empty());
+      if (m.phases[static_cast<size_t>(m.steps[static_cast<size_t>(step)].phase)].name == "finalize")
+        CHECK(kv_hop_count(m, step).full == 0);
+    }
+    REQUIRE(m.step_count() == P + 1);  // ringlab-viz --ranks 4 --seq 256 --step 4: finalize
+  }
+  SECTION("all-gather, causal, with the backward pass: no phase moves K/V between neighbours") {
+    const ScheduleModel m = model_of(spec_of(Algorithm::allgather, LayoutKind::contiguous, P, true, true));
+    for (int64_t step = 0; step < m.step_count(); ++step) {
+      INFO(m.step_label(step));
+      CHECK(kv_hop_count(m, step).full == 0);
+      CHECK(kv_hop_text(m, step).empty());
+    }
+  }
+  SECTION("a window: the ring's steps say how many hops it makes; dotted ones named where drawn") {
+    PlanSpec spec = spec_of(Algorithm::ring, LayoutKind::contiguous, P, true);
+    spec.dims.seq = 256;
+    spec.window = 40;  // one hop of three
+    const ScheduleModel m = model_of(spec);
+    const PhaseView& ring = m.phases.front();
+    for (int64_t s = 0; s < ring.steps; ++s) {
+      const int64_t step = ring.first_step + s;
+      INFO(m.step_label(step));
+      const std::string text = kv_hop_text(m, step);
+      CHECK(text.rfind("K/V hops: 1 of 3", 0) == 0);
+      CHECK((text.find("(skipped: dotted, crossed)") != std::string::npos) == !skipped_hops(m, step).empty());
+    }
+    for (int64_t step = ring.first_step + ring.steps; step < m.step_count(); ++step) {
+      INFO(m.step_label(step));
+      CHECK(kv_hop_text(m, step).empty());
+    }
+  }
 }

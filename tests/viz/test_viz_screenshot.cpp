@@ -161,3 +161,22 @@ TEST_CASE("error screenshot after a run of the reverse-dkv erratum: misrouted bl
   // The queries' final results are right: the row strips are green.
   CHECK_COLOUR(shot.image, g.row_strip(0).centre(), palette::error_ok);
 }
+
+TEST_CASE("grid screenshot: step labels stand out on their cells, dimmed or not", "[viz][screenshot]") {
+  const Shot shot = shoot("labels", "--panel grid --causal --ranks 4 --step 1 --size 800x600");
+  const GridGeometry g = grid_geometry(shot.canvas("grid"), 4);
+  REQUIRE(g.cell >= 40);  // labelled
+  const ScheduleModel model = model_from_plan(build_plan(causal_ring(4)));
+  const BlockGrid& grid = model.grids[0];
+  // (3, 0) and (2, 0) are computed after step 1: dimmed, dark; (1, 0) at step 1, (0, 0) at step 0.
+  for (auto [q, k] : {std::pair{3, 0}, std::pair{2, 0}, std::pair{1, 0}, std::pair{0, 0}}) {
+    const Rect r = g.cell_rect(q, k);
+    const Rgba fill = cell_colour(model, grid.at(q, k), GridColouring::step, 1);
+    const Rgba label = text_on(fill);
+    int pixels = 0;  // of the label "tN", drawn at (x0 + 4, y1 - 16) in ImGui's 13-pixel font
+    for (float y = r.y1 - 16; y < r.y1 - 1; ++y)
+      for (float x = r.x0 + 4; x < r.x0 + 20; ++x) pixels += shot.image.at({x, y}) == label ? 1 : 0;
+    INFO("cell (" << q << ", " << k << ") filled " << text(fill) << ", label in " << text(label));
+    CHECK(pixels >= 8);
+  }
+}

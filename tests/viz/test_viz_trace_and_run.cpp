@@ -2,7 +2,9 @@
 // (one clear line), and live runs: a correct schedule verifies clean; the reverse-dkv erratum
 // shows every block right on its own, the misrouted blocks, the wrong key blocks and the step
 // where the error enters; kv-offset-mask shows blocks wrong on their own.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include "executors/sim/sim_executor.hpp"
 #include "reference/error.hpp"
@@ -333,4 +335,200 @@ TEST_CASE("a trace's spec that makes no plan is refused on loading, one line nam
   const TraceFile file = parse_trace_file(document.dump(), "t.json");
   REQUIRE(file.run);
   CHECK(file.run->spec.describe().find("striped per document(block=2)") != std::string::npos);
+}
+
+namespace {
+
+// A trace as ringlab-gpu run writes one of `spec`'s plan (executors/gpu): the attention blocks
+// and the elementwise work around them on the compute lane; each message one asynchronous copy
+// with the plan's tag, seen as "send" from the sender and "recv" from the receiver, running past
+// the compute of its step (the compute stream waits for it only at the plan's Wait: no event).
+TraceFile gpu_trace(const PlanSpec& spec) {
+  const ScheduleModel plan = viz::test::model_of(spec);
+  auto label_of = [&](int64_t step) {
+    return plan.phases[static_cast<size_t>(plan.steps[static_cast<size_t>(step)].phase)].name;
+  };
+  auto event_at = [&](const std::string& name, int64_t rank, TraceLane lane, int64_t step, double start,
+                      double duration) {
+    TraceEvent e;
+    e.name = name;
+    e.rank = static_cast<int>(rank);
+    e.lane = lane;
+    e.start_us = start;
+    e.duration_us = duration;
+    e.step = static_cast<int>(plan.steps[static_cast<size_t>(step)].phase_step);
+    e.label = label_of(step);
+    return e;
+  };
+  TraceFile file;
+  for (const BlockGrid& grid : plan.grids)
+    for (const GridCell& cell : grid.cells) {
+      if (!cell.computed()) continue;
+      for (int64_t rank : cell.ranks) {
+        const double at = 10.0 * static_cast<double>(cell.step);
+        file.events.push_back(event_at("load kv", rank, TraceLane::compute, cell.step, at, 1));
+        TraceEvent e = event_at(grid.pass == Pass::forward ? "attention fwd" : "attention bwd", rank,
+                                TraceLane::compute, cell.step, at + 1, 5);
+        e.q_block = static_cast<int>(cell.q_block);
+        e.kv_block = static_cast<int>(cell.kv_block);
+        e.mask = block_shape_name(cell.shape);
+        e.flops = cell.flops / static_cast<double>(cell.ranks.size());
+        file.events.push_back(e);
+        if (grid.pass == Pass::backward)
+          file.events.push_back(event_at("accumulate dK/dV", rank, TraceLane::compute, cell.step, at + 6, 1));
+      }
+    }
+  for (int64_t step = 0; step < plan.step_count(); ++step)
+    if (label_of(step) == "finalize")
+      for (int64_t r = 0; r < plan.ranks; ++r)
+        file.events.push_back(event_at("finalize", r, TraceLane::compute, step, 10.0 * static_cast<double>(step), 2));
+  for (const Transfer& t : plan.transfers) {
+    REQUIRE(t.tag >= 0);
+    TraceEvent e = event_at("recv", t.to, TraceLane::comm, t.step, 10.0 * static_cast<double>(t.step) + 5, 4);
+    e.peer = static_cast<int>(t.from);
+    e.tag = t.tag;
+    e.bytes = t.bytes;
+    file.events.push_back(e);
+    e.name = "send";
+    e.rank = static_cast<int>(t.from);
+    e.peer = static_cast<int>(t.to);
+    file.events.push_back(e);
+  }
+  file.run = TraceRun{"ringlab-gpu run", "gpu-streams, virtual ranks on one GPU", spec};
+  return file;
+}
+
+}  // namespace
+
+TEST_CASE("a GPU trace's copies are transfers in flight: the ring's hops, no waits, no exposed time", "[viz][trace]") {
+  const int64_t P = GENERATE(3, 4);
+  const PlanSpec spec = spec_of(Algorithm::ring, LayoutKind::zigzag, P, true, true);
+  const ScheduleModel plan = viz::test::model_of(spec);
+  const TraceFile file = gpu_trace(spec);
+  const ScheduleModel m = model_from_trace_file(file, "gpu.json");
+  CHECK(m.timeline.measured);
+  // Every message of the plan, once (not once per end), with its bytes, payload and block.
+  REQUIRE(m.transfers.size() == plan.transfers.size());
+  for (const Transfer& want : plan.transfers) {
+    INFO("rank " << want.from << " -> " << want.to << " at step " << want.step);
+    const auto found = std::find_if(m.transfers.begin(), m.transfers.end(), [&](const Transfer& t) {
+      return t.from == want.from && t.to == want.to && t.step == want.step && t.payload == want.payload;
+    });
+    REQUIRE(found != m.transfers.end());
+    CHECK(found->bytes == want.bytes);
+    if (want.payload == Payload::kv) CHECK(found->origin == want.origin);
+  }
+  // The ring header: every K/V hop of a ring phase made.
+  const int64_t forward = m.phases.front().first_step;
+  CHECK(ring_direction(m, forward, Payload::kv) == +1);
+  CHECK(kv_hop_count(m, forward).made == P - 1);
+  CHECK(kv_hop_text(m, forward).empty());
+  // The copies are drawn as transfers, not waits; they block no one and expose nothing.
+  bool legend_says_transfers = false;
+  for (const LegendEntry& entry : timeline_legend(m))
+    legend_says_transfers |= entry.label.find("transfer in flight") != std::string::npos;
+  CHECK(legend_says_transfers);
+  for (int64_t r = 0; r < P; ++r) {
+    INFO("rank " << r);
+    for (const Span& span : m.timeline.row(r, kCommLane).spans) {
+      CHECK(span.kind == SpanKind::send);
+      if (span.label.rfind("recv", 0) == 0) CHECK(span.label.find(" <- rank ") != std::string::npos);
+    }
+    CHECK(m.timeline.row(r, kExposedLane).spans.empty());
+    CHECK(m.load.ranks[static_cast<size_t>(r)].blocked == 0);
+    CHECK(m.load.ranks[static_cast<size_t>(r)].busy > 0);
+  }
+  // Read without its run (a trace from another writer), the same events keep the old reading.
+  const ScheduleModel bare = model_from_trace(file.events, "gpu.json");
+  CHECK(bare.transfers.empty());
+}
+
+TEST_CASE("a CPU run's trace reads the same with its run as without it", "[viz][trace]") {
+  const PlanSpec spec = spec_of(Algorithm::ring, LayoutKind::zigzag, 4, true, true);
+  TraceFile file;
+  file.events = traced_run(spec);
+  file.run = TraceRun{"ringlab run", "sim executor, 4 ranks (fp32)", spec};
+  const ScheduleModel with = model_from_trace_file(file, "cpu.json");
+  const ScheduleModel without = model_from_trace(file.events, "cpu.json");
+  REQUIRE(with.transfers.size() == without.transfers.size());
+  CHECK(with.transfers.size() == 4 * 3 + 4 * 3 + 4 * 4);  // K/V forward and backward; dK/dV R per rank
+  for (size_t i = 0; i < with.transfers.size(); ++i) {
+    CHECK(with.transfers[i].from == without.transfers[i].from);
+    CHECK(with.transfers[i].bytes == without.transfers[i].bytes);
+    CHECK(with.transfers[i].payload == without.transfers[i].payload);
+  }
+  REQUIRE(with.timeline.rows.size() == without.timeline.rows.size());
+  for (size_t i = 0; i < with.timeline.rows.size(); ++i) {
+    REQUIRE(with.timeline.rows[i].spans.size() == without.timeline.rows[i].spans.size());
+    for (size_t j = 0; j < with.timeline.rows[i].spans.size(); ++j)
+      CHECK(with.timeline.rows[i].spans[j].kind == without.timeline.rows[i].spans[j].kind);
+  }
+  for (size_t r = 0; r < 4; ++r) CHECK(with.load.ranks[r].blocked == without.load.ranks[r].blocked);
+}
+
+TEST_CASE("a trace's blocks computed are its attention blocks, and its skipped blocks unknown", "[viz][trace]") {
+  const PlanSpec spec = spec_of(Algorithm::ring, LayoutKind::zigzag, 4, true, true);
+  const ScheduleModel plan = viz::test::model_of(spec);
+  // The GPU trace also times loading K/V, accumulating dK/dV and finalize on the compute lane.
+  const ScheduleModel m = model_from_trace_file(gpu_trace(spec), "gpu.json");
+  for (size_t r = 0; r < 4; ++r) {
+    INFO("rank " << r);
+    const RankLoad& want = plan.load.ranks[r];
+    const RankLoad& got = m.load.ranks[r];
+    CHECK(got.computed == want.computed);  // forward and backward: 2 x 4 on a zig-zag ring of 4
+    CHECK(got.masked == want.masked);
+    CHECK(got.flops == Approx(want.flops));
+    // A skipped block makes no event: the trace cannot say how many.
+    CHECK(got.skipped == kUnknownCount);
+    CHECK(load_blocks_text(got).find("unknown") != std::string::npos);
+    CHECK(load_blocks_text(got).find(" 0 skipped") == std::string::npos);
+    CHECK(load_blocks_text(want) == "blocks: " + std::to_string(want.computed) + " computed, " +
+                                        std::to_string(want.skipped) + " skipped, " + std::to_string(want.masked) +
+                                        " masked");
+  }
+  CHECK(m.load.ranks[0].computed == 8);
+}
+
+TEST_CASE("a trace whose run's spec has fewer ranks than its events is refused, one line", "[viz][trace]") {
+  // Refused rather than shown with P from the events: the spec sets the controls (P=2 here) and
+  // what an edit re-plans, so a model of 4 ranks under controls of 2 would show two schedules as
+  // one, and nothing says which half of the file is right (hand-edited, or two runs spliced).
+  PlanSpec four = spec_of(Algorithm::ring, LayoutKind::zigzag, 4, true);
+  TraceFile file;
+  file.events = traced_run(four);
+  PlanSpec two = four;
+  two.ranks = 2;
+  two.dims = spec_of(Algorithm::ring, LayoutKind::zigzag, 2, true).dims;
+  file.run = TraceRun{"ringlab run", "sim executor, 2 ranks (fp32)", two};
+  std::string message;
+  try {
+    model_from_trace_file(file, "mixed.json");
+  } catch (const UsageError& error) {
+    message = error.what();
+  }
+  INFO(message);
+  CHECK(message.rfind("mixed.json: ", 0) == 0);
+  CHECK(message.find("\"ranks\": 2") != std::string::npos);
+  CHECK(message.find("4 ranks") != std::string::npos);
+  CHECK(message.find('\n') == std::string::npos);
+  // The control: the spec that ran loads, its P the events'.
+  file.run->spec = four;
+  CHECK(model_from_trace_file(file, "mixed.json").ranks == 4);
+}
+
+TEST_CASE("a directory given as a trace is refused as a directory, one line", "[viz][trace]") {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  std::string message;
+  try {
+    read_trace_file(dir);
+  } catch (const UsageError& error) {
+    message = error.what();
+  }
+  INFO(message);
+  CHECK(message.rfind(dir + ": ", 0) == 0);
+  CHECK(message.find("is a directory") != std::string::npos);
+  CHECK(message.find("JSON") == std::string::npos);
+  CHECK(message.find('\n') == std::string::npos);
+  // A missing file still says it cannot be opened.
+  CHECK_THROWS_WITH(read_trace_file("/nonexistent/trace.json"), Catch::Contains("cannot open"));
 }

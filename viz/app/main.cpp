@@ -8,7 +8,9 @@
 // trace) print one line "ringlab-viz: error: ..." and exit 2. Interactively, a bad trace is also
 // shown in the Messages panel and the plan is shown instead.
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "reference/error.hpp"
@@ -18,6 +20,7 @@
 #include "sim/pipeline/problem.hpp"
 #include "viz/app/gl_app.hpp"
 #include "viz/model/live_run.hpp"
+#include "viz/model/plan_model.hpp"
 
 namespace {
 
@@ -39,23 +42,12 @@ void parse_size(const std::string& text, int& width, int& height) {
   }
 }
 
-// The widest plan the viewer draws: its block grid has a row and a column per ring position and
-// its model holds every rank's every step (P = 1024 takes seconds and a GB; P = 5000 minutes), so
-// past a trace's limit (viz/model/trace_model.cpp: 512 blocks, 4096 ranks) it is refused at once.
-constexpr int64_t kMaxRing = 512;
-constexpr int64_t kMaxRanks = 4096;
-
 int run(const RunConfig& given, const AppFlags& flags) {
   const RunConfig config = resolve_problem(given).config;
   const PlanSpec spec = plan_spec(config);
   const Plan plan = build_plan(spec);  // a schedule that does not build is a usage error here, not a panel message
   (void)load_hardware(config.hw, config.dims.dim);  // nor does an unknown machine
-  if (plan.ring() > kMaxRing || plan.ranks() > kMaxRanks) {
-    throw UsageError("the viewer draws at most " + std::to_string(kMaxRing) + " ring positions and " +
-                     std::to_string(kMaxRanks) + " ranks, and this plan has " + std::to_string(plan.ring()) + " and " +
-                     std::to_string(plan.ranks()) +
-                     "; use fewer --ranks (or --algo hybrid --ulysses U), or ringlab run --dry-run for its numbers");
-  }
+  check_viewer_limits(plan);                        // viz/model/plan_model.hpp: the largest plan it draws
 
   ViewerOptions options;
   options.all_panels = flags.panel == "all";
@@ -121,23 +113,38 @@ int main(int argc, char** argv) {
   app.add_option("--step", flags.step, "the step shown (across all phases, from 0; 2.5 = halfway through step 2)")
       ->check(CLI::Validator(
           [](const std::string& text) {
-            return !text.empty() && text[0] == '-' ? std::string("a step is 0 or more, e.g. --step 2.5")
-                                                   : std::string();
+            // A finite number: nan passes every "< 0" test (and was then ignored), inf every step.
+            char* end = nullptr;
+            const double step = std::strtod(text.c_str(), &end);
+            return text.empty() || *end != '\0' || !std::isfinite(step) || step < 0
+                       ? std::string("a step is a number 0 or more, e.g. --step 2.5")
+                       : std::string();
           },
           "STEP >= 0"));
   app.add_option("--panel", flags.panel, "ring | grid | load | timeline | controls | messages | all")
       ->capture_default_str();
   app.add_option("--size", flags.size, "screenshot size WIDTHxHEIGHT")->capture_default_str();
   app.add_option("--colour,--color", flags.colour, "grid colouring: step | rank | error")->capture_default_str();
-  app.add_option("--geometry", flags.geometry, "with --screenshot: write each panel's canvas rectangle as JSON");
-  cli::whole_number(app.add_option("--frames", flags.frames, "with --screenshot: frames rendered before the capture")
-                        ->capture_default_str(),
-                    1);
+  CLI::Option* geometry =
+      app.add_option("--geometry", flags.geometry, "with --screenshot: write each panel's canvas rectangle as JSON");
+  CLI::Option* frames = cli::whole_number(
+      app.add_option("--frames", flags.frames, "with --screenshot: frames rendered before the capture")
+          ->capture_default_str(),
+      1);
   if (const std::optional<int> status = cli::parse_command_line(
           app, argc, argv, std::cout, std::cerr, "ringlab-viz: ", "run 'ringlab-viz --help' for the flags")) {
     return *status;
   }
   try {
+    // Without --screenshot they would be ignored and a window would open: say so instead.
+    for (const CLI::Option* option : {geometry, frames}) {
+      if (option->count() > 0 && flags.screenshot.empty()) {
+        throw UsageError(option->get_name() +
+                         " needs --screenshot (it applies to the PNG it writes); add --screenshot "
+                         "OUT.png or drop " +
+                         option->get_name());
+      }
+    }
     return run(config, flags);
   } catch (const UsageError& error) {
     std::cerr << "ringlab-viz: error: " << error.what() << "\n";

@@ -6,6 +6,7 @@
 #include "reference/error.hpp"
 #include "reference/names.hpp"
 #include "sim/cost/hardware.hpp"
+#include "sim/pipeline/config.hpp"
 
 namespace ringlab::viz {
 
@@ -67,10 +68,12 @@ PlanSpec ScheduleControls::spec() const {
   s.window = window;
   s.documents = documents;
   s.skip = skip;
+  s.full_ring = full_ring;
   s.backward = backward;
   s.erratum = parse_erratum(kErratumNames[static_cast<size_t>(std::clamp(erratum, 0, 2))]);
   // An S (or a document) that does not fit the layout is padded, as ringlab run does.
   pad_to_layout(s);
+  pad_heads(s);  // and heads that do not divide over U, as plan_spec does
   return s;
 }
 
@@ -83,13 +86,18 @@ ScheduleControls ScheduleControls::from_spec(const PlanSpec& s) {
   c.ulysses = s.algo == Algorithm::hybrid ? static_cast<int>(s.ulysses) : 2;
   c.batch = static_cast<int>(s.dims.batch);
   c.seq = static_cast<int>(s.tokens());
-  c.heads = static_cast<int>(s.dims.heads);
-  c.kv_heads = s.dims.kv_heads == s.dims.heads ? 0 : static_cast<int>(s.dims.kv_heads);
+  // The user's heads, without the padding heads spec() adds back (shown padded, the controls
+  // planned another problem: H = 8 instead of ringlab plan's H = 6 with 2 padding heads).
+  const int64_t group = s.dims.kv_heads > 0 ? s.dims.heads / s.dims.kv_heads : 1;
+  const int64_t heads = s.dims.heads - s.padding_heads, kv_heads = s.dims.kv_heads - s.padding_heads / group;
+  c.heads = static_cast<int>(heads);
+  c.kv_heads = kv_heads == heads ? 0 : static_cast<int>(kv_heads);
   c.dim = static_cast<int>(s.dims.dim);
   c.causal = s.causal;
   c.window = static_cast<int>(s.window);
   c.documents = s.documents;
   c.skip = s.skip;
+  c.full_ring = s.full_ring;
   c.backward = s.backward;
   c.erratum = static_cast<int>(s.erratum);
   return c;
@@ -146,6 +154,21 @@ Rgba block_result_colour(const BlockResult& result, bool keys) {
   return (keys ? result.key_ok : result.query_ok) ? palette::error_ok : palette::error_wrong;
 }
 
+std::vector<LegendSwatch> error_legend() {
+  return {{SwatchShape::fill, palette::error_ok, "right"},
+          {SwatchShape::fill, palette::error_unknown, "not measured (Run)"},
+          {SwatchShape::fill, error_colour(2.0), "wrong, near tolerance"},
+          {SwatchShape::fill, palette::error_wrong, "wrong, 10^4x it or wrong mask"},
+          {SwatchShape::fill, palette::error_misrouted, "misrouted dK/dV (right, wrong block)"},
+          {SwatchShape::fill, dimmed(palette::error_misrouted), "faded: after this step"},
+          {SwatchShape::fill, palette::skipped, "skipped"},
+          {SwatchShape::corner, palette::error_wrong, "wrong block"},
+          {SwatchShape::outline, palette::highlight, "this step"},
+          {SwatchShape::outline, palette::error_wrong, "error enters"},
+          {SwatchShape::strip, palette::error_ok, "final result (left: out/dq, top: dK/dV)"},
+          {SwatchShape::strip, palette::error_wrong, "wrong"}};
+}
+
 // ---- panels and help -------------------------------------------------------------------------
 
 const char* panel_name(Panel panel) { return name_of(kPanelNames, panel); }
@@ -161,13 +184,14 @@ HelpTopic help_topic(Panel panel) {
       return {"book/ring-attention.md",
               "Ranks sit on a ring. Each keeps its queries; the K/V blocks (one colour per origin block) move one "
               "hop per step while the rank computes on the block it holds. In the backward pass the dK/dV "
-              "accumulators travel too (outlined squares). Ulysses all-to-all and all-gather phases are drawn as "
+              "accumulators travel too (outlined diamonds). Ulysses all-to-all and all-gather phases are drawn as "
               "their collectives: see book/ulysses-hybrid.md."};
     case Panel::grid:
       return {"book/causal-balance.md",
               "The attention matrix in blocks: rows are query blocks, columns key blocks (ring positions). Each "
               "cell is computed by one rank at one step, or skipped when the causal mask hides it entirely. "
-              "Colour by step, rank or error; the current step's cells are outlined. Zig-zag layouts turn "
+              "Colour by step, rank or error (with a legend of its colours and marks); the current step's cells "
+              "are outlined in yellow. Zig-zag layouts turn "
               "diagonal blocks into half blocks, which is what balances the causal work."};
     case Panel::load:
       return {"book/causal-balance.md",
@@ -175,7 +199,7 @@ HelpTopic help_topic(Panel panel) {
               "is the load imbalance: the slowest rank sets the wall-clock time, so a causal schedule with the "
               "contiguous layout saves work but little time. The line below it gives the same problem's "
               "max/mean FLOPs under every layout (the chosen one marked >; n/a where a layout cannot split "
-              "the sequence: hover for why)."};
+              "the sequence, or cuts it too finely to weigh on every re-plan: hover for why)."};
     case Panel::timeline:
       return {"book/cost-model.md",
               "Per rank, a compute row and a communication row over time: measured for traces and runs; for a "

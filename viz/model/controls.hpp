@@ -60,6 +60,7 @@ struct ScheduleControls {
   int window = 0;                  // sliding window W, 0 = none
   std::vector<int64_t> documents;  // packed document lengths (from --docs; not edited in the viewer)
   bool skip = true;
+  bool full_ring = false;  // --full-ring: every K/V block makes all R-1 hops, whatever the mask
   bool backward = false;
   int erratum = 0;                          // index into kErratumNames
   std::string hardware = kDefaultHardware;  // the cost model's machine for the timeline: a preset or JSON file
@@ -85,6 +86,18 @@ GridColouring parse_colouring(const std::string& name);  // step | rank | error;
 Rgba cell_colour(const ScheduleModel& model, const GridCell& cell, GridColouring colouring, int64_t current_step);
 // The colour of a ring position's final-result strip (a run): green within tolerance, red not.
 Rgba block_result_colour(const BlockResult& result, bool keys);
+
+// The legend of the grid coloured by error: every colour cell_colour gives there, and the marks
+// drawn over and beside the cells (the red corner of a wrong cell, the current step's yellow
+// outline, the red outline where the error enters, the result strips). Drawn as a filled square,
+// a corner, an outline or a strip, so orange "misrouted" reads apart from the yellow outline.
+enum class SwatchShape : uint8_t { fill, corner, outline, strip };
+struct LegendSwatch {
+  SwatchShape shape = SwatchShape::fill;
+  Rgba colour;
+  const char* label = "";
+};
+std::vector<LegendSwatch> error_legend();
 
 // ---- panels and help -------------------------------------------------------------------------
 

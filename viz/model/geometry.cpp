@@ -61,7 +61,11 @@ GridGeometry grid_geometry(const Rect& canvas, int64_t blocks) {
   const float pad = 8;
   const float available =
       std::min(canvas.width() - GridGeometry::kMargin - pad, canvas.height() - GridGeometry::kMargin - pad);
-  g.cell = std::max(2.0f, floor_px(available / static_cast<float>(g.blocks)));
+  // Whole pixels while a cell has two or more; below that the cells shrink to fit (the GPU fills
+  // each pixel from the cell over its centre): a 2-pixel floor cut off ~100 rows and columns of
+  // a 300-block grid, silently.
+  const float fit = std::max(0.0f, available) / static_cast<float>(g.blocks);
+  g.cell = fit >= 2 ? floor_px(fit) : fit;
   const float x0 = floor_px(canvas.x0 + GridGeometry::kMargin), y0 = floor_px(canvas.y0 + GridGeometry::kMargin);
   g.matrix = {x0, y0, x0 + g.cell * static_cast<float>(g.blocks), y0 + g.cell * static_cast<float>(g.blocks)};
   return g;

@@ -112,6 +112,7 @@ void attach_diagnosis(ScheduleModel& model, const Plan& plan, const Verification
 
 RunOutcome run_schedule(const PlanSpec& spec, std::atomic<int64_t>* ops_done) {
   RunOutcome outcome;
+  outcome.spec = spec;
   try {
     const Plan plan = build_plan(spec);
     const AttentionInputs<float> x = make_inputs(spec.dims, 0, spec.backward);

@@ -28,6 +28,7 @@ struct RunOutcome {
   bool ok = false;      // the run completed (its result may still be wrong: see the diagnosis)
   std::string error;    // one line when it did not: a usage error, a deadlock, a fault
   ScheduleModel model;  // source = run: measured time, per-block errors, where the error enters
+  PlanSpec spec;        // what ran (small_run_spec's sizes): the controls show it with the model
 };
 
 // Builds, runs, verifies and diagnoses `spec` as given (call small_run_spec first for big sizes).

@@ -152,19 +152,22 @@ class PlanModelWalk final : public WalkVisitor {
   std::vector<int64_t> message_origin_;  // [message id]: the block its sender's slot held
 };
 
-std::string token_ranges(const std::vector<int64_t>& positions) {
+// "0-127, 896-1023": a block's tokens as ranges, from its (ascending) layout units of `block`
+// tokens each — O(units), not O(tokens), so a re-plan at S = 10^9 does not list every token.
+std::string token_ranges(const std::vector<int64_t>& units, int64_t block) {
   std::string text;
   int ranges = 0;
-  for (size_t i = 0; i < positions.size();) {
+  for (size_t i = 0; i < units.size();) {
     size_t j = i;
-    while (j + 1 < positions.size() && positions[j + 1] == positions[j] + 1) ++j;
+    while (j + 1 < units.size() && units[j + 1] == units[j] + 1) ++j;
     if (++ranges > 4) {
       text += ", ...";
       break;
     }
+    const int64_t first = units[i] * block, last = units[j] * block + block - 1;
     if (!text.empty()) text += ", ";
-    text += std::to_string(positions[i]);
-    if (j > i) text += "-" + std::to_string(positions[j]);
+    text += std::to_string(first);
+    if (last > first) text += "-" + std::to_string(last);
     i = j + 1;
   }
   return text;
@@ -203,12 +206,18 @@ ScheduleModel plan_skeleton(const Plan& plan) {
     m.grids.push_back(empty_grid(pass, m.ring));
   }
   m.unit_tokens = plan.layout().block();
+  // Every block's tokens (for the true cell shapes under documents or a window, and the document
+  // strips) only up to kMaxModelTokens: they are O(S), 16 GB at S = 2 x 10^9. Past it cells are
+  // drawn by their shapes.
+  const bool positions = plan.spec().dims.seq <= kMaxModelTokens;
   for (int64_t g = 0; g < m.ring; ++g) {
     m.block_units.push_back(plan.block_units(g));
-    m.block_tokens.push_back(token_ranges(plan.block_positions(g)));
-    std::vector<int64_t> positions = plan.block_positions(g);
-    std::sort(positions.begin(), positions.end());
-    m.block_positions.push_back(std::move(positions));
+    m.block_tokens.push_back(token_ranges(m.block_units.back(), plan.layout().block()));
+    if (positions) {
+      std::vector<int64_t> tokens = plan.block_positions(g);
+      std::sort(tokens.begin(), tokens.end());
+      m.block_positions.push_back(std::move(tokens));
+    }
   }
   m.load.ranks.assign(static_cast<size_t>(m.ranks), {});
   for (int64_t r = 0; r < m.ranks; ++r)
@@ -249,6 +258,21 @@ std::vector<LayoutBalance> layout_balances(const PlanSpec& spec) {
     if (kind != spec.layout) other.block = 0;  // another layout: its own default unit
     other.layout = kind;
     LayoutBalance b{layout_name(kind), kind == spec.layout, false, 1, {}};
+    // Weighing a layout plans and expands it, which costs time and memory in its units (striped's
+    // default unit is one token: S = 10^8 took 20 s and a GB on every re-plan), so past a bound
+    // it is not weighed. The Layout itself is O(1) to make; one that does not fit throws below.
+    int64_t units = 0;
+    try {
+      units = Layout(kind, other.dims.seq, other.ranks, other.block).units();
+    } catch (const UsageError&) {
+    }
+    if (units > kMaxBalanceUnits) {
+      b.why = std::string(layout_name(kind)) + " cuts S=" + std::to_string(other.dims.seq) + " into " +
+              std::to_string(units) + " units, too many to weigh on every re-plan (at most " +
+              std::to_string(kMaxBalanceUnits) + "); ringlab plan --layout " + layout_name(kind) + " gives its balance";
+      balances.push_back(std::move(b));
+      continue;
+    }
     try {
       const Plan plan = build_plan(other);
       std::vector<RankWork> work;
@@ -261,6 +285,22 @@ std::vector<LayoutBalance> layout_balances(const PlanSpec& spec) {
     balances.push_back(std::move(b));
   }
   return balances;
+}
+
+void check_viewer_limits(const Plan& plan) {
+  if (plan.ring() > kMaxRing || plan.ranks() > kMaxRanks) {
+    throw UsageError("the viewer draws at most " + std::to_string(kMaxRing) + " ring positions and " +
+                     std::to_string(kMaxRanks) + " ranks, and this plan has " + std::to_string(plan.ring()) + " and " +
+                     std::to_string(plan.ranks()) +
+                     "; use fewer ranks P (or algorithm hybrid with a Ulysses degree U), or ringlab run --dry-run "
+                     "for its numbers");
+  }
+  if (plan.layout().units() > kMaxUnits) {
+    throw UsageError("the viewer draws at most " + std::to_string(kMaxUnits) + " layout units, and " +
+                     plan.layout().to_string() + " cuts S=" + std::to_string(plan.spec().dims.seq) + " into " +
+                     std::to_string(plan.layout().units()) +
+                     "; use a larger --block or a smaller --seq, or ringlab run --dry-run for its numbers");
+  }
 }
 
 ScheduleModel model_from_plan(const Plan& plan, const std::string& hardware) {

@@ -91,7 +91,8 @@ std::string ScheduleModel::step_label(int64_t step) const {
   if (step < 0 || step >= step_count()) return "no step";
   const StepView& s = steps[static_cast<size_t>(step)];
   const PhaseView& phase = phases[static_cast<size_t>(s.phase)];
-  std::string text = printf_text("step %lld of %lld: %s", static_cast<long long>(step),
+  // --step counts from 0, so "of N" would read as a count of steps: the last index is named instead.
+  std::string text = printf_text("step %lld (last %lld): %s", static_cast<long long>(step),
                                  static_cast<long long>(step_count() - 1), phase.name.c_str());
   if (phase.steps > 1) text += printf_text(", step %lld", static_cast<long long>(s.phase_step));
   return text;
@@ -264,6 +265,12 @@ std::vector<LegendEntry> timeline_legend(const ScheduleModel& model) {
 
 // ---- [summaries] ---------------------------------------------------------------------------
 
+std::string load_blocks_text(const RankLoad& load) {
+  const std::string skipped = load.skipped == kUnknownCount ? "unknown (no event)" : std::to_string(load.skipped);
+  return "blocks: " + std::to_string(load.computed) + " computed, " + skipped + " skipped, " +
+         std::to_string(load.masked) + " masked";
+}
+
 // Step times, cumulative FLOPs and max/mean from the walk's (or a trace's) spans and cells.
 void summarise(ScheduleModel& m) {
   const size_t steps = m.steps.size();
@@ -410,7 +417,11 @@ HopCount kv_hop_count(const ScheduleModel& model, int64_t step) {
   HopCount count;
   if (!valid_step(model, step) || model.ring < 2) return count;
   const int phase = model.steps[static_cast<size_t>(step)].phase;
-  if (model.phases[static_cast<size_t>(phase)].family != Family::ring) return count;
+  // Family::ring also names the phases around a ring (finalize, the all-gather) and every phase of
+  // a trace: only K/V travelling between neighbours make it a ring with hops.
+  if (model.phases[static_cast<size_t>(phase)].family != Family::ring ||
+      phase_direction(model, phase, Payload::kv) == 0)
+    return count;
   count.full = model.ring - 1;
   std::vector<int64_t> made(static_cast<size_t>(model.ranks), 0);
   for (const Transfer& t : model.transfers)
@@ -419,6 +430,14 @@ HopCount kv_hop_count(const ScheduleModel& model, int64_t step) {
       ++made[static_cast<size_t>(t.from)];
   count.made = *std::max_element(made.begin(), made.end());
   return count;
+}
+
+std::string kv_hop_text(const ScheduleModel& model, int64_t step) {
+  const HopCount hops = kv_hop_count(model, step);
+  if (hops.full == 0 || hops.made >= hops.full) return "";
+  std::string text = "K/V hops: " + std::to_string(hops.made) + " of " + std::to_string(hops.full);
+  if (!skipped_hops(model, step).empty()) text += " (skipped: dotted, crossed)";
+  return text;
 }
 
 }  // namespace ringlab::viz

@@ -137,13 +137,19 @@ struct UnitPattern {
 
 // ---- [load and timeline] ---------------------------------------------------------------------
 
+inline constexpr int64_t kUnknownCount = -1;
+
 struct RankLoad {
   double flops = 0;
-  double busy = 0;     // seconds computing
-  double blocked = 0;  // seconds waiting for messages and collectives
-  int64_t computed = 0, skipped = 0, masked = 0;
+  double busy = 0;       // seconds computing
+  double blocked = 0;    // seconds waiting for messages and collectives
+  int64_t computed = 0;  // attention blocks (kernel calls)
+  int64_t skipped = 0;   // kUnknownCount from a trace: a skipped block makes no event
+  int64_t masked = 0;
   std::vector<double> flops_until;  // [step]: FLOPs done by the end of that step
 };
+// "blocks: 16 computed, 2 skipped, 2 masked" (skipped "unknown" when the source cannot know).
+std::string load_blocks_text(const RankLoad& load);
 
 // The same problem's FLOP balance under another layout (the load panel lists every layout, so the
 // chosen one is read against the others). `why` says why a layout does not apply (its divisibility).
@@ -280,7 +286,7 @@ struct ScheduleModel {
   // The grid of a pass; nullptr when the schedule has no such pass.
   const BlockGrid* grid_of(Pass pass) const;
   BlockGrid* grid_of(Pass pass);
-  // "step 5 of 9: ring backward, step 1"
+  // "step 5 (last 9): ring backward, step 1"
   std::string step_label(int64_t step) const;
   // The cell's sub-structure in layout units (causal visibility), when it has few enough units.
   UnitPattern unit_pattern(int64_t q_block, int64_t kv_block, int64_t max_units = 8) const;
@@ -324,11 +330,17 @@ struct Hop {
   int64_t from = 0, to = 0;  // world ranks
 };
 std::vector<Hop> skipped_hops(const ScheduleModel& model, int64_t step);
-// K/V hops per rank in the phase of `step`: made (the most any rank makes) of R - 1.
+// K/V hops per rank in the phase of `step`: made (the most any rank makes) of R - 1. {0, 0} when
+// K/V do not travel between ring neighbours in that phase (finalize, an all-gather, Ulysses'
+// all-to-alls): it has no hops to make or skip.
 struct HopCount {
   int64_t made = 0, full = 0;
 };
 HopCount kv_hop_count(const ScheduleModel& model, int64_t step);
+// The ring panel's hop line for `step`: "K/V hops: 5 of 7 (skipped: dotted, crossed)" in a ring
+// phase that skips some (the last part only at the steps whose skipped hops are drawn); empty
+// where the phase makes every hop or has none.
+std::string kv_hop_text(const ScheduleModel& model, int64_t step);
 
 // ---- [stages every builder shares] ------------------------------------------------------------------------------
 

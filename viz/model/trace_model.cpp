@@ -7,7 +7,8 @@
 // A trace file knows less than a plan: no layout (so no token ranges or unit sub-structure), no
 // skipped blocks (they make no event), and only what the events' args say. Phases come from the
 // events' labels (the plan's phase names, in order of first appearance), steps from "step", the
-// grid from the compute events' q_block / kv_block / mask, transfers from the sends.
+// grid from the compute events' q_block / kv_block / mask, transfers from the sends. What a "send"
+// is depends on the writer (TimeSource): a trace file's run says which (model_from_trace_file).
 // Sections: [classifying events] [rows and load] [predicted time] [trace model: phases]
 //           [trace model: grid, transfers, collectives] [trace model]
 #include <algorithm>
@@ -37,6 +38,11 @@ const char* const kHint = "pass a trace written by ringlab run --trace";
 enum class TimeSource : uint8_t {
   measured,    // ringlab run: "send" is a blocking send (a wait); "isend" / "irecv" post and return
   cost_model,  // the dry executor: "send" is the transfer itself, asynchronous, on the sender's lane
+  // ringlab-gpu run, measured: "send" and "recv" are one asynchronous copy of the whole exchange
+  // (gpu-streams: a device-to-device copy on the receiver's transfer stream, seen from both ends;
+  // gpu-nccl: an ncclSend / ncclRecv group on the rank's transfer stream) while the compute stream
+  // goes on; it waits for the copy only at the plan's Wait, which makes no event.
+  device_copies,
 };
 
 // ---- [classifying events] --------------------------------------------------------------------
@@ -55,6 +61,8 @@ SpanKind kind_of(const TraceEvent& e, TimeSource source = TimeSource::measured) 
       (starts_with(e.name, "send") || starts_with(e.name, "isend"))) {
     return SpanKind::send;
   }
+  if (source == TimeSource::device_copies && e.peer >= 0 && (e.name == "send" || e.name == "recv"))
+    return SpanKind::send;
   if (e.name == "isend" || e.name == "irecv") return SpanKind::send;  // posting: returns at once
   if (starts_with(e.name, "wait") || e.name == "recv" || e.name == "send" || e.name == "sendrecv")
     return SpanKind::wait;
@@ -76,7 +84,8 @@ std::string span_label(const TraceEvent& e, SpanKind kind) {
   std::string text = e.name;
   if (e.q_block >= 0) text += " b" + std::to_string(e.q_block) + "xb" + std::to_string(e.kv_block);
   if (!e.mask.empty()) text += " (" + e.mask + ")";
-  if (e.peer >= 0) text += (kind == SpanKind::send ? " -> " : " <- ") + std::string("rank ") + std::to_string(e.peer);
+  const bool outgoing = kind == SpanKind::send && e.name != "recv";  // a GPU copy seen by its receiver comes in
+  if (e.peer >= 0) text += (outgoing ? " -> " : " <- ") + std::string("rank ") + std::to_string(e.peer);
   if (e.bytes > 0) text += ", " + bytes_text(e.bytes);
   return text;
 }
@@ -90,7 +99,7 @@ void timeline_rows(ScheduleModel& m, std::span<const TraceEvent> events, StepOf 
   for (const TraceEvent& e : events) t0 = std::min(t0, e.start_us);
   if (source == TimeSource::cost_model) t0 = 0;  // simulated time starts at 0 by definition
   m.timeline = {};
-  m.timeline.measured = source == TimeSource::measured;
+  m.timeline.measured = source != TimeSource::cost_model;
   for (int64_t r = 0; r < m.ranks; ++r)
     for (int lane = 0; lane < kTimelineLanes; ++lane) m.timeline.rows.push_back({r, lane, {}});
   for (RankLoad& load : m.load.ranks) load.busy = load.blocked = 0;
@@ -291,16 +300,21 @@ std::map<std::string, int64_t> lay_out_phases(ScheduleModel& m, const std::map<s
 
 // ---- [trace model: grid, transfers, collectives] ---------------------------------------------
 
-// The grid and what each rank computes at each step, from the compute events.
+// The grid and what each rank computes at each step, from the compute events. Blocks computed
+// count the attention blocks (events with a q_block and kv_block): a GPU trace's compute lane
+// also times loading K/V, accumulating dK/dV, finalize and the like. Blocks skipped stay unknown:
+// a skipped block makes no event.
 template <class StepOf>
 void fill_grid(ScheduleModel& m, std::span<const TraceEvent> events, StepOf step_of) {
+  for (RankLoad& load : m.load.ranks) load.skipped = kUnknownCount;
   for (const TraceEvent& e : events) {
     if (e.lane != TraceLane::compute) continue;
     RankLoad& load = m.load.ranks[static_cast<size_t>(e.rank)];
-    load.computed += 1;
     if (e.flops > 0) load.flops += e.flops;
+    if (e.q_block < 0 || e.kv_block < 0) continue;
+    load.computed += 1;
     const int64_t step = step_of(e);
-    if (step < 0 || e.q_block < 0 || e.kv_block < 0) continue;
+    if (step < 0) continue;
     const BlockShape shape = shape_of(e.mask);
     if (shape == BlockShape::diagonal || shape == BlockShape::masked || shape == BlockShape::erratum ||
         shape == BlockShape::partial)
@@ -323,25 +337,31 @@ void fill_grid(ScheduleModel& m, std::span<const TraceEvent> events, StepOf step
   }
 }
 
-// Transfers: one per (sender, receiver, step, exchange). ringlab's sim sends K and V as two
-// messages with tags 2x and 2x+1, where x = (phase * 4 + exchange id) * 10^6 + step (see
-// expand() in sim/plan/plan.cpp): exchange id 1 is the dK/dV accumulator.
+// Transfers: one per (sender, receiver, step, exchange), from the senders' events. The plan's tag
+// of an exchange is x = (phase * 4 + exchange id) * 10^6 + step (see expand() in
+// sim/plan/plan.cpp): exchange id 1 is the dK/dV accumulator. ringlab's sim sends K and V as two
+// messages with tags 2x and 2x+1, each half the bytes; a GPU executor copies the exchange as one
+// message with tag x.
 template <class StepOf>
-void fill_transfers(ScheduleModel& m, std::span<const TraceEvent> events, StepOf step_of) {
+void fill_transfers(ScheduleModel& m, std::span<const TraceEvent> events, StepOf step_of, TimeSource source) {
   double t0 = 1e300;
   for (const TraceEvent& e : events) t0 = std::min(t0, e.start_us);
+  const bool halves = source != TimeSource::device_copies;
   std::set<std::tuple<int64_t, int64_t, int64_t, int64_t>> sent;
   for (const TraceEvent& e : events) {
-    if (kind_of(e) != SpanKind::send || e.name == "irecv" || e.peer < 0 || e.peer >= m.ranks) continue;
+    if (kind_of(e, source) != SpanKind::send || e.name == "irecv" || e.name == "recv" || e.peer < 0 ||
+        e.peer >= m.ranks)
+      continue;
     const int64_t step = step_of(e);
     if (step < 0) continue;
-    const int64_t exchange = e.tag >= 0 ? e.tag / 2 : -1;
+    const int64_t exchange = e.tag < 0 ? -1 : halves ? e.tag / 2 : e.tag;
     if (!sent.insert({e.rank, e.peer, step, exchange}).second) continue;
     const bool dkv = exchange >= 0 && (exchange / 1000000) % 4 == 1;
     const int64_t held = m.rank_steps[static_cast<size_t>(e.rank)][static_cast<size_t>(step)].computed;
     const double start = (e.start_us - t0) * 1e-6;
     m.transfers.push_back({e.rank, e.peer, dkv ? Payload::dkv : Payload::kv, dkv ? kNoBlock : held, step,
-                           std::max<int64_t>(0, e.bytes) * (e.tag >= 0 ? 2 : 1), start, start + e.duration_us * 1e-6});
+                           std::max<int64_t>(0, e.bytes) * (e.tag >= 0 && halves ? 2 : 1), start,
+                           start + e.duration_us * 1e-6});
   }
   std::stable_sort(m.transfers.begin(), m.transfers.end(),
                    [](const Transfer& a, const Transfer& b) { return a.step < b.step; });
@@ -374,7 +394,12 @@ void fill_collectives(ScheduleModel& m, std::span<const TraceEvent> events, Step
 
 // ---- [trace model] ---------------------------------------------------------------------------
 
-ScheduleModel model_from_trace(std::span<const TraceEvent> events, const std::string& title) {
+namespace {
+
+// The model of a trace's events, read as `source` says; `spec_ranks` is the run's P when the
+// trace names its run (0 when not).
+ScheduleModel trace_model(std::span<const TraceEvent> events, const std::string& title, TimeSource source,
+                          int64_t spec_ranks) {
   ScheduleModel m;
   m.source = SourceKind::trace;
   m.title = title;
@@ -385,6 +410,14 @@ ScheduleModel model_from_trace(std::span<const TraceEvent> events, const std::st
   TraceExtent extent;
   const std::map<std::string, PhaseSeen> seen = collect_phases(events, naming, extent);
   check_extent(seen, extent, title);
+  // The run's spec sets the controls (and what an edit re-plans), so events from ranks it does not
+  // have make a file that contradicts itself: no one schedule to show. (Events from fewer ranks
+  // can be a run that failed early, before some ranks recorded anything.)
+  if (spec_ranks > 0 && extent.max_rank + 1 > spec_ranks) {
+    throw UsageError(title + ": the run's spec has \"ranks\": " + std::to_string(spec_ranks) +
+                     " but its events come from " + std::to_string(extent.max_rank + 1) + " ranks (0 to " +
+                     std::to_string(extent.max_rank) + "), so the file contradicts itself; " + kHint);
+  }
   m.ranks = extent.max_rank + 1;
   m.ring = extent.max_block >= 0 ? extent.max_block + 1 : m.ranks;
   m.ulysses = m.ranks % m.ring == 0 ? m.ranks / m.ring : 1;
@@ -402,13 +435,25 @@ ScheduleModel model_from_trace(std::span<const TraceEvent> events, const std::st
   m.rank_steps.assign(static_cast<size_t>(m.ranks), std::vector<RankStep>(m.steps.size()));
   m.load.ranks.assign(static_cast<size_t>(m.ranks), {});
   fill_grid(m, events, step_of);
-  fill_transfers(m, events, step_of);
+  fill_transfers(m, events, step_of, source);
   fill_collectives(m, events, step_of);
 
-  timeline_rows(m, events, step_of, TimeSource::measured);
+  timeline_rows(m, events, step_of, source);
   summarise(m);
   locate_first_error(m);
   return m;
+}
+
+}  // namespace
+
+ScheduleModel model_from_trace(std::span<const TraceEvent> events, const std::string& title) {
+  return trace_model(events, title, TimeSource::measured, 0);
+}
+
+ScheduleModel model_from_trace_file(const TraceFile& file, const std::string& title) {
+  if (!file.run) return model_from_trace(file.events, title);
+  const bool gpu = file.run->tool.rfind("ringlab-gpu", 0) == 0;
+  return trace_model(file.events, title, gpu ? TimeSource::device_copies : TimeSource::measured, file.run->spec.ranks);
 }
 
 }  // namespace ringlab::viz

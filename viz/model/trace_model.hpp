@@ -23,6 +23,12 @@ void attach_predicted_time(ScheduleModel& model, const Plan& plan, const Hardwar
 // ringlab schedule (no rank has an event with a step).
 ScheduleModel model_from_trace(std::span<const TraceEvent> events, const std::string& title);
 
+// A trace file's model, read as its run says when its writer recorded one (otherwise as
+// model_from_trace of its events). A ringlab-gpu run's "send" and "recv" are one asynchronous copy
+// each (a transfer in flight, not a wait: no blocked or exposed time), sent as one message with the
+// plan's tag. Throws UsageError, one line, when its events come from more ranks than its run's spec.
+ScheduleModel model_from_trace_file(const TraceFile& file, const std::string& title);
+
 // Replaces the timeline and busy/blocked time with measured ones from a run's trace events.
 void attach_measured_time(ScheduleModel& model, std::span<const TraceEvent> events);
 

@@ -35,4 +35,12 @@ void text_at(ImDrawList* list, Vec2 at, Rgba colour, const std::string& text) {
   list->AddText({at.x, at.y}, to_imgui(colour), text.c_str());
 }
 
+void flow_same_line(float width, float spacing) {
+  // Decided before SameLine: a SameLine then NewLine would count the gap after the line's last
+  // item as content, past the panel's edge.
+  const float gap = spacing >= 0 ? spacing : ImGui::GetStyle().ItemSpacing.x;
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  if (ImGui::GetItemRectMax().x + gap + width <= right) ImGui::SameLine(0, spacing);
+}
+
 }  // namespace ringlab::viz

@@ -33,4 +33,9 @@ Rect begin_canvas(ViewState& view, Panel panel, const char* id, float min_height
 
 void text_at(ImDrawList* list, Vec2 at, Rgba colour, const std::string& text);
 
+// Call before an item `width` pixels wide: it goes on the line of the previous item when it fits
+// there, else on a new line — a flow layout, so lists of labelled values wrap in narrow panels
+// instead of running past their edge.
+void flow_same_line(float width, float spacing = -1);
+
 }  // namespace ringlab::viz

@@ -51,6 +51,37 @@ void draw_axes(ImDrawList* list, const GridGeometry& g) {
   }
 }
 
+// The error colouring's legend (error_legend), flowing over as many lines as the panel needs.
+void draw_error_legend() {
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  const float side = ImGui::GetTextLineHeight() - 2;
+  bool first = true;
+  for (const LegendSwatch& swatch : error_legend()) {
+    const float width = side + 4 + ImGui::CalcTextSize(swatch.label).x;
+    if (!first) flow_same_line(width, 10);
+    first = false;
+    const ImVec2 at = ImGui::GetCursorScreenPos();
+    const Rect r{at.x, at.y + 1, at.x + side, at.y + 1 + side};
+    switch (swatch.shape) {
+      case SwatchShape::fill: fill(list, r, swatch.colour); break;
+      case SwatchShape::corner: {
+        fill(list, r, palette::error_ok);
+        const float s = 0.6f * side;
+        list->AddTriangleFilled({r.x1 - s, r.y0}, {r.x1, r.y0}, {r.x1, r.y0 + s}, to_imgui(swatch.colour));
+        break;
+      }
+      case SwatchShape::outline:
+        fill(list, r, palette::error_unknown);
+        list->AddRect({r.x0, r.y0}, {r.x1, r.y1}, to_imgui(swatch.colour), 0, 0, 2);
+        break;
+      case SwatchShape::strip: fill(list, {r.x0, r.y0 + 0.35f * side, r.x1, r.y1 - 0.35f * side}, swatch.colour); break;
+    }
+    ImGui::Dummy({side, side});
+    ImGui::SameLine(0, 4);
+    ImGui::TextUnformatted(swatch.label);
+  }
+}
+
 }  // namespace
 
 void draw_grid_panel(const ScheduleModel& model, const Playback& playback, ViewState& view) {
@@ -63,7 +94,10 @@ void draw_grid_panel(const ScheduleModel& model, const Playback& playback, ViewS
     if (ImGui::RadioButton(colouring_name(c), view.colouring == c)) view.colouring = c;
   }
   if (model.grids.size() > 1) {
-    ImGui::SameLine();
+    // On this line when the label and its three choices fit, else on the next.
+    const ImGuiStyle& style = ImGui::GetStyle();
+    flow_same_line(ImGui::CalcTextSize(" pass: current fwd bwd").x +
+                   3 * (ImGui::GetFrameHeight() + style.ItemInnerSpacing.x + style.ItemSpacing.x));
     ImGui::TextUnformatted(" pass:");
     const char* names[] = {"current", "fwd", "bwd"};
     for (int p = 0; p < 3; ++p) {
@@ -72,6 +106,7 @@ void draw_grid_panel(const ScheduleModel& model, const Playback& playback, ViewS
         view.grid_pass = static_cast<GridPassChoice>(p);
     }
   }
+  if (view.colouring == GridColouring::error) draw_error_legend();
   if (model.first_error.known()) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.45f, 0.4f, 1.0f));
     ImGui::TextWrapped("error enters at %s", model.first_error.text.c_str());
@@ -103,7 +138,9 @@ void draw_grid_panel(const ScheduleModel& model, const Playback& playback, ViewS
       list->AddTriangleFilled({r.x1 - s, r.y0}, {r.x1, r.y0}, {r.x1, r.y0 + s}, to_imgui(palette::error_wrong));
     }
     if (g.cell >= 40 && cell.computed()) {
-      text_at(list, {r.x0 + 4, r.y1 - 16}, palette::background, "t" + std::to_string(cell.phase_step));
+      // In a colour that stands out on this cell's (dark when dimmed, light when not): the
+      // background colour was all but invisible on dimmed cells.
+      text_at(list, {r.x0 + 4, r.y1 - 16}, text_on(colour), "t" + std::to_string(cell.phase_step));
     }
   }
   // The current step: its cells outlined.

@@ -25,19 +25,26 @@ void draw_load_panel(const ScheduleModel& model, const Playback& playback, ViewS
   if (ImGui::RadioButton("FLOPs", !view.load_shows_time)) view.load_shows_time = false;
   ImGui::SameLine();
   if (ImGui::RadioButton("busy/blocked", view.load_shows_time)) view.load_shows_time = true;
-  ImGui::Text("max/mean: FLOPs %.2f, busy %.2f (%s)", load.flops_imbalance(), load.busy_imbalance(),
-              time_source(model.timeline).c_str());
-  if (!load.layouts.empty()) {  // the chosen layout against the others, same problem
+  ImGui::TextWrapped("max/mean: FLOPs %.2f, busy %.2f (%s)", load.flops_imbalance(), load.busy_imbalance(),
+                     time_source(model.timeline).c_str());
+  if (!load.layouts.empty()) {
+    // The chosen layout against the others, same problem: one item per layout, flowing onto as
+    // many lines as the panel needs (the dashboard's load panel is ~345 px wide at 1600 x 1000).
     ImGui::TextUnformatted("FLOPs max/mean by layout:");
     for (const LayoutBalance& b : load.layouts) {
-      ImGui::SameLine();
+      char text[96];
+      if (b.applies)
+        std::snprintf(text, sizeof text, "%s%s %.2f", b.chosen ? "> " : "", b.layout.c_str(), b.imbalance);
+      else
+        std::snprintf(text, sizeof text, "%s n/a", b.layout.c_str());
+      flow_same_line(ImGui::CalcTextSize(text).x);
       if (!b.applies) {
-        ImGui::TextDisabled("%s n/a", b.layout.c_str());
+        ImGui::TextDisabled("%s", text);
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", b.why.c_str());
         continue;
       }
-      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(to_imgui(b.chosen ? palette::highlight : palette::text)),
-                         "%s%s %.2f", b.chosen ? "> " : "", b.layout.c_str(), b.imbalance);
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(to_imgui(b.chosen ? palette::highlight : palette::text)), "%s",
+                         text);
     }
   }
 
@@ -46,9 +53,12 @@ void draw_load_panel(const ScheduleModel& model, const Playback& playback, ViewS
   ImDrawList* list = ImGui::GetWindowDrawList();
   list->PushClipRect({canvas.x0, canvas.y0}, {canvas.x1, canvas.y1}, true);
   const BarGeometry g = bar_geometry(canvas, model.ranks);
-  text_at(list, {g.plot.x0, canvas.y0 + 3}, palette::text_dim,
-          view.load_shows_time ? "busy (green) and blocked (red) seconds per rank"
-                               : "FLOPs per rank: done by this step / total");
+  // The caption, shortened where the panel is too narrow for it (the book's 1200-pixel overview).
+  const char* caption = view.load_shows_time ? "busy (green) and blocked (red) seconds per rank"
+                                             : "FLOPs per rank: done by this step / total";
+  if (ImGui::CalcTextSize(caption).x > g.plot.width())
+    caption = view.load_shows_time ? "busy (green), blocked (red)" : "FLOPs: done / total";
+  text_at(list, {g.plot.x0, canvas.y0 + 3}, palette::text_dim, caption);
 
   double top = 0;
   for (const RankLoad& r : load.ranks) top = std::max(top, view.load_shows_time ? r.busy + r.blocked : r.flops);
@@ -94,8 +104,7 @@ void draw_load_panel(const ScheduleModel& model, const Playback& playback, ViewS
       ImGui::Text("rank %zu", i);
       ImGui::Text("%.4g FLOP (%.2fx the mean)", r.flops, load.flops_mean > 0 ? r.flops / load.flops_mean : 1.0);
       ImGui::Text("busy %.3g s, blocked %.3g s", r.busy, r.blocked);
-      ImGui::Text("blocks: %lld computed, %lld skipped, %lld masked", static_cast<long long>(r.computed),
-                  static_cast<long long>(r.skipped), static_cast<long long>(r.masked));
+      ImGui::TextUnformatted(load_blocks_text(r).c_str());
       ImGui::EndTooltip();
     }
   }

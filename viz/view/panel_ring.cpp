@@ -89,13 +89,9 @@ void draw_ring_panel(const ScheduleModel& model, const Playback& playback, ViewS
   help_marker(Panel::ring);
   ImGui::SameLine();
   ImGui::TextUnformatted(model.step_label(step).c_str());
-  const std::string directions = ring_direction_text(model, step);
-  const HopCount hops = kv_hop_count(model, step);
-  if (!directions.empty() || (hops.full > 0 && hops.made < hops.full)) {
-    std::string line = directions;
-    if (hops.full > 0 && hops.made < hops.full)
-      line += (line.empty() ? "" : "; ") + std::string("K/V hops: ") + std::to_string(hops.made) + " of " +
-              std::to_string(hops.full) + " (skipped: dotted, crossed)";
+  const std::string directions = ring_direction_text(model, step), hops = kv_hop_text(model, step);
+  if (!directions.empty() || !hops.empty()) {
+    const std::string line = directions + (directions.empty() || hops.empty() ? "" : "; ") + hops;
     ImGui::TextDisabled("%s", line.c_str());
   }
   const Rect canvas = begin_canvas(view, Panel::ring, "##ring");

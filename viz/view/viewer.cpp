@@ -25,6 +25,9 @@ void Viewer::replan() {
   planned_ = controls_;
   try {
     const Plan plan = build_plan(controls_.spec());
+    // The limit of the command line, here too: a typed P (or a trace's schedule, for "Back to the
+    // plan") past it would hang the UI for minutes. The message says why; the model stays.
+    check_viewer_limits(plan);
     ScheduleModel model = model_from_plan(plan, controls_.hardware);
     model.load.layouts = layout_balances(plan.spec());  // only the load panel shows them: not in every model
     show(std::move(model));
@@ -43,7 +46,7 @@ void Viewer::show(ScheduleModel model) {
 bool Viewer::open_trace(const std::string& path) {
   try {
     const TraceFile trace = read_trace_file(path);
-    show(model_from_trace(trace.events, path));
+    show(model_from_trace_file(trace, path));
     trace_path_ = path;
     // The controls show the schedule that ran (the trace says which, when its writer knew), and
     // count as planned: the trace's model stays until the user edits them.
@@ -63,12 +66,21 @@ bool Viewer::open_trace(const std::string& path) {
 
 void Viewer::take_outcome(RunOutcome outcome) {
   message_ = outcome.error.empty() ? std::string() : "run: " + outcome.error;
-  if (outcome.model.step_count() > 0) show(std::move(outcome.model));
+  if (outcome.model.step_count() == 0) return;
+  show(std::move(outcome.model));
+  // The controls show the schedule that ran — small_run_spec's sizes, not the plan's — and count
+  // as planned, as after a trace: the run's model stays until the user edits them.
+  const std::string hardware = controls_.hardware;
+  controls_ = ScheduleControls::from_spec(outcome.spec);
+  controls_.hardware = hardware;
+  planned_ = controls_;
 }
 
 void Viewer::run_blocking() {
   try {
-    take_outcome(run_schedule(small_run_spec(controls_.spec())));
+    const PlanSpec small = small_run_spec(controls_.spec());
+    check_viewer_limits(build_plan(small));  // as a re-plan: its model is drawn
+    take_outcome(run_schedule(small));
   } catch (const UsageError& error) {
     message_ = std::string("run: ") + error.what();
   }
@@ -76,7 +88,9 @@ void Viewer::run_blocking() {
 
 void Viewer::start_run() {
   try {
-    if (!live_.start(small_run_spec(controls_.spec()))) message_ = "run: one is still running";
+    const PlanSpec small = small_run_spec(controls_.spec());
+    check_viewer_limits(build_plan(small));  // as a re-plan: its model is drawn
+    if (!live_.start(small)) message_ = "run: one is still running";
   } catch (const UsageError& error) {
     message_ = std::string("run: ") + error.what();
   }
@@ -191,8 +205,15 @@ void Viewer::draw_controls() {
   ImGui::SameLine();
   ImGui::Checkbox("backward", &controls_.backward);
   ImGui::PushItemWidth(-110);
-  ImGui::InputInt("window (0 = none)", &controls_.window, 16, 256);
+  ImGui::InputInt("window (0=none)", &controls_.window, 16, 256);
   controls_.window = std::max(0, controls_.window);
+  // --full-ring: the ring algorithms' K/V make every hop, even where the mask needs none.
+  ImGui::BeginDisabled(controls_.algo == static_cast<int>(Algorithm::allgather) ||
+                       controls_.algo == static_cast<int>(Algorithm::ulysses));
+  ImGui::Checkbox("full ring", &controls_.full_ring);
+  ImGui::EndDisabled();
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("--full-ring: every K/V block makes all hops of the ring, whatever the mask");
   if (!controls_.documents.empty()) ImGui::Text("%zu packed documents (--docs)", controls_.documents.size());
   ImGui::Combo("erratum", &controls_.erratum, kErratumNames.data(), static_cast<int>(kErratumNames.size()));
   draw_hardware_choice();
