@@ -7,7 +7,8 @@ A prediction, not a measurement. The model is list scheduling: the SMs hold `--s
 once (132 SMs x 2 forward blocks on an H100), a block starts on the first slot to free up, in
 launch order, and lasts `--fixed` + its key tiles (BQ = 128 query rows, BK = 64 keys: query tile
 i of a causal S x S block sees 2 (i + 1) key tiles; the prologue and epilogue are counted as
-`--fixed` key tiles). Sections of heads are forward_launch's (K and V of a section's heads within
+`--fixed` key tiles). The unit is 64 keys' work at both head dims: the D = 64 kernel's 128-key
+tiles (since 2026-11-28) are two units each, which changes no ratio the model prints. Sections of heads are forward_launch's (K and V of a section's heads within
 24 MiB). What the model leaves out: L2 and DRAM traffic, the masked tiles' extra cost, the
 blocks' different speeds when they share an SM.
 

@@ -5,13 +5,17 @@
 //
 // Tiles: a block of 4 warps owns 128 query rows of one (batch, head) and each warp owns 32 of them,
 // two m16 row blocks — so every K or V fragment one ldmatrix.x4 brings in feeds four mma.sync
-// instead of two. Key/value tiles are 64 rows at both head dims:
+// instead of two. Key/value tiles are FlashAttention-2's: 64 rows at D = 128, 128 at D = 64.
 //   D = 128: per thread O is 2 x 16 x 4 = 128 fp32 registers and S 2 x 8 x 4 = 64; Q's fragments
 //            (another 64) do not fit beside them under 255 registers, so Q is re-read from shared
 //            memory by ldmatrix at every tile, as FlashAttention-2 does at hdim 128 (static
-//            ldmatrix/mma 0.3125). Shared memory 96 KiB: two blocks per SM.
-//   D = 64:  O 64, S 64, Q 32 registers: Q stays in registers after the first tile (0.25).
-//            64-key tiles (FA2 uses 128 at hdim 64) keep S at 64 registers rather than 128.
+//            ldmatrix/mma 0.3125). Shared memory 98 KiB: two blocks per SM.
+//   D = 64:  128-key tiles: O 64 registers, S 128; Q (32 more) is re-read from shared memory
+//            (0.28125), as FA2 does. The per-tile work that does not grow with the keys (barriers,
+//            waits, copies' addresses, the rescale of o, the row reductions' shuffles) is paid once
+//            per 128 keys rather than per 64: about a tenth fewer instructions per key for a full
+//            tile (kernel_static.py sass; gpu/README.md). (Until 2026-11-28: 64-key tiles with Q
+//            in registers, kQInRegisters; with 128-key tiles that spills.) 82.5 KiB: two blocks per SM.
 // FlashAttention-2 also runs 4 warps x 32 rows for its 128-row hdim-128 forward; 8 warps x 16 rows
 // would feed each fragment to two mma again, and 8 x 32 = 256 rows would halve the blocks of a ring step's
 // short query blocks (a rank's share of a 1M sequence at P = 64 is 16K rows: 128 blocks per head).
@@ -63,11 +67,11 @@ struct ForwardFa2Tiles {
   static constexpr int kWarps = kThreads / 32;
   static constexpr int kRowsPerWarp = 32;  // two m16 row blocks
   static constexpr int kBlockQ = kWarps * kRowsPerWarp;
-  static constexpr int kBlockK = 64;
+  static constexpr int kBlockK = D == 64 ? 128 : 64;  // see the top of the file
   static constexpr int kStages = 2;
-  static constexpr bool kQInRegisters = D <= 64;  // see the top of the file
-  static constexpr int kChunkTiles = 256;         // key tiles per table of tile kinds
-  static constexpr int kClassifyGroup = 8;        // key tiles a warp classifies per round of loads
+  static constexpr bool kQInRegisters = false;  // Q re-read per tile at both D: see the top of the file
+  static constexpr int kChunkTiles = 256;       // key tiles per table of tile kinds
+  static constexpr int kClassifyGroup = 8;      // key tiles a warp classifies per round of loads
   // Q tile, then K and V tiles per stage (16-bit elements), then two tables of tile kinds (padded
   // to 4 bytes), then for masked launches the rows' key spans (first, last) and each stage's key
   // positions (int32).
@@ -242,7 +246,7 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
   const int q_lane = swizzled_lane_part<D>(warp * Tiles::kRowsPerWarp + lane % 16, lane / 16);
   const int k_lane = swizzled_lane_part<D>(lane % 8 + (lane / 16) * 8, (lane / 8) % 2);
   const int v_lane = swizzled_lane_part<D>(lane % 8 + ((lane / 8) % 2) * 8, lane / 16);
-  uint32_t qf[kRowBlocks][kQInRegisters ? kDimChunks : 1][4];  // D = 64: Q's A fragments, loaded once
+  uint32_t qf[kRowBlocks][kQInRegisters ? kDimChunks : 1][4];  // with kQInRegisters: Q's A fragments, loaded once
   bool computed = false, q_in_registers = false;               // computed: at least one key tile was
   int stage = 0;
   // Q first, before the tile classification's loads: its latency overlaps theirs. (Loaded even when
@@ -333,7 +337,7 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
       const int32_t* kpos = kpos_smem + stage * BK;
       const int k0 = a.kv_begin + tile * BK, k_count = imin(BK, a.kv_end - k0);
 
-      // S = Q K^T, 32 rows x 64 keys per warp: each K fragment serves both row blocks.
+      // S = Q K^T, 32 rows x BK keys per warp: each K fragment serves both row blocks.
       float s[kRowBlocks][kScoreTiles][4];
       RINGLAB_UNROLL
       for (int mb = 0; mb < kRowBlocks; ++mb) {
