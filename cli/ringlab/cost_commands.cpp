@@ -51,6 +51,20 @@ int compare_command(CompareFlags& flags, const CLI::App& command) {
     std::cout << "\n" << hardware_json_help() << "\n";
     return kExitVerified;
   }
+  if (!flags.scenario.empty()) {
+    // A scenario is a fixed problem with its own rows: a size or schedule flag beside it would be
+    // silently ignored, and the table would not be of what was asked.
+    for (const char* flag :
+         {"--algo", "--layout", "--block", "--ranks", "--ulysses", "--batch", "--seq", "--heads", "--kv-heads", "--dim",
+          "--causal", "--window", "--docs", "--seed", "--no-skip", "--full-ring", "--erratum"}) {
+      if (command.count(flag) > 0) {
+        throw UsageError("--scenario " + flags.scenario + " fixes the sizes, P and the schedules, so " + flag +
+                         " would be ignored; drop " + flag +
+                         " (only --hw, --backward and --json apply to a "
+                         "scenario), or drop --scenario");
+      }
+    }
+  }
   RunConfig given = flags.config;
   // Random documents are drawn in multiples of 2P, so that every layout compared can take them.
   if (command.count("--layout") == 0) given.layout = "zigzag";
@@ -82,6 +96,13 @@ int compare_command(CompareFlags& flags, const CLI::App& command) {
           command.count("--layout") > 0 && c.spec.algo != Algorithm::ulysses && c.spec.layout != asked.layout;
       return algo_out || layout_out;
     });
+  }
+  if (cases.empty()) {
+    // Only --algo hybrid can leave no row: without --ulysses compare picks U = ranks per node, and
+    // only when P spans more than one whole node.
+    throw UsageError(
+        "--algo hybrid needs --ulysses U here (compare picks U = " + std::to_string(hardware.ranks_per_node) +
+        ", the ranks per node, only when P=" + std::to_string(config.ranks) + " spans whole nodes); e.g. --ulysses 2");
   }
   const std::vector<CompareRow> rows = run_compare(cases, hardware);
   if (flags.json) {

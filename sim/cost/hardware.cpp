@@ -297,16 +297,19 @@ class Fields {
   }
   bool has(const char* key) const { return object_.contains(key); }
   const json& at(const char* key) const { return object_.at(key); }
-  // A positive number (or >= 0 when zero_ok), optionally at most `most`.
-  void number(const char* key, double& into, double scale, bool zero_ok = false, double most = INFINITY) const {
+  // A number from kLeast to `most` (at most kMost), or 0 when zero_ok. The bounds keep every time
+  // the model derives from the file finite: a bandwidth of 1e-320 GB/s or a latency of 1e300 us
+  // would print inf or a 300-digit time, not a prediction.
+  static constexpr double kLeast = 1e-9, kMost = 1e9;
+  void number(const char* key, double& into, double scale, bool zero_ok = false, double most = kMost) const {
     if (!has(key)) return;
     const json& value = object_.at(key);
     if (!value.is_number()) throw UsageError(where_ + "." + key + " is not a number; give a number");
     const double x = value.get<double>();
-    if (!std::isfinite(x) || x < 0 || (!zero_ok && x == 0) || x > most) {
+    const double top = std::min(most, kMost);
+    if (!std::isfinite(x) || !((zero_ok && x == 0) || (x >= kLeast && x <= top))) {
       char range[80];
-      std::snprintf(range, sizeof range, "%s%s", zero_ok ? ">= 0" : "> 0",
-                    std::isfinite(most) ? (" and <= " + std::to_string(most).substr(0, 4)).c_str() : "");
+      std::snprintf(range, sizeof range, "%sfrom %g to %g", zero_ok ? "0 or " : "", kLeast, top);
       throw UsageError(where_ + "." + key + " = " + value.dump() + " is out of range; it must be " + range);
     }
     into = x * scale;

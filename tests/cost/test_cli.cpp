@@ -177,6 +177,13 @@ TEST_CASE("ringlab run --dry-run --hw: presets, machine files, and clear errors"
   const Run bad = run_ringlab("run --dry-run --hw " + path);
   CHECK(bad.status == 2);
   CHECK(bad.err.find("peak_tflops is not a number") != std::string::npos);
+  // A bandwidth JSON holds but no link has: refused, where the run printed "inf ms".
+  std::ofstream(path) << R"({"base": "h100-nvlink", "intra_node": {"bandwidth_gb_per_s": 1e-320}})";
+  const Run tiny = run_ringlab("run --dry-run --hw " + path);
+  CHECK(tiny.status == 2);
+  CHECK(lines(tiny.err).size() == 1);
+  CHECK(tiny.err.find("intra_node.bandwidth_gb_per_s") != std::string::npos);
+  CHECK(tiny.out.find("inf") == std::string::npos);
   std::remove(path.c_str());
   const Run inject = run_ringlab("run --dry-run --inject drop@1:0");
   CHECK(inject.status == 2);

@@ -141,7 +141,12 @@ TEST_CASE("machine files: mistakes get one line naming the field", "[cost][hardw
       Bad{R"({"base": "h100-ib", "intra_node": {"bandwidth_gb_per_s": -3}})", "bandwidth_gb_per_s"},
       Bad{R"({"base": "h100-ib", "device": {"tile": [128]}})", "tile"},
       Bad{R"({"base": "h100-ib", "element_bytes": 3})", "element_bytes"},
-      Bad{R"({"base": "tpu"})", "unknown hardware preset 'tpu'"}, Bad{R"([1, 2])", "is not an object"});
+      Bad{R"({"base": "tpu"})", "unknown hardware preset 'tpu'"}, Bad{R"([1, 2])", "is not an object"},
+      // Numbers JSON holds but no machine has: their times would print as inf or 300 digits.
+      Bad{R"({"base": "h100-ib", "intra_node": {"bandwidth_gb_per_s": 1e-320}})", "from 1e-09 to 1e+09"},
+      Bad{R"({"base": "h100-ib", "device": {"peak_tflops": 1e300}})", "peak_tflops = 1e+300 is out of range"},
+      Bad{R"({"base": "h100-ib", "inter_node": {"latency_us": 1e306}})", "latency_us"},
+      Bad{R"({"base": "h100-ib", "device": {"efficiency": {"backward_full": 1e-300}}})", "from 1e-09 to 1"});
   INFO(bad.text);
   try {
     (void)hardware_from_json(json::parse(bad.text), "m.json", 128);
