@@ -66,6 +66,11 @@ struct DryOptions {
   // Walk one node period of ring positions in a phase where every rank is the same up to rotation
   // (exact; see "Folding" above). false: walk every rank, always (the reference the tests use).
   bool fold = true;
+  // The most walking a run does: rank-steps (ranks walked x steps, summed over phases), 8 for each
+  // where blocks are classified one by one (a mask); past it UsageError before the walk (or before
+  // the phase that crosses it) rather than minutes of walking. 2^29: about 20 s, a contiguous
+  // causal ring of P = 16384 or a padded zig-zag one of P = 4096.
+  int64_t max_walk_work = int64_t{1} << 29;
 };
 
 // One rank's simulated run.

@@ -151,6 +151,32 @@ PlanSpec plan_spec(const RunConfig& config) {
   return spec;
 }
 
+void check_countable(const AttentionDims& dims, int64_t ranks) {
+  // Sizes, pairs and bytes are counted in int64_t (a rank's visible pairs are up to S^2, a tensor
+  // in fp64 8 B S (H + 2 HKV) D bytes), padding may add up to 2P - 1 tokens, and no executor runs
+  // more ranks than tokens usefully: past these bounds the counts wrap and a dry run prints
+  // negative megabytes. Checked in long double, which holds every product exactly enough here.
+  constexpr int64_t kMostTokens = int64_t{1} << 31;  // S^2 below 2^62
+  constexpr long double kMostBytes = 0x1p62L;
+  const long double bytes = 8.0L * static_cast<long double>(dims.batch) * static_cast<long double>(dims.seq) *
+                            (static_cast<long double>(dims.heads) + 2.0L * static_cast<long double>(dims.kv_heads)) *
+                            static_cast<long double>(dims.dim);
+  // Ranks: every plan holds per-rank state (a dry run's clocks, the plan's op lists), and 2^20 is
+  // more than any machine has; P = 10^8 took 47 s and 15 GB before any check could refuse it.
+  constexpr int64_t kMostRanks = int64_t{1} << 20;
+  if (ranks > kMostRanks) {
+    throw UsageError("P=" + std::to_string(ranks) + " is more ranks than ringlab plans (at most 2^20 = " +
+                     std::to_string(kMostRanks) + "); use --ranks " + std::to_string(kMostRanks) + " or fewer");
+  }
+  if (dims.seq > kMostTokens || bytes > kMostBytes) {
+    throw UsageError("B=" + std::to_string(dims.batch) + " S=" + std::to_string(dims.seq) +
+                     " H=" + std::to_string(dims.heads) + " HKV=" + std::to_string(dims.kv_heads) +
+                     " D=" + std::to_string(dims.dim) + " P=" + std::to_string(ranks) +
+                     " is too large to count in 64 bits; keep --seq at most 2^31 = " + std::to_string(kMostTokens) +
+                     " and B x S x (H + 2 HKV) x D below 2^59");
+  }
+}
+
 void validate(const RunConfig& flags) {
   if (flags.ranks <= 0) {
     throw UsageError("--ranks must be positive, got " + std::to_string(flags.ranks) + "; pass --ranks N with N >= 1");
@@ -171,6 +197,7 @@ void validate(const RunConfig& flags) {
   AttentionDims dims = flags.dims;
   if (dims.kv_heads == 0) dims.kv_heads = dims.heads;  // --kv-heads' default
   dims.validate();
+  check_countable(dims, flags.ranks);
   if (flags.timeout <= 0) {
     char text[64];
     std::snprintf(text, sizeof text, "%g", flags.timeout);

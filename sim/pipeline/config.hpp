@@ -73,6 +73,9 @@ PlanSpec plan_spec(const RunConfig& config);
 // refuses it with the fix). plan_spec and the viewer's controls pad through here.
 void pad_heads(PlanSpec& spec);
 
+// Refuses, with one line, sizes whose counts (pairs, bytes, padded tokens) would not fit in int64_t.
+void check_countable(const AttentionDims& dims, int64_t ranks);
+
 // Checks every constraint on the flags that needs no data: sizes, flag combinations. Throws
 // UsageError (one line with a fix); changes nothing. The flags become a problem in one place:
 // resolve_problem() (sim/pipeline/problem.hpp), which calls this first.

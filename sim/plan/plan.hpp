@@ -417,7 +417,8 @@ std::vector<Phase> ulysses_phases(const PlanSpec& spec);  // also the hybrid: Ul
 
 // The ring loops shared by ring and hybrid (sim/plan/algorithms/ring.cpp). ring_travel: per ring
 // position, the hops its block makes: the farthest hop h <= R - 1 at which the rank g + h still sees
-// some of its keys (with a window or documents and skipping on; R - 1 for every block otherwise).
+// some of its keys, with a window or documents and skipping on (the trimmed ring). Otherwise every
+// entry is the largest of those hops (all the untrimmed loops use): R - 1 without a mask.
 // ring_hops: the most of them, R - 1 unless the mask leaves the farthest blocks unneeded by every rank.
 // The two phases take ring_travel(spec), computed once per plan (it probes the mask block by block).
 std::vector<int64_t> ring_travel(const PlanSpec& spec);

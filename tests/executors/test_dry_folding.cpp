@@ -14,6 +14,7 @@
 #include <string>
 
 #include "executors/dry/dry_executor.hpp"
+#include "reference/error.hpp"
 #include "tests/plan/plan_cases.hpp"
 
 using namespace ringlab;
@@ -207,4 +208,33 @@ TEST_CASE("a zig-zag ring of P = 16384, S = 16M fwd+bwd folds to one node", "[co
   // Ranks a node apart alike (the zig-zag ring is balanced).
   CHECK(result.ranks[0].finish_s == result.ranks[16376].finish_s);
   CHECK(result.ranks.front().blocks_computed == result.ranks[12345].blocks_computed);
+}
+
+TEST_CASE("a walk past the budget is refused before it starts, one line; within it nothing changes",
+          "[cost][dry][fold]") {
+  // A contiguous causal ring of 64 cannot fold (below and above the diagonal cost differently):
+  // 64 ranks x (64 + 1 + 64) steps, fwd+bwd, and a budget under that refuses it before any walking.
+  const Plan contiguous = build_plan(spec_of(make(Algorithm::ring, LayoutKind::contiguous, 64, true)));
+  const Hardware hw = hardware_preset("h100-nvlink", 64);
+  DryOptions tight;
+  tight.max_walk_work = 64 * 64;
+  std::string message;
+  try {
+    run_dry_plan(contiguous, hw, tight);
+  } catch (const UsageError& e) {
+    message = e.what();
+  }
+  INFO(message);
+  CHECK(message.find("P=64") != std::string::npos);
+  CHECK(message.find("walked once") != std::string::npos);
+  CHECK(message.find('\n') == std::string::npos);
+  // The same budget lets the zig-zag ring of 64 through: it folds to one node's 8 positions.
+  const Plan zigzag = build_plan(spec_of(make(Algorithm::ring, LayoutKind::zigzag, 64, true)));
+  const DryResult folded = run_dry_plan(zigzag, hw, tight);
+  for (int64_t w : walked(zigzag, folded)) CHECK(w == 8);
+  CHECK(first_difference(folded, run_dry_plan(zigzag, hw)).empty());
+  // And the full walk of the contiguous ring under the default budget is the unlimited one's.
+  DryOptions unlimited;
+  unlimited.max_walk_work = INT64_MAX;
+  CHECK(first_difference(run_dry_plan(contiguous, hw), run_dry_plan(contiguous, hw, unlimited)).empty());
 }

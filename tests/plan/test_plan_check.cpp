@@ -116,6 +116,38 @@ TEST_CASE("a window bounds the ring to the hops it needs", "[plans][mask]") {
   CHECK(check.ok());
 }
 
+TEST_CASE("an untrimmed ring under a mask runs as many steps as its farthest-travelling block needs", "[plans][mask]") {
+  // Padding, --no-skip and the erratum leave the ring untrimmed: its loops run max_b T(b) + 1 steps,
+  // T(b) the farthest hop at which rank b + h still sees block b. ring_travel finds only that
+  // largest one (probing each block above the largest so far); here every T(b) is found the long way,
+  // one probe per hop, and its largest must be every entry of ring_travel.
+  const int64_t P = GENERATE(3, 4, 5, 8);
+  // S = a P + extra tokens, padded to what the layout needs.
+  const auto [layout, causal, a, extra, skip] =
+      GENERATE(std::tuple{LayoutKind::zigzag, true, int64_t{1}, int64_t{0}, true},  // S = P: half the tokens padding
+               std::tuple{LayoutKind::zigzag, true, int64_t{3}, int64_t{0}, true},
+               std::tuple{LayoutKind::contiguous, true, int64_t{1}, int64_t{1}, true},
+               std::tuple{LayoutKind::contiguous, false, int64_t{5}, int64_t{2}, true},
+               std::tuple{LayoutKind::zigzag, true, int64_t{1}, int64_t{0}, false});  // --no-skip
+  PlanSpec spec = spec_of(Algorithm::ring, layout, P, causal, skip, true);
+  spec.dims.seq = a * P + extra;
+  pad_to_layout(spec);
+  REQUIRE(spec.mask().general());
+  const Plan plan = build_plan(spec);
+  int64_t most = 0;
+  for (int64_t block = 0; block < P; ++block) {
+    int64_t hops = P - 1;
+    while (hops > 0 && block_mask_pairs(plan, (block + hops) % P, block) == 0) --hops;
+    most = std::max(most, hops);
+  }
+  const std::vector<int64_t> travel = ring_travel(spec);
+  CHECK(travel == std::vector<int64_t>(static_cast<size_t>(P), most));
+  CHECK(plan.phases().front().steps == most + 1);
+  const PlanCheck check = check_plan(plan);
+  INFO(findings_text(check));
+  CHECK(check.ok());
+}
+
 TEST_CASE("the trimmed ring forwards a block only as far as the last rank that needs it", "[plans][mask]") {
   const int64_t P = GENERATE(3, 4, 5, 8);
   const auto [causal, window, documents] = GENERATE(

@@ -67,6 +67,22 @@ std::vector<int64_t> ring_travel(const PlanSpec& spec) {
   std::vector<int64_t> travel(static_cast<size_t>(R), R - 1);
   if (!spec.mask().general() || R == 1 || spec.full_ring) return travel;
   const Plan probe(spec, {});
+  if (!trimmed(spec)) {
+    // Untrimmed (padding alone, --no-skip, an erratum): the loops run max T(b) + 1 steps and no
+    // block's own travel is used, so only the largest counts: each block is probed only above the
+    // largest so far, and the search ends at R - 1. O(R) probes, where finding every T(b) takes
+    // one per hop a block does not make (a causal zig-zag ring padded to twice its S, whose block
+    // b reaches only R - 1 - b hops: R^2 / 2 probes, minutes at R = 65536).
+    int64_t most = 0;
+    for (int64_t b = 0; b < R && most < R - 1; ++b)
+      for (int64_t hops = R - 1; hops > most; --hops)
+        if (block_mask_pairs(probe, (b + hops) % R, b) > 0) {
+          most = hops;
+          break;
+        }
+    std::fill(travel.begin(), travel.end(), most);
+    return travel;
+  }
   for (int64_t b = 0; b < R; ++b) {
     int64_t& hops = travel[static_cast<size_t>(b)];
     while (hops > 0 && block_mask_pairs(probe, (b + hops) % R, b) == 0) --hops;
