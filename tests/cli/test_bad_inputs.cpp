@@ -161,6 +161,12 @@ TEST_CASE("bad input across run, check, grade and ringlab-viz: exit 2, one line,
        ""},
       // a dry run that would walk every rank at every step of a huge ring: refused before walking
       {"", ringlab, {"run", "--dry-run", "--ranks", "65536", "--seq", "4194304", "--causal"}, "walked once", ""},
+      // a trimmed ring (a window) too long to plan block by block in seconds: refused at once
+      {"",
+       ringlab,
+       {"run", "--dry-run", "--ranks", "65536", "--seq", "16777216", "--causal", "--window", "4096"},
+       "trimmed block by block",
+       ""},
       // compare: flags a scenario would ignore, and a hybrid with no row
       {"", ringlab, {"compare", "--scenario", "llama3-8b", "--ranks", "4"}, "drop --ranks", ""},
       {"", ringlab, {"compare", "--scenario", "causal-8", "--seq", "100"}, "drop --seq", ""},

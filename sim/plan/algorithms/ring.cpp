@@ -33,6 +33,7 @@
 // which is right only when R <= 2.
 #include <algorithm>
 
+#include "reference/error.hpp"
 #include "sim/plan/plan.hpp"
 
 namespace ringlab {
@@ -66,6 +67,18 @@ std::vector<int64_t> ring_travel(const PlanSpec& spec) {
   const int64_t R = spec.ring_degree();
   std::vector<int64_t> travel(static_cast<size_t>(R), R - 1);
   if (!spec.mask().general() || R == 1 || spec.full_ring) return travel;
+  // A trimmed ring (below) probes each block's own travel from the farthest hop down: up to R^2
+  // probes when the window or the documents are short (R = 16384: 2.7 x 10^8, tens of seconds).
+  // Past that it is refused at once rather than planned for minutes.
+  constexpr int64_t kMostTrimmedRing = 16384;
+  if (trimmed(spec) && R > kMostTrimmedRing) {
+    throw UsageError(
+        "a ring of " + std::to_string(R) +
+        " positions under a window or documents is trimmed block by block, more than ringlab plans in "
+        "seconds (at most " +
+        std::to_string(kMostTrimmedRing) +
+        " positions); use fewer --ranks, or --algo hybrid with a Ulysses degree U, which shortens the ring");
+  }
   const Plan probe(spec, {});
   if (!trimmed(spec)) {
     // Untrimmed (padding alone, --no-skip, an erratum): the loops run max T(b) + 1 steps and no
