@@ -15,7 +15,8 @@
 //            waits, copies' addresses, the rescale of o, the row reductions' shuffles) is paid once
 //            per 128 keys rather than per 64: about a tenth fewer instructions per key for a full
 //            tile (kernel_static.py sass; gpu/README.md). (Until 2026-11-28: 64-key tiles with Q
-//            in registers, kQInRegisters; with 128-key tiles that spills.) 82.5 KiB: two blocks per SM.
+//            kept in registers after the first; with 128-key tiles that spills.) 82.5 KiB: two
+//            blocks per SM.
 // FlashAttention-2 also runs 4 warps x 32 rows for its 128-row hdim-128 forward; 8 warps x 16 rows
 // would feed each fragment to two mma again, and 8 x 32 = 256 rows would halve the blocks of a ring step's
 // short query blocks (a rank's share of a 1M sequence at P = 64 is 16K rows: 128 blocks per head).
@@ -69,9 +70,8 @@ struct ForwardFa2Tiles {
   static constexpr int kBlockQ = kWarps * kRowsPerWarp;
   static constexpr int kBlockK = D == 64 ? 128 : 64;  // see the top of the file
   static constexpr int kStages = 2;
-  static constexpr bool kQInRegisters = false;  // Q re-read per tile at both D: see the top of the file
-  static constexpr int kChunkTiles = 256;       // key tiles per table of tile kinds
-  static constexpr int kClassifyGroup = 8;      // key tiles a warp classifies per round of loads
+  static constexpr int kChunkTiles = 256;   // key tiles per table of tile kinds
+  static constexpr int kClassifyGroup = 8;  // key tiles a warp classifies per round of loads
   // Q tile, then K and V tiles per stage (16-bit elements), then two tables of tile kinds (padded
   // to 4 bytes), then for masked launches the rows' key spans (first, last) and each stage's key
   // positions (int32).
@@ -155,7 +155,6 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
   constexpr int kScoreTiles = BK / 8;  // n-tiles of S per row block (8 keys each)
   constexpr int kOutTiles = D / 8;     // n-tiles of O per row block
   constexpr int kDimChunks = D / 16;   // k-chunks of Q K^T
-  constexpr bool kQInRegisters = Tiles::kQInRegisters;
   constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
   RINGLAB_DYNAMIC_SMEM(smem_raw);
   T* q_smem = reinterpret_cast<T*>(smem_raw);  // (BQ, D) swizzled
@@ -246,8 +245,7 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
   const int q_lane = swizzled_lane_part<D>(warp * Tiles::kRowsPerWarp + lane % 16, lane / 16);
   const int k_lane = swizzled_lane_part<D>(lane % 8 + (lane / 16) * 8, (lane / 8) % 2);
   const int v_lane = swizzled_lane_part<D>(lane % 8 + ((lane / 8) % 2) * 8, lane / 16);
-  uint32_t qf[kRowBlocks][kQInRegisters ? kDimChunks : 1][4];  // with kQInRegisters: Q's A fragments, loaded once
-  bool computed = false, q_in_registers = false;               // computed: at least one key tile was
+  bool computed = false;  // at least one key tile was computed
   int stage = 0;
   // Q first, before the tile classification's loads: its latency overlaps theirs. (Loaded even when
   // every tile turns out skipped; the wait after the loop drains it before the block exits.)
@@ -321,17 +319,6 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
       const int next = computed_from(tile + 1);
       if (next < chunk_end) load_k(next, stage ^ 1);
       cp_async_commit();  // (possibly empty: the waits below count groups)
-      if constexpr (kQInRegisters) {
-        if (!q_in_registers) {
-          RINGLAB_UNROLL
-          for (int mb = 0; mb < kRowBlocks; ++mb) {
-            RINGLAB_UNROLL
-            for (int kc = 0; kc < kDimChunks; ++kc)
-              ldmatrix_x4(qf[mb][kc], q_smem + 16 * mb * D + (q_lane ^ (kc << 4)));
-          }
-          q_in_registers = true;
-        }
-      }
       const T* ks = k_smem + stage * BK * D;
       const T* vs = v_smem + stage * BK * D;
       const int32_t* kpos = kpos_smem + stage * BK;
@@ -348,14 +335,7 @@ RINGLAB_DEVICE void forward_fa2_body(const ForwardParams& p) {
       for (int kc = 0; kc < kDimChunks; ++kc) {
         uint32_t qa[kRowBlocks][4];
         RINGLAB_UNROLL
-        for (int mb = 0; mb < kRowBlocks; ++mb) {
-          if constexpr (kQInRegisters) {
-            RINGLAB_UNROLL
-            for (int i = 0; i < 4; ++i) qa[mb][i] = qf[mb][kc][i];
-          } else {
-            ldmatrix_x4(qa[mb], q_smem + 16 * mb * D + (q_lane ^ (kc << 4)));
-          }
-        }
+        for (int mb = 0; mb < kRowBlocks; ++mb) ldmatrix_x4(qa[mb], q_smem + 16 * mb * D + (q_lane ^ (kc << 4)));
         RINGLAB_UNROLL
         for (int np = 0; np < BK / 16; ++np) {
           uint32_t kb[4];  // B fragments of key n-tiles 2np (kb0, kb1) and 2np+1 (kb2, kb3)

@@ -115,6 +115,7 @@ RunOutcome run_schedule(const PlanSpec& spec, std::atomic<int64_t>* ops_done) {
   outcome.spec = spec;
   try {
     const Plan plan = build_plan(spec);
+    check_viewer_limits(plan);  // its model is drawn: the largest plan the viewer draws, as for a re-plan
     const AttentionInputs<float> x = make_inputs(spec.dims, 0, spec.backward);
     const AttentionInputs<double> inputs = x.cast<double>();
     // One kernel thread per rank: the viewer shares the machine with its own drawing.

@@ -32,7 +32,8 @@ struct RunOutcome {
 };
 
 // Builds, runs, verifies and diagnoses `spec` as given (call small_run_spec first for big sizes).
-// Blocking. Errors are reported in RunOutcome::error, never thrown.
+// Blocking. Errors are reported in RunOutcome::error, never thrown; a plan past the viewer's
+// limits (check_viewer_limits) is one of them.
 RunOutcome run_schedule(const PlanSpec& spec, std::atomic<int64_t>* ops_done = nullptr);
 
 // Puts a run's measurements into a model of the same plan: each block's own error

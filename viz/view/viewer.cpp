@@ -78,9 +78,7 @@ void Viewer::take_outcome(RunOutcome outcome) {
 
 void Viewer::run_blocking() {
   try {
-    const PlanSpec small = small_run_spec(controls_.spec());
-    check_viewer_limits(build_plan(small));  // as a re-plan: its model is drawn
-    take_outcome(run_schedule(small));
+    take_outcome(run_schedule(small_run_spec(controls_.spec())));
   } catch (const UsageError& error) {
     message_ = std::string("run: ") + error.what();
   }
@@ -88,9 +86,7 @@ void Viewer::run_blocking() {
 
 void Viewer::start_run() {
   try {
-    const PlanSpec small = small_run_spec(controls_.spec());
-    check_viewer_limits(build_plan(small));  // as a re-plan: its model is drawn
-    if (!live_.start(small)) message_ = "run: one is still running";
+    if (!live_.start(small_run_spec(controls_.spec()))) message_ = "run: one is still running";
   } catch (const UsageError& error) {
     message_ = std::string("run: ") + error.what();
   }
