@@ -118,21 +118,11 @@ int compare_command(CompareFlags& flags, const CLI::App& command) {
     std::cout << "sizes: " << cases.front().spec.dims.to_string() << ", P=" << cases.front().spec.ranks << " | hw "
               << hardware.name << "\n\n";
   } else {
-    // The user's sizes, as `ringlab run` heads its table (padding is the plan's, said apart), and
-    // the mask only where there is one: padding alone masks, but is not a mask to name.
+    // The user's sizes; padding differs row by row (zig-zag pads each document to 2P, striped to P,
+    // Ulysses the heads), so each row's note says its own. The mask only where there is one.
     const PlanSpec spec = plan_spec(config);
-    AttentionDims real = spec.dims;
-    real.seq = spec.tokens();
-    if (spec.padding_heads > 0 && spec.dims.kv_heads > 0) {
-      real.heads -= spec.padding_heads;
-      real.kv_heads -= spec.padding_heads / (spec.dims.heads / spec.dims.kv_heads);
-    }
     const bool masked = spec.causal || spec.window > 0 || spec.documents.size() > 1;
-    std::cout << "ringlab compare | P=" << spec.ranks << " | " << real.to_string();
-    if (spec.padding_tokens() > 0)
-      std::cout << " | +" << spec.padding_tokens() << " padding tokens (S=" << spec.dims.seq << " on the ranks)";
-    if (spec.padding_heads > 0)
-      std::cout << " | +" << spec.padding_heads << " padding heads (H=" << spec.dims.heads << " on the ranks)";
+    std::cout << "ringlab compare | P=" << spec.ranks << " | " << spec.real_dims().to_string();
     std::cout << " | " << (masked ? spec.mask().describe() + (spec.skip ? "" : ", no skip") : "full") << " | "
               << (spec.backward ? "fwd+bwd" : "fwd") << " | hw " << hardware.name << "\n\n";
   }

@@ -142,7 +142,7 @@ std::vector<CompareCase> compare_cases(const PlanSpec& base, int64_t ulysses, co
     spec.block = 0;
     spec.ulysses = u;
     spec.erratum = Erratum::none;
-    return spec;
+    return repadded(spec);  // each row padded as `ringlab run` pads its algorithm, layout and U
   };
   for (LayoutKind layout : layouts) cases.push_back({"ring", with(Algorithm::ring, layout, 1)});
   for (LayoutKind layout : layouts) cases.push_back({"allgather", with(Algorithm::allgather, layout, 1)});
@@ -172,7 +172,7 @@ double ideal_seconds(const PlanSpec& spec, const Hardware& hardware) {
   single.block = 0;
   single.ranks = 1;
   single.ulysses = 1;
-  return run_dry_plan(build_plan(single), hardware).makespan_s / double(spec.ranks);
+  return run_dry_plan(build_plan(repadded(single)), hardware).makespan_s / double(spec.ranks);
 }
 
 }  // namespace
@@ -197,6 +197,17 @@ std::vector<CompareRow> run_compare(const std::vector<CompareCase>& cases, const
           double(row.peak_memory_bytes) > hardware.device.memory_capacity_bytes) {
         row.note = "does not fit in device memory";
       }
+      // Padding is the row's own: zig-zag pads each document to 2P, striped to P, Ulysses the heads.
+      const PlanSpec& spec = row.what.spec;
+      std::string padding;
+      if (spec.padding_tokens() > 0)
+        padding =
+            "+" + std::to_string(spec.padding_tokens()) + " padding tokens (S=" + std::to_string(spec.dims.seq) + ")";
+      if (spec.padding_heads > 0) {
+        padding += std::string(padding.empty() ? "" : ", ") + "+" + std::to_string(spec.padding_heads) +
+                   " padding heads (H=" + std::to_string(spec.dims.heads) + ")";
+      }
+      if (!padding.empty()) row.note += (row.note.empty() ? "" : "; ") + padding;
     } catch (const UsageError& error) {
       row.ok = false;
       row.note = std::string("n/a: ") + error.what();

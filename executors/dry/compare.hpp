@@ -44,7 +44,8 @@ std::vector<std::string> scenario_names();
 // Throws UsageError listing the scenarios for an unknown name.
 Scenario make_scenario(const std::string& name);
 
-// Every algorithm x layout for the configuration `base` (its algo and layout are ignored): ring
+// Every algorithm x layout for the configuration `base` (its algo, layout and padding are ignored:
+// each case is padded anew for its own, as `ringlab run` pads it; see repadded): ring
 // and all-gather in each layout, Ulysses once (the layout does not change its cost), and the
 // hybrid in each layout with Ulysses degree `ulysses` (0 = the hardware's ranks per node when it
 // divides P and 1 < U < P; no hybrid rows otherwise).

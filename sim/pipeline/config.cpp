@@ -117,18 +117,6 @@ void add_schedule_flags(CLI::App& command, RunConfig& config, bool ranks) {
       ->check(CLI::IsMember({"reverse-dkv", "kv-offset-mask"}));
 }
 
-void pad_heads(PlanSpec& spec) {
-  const int64_t U = spec.algo == Algorithm::ulysses ? spec.ranks : spec.algo == Algorithm::hybrid ? spec.ulysses : 1;
-  if (U > 1 && spec.ranks % U == 0 && spec.dims.kv_heads > 0 && spec.dims.heads % spec.dims.kv_heads == 0 &&
-      spec.dims.kv_heads > U && spec.dims.kv_heads % U != 0) {
-    const int64_t group = spec.dims.heads / spec.dims.kv_heads;
-    const int64_t kv_heads = (spec.dims.kv_heads + U - 1) / U * U;
-    spec.padding_heads = (kv_heads - spec.dims.kv_heads) * group;
-    spec.dims.kv_heads = kv_heads;
-    spec.dims.heads = kv_heads * group;
-  }
-}
-
 PlanSpec plan_spec(const RunConfig& config) {
   PlanSpec spec;
   spec.algo = parse_algorithm(config.algo);

@@ -66,12 +66,6 @@ void add_precision_flags(CLI::App& command, RunConfig& config);
 
 // The plan spec of a resolved configuration (Problem::config).
 PlanSpec plan_spec(const RunConfig& config);
-// Heads that do not divide over the Ulysses degree U: HKV padded up to a multiple of U, with the
-// query heads of its group (H = group x HKV), all zero and cut from the outputs
-// (PlanSpec::padding_heads). Not when U > HKV: every rank would then hold a zero head or more per
-// real one (that needs K/V heads replicated across ranks, which ringlab does not do: build_plan
-// refuses it with the fix). plan_spec and the viewer's controls pad through here.
-void pad_heads(PlanSpec& spec);
 
 // Refuses, with one line, sizes whose counts (pairs, bytes, padded tokens) would not fit in int64_t.
 void check_countable(const AttentionDims& dims, int64_t ranks);

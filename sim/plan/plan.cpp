@@ -105,18 +105,46 @@ void pad_to_layout(PlanSpec& spec) {
   spec.dims.seq += spec.padding;
 }
 
+void pad_heads(PlanSpec& spec) {
+  const int64_t U = spec.algo == Algorithm::ulysses ? spec.ranks : spec.algo == Algorithm::hybrid ? spec.ulysses : 1;
+  if (U > 1 && spec.ranks % U == 0 && spec.dims.kv_heads > 0 && spec.dims.heads % spec.dims.kv_heads == 0 &&
+      spec.dims.kv_heads > U && spec.dims.kv_heads % U != 0) {
+    const int64_t group = spec.dims.heads / spec.dims.kv_heads;
+    const int64_t kv_heads = (spec.dims.kv_heads + U - 1) / U * U;
+    spec.padding_heads = (kv_heads - spec.dims.kv_heads) * group;
+    spec.dims.kv_heads = kv_heads;
+    spec.dims.heads = kv_heads * group;
+  }
+}
+
+AttentionDims PlanSpec::real_dims() const {
+  AttentionDims real = dims;
+  real.seq = tokens();
+  if (padding_heads > 0 && dims.kv_heads > 0) {
+    const int64_t group = dims.heads / dims.kv_heads;
+    real.heads -= padding_heads;
+    real.kv_heads -= padding_heads / group;
+  }
+  return real;
+}
+
+PlanSpec repadded(const PlanSpec& spec) {
+  PlanSpec out = spec;
+  out.dims = spec.real_dims();
+  out.padding = 0;
+  out.document_padding.clear();
+  out.padding_heads = 0;
+  pad_to_layout(out);
+  pad_heads(out);
+  return out;
+}
+
 std::string PlanSpec::describe() const {
   std::string text = algorithm_name(algo);
   if (algo == Algorithm::hybrid) text += "(U=" + std::to_string(ulysses) + ", R=" + std::to_string(ring_degree()) + ")";
   // check_layout, not make_layout: the same checks and name without a table of S / block units.
   text += " | " + check_layout(layout, dims.seq, ranks, block, mask());
-  AttentionDims real = dims;
-  real.seq = tokens();
-  if (padding_heads > 0 && dims.kv_heads > 0) {
-    const int64_t group = dims.heads / dims.kv_heads;
-    real.heads -= padding_heads, real.kv_heads -= padding_heads / group;
-  }
-  text += " | P=" + std::to_string(ranks) + " | " + real.to_string();
+  text += " | P=" + std::to_string(ranks) + " | " + real_dims().to_string();
   if (padding > 0) {
     text += " | +" + std::to_string(padding) + " padding token" + (padding > 1 ? "s" : "") +
             " (S=" + std::to_string(dims.seq) + " on the ranks)";

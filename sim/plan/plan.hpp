@@ -75,6 +75,8 @@ struct PlanSpec {
   int64_t padding_tokens() const;                                 // padding + the documents' padding
   bool padded_documents() const;                                  // some document_padding > 0
   int64_t tokens() const { return dims.seq - padding_tokens(); }  // the real tokens
+  // The user's sizes: S without the padding tokens, H and HKV without the padding heads.
+  AttentionDims real_dims() const;
   // Where the user's tokens 0..tokens()-1 sit among the plan's dims.seq positions (ascending;
   // 0..tokens()-1 unless documents are padded). The pipeline scatters inputs there and gathers
   // outputs from there.
@@ -403,8 +405,18 @@ int64_t collective_bytes(const Plan& plan, Collective collective);
 //     executor are unchanged), for at most 2P - 1 idle rows per document. The mask hides them,
 //     so pairs, FLOPs and the balance figures count real tokens only.
 // With --block only the per-document padding applies (to multiples of 2P block or P block).
-// `ringlab run`, `ringlab plan` and the viewer all pad through here.
+// `ringlab run`, `ringlab plan`, `ringlab compare` and the viewer all pad through here.
 void pad_to_layout(PlanSpec& spec);
+// Heads that do not divide over the Ulysses degree U: HKV padded up to a multiple of U, with the
+// query heads of its group (H = group x HKV), all zero and cut from the outputs
+// (PlanSpec::padding_heads). Not when U > HKV: every rank would then hold a zero head or more per
+// real one (that needs K/V heads replicated across ranks, which ringlab does not do: build_plan
+// refuses it with the fix). Called after pad_to_layout, by the same commands.
+void pad_heads(PlanSpec& spec);
+// The spec padded anew for its own algorithm, layout and U: what `ringlab run` would run for the
+// user's sizes (real_dims) with these (compare changes them row by row; a row must not inherit
+// padding that another layout or U needed).
+PlanSpec repadded(const PlanSpec& spec);
 
 // Compiles a spec into a plan; throws UsageError naming what does not fit (divisibility by the
 // layout, H and HKV by U, U by P, an erratum the algorithm does not have).

@@ -62,12 +62,14 @@ TEST_CASE("ringlab compare prints one fixed-width table with a units row", "[cos
   REQUIRE(text.size() > 12);
   CHECK(text[0] == "ringlab compare | P=8 | B=1 S=65536 H=32 HKV=8 D=128 | causal | fwd+bwd | hw h100-nvlink");
   CHECK(text[1].empty());
-  // Padding is said as `run` says it, with the user's S; padding alone is no mask to name.
+  // The heading has the user's sizes; padding, which differs row by row, is in each row's note, and
+  // padding alone is no mask to name.
   const Run padded = run_ringlab("compare --ranks 3");
   REQUIRE(padded.status == 0);
-  CHECK(lines(padded.out)[0] ==
-        "ringlab compare | P=3 | B=1 S=1024 H=4 HKV=4 D=64 | +2 padding tokens (S=1026 on the "
-        "ranks) | full | fwd | hw h100-nvlink");
+  const std::vector<std::string> padded_text = lines(padded.out);
+  CHECK(padded_text[0] == "ringlab compare | P=3 | B=1 S=1024 H=4 HKV=4 D=64 | full | fwd | hw h100-nvlink");
+  REQUIRE(padded_text.size() > 4);
+  CHECK(padded_text[4].ends_with("  +2 padding tokens (S=1026)"));
   CHECK(text[2] ==
         "case             layout          U     R        time    exposed    compute         sent   peak mem imbalance "
         "of ideal  note");
@@ -94,6 +96,44 @@ TEST_CASE("ringlab compare prints one fixed-width table with a units row", "[cos
   }
   CHECK(text[11].empty());
   CHECK(text[12].rfind("of ideal: ", 0) == 0);
+}
+
+// Each row is what `ringlab run --dry-run` gives for its algorithm and layout, padding included:
+// zig-zag pads each document to a multiple of 2P, striped to P, contiguous only the end, Ulysses
+// the heads that do not divide over P. (The rows once all took the zig-zag's padded S, and
+// Ulysses, planned without its head padding, was n/a where run pads.)
+TEST_CASE("ringlab compare: every row as ringlab run --dry-run costs it, with its own padding",
+          "[cost][cli][compare]") {
+  const std::string sizes = "--ranks 4 --seq 1000 --heads 6 --kv-heads 6 --docs 300,400,300 --causal --backward";
+  const Run compared = run_ringlab("compare " + sizes + " --json");
+  REQUIRE(compared.status == 0);
+  const nlohmann::json rows = nlohmann::json::parse(compared.out)["rows"];
+  REQUIRE(rows.size() == 9);  // ring and all-gather in 4 layouts (balanced: documents), Ulysses
+  int padded_rows = 0;
+  for (const nlohmann::json& row : rows) {
+    const std::string algo = row["case"];
+    std::string flags = "run --dry-run --json --algo " + algo + " " + sizes;
+    if (algo != "ulysses") {
+      const std::string config = row["config"];
+      const size_t at = config.find(" | ") + 3;
+      flags += " --layout " + config.substr(at, config.find_first_of(" (|", at) - at);
+    }
+    INFO(flags);
+    REQUIRE(row["ok"] == true);
+    const Run run = run_ringlab(flags);
+    REQUIRE(run.status == 0);
+    const nlohmann::json ran = nlohmann::json::parse(run.out);
+    CHECK(row["config"] == ran["config"]);
+    CHECK(row["bytes_sent_per_rank"] == ran["summary"]["bytes_sent_per_rank"]);
+    CHECK(row["time_seconds"] == ran["summary"]["time_seconds"]);
+    CHECK(row["compute_max_over_mean"] == ran["summary"]["load_imbalance"]["compute_max_over_mean"]);
+    CHECK(row["peak_memory_bytes"] == ran["memory"]["peak_bytes"]);
+    const std::string note = row["note"];
+    const bool padded = std::string(ran["config"]).find("padding") != std::string::npos;
+    CHECK((note.find("padding") != std::string::npos) == padded);
+    padded_rows += padded ? 1 : 0;
+  }
+  CHECK(padded_rows == 3);  // zig-zag's two rows (documents to 2P = 8) and Ulysses (heads 6 -> 8)
 }
 
 TEST_CASE("ringlab compare --scenario hybrid-64 --json", "[cost][cli][compare]") {

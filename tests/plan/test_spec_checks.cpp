@@ -154,3 +154,40 @@ TEST_CASE("padding and padding heads a spec cannot have are usage errors", "[pla
   CHECK(bad.user_positions()[975] == 975);
   CHECK(bad.user_positions()[976] == -1);
 }
+
+// A spec padded for one layout and U, its layout or U changed, and padded again: the padding is
+// the new layout's alone, as if the user's sizes had been given with it (ringlab compare's rows).
+TEST_CASE("repadded pads the user's sizes for the spec's own layout and Ulysses degree", "[plans][spec]") {
+  PlanSpec spec;
+  spec.ranks = 4;
+  spec.dims = {1, 1000, 6, 6, 64};
+  spec.causal = true;
+  spec.documents = {300, 400, 300};
+  spec.layout = LayoutKind::zigzag;
+  pad_to_layout(spec);
+  REQUIRE(spec.dims.seq == 1008);  // 300 and 300 padded to multiples of 2P = 8
+  REQUIRE(spec.real_dims().seq == 1000);
+  PlanSpec striped = spec;
+  striped.layout = LayoutKind::striped;  // documents to multiples of P = 4: none needed
+  striped = repadded(striped);
+  CHECK(striped.dims.seq == 1000);
+  CHECK(striped.padding_tokens() == 0);
+  PlanSpec ulysses = spec;
+  ulysses.algo = Algorithm::ulysses;
+  ulysses.layout = LayoutKind::contiguous;
+  ulysses = repadded(ulysses);
+  CHECK(ulysses.dims.seq == 1000);
+  CHECK(ulysses.dims.heads == 8);  // HKV = 6 over U = 4: padded to 8, two zero heads
+  CHECK(ulysses.padding_heads == 2);
+  CHECK(ulysses.real_dims().heads == 6);
+  CHECK(ulysses.real_dims().kv_heads == 6);
+  PlanSpec back = repadded(ulysses);  // idempotent, and back to zig-zag gives the first spec's padding
+  CHECK(back.dims.heads == 8);
+  back.algo = Algorithm::ring;
+  back.layout = LayoutKind::zigzag;
+  back = repadded(back);
+  CHECK(back.dims.seq == spec.dims.seq);
+  CHECK(back.document_padding == spec.document_padding);
+  CHECK(back.dims.heads == 6);
+  CHECK(back.padding_heads == 0);
+}

@@ -88,8 +88,8 @@ ScheduleControls ScheduleControls::from_spec(const PlanSpec& s) {
   c.seq = static_cast<int>(s.tokens());
   // The user's heads, without the padding heads spec() adds back (shown padded, the controls
   // planned another problem: H = 8 instead of ringlab plan's H = 6 with 2 padding heads).
-  const int64_t group = s.dims.kv_heads > 0 ? s.dims.heads / s.dims.kv_heads : 1;
-  const int64_t heads = s.dims.heads - s.padding_heads, kv_heads = s.dims.kv_heads - s.padding_heads / group;
+  const AttentionDims real = s.real_dims();
+  const int64_t heads = real.heads, kv_heads = real.kv_heads;
   c.heads = static_cast<int>(heads);
   c.kv_heads = kv_heads == heads ? 0 : static_cast<int>(kv_heads);
   c.dim = static_cast<int>(s.dims.dim);
