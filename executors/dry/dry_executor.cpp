@@ -187,7 +187,6 @@ class DryRun {
     const double inter = hw_.inter_node.seconds(double(bytes)) / (host ? copy_share_ : 1.0);
     const double verify_intra = hw_.intra_node.verify_seconds(double(bytes)) / copy_share_;
     const double verify_inter = hw_.inter_node.verify_seconds(double(bytes)) / copy_share_;
-    const int tag = static_cast<int>((phase * 4 + t.id) * 1000000 + step);
     for (int64_t g = 0; g < span_; ++g) {
       int64_t to_g = g + send_delta;
       if (to_g >= R_) to_g -= R_;
@@ -231,7 +230,7 @@ class DryRun {
         if (tracing_) {
           TraceEvent event = event_at(r, TraceLane::comm, host ? "isend (copy)" : "send", start, end, step);
           event.peer = static_cast<int>(to_rank);
-          event.tag = tag;
+          event.tag = exchange_tag(phase, t.id, step);  // traces exist only well below 10^6 steps
           event.bytes = bytes;
           trace_.push_back(std::move(event));
         }

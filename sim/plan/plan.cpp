@@ -117,6 +117,15 @@ void pad_heads(PlanSpec& spec) {
   }
 }
 
+int exchange_tag(int64_t phase, int id, int64_t step) {
+  constexpr int64_t kSteps = 1'000'000, kPhases = 255;
+  if (phase < 0 || phase > kPhases || id < 0 || id >= 4 || step < 0 || step >= kSteps) {
+    throw std::logic_error("exchange_tag: phase " + std::to_string(phase) + ", exchange " + std::to_string(id) +
+                           ", step " + std::to_string(step) + " past the tag's bounds");
+  }
+  return static_cast<int>((phase * 4 + id) * kSteps + step);
+}
+
 AttentionDims PlanSpec::real_dims() const {
   AttentionDims real = dims;
   real.seq = tokens();
@@ -452,7 +461,7 @@ std::vector<Op> expand(const Plan& plan, int64_t rank) {
                 e.recv_slot = t.recv_slot.at(step);
                 e.bytes = payload_bytes(plan, t.payload);
                 // Tags name (phase, exchange, step) so every message matches exactly one receive.
-                e.tag = static_cast<int>((p * 4 + static_cast<size_t>(t.id)) * 1000000 + static_cast<size_t>(step));
+                e.tag = exchange_tag(static_cast<int64_t>(p), t.id, step);
                 op.body = e;
               } else if constexpr (std::is_same_v<T, WaitT>) {
                 op.body = WaitOp{t.exchange_id, step - t.lag};

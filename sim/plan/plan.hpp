@@ -389,6 +389,17 @@ int64_t block_mask_pairs(const Plan& plan, int64_t q_block, int64_t kv_block);
 
 // Bytes of one payload of a ring position's block (what an Exchange of it sends).
 int64_t payload_bytes(const Plan& plan, Payload payload);
+// The tag of exchange `id` of phase `phase` at `step`, the same on both ends and distinct for every
+// (phase, exchange, step) of a plan: (phase x 4 + id) x 10^6 + step, as every trace ringlab has
+// written reads it. Exact for ids below 4, steps below 10^6 and up to 255 phases, where 2 x tag + 1
+// (the simulator sends K and V as tags 2x and 2x + 1) still fits an int. Throws std::logic_error
+// outside those bounds rather than wrap into another exchange's tag. Only op lists (expand) and
+// traces carry tags: neither exists for a ring of 10^6 steps (plans that large are refused for
+// showing, and a traced dry run for its size), while a dry run without a trace needs none.
+int exchange_tag(int64_t phase, int id, int64_t step);
+// The inverse's exchange: (phase x 4 + id) of a tag (a trace's send; old traces alike).
+inline int64_t exchange_of_tag(int64_t tag) { return tag / 1'000'000; }
+
 // Bytes one rank sends (and as many it receives) in one collective of this plan; the same on every
 // rank. What CollectiveOp::send_bytes holds, without building the op (the dry executor's use).
 int64_t collective_bytes(const Plan& plan, Collective collective);

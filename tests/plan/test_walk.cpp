@@ -4,6 +4,7 @@
 // every call, and hand-broken op lists — a missing send, a wrong peer, a collective a member skips,
 // mismatched collective kinds — end in a description naming each blocked rank, never a hang.
 #include <catch2/catch.hpp>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -425,4 +426,37 @@ TEST_CASE("walk_plan refuses op lists that are not one per rank", "[plans][walk]
   ops.pop_back();
   Recorder rec(ops);
   CHECK_THROWS_AS(walk_plan(plan, ops, rec), std::invalid_argument);
+}
+
+// Tags match each receive to its send, so they must be distinct for every (phase, exchange, step),
+// and 2 tag + 1 must fit an int (the simulator's V message). A factor of 10^6 per exchange would let
+// exchange 0's step 10^6 take exchange 1's step 0: past its bounds the tag is refused, not wrapped.
+TEST_CASE("exchange tags are distinct across phases, exchanges and steps, and refused past their bounds",
+          "[plans][walk]") {
+  std::set<int> seen;
+  for (int64_t phase : {0, 1, 2, 255}) {
+    for (int id = 0; id < 4; ++id) {
+      for (int64_t step : {int64_t{0}, int64_t{1}, int64_t{999999}}) {
+        const int tag = exchange_tag(phase, id, step);
+        CHECK(tag >= 0);
+        CHECK(tag <= (std::numeric_limits<int>::max() - 1) / 2);
+        CHECK(exchange_of_tag(tag) == phase * 4 + id);
+        CHECK(seen.insert(tag).second);
+      }
+    }
+  }
+  CHECK_THROWS_AS(exchange_tag(0, 0, 1000000), std::logic_error);
+  CHECK_THROWS_AS(exchange_tag(0, 4, 0), std::logic_error);
+  CHECK_THROWS_AS(exchange_tag(256, 0, 0), std::logic_error);
+  CHECK_THROWS_AS(exchange_tag(0, 0, -1), std::logic_error);
+  // The ops of a plan carry exactly these tags (the dry executor's trace computes them alike).
+  const Plan plan = build_plan(spec_of(Algorithm::ring, LayoutKind::zigzag, 3, true, true));
+  int exchanges = 0;
+  for (const Op& op : expand(plan, 1)) {
+    if (const auto* e = std::get_if<ExchangeOp>(&op.body)) {
+      CHECK(e->tag == exchange_tag(op.phase, e->id, op.step));
+      ++exchanges;
+    }
+  }
+  CHECK(exchanges > 0);
 }

@@ -338,8 +338,8 @@ void fill_grid(ScheduleModel& m, std::span<const TraceEvent> events, StepOf step
 }
 
 // Transfers: one per (sender, receiver, step, exchange), from the senders' events. The plan's tag
-// of an exchange is x = (phase * 4 + exchange id) * 10^6 + step (see expand() in
-// sim/plan/plan.cpp): exchange id 1 is the dK/dV accumulator. ringlab's sim sends K and V as two
+// of an exchange is x = (phase * 4 + exchange id) * 10^6 + step (exchange_tag in
+// sim/plan/plan.hpp): exchange id 1 is the dK/dV accumulator. ringlab's sim sends K and V as two
 // messages with tags 2x and 2x+1, each half the bytes; a GPU executor copies the exchange as one
 // message with tag x.
 template <class StepOf>
@@ -356,7 +356,7 @@ void fill_transfers(ScheduleModel& m, std::span<const TraceEvent> events, StepOf
     if (step < 0) continue;
     const int64_t exchange = e.tag < 0 ? -1 : halves ? e.tag / 2 : e.tag;
     if (!sent.insert({e.rank, e.peer, step, exchange}).second) continue;
-    const bool dkv = exchange >= 0 && (exchange / 1000000) % 4 == 1;
+    const bool dkv = exchange >= 0 && exchange_of_tag(exchange) % 4 == 1;
     const int64_t held = m.rank_steps[static_cast<size_t>(e.rank)][static_cast<size_t>(step)].computed;
     const double start = (e.start_us - t0) * 1e-6;
     m.transfers.push_back({e.rank, e.peer, dkv ? Payload::dkv : Payload::kv, dkv ? kNoBlock : held, step,
