@@ -323,6 +323,11 @@ class Fields {
     }
     into = value.get<int64_t>();
   }
+  void boolean(const char* key, bool& into) const {
+    if (!has(key)) return;
+    if (!object_.at(key).is_boolean()) throw UsageError(where_ + "." + key + " is not true or false; give one");
+    into = object_.at(key).get<bool>();
+  }
   void text(const char* key, std::string& into) const {
     if (!has(key)) return;
     if (!object_.at(key).is_string()) throw UsageError(where_ + "." + key + " is not a string; give a string");
@@ -336,12 +341,18 @@ class Fields {
 
 void read_link(const Fields& parent, const char* key, const std::string& where, LinkClass& link) {
   if (!parent.has(key)) return;
-  const Fields f(parent.at(key), where + "." + key, {"name", "bandwidth_gb_per_s", "latency_us"});
+  const Fields f(parent.at(key), where + "." + key,
+                 {"name", "bandwidth_gb_per_s", "latency_us", "host_copy", "verify_gb_per_s"});
   f.text("name", link.name);
   f.number("bandwidth_gb_per_s", link.bandwidth_Bps, 1e9);
   f.number("latency_us", link.latency_s, 1e-6, true);
+  // The simulator's queues (the cpu preset prints them): copies by the sending thread, a checksum
+  // pass at the receiver's wait.
   link.host_copy = false;
   link.verify_bandwidth_Bps = 0;
+  f.boolean("host_copy", link.host_copy);
+  f.number("verify_gb_per_s", link.verify_bandwidth_Bps, 1e9, true);
+  if (link.verify_bandwidth_Bps > 0 && !link.host_copy) f.fail("has verify_gb_per_s without host_copy: true");
 }
 
 // [{"rows": 1024, "forward": 0.6, "backward": 0.8}, ...]: rows ascending, distinct, factors > 0.
@@ -358,6 +369,28 @@ void read_block_rows(const json& list, const std::string& where, std::vector<Blo
     f.number("backward", k.backward, 1, false, 4);
     if (!into.empty() && k.rows <= into.back().rows)
       throw UsageError(at + ".rows = " + std::to_string(k.rows) + " must be above the one before; list rows ascending");
+    into.push_back(k);
+  }
+}
+
+// [{"threads": 2, "forward": 0.9, "backward": 0.8}, ...]: the cpu preset's measured scaling of a
+// kernel on t threads; threads ascending, distinct, factors > 0.
+void read_thread_scaling(const json& list, const std::string& where, std::vector<ThreadScaling>& into) {
+  if (!list.is_array())
+    throw UsageError(where + " must be an array of {\"threads\": t, \"forward\": f, \"backward\": b}");
+  into.clear();
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    const Fields f(list[i], at, {"threads", "forward", "backward"});
+    if (!f.has("threads")) throw UsageError(at + " needs threads (the kernel's thread count)");
+    ThreadScaling k;
+    f.integer("threads", k.threads, 1);
+    f.number("forward", k.forward, 1, false, 4);
+    f.number("backward", k.backward, 1, false, 4);
+    if (!into.empty() && k.threads <= into.back().threads) {
+      throw UsageError(at + ".threads = " + std::to_string(k.threads) +
+                       " must be above the one before; list threads ascending");
+    }
     into.push_back(k);
   }
 }
@@ -384,7 +417,10 @@ std::string hardware_json_help() {
          "\"intra_node\": {\"bandwidth_gb_per_s\": 375, \"latency_us\": 3}, \"inter_node\": {\"bandwidth_gb_per_s\": "
          "50, "
          "\"latency_us\": 5}, \"sources\": [\"...\"]}; without \"base\", device.peak_tflops, "
-         "device.efficiency.forward_full and intra_node.bandwidth_gb_per_s are required";
+         "device.efficiency.forward_full and intra_node.bandwidth_gb_per_s are required. The hardware object "
+         "that --json prints loads as a machine file, the cpu preset's too (its measured device.shared_cores, "
+         "first_touch_gb_per_s and thread_scaling, and links with host_copy and verify_gb_per_s: the simulator's "
+         "queues on the machine that measured them)";
 }
 
 Hardware hardware_from_json(const json& document, const std::string& source, int64_t head_dim) {
@@ -397,7 +433,9 @@ Hardware hardware_from_json(const json& document, const std::string& source, int
   const bool from_base = !base.empty();
   if (from_base) {
     if (base == "cpu")
-      throw UsageError(source + ".base = \"cpu\" is measured, not described; base a file on a GPU preset");
+      throw UsageError(source +
+                       ".base = \"cpu\" is measured, not described; base a file on a GPU preset, or save the "
+                       "\"hardware\" object of `ringlab run --dry-run --hw cpu --json` as the file");
     hw = hardware_preset(base, head_dim);
   } else {
     hw.device.memory_bandwidth_Bps = 0;
@@ -417,7 +455,8 @@ Hardware hardware_from_json(const json& document, const std::string& source, int
     const std::string where = source + ".device";
     const Fields d(top.at("device"), where,
                    {"name", "peak_tflops", "efficiency", "tile", "kernel_launch_us", "memory_bandwidth_gb_per_s",
-                    "memory_gb", "ranks_per_device", "block_rows", "short_queries", "short_keys", "floor"});
+                    "memory_gb", "ranks_per_device", "block_rows", "short_queries", "short_keys", "floor",
+                    "shared_cores", "first_touch_gb_per_s", "thread_scaling"});
     d.text("name", hw.device.name);
     have_peak = have_peak || d.has("peak_tflops");
     d.number("peak_tflops", hw.device.peak_flops, 1e12);
@@ -426,6 +465,13 @@ Hardware hardware_from_json(const json& document, const std::string& source, int
     d.number("memory_gb", hw.device.memory_capacity_bytes, 1e9, true);
     d.integer("ranks_per_device", hw.device.ranks_per_device, 1);
     if (d.has("block_rows")) read_block_rows(d.at("block_rows"), where + ".block_rows", hw.device.block_rows);
+    // The cpu preset's fields: rank threads sharing cores, first-touch page faults, thread scaling.
+    d.integer("shared_cores", hw.device.shared_cores, 1);
+    d.number("first_touch_gb_per_s", hw.device.first_touch_Bps, 1e9, true);
+    if (d.has("thread_scaling")) {
+      if (hw.device.shared_cores == 0) d.fail("has thread_scaling without shared_cores");
+      read_thread_scaling(d.at("thread_scaling"), where + ".thread_scaling", hw.device.thread_scaling);
+    }
     read_factor(d, "short_queries", where, hw.device.short_queries);
     read_factor(d, "short_keys", where, hw.device.short_keys);
     if (d.has("floor")) {

@@ -106,6 +106,72 @@ TEST_CASE("machine files: a preset written as JSON reads back the same", "[cost]
   CHECK(back.sources == ib.sources);
 }
 
+namespace {
+
+// Every number of two JSON documents equal to within rounding (GB/s <-> bytes/s scales by 1e9).
+void check_same_numbers(const json& a, const json& b, const std::string& at) {
+  INFO(at);
+  REQUIRE(a.type() == b.type());
+  if (a.is_object()) {
+    REQUIRE(a.size() == b.size());
+    for (const auto& item : a.items()) {
+      REQUIRE(b.contains(item.key()));
+      check_same_numbers(item.value(), b.at(item.key()), at + "." + item.key());
+    }
+  } else if (a.is_array()) {
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) check_same_numbers(a[i], b[i], at + "[" + std::to_string(i) + "]");
+  } else if (a.is_number_float()) {
+    CHECK(b.get<double>() == Approx(a.get<double>()).epsilon(1e-14));
+  } else {
+    CHECK(a == b);
+  }
+}
+
+}  // namespace
+
+// What `--json` prints as "hardware" is a machine file: saved and passed to --hw, it costs every
+// plan as the preset did. The cpu preset's fields (shared cores, first touch, thread scaling, host
+// copy links) were once refused as unknown.
+TEST_CASE("machine files: every preset's printed hardware loads back and costs the same", "[cost][hardware][json]") {
+  for (const std::string& name : hardware_preset_names()) {
+    INFO(name);
+    const Hardware preset = hardware_preset(name, 64);
+    const json printed = to_json(preset);
+    const Hardware back = hardware_from_json(printed, name + ".json", 64);
+    check_same_numbers(printed, to_json(back), name);
+    for (Algorithm algo : {Algorithm::ring, Algorithm::ulysses}) {
+      PlanSpec spec;
+      spec.algo = algo;
+      spec.layout = LayoutKind::zigzag;
+      spec.ranks = 3;
+      spec.dims = {1, 768, 6, 3, 64};
+      spec.causal = true;
+      spec.backward = true;
+      spec.element_bytes = preset.element_bytes;
+      const Plan plan = build_plan(spec);
+      const DryResult want = run_dry_plan(plan, preset), got = run_dry_plan(plan, back);
+      CHECK(got.makespan_s == Approx(want.makespan_s).epsilon(1e-12));
+      CHECK(got.memory.peak_bytes == want.memory.peak_bytes);
+    }
+  }
+  // The cpu fields' own mistakes.
+  CHECK_THROWS_WITH(
+      hardware_from_json(json::parse(R"({"base": "h100-ib", "device": {"thread_scaling": []}})"), "m.json"),
+      Catch::Contains("thread_scaling without shared_cores"));
+  CHECK_THROWS_WITH(
+      hardware_from_json(json::parse(R"({"base": "h100-ib", "intra_node": {"verify_gb_per_s": 3}})"), "m.json"),
+      Catch::Contains("verify_gb_per_s without host_copy"));
+  CHECK_THROWS_WITH(
+      hardware_from_json(
+          json::parse(
+              R"({"base": "h100-ib", "device": {"shared_cores": 2, "thread_scaling": [{"threads": 2}, {"threads": 2}]}})"),
+          "m.json"),
+      Catch::Contains("threads ascending"));
+  CHECK_THROWS_WITH(hardware_from_json(json::parse(R"({"base": "h100-ib", "intra_node": {"host_copy": 1}})"), "m.json"),
+                    Catch::Contains("host_copy is not true or false"));
+}
+
 TEST_CASE("machine files: a small description, a preset as base, and the file path form", "[cost][hardware][json]") {
   const json small = json::parse(R"({"name": "lab", "device": {"peak_tflops": 100, "efficiency": {"forward_full": 0.5}},
                                      "intra_node": {"bandwidth_gb_per_s": 20}, "ranks_per_node": 4})");
