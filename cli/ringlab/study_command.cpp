@@ -29,7 +29,10 @@ void add_study_commands(CLI::App& app, Registry& registry) {
       "precision",
       "error against float64 at each P, accumulating in fp32 and in the storage precision, forward and backward");
   add_schedule_flags(*precision, flags->config, false);
-  precision->add_option("--ranks,-P", flags->ranks, "rank counts, e.g. 1,2,4,8,16,32 (P=1 is always run)")
+  precision
+      ->add_option(
+          "--ranks,-P", flags->ranks,
+          "rank counts, e.g. 1,2,4,8,16,32 (P=1 is always run; at most " + std::to_string(kMaxStudiedRanks) + ")")
       ->delimiter(',')
       ->capture_default_str();
   precision->add_option("--in", flags->config.in_dir, "read q.npy k.npy v.npy [dout.npy] from DIR");

@@ -24,11 +24,19 @@ const PrecisionStudyRow& PrecisionStudy::row(const std::string& accumulate, int6
 
 namespace {
 
+// The flags at P ranks. One rank runs one step whatever the communication pattern, so P = 1 runs
+// as a plain ring: a hybrid's Ulysses degree (2 or more) cannot divide one rank, and would refuse
+// the whole study.
+RunConfig config_at(RunConfig config, int64_t p) {
+  config.ranks = p;
+  if (p == 1) config.algo = "ring", config.ulysses = 0;
+  return config;
+}
+
 // The problem at P ranks, resolved as a run resolves it (--docs against P's layout; the --in
 // files' sizes), and its plan's spec.
 PlanSpec spec_at(const RunConfig& flags, const AttentionDims* files, int64_t p) {
-  RunConfig at_p = flags;
-  at_p.ranks = p;
+  const RunConfig at_p = config_at(flags, p);
   const Problem problem = resolve_problem(at_p, files);
   PlanSpec spec = plan_spec(problem.config);
   if (spec.padding_tokens() > 0 || spec.padding_heads > 0) {
@@ -45,7 +53,7 @@ Verification run_once(RunConfig config, const AttentionDims* files, int64_t p, c
   config.accumulate = accumulate;
   const PlanSpec spec = spec_at(config, files, p);
   SimExecutor executor;
-  executor.configure(config);
+  executor.configure(config_at(config, p));
   const Plan plan = build_plan(spec);
   ExecutionResult result = executor.execute(plan, x, {});
   if (result.failure) {
@@ -73,12 +81,46 @@ PrecisionStudy run_precision_study(RunConfig config, std::vector<int64_t> ranks)
   if (config.precision == "fp32") {
     throw UsageError("the precision study compares low-precision storage with float64; pick --precision bf16 or fp16");
   }
+  // Every P runs three times, forward and backward, and a run's steps grow as P^2: P = 512 takes
+  // about 20 s at the default S, P = 1024 minutes and gigabytes. The study's trends show long
+  // before that; one run at a larger P is `ringlab run`'s.
+  if (ranks.back() > kMaxStudiedRanks) {
+    const std::string p = std::to_string(ranks.back());
+    throw UsageError("--ranks " + p + " is too many for the precision study (three runs per P, minutes beyond P=" +
+                     std::to_string(kMaxStudiedRanks) + "); use at most --ranks " + std::to_string(kMaxStudiedRanks) +
+                     ", or ringlab run -P " + p + " --precision " + config.precision + " --backward for one run");
+  }
   SimExecutor executor;
   executor.configure(config);
   std::optional<AttentionInputs<double>> read = read_input_files(config);
   const AttentionDims file_dims = read ? input_dims(*read, true) : AttentionDims{};
   const AttentionDims* files = read ? &file_dims : nullptr;
-  for (const int64_t p : ranks) spec_at(config, files, p);  // every P checked before any is run
+  // --docs random:N draws its lengths in multiples of the layout's unit, which depends on P
+  // (striped deals P tokens a round, zig-zag cuts 2P chunks), so each P would draw other
+  // documents and run another mask than the oracle's. Every P runs the largest P's documents: the
+  // problem `ringlab run` runs at that P, and the one the study's header names.
+  const std::string docs_given = config.docs;
+  if (docs_given.rfind("random:", 0) == 0) {
+    RunConfig largest = config;
+    largest.ranks = ranks.back();
+    std::string lengths;
+    for (const int64_t length : resolve_problem(largest, files).config.documents)
+      lengths += (lengths.empty() ? "" : ",") + std::to_string(length);
+    config.docs = lengths;
+  }
+  for (const int64_t p : ranks) {  // every P checked before any is run
+    RunConfig given = config;
+    given.docs = docs_given;
+    spec_at(given, files, p);  // the flags as given: the run's own refusals
+    try {
+      spec_at(config, files, p);
+    } catch (const UsageError&) {  // only the documents drawn at the largest P do not fit this P
+      throw UsageError("--docs " + docs_given + " draws its documents (" + config.docs +
+                       ") at the largest P=" + std::to_string(ranks.back()) + ", and --layout " + config.layout +
+                       " cannot split them at P=" + std::to_string(p) +
+                       "; list rank counts that divide the largest, e.g. --ranks 1,2,4,8");
+    }
+  }
   RunConfig largest = config;
   largest.ranks = ranks.back();
   const Problem problem = resolve_problem(largest, files);  // the problem at the largest P: the oracle's mask

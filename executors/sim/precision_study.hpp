@@ -16,6 +16,9 @@
 
 namespace ringlab {
 
+// The largest P the study runs (it refuses more: three runs per P, each slower as P^2).
+inline constexpr int64_t kMaxStudiedRanks = 256;
+
 // The --accumulate choices the study runs, in its table's order.
 inline constexpr const char* kStudiedAccumulations[] = {"fp32", "storage", "fused"};
 
@@ -40,7 +43,8 @@ struct PrecisionStudy {
 
 // Runs the study for `config` (its --ranks is replaced by each of `ranks`; P = 1 is always run,
 // first). Throws UsageError for flags a run would refuse, a P the layout cannot split S over
-// (the study does not pad), or fp32 storage (there is nothing to study).
+// (the study does not pad), a P above kMaxStudiedRanks, or fp32 storage (there is nothing to
+// study). --docs random:N is drawn once, at the largest P, and every P runs those documents.
 PrecisionStudy run_precision_study(RunConfig config, std::vector<int64_t> ranks);
 
 void print_precision_study(std::ostream& out, const PrecisionStudy& study);

@@ -71,11 +71,47 @@ TEST_CASE("precision study: flat with fp32 accumulation, growing with storage ac
   CHECK(json["precision"] == "bf16");
 }
 
-TEST_CASE("precision study refuses fp32 storage and a P the layout cannot split", "[precision]") {
+TEST_CASE("precision study refuses fp32 storage, a P the layout cannot split, and too many ranks", "[precision]") {
   RunConfig config = small_problem();
   config.precision = "fp32";
   CHECK_THROWS_AS(run_precision_study(config, {2}), UsageError);
   CHECK_THROWS_WITH(run_precision_study(small_problem(), {1, 256}), Catch::Contains("does not pad"));
+  // Three runs per P, each slower as P^2: refused before any runs, however well S splits.
+  RunConfig many = small_problem();
+  many.dims.seq = 4096;
+  CHECK_THROWS_WITH(run_precision_study(many, {1, 512}),
+                    Catch::Contains("--ranks 512 is too many for the precision study") &&
+                        Catch::Contains("use at most --ranks 256, or ringlab run -P 512 --precision bf16 --backward"));
+}
+
+TEST_CASE("precision study: --docs random:N runs the same documents at every P", "[precision]") {
+  // Zig-zag draws random documents in multiples of 2P tokens, coarsened while they stay short:
+  // at S = 256 that is 32-token multiples at P = 16 but 16-token ones at P <= 8. Every P must run
+  // the oracle's documents, or its "error" is that of another mask (order 1, not 1e-3).
+  RunConfig config = small_problem();
+  config.docs = "random:3";
+  const PrecisionStudy study = run_precision_study(config, {2, 4, 8, 16});
+  for (const int64_t p : study.ranks) {
+    INFO("P=" << p);
+    CHECK(study.row("fp32", p, "out").max_error < 0.05);
+    CHECK(study.row("fp32", p, "out").rms_ratio < 1.5);
+  }
+  // Rank counts that do not divide the largest may not split its documents: refused by name.
+  config.dims.seq = 384;
+  config.layout = "striped";
+  CHECK_THROWS_WITH(run_precision_study(config, {3, 4}),
+                    Catch::Contains("--docs random:3 draws its documents (") &&
+                        Catch::Contains("cannot split them at P=3; list rank counts that divide the largest"));
+}
+
+TEST_CASE("precision study runs a hybrid (its P = 1 is one rank, whatever U)", "[precision]") {
+  RunConfig config = small_problem();
+  config.algo = "hybrid";
+  config.ulysses = 2;
+  const PrecisionStudy study = run_precision_study(config, {2, 4});
+  REQUIRE(study.ranks == std::vector<int64_t>{1, 2, 4});
+  CHECK(study.config.rfind("hybrid(U=2, R=2)", 0) == 0);
+  CHECK(study.row("fp32", 4, "dv").rms_ratio < 1.5);
 }
 
 TEST_CASE("bf16 and fp16 emulation verify every algorithm, both accumulators, both merges", "[precision]") {
