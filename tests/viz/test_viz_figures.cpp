@@ -416,3 +416,41 @@ TEST_CASE("PNG: text is drawn, glyph by glyph, where the SVG puts it", "[viz][fi
 #endif
   std::remove(path.c_str());
 }
+
+TEST_CASE("the precision figure keeps ratios below 1x on its chart and its legend shows each line's style",
+          "[viz][figures]") {
+  const std::vector<ErrorSeries> series = {
+      {"out, accumulate fp32", palette::compute_span, false, 2, {{1, 1.0}, {2, 1.3}, {4, 1.2}}},
+      {"out, accumulate storage", palette::compute_span, true, 2, {{1, 1.0}, {2, 1.4}, {4, 1.9}}},
+      {"out, accumulate fused", palette::compute_span, false, 1, {{1, 1.0}, {2, 0.8}, {4, 0.6}}}};
+  const Figure figure = precision_figure("error against P", series);
+  // Every point between the chart's top and the P labels under it, in order of its ratio.
+  double labels_top = 1e300;
+  for (const FigureText& t : figure.texts)
+    if (t.text == "1" || t.text == "2" || t.text == "4") labels_top = std::min(labels_top, text_box(t).y0);
+  std::map<std::string, double> y_of_ratio;
+  for (const FigureRect& r : figure.rects) {
+    if (r.css_class != "point") continue;
+    INFO(r.tooltip);
+    CHECK(r.y >= 0);
+    CHECK(r.y + r.height <= labels_top);
+    y_of_ratio[r.tooltip.substr(r.tooltip.rfind(", ") + 2)] = r.y;
+  }
+  CHECK(y_of_ratio.at("0.6x") > y_of_ratio.at("0.8x"));
+  CHECK(y_of_ratio.at("0.8x") > y_of_ratio.at("1x"));
+  // The accumulations share the tensor's colour: the legend tells them apart by the line drawn,
+  // dashed for the dashed series and thin for the thin one.
+  int dashed = 0, thin = 0, solid = 0;
+  for (const FigureLine& l : figure.lines) {
+    if (l.css_class == "legend dashed") ++dashed;
+    if (l.css_class == "legend") ++(l.width == 1 ? thin : solid);
+  }
+  CHECK(dashed == 3);
+  CHECK(thin == 1);
+  CHECK(solid == 1);
+  for (const FigureText& text : figure.texts) {
+    const TextBox box = text_box(text);
+    CHECK(box.x1 <= figure.width);
+    CHECK(box.y1 <= figure.height);
+  }
+}
