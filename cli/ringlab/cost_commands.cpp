@@ -11,6 +11,8 @@
 // Exit status 0, or 2 for bad input (one line naming the problem and the fix).
 // Sections: [compare] [figure] [calibrate] [registration]
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -145,8 +147,25 @@ struct FigureFlags {
   std::string pass = "forward";
 };
 
-// Before any work: the SVG (and PNG) can be written, and PNG output is built in.
+// Before any work: the SVG (and PNG) can be written, and PNG output is built in. --out is the SVG:
+// a .png name there would hold SVG text, and the same file for both would end as the PNG alone.
 void check_figure_outputs(const FigureFlags& flags) {
+  const auto extension = [](const std::string& path) {
+    std::string e = std::filesystem::path(path).extension().string();
+    std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return e;
+  };
+  if (extension(flags.out) == ".png") {
+    throw UsageError("--out " + flags.out + " would hold SVG text under a .png name; name it .svg and add --png " +
+                     flags.out + " for the PNG");
+  }
+  if (!flags.png.empty()) {
+    std::error_code error;
+    if (std::filesystem::weakly_canonical(flags.out, error) == std::filesystem::weakly_canonical(flags.png, error)) {
+      throw UsageError("--out and --png name the same file, " + flags.out +
+                       ", and the PNG would overwrite the SVG; give them different names");
+    }
+  }
   check_output_file(flags.out);
   if (!flags.png.empty()) {
     if (!viz::png_supported()) {
@@ -168,9 +187,18 @@ void write_png_if_asked(const FigureFlags& flags, const viz::Figure& figure) {
 // `ringlab figure precision`: the precision study at P = 1, 2, 4, ... up to --ranks, drawn as each
 // tensor's RMS error ratio to P = 1: solid with fp32 accumulation, dashed with storage accumulation,
 // thin with fused accumulation.
-int precision_figure_command(FigureFlags& flags) {
+int precision_figure_command(FigureFlags& flags, const CLI::App& command) {
   RunConfig config = flags.config;
-  if (config.precision == "fp32") config.precision = "bf16";  // the study resolves it at every P
+  if (command.count("--precision") > 0 && config.precision == "fp32") {
+    throw UsageError(
+        "figure precision draws the error of a storage precision against fp32 itself; pick --precision "
+        "bf16 or fp16");
+  }
+  if (config.precision == "fp32") config.precision = "bf16";  // the default: the study resolves it at every P
+  if (config.ranks < 2) {
+    throw UsageError("figure precision draws the error at P = 1, 2, 4, ... up to --ranks: --ranks " +
+                     std::to_string(config.ranks) + " leaves one point per line; use --ranks 2 or more, e.g. 16");
+  }
   check_figure_outputs(flags);
   std::vector<int64_t> ranks;
   for (int64_t p = 1; p <= config.ranks; p *= 2) ranks.push_back(p);
@@ -199,10 +227,33 @@ int precision_figure_command(FigureFlags& flags) {
   return kExitVerified;
 }
 
-int figure_command(FigureFlags& flags) {
+// A flag given to a kind that does not use it would be silently ignored, and the figure would not
+// be of what was asked: refused, naming the kinds it applies to.
+void refuse_unused_figure_flags(const std::string& kind, const CLI::App& command) {
+  const bool grid = kind == "grid-step" || kind == "grid-rank", precision = kind == "precision";
+  const struct {
+    const char* flag;
+    bool unused;
+    const char* applies;
+  } rules[] = {
+      {"--pass", !grid, "to the grids (grid-step, grid-rank)"},
+      {"--hw", grid || precision, "to load and timeline"},
+      {"--precision", !precision, "to precision"},
+      {"--backward", precision, "to the grids, load and timeline (figure precision always runs the backward pass)"},
+  };
+  for (const auto& rule : rules) {
+    if (rule.unused && command.count(rule.flag) > 0) {
+      throw UsageError(std::string(rule.flag) + " does not change figure " + kind + ": it applies " + rule.applies +
+                       "; drop " + rule.flag);
+    }
+  }
+}
+
+int figure_command(FigureFlags& flags, const CLI::App& command) {
+  refuse_unused_figure_flags(flags.kind, command);
   if (flags.kind == "precision") {
     if (flags.out.empty()) throw UsageError("ringlab figure needs --out FILE.svg; e.g. --out precision.svg");
-    return precision_figure_command(flags);
+    return precision_figure_command(flags, command);
   }
   viz::FigureKind kind{};
   try {
@@ -357,7 +408,7 @@ void add_cost_commands(CLI::App& app, Registry& registry) {
     command->add_option("--pass", flags->pass, "grids: forward | backward")->capture_default_str();
     command->add_option("--out", flags->out, "the SVG file to write")->required();
     command->add_option("--png", flags->png, "also write a PNG (needs stb_image_write)");
-    registry.add(command, [flags] { return figure_command(*flags); });
+    registry.add(command, [flags, command] { return figure_command(*flags, *command); });
   }
   {
     auto flags = std::make_shared<CalibrateFlags>();

@@ -71,6 +71,16 @@ TEST_CASE("ringlab figure: bad input exits 2 with one line and writes nothing", 
       {{"grid-step", "--pass", "backward"}, "add --backward"},
       {{"grid-step", "--pass", "sideways"}, "--pass forward or --pass backward"},
       {{"load", "--hw", "no-such-machine"}, "no-such-machine"},
+      // Flags the kind does not use, once silently ignored.
+      {{"load", "--pass", "backward", "--backward"}, "--pass does not change figure load"},
+      {{"grid-step", "--hw", "h100-ib"}, "--hw does not change figure grid-step"},
+      {{"timeline", "--precision", "fp16"}, "--precision does not change figure timeline"},
+      {{"precision", "--backward"}, "always runs the backward pass"},
+      {{"precision", "--hw", "cpu"}, "--hw does not change figure precision"},
+      {{"precision", "--precision", "fp32"}, "pick --precision bf16 or fp16"},
+      {{"precision", "--ranks", "1"}, "use --ranks 2 or more"},
+      // --out is the SVG: not under a .png name, not the PNG's file.
+      {{"grid-step", "--png", svg}, "name the same file"},
   };
   for (const auto& [words, message] : cases) {
     const BinaryRun run = figure(words, svg);
@@ -80,4 +90,11 @@ TEST_CASE("ringlab figure: bad input exits 2 with one line and writes nothing", 
     CHECK(run.err_lines()[0].find(message) != std::string::npos);
     CHECK_FALSE(exists(svg));
   }
+  const std::string png = "/tmp/ringlab_viz_figure_cli_bad.png";
+  std::remove(png.c_str());
+  const BinaryRun named_png = figure({"grid-step"}, png);
+  CHECK(named_png.status == 2);
+  REQUIRE(named_png.err_lines().size() == 1);
+  CHECK(named_png.err_lines()[0].find("name it .svg and add --png") != std::string::npos);
+  CHECK_FALSE(exists(png));
 }
