@@ -10,8 +10,8 @@
 // of a ring step that merges into earlier steps (fp32 has only this one). Under the causal mask the
 // fused forward also runs in the plain grid, its blocks in launch order rather than heaviest tiles
 // first (ForwardParams::plain_order; kernel_params.hpp, the forward's block order), timed beside
-// it: what the block order gains. Backward = zeroing
-// dq/dk/dv + delta + attention backward. Output: one fixed-width table (and --csv FILE with the
+// it: what the block order gains. Backward = zeroing dq + delta + attention backward storing dk
+// and dv (bf16 / fp16; fp32 zeroes them too and adds). Output: one fixed-width table (and --csv FILE with the
 // same rows), which bench/gpu/sdpa_compare.py puts side by side with PyTorch's SDPA on the same GPU.
 #include <CLI/CLI.hpp>
 #include <cmath>
@@ -124,15 +124,23 @@ void forward(Dtype dtype, const Problem& s, Buffers& b, ForwardPath path, cudaSt
                             stream);
 }
 
+// The launch is the only writer of dk and dv (one block, H = HKV here): the tensor-core kernel
+// stores them (BackwardParams::store_dkv), as FlashAttention-2 writes dK and dV once, and nothing
+// clears them first; the fp32 kernel only adds, into zeroed buffers. dq is added to by every key
+// block, so it is zeroed either way (as SDPA zeroes its fp32 dq accumulator).
 void backward(Dtype dtype, const Problem& s, Buffers& b, cudaStream_t stream) {
+  const bool store = dtype != Dtype::fp32;
   b.dq.zero_async(stream);
-  b.dk.zero_async(stream);
-  b.dv.zero_async(stream);
+  if (!store) {
+    b.dk.zero_async(stream);
+    b.dv.zero_async(stream);
+  }
   gpu::softmax_delta(dtype, b.dout.get(), b.out.get(), s.B, s.S, s.H, s.D, b.delta.as<float>(), stream);
   gpu::BackwardParams p;
   p.a = params(s, b);
   p.dout = b.dout.get(), p.lse = b.lse.as<float>(), p.delta = b.delta.as<float>();
   p.dq = b.dq.as<float>(), p.dk = b.dk.as<float>(), p.dv = b.dv.as<float>();
+  p.store_dkv = store;
   gpu::backward_accumulate(dtype, p, stream);
 }
 
@@ -188,6 +196,9 @@ bool check(Dtype dtype, Problem s, cudaStream_t stream, std::string& detail) {
         failed("lse" + which, compare(fetch(b.lse, {s.B, s.H, s.S}), want.lse, gpu::gpu_tolerance(dtype, "lse"))))
       return false;
   }
+  // NaN in dk and dv first: where the backward stores them (store_dkv), every element must be written.
+  RINGLAB_CUDA_CHECK(cudaMemsetAsync(b.dk.get(), 0xff, b.dk.bytes(), stream));
+  RINGLAB_CUDA_CHECK(cudaMemsetAsync(b.dv.get(), 0xff, b.dv.bytes(), stream));
   backward(dtype, s, b, stream);
   RINGLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
   return !failed("dq", compare(fetch(b.dq, shape), grads.dq, gpu::gpu_tolerance(dtype, "dq"))) &&

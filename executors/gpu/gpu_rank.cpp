@@ -1,4 +1,4 @@
-// Sections: [geometry] [fused finalize] [fused init] [construction] [local ops] [outputs] [all-to-all geometry]
+// Sections: [geometry] [fused finalize] [fused init] [stored grads] [construction] [local ops] [outputs] [all-to-all geometry]
 #include "executors/gpu/gpu_rank.hpp"
 
 #include <algorithm>
@@ -127,6 +127,25 @@ FusedInit plan_fused_init(const std::vector<Op>& ops, int64_t rows, Dtype dtype)
   return {true, std::move(*marks)};
 }
 
+// ---- [stored grads] ----------------------------------------------------------------------------
+
+bool backward_stores_grads(const ComputeOp& op, int64_t rows, const RankGeometry& geometry) {
+  if (op.pass != Pass::backward || op.accumulate_grad || op.grad_slot == Slot::gathered_dkv) return false;
+  if (geometry.dtype == Dtype::fp32 || geometry.heads != geometry.kv_heads || op.kernels.empty()) return false;
+  std::vector<RowRange> keys;
+  for (const KernelBlock& kb : op.kernels) {
+    if (kb.q_rows.end <= kb.q_rows.begin || kb.kv_rows.end <= kb.kv_rows.begin) return false;
+    keys.push_back(kb.kv_rows);
+  }
+  std::sort(keys.begin(), keys.end(), [](const RowRange& a, const RowRange& b) { return a.begin < b.begin; });
+  int64_t next = 0;  // the key ranges must tile [0, rows): each begins where the one before ended
+  for (const RowRange& k : keys) {
+    if (k.begin != next) return false;
+    next = k.end;
+  }
+  return next == rows;
+}
+
 // ---- [construction] ----------------------------------------------------------------------------
 
 GpuRank::GpuRank(const Plan& plan, int64_t rank, Dtype dtype, const AttentionInputs<float>& inputs)
@@ -246,7 +265,10 @@ void GpuRank::compute(const ComputeOp& op, cudaStream_t stream) {
   const bool gathered = op.kv_slot == Slot::gathered_kv;
   if (op.kv_row_offset % g.n != 0) throw std::logic_error("gpu rank: kv_row_offset is not a whole block");
   const int64_t block = gathered ? op.kv_row_offset / g.n : 0;
-  if (op.pass == Pass::backward && !op.accumulate_grad) {  // overwrite: a skipped block contributes 0
+  // Overwrite: a skipped block contributes 0, so the slot is cleared and added into, unless the
+  // launches own its keys and store them.
+  const bool store_grads = backward_stores_grads(op, g.n, g);
+  if (op.pass == Pass::backward && !op.accumulate_grad && !store_grads) {
     DeviceBuffer& grad = slots_[static_cast<size_t>(op.grad_slot)];
     RINGLAB_CUDA_CHECK(cudaMemsetAsync(slot_block(op.grad_slot), 0, grad.bytes(), stream));
   }
@@ -322,6 +344,7 @@ void GpuRank::compute(const ComputeOp& op, cudaStream_t stream) {
       p.dq = dq_.as<float>();
       p.dk = grad;
       p.dv = grad + half;
+      p.store_dkv = store_grads;
       backward_accumulate(g.dtype, p, stream);
     }
   }

@@ -15,8 +15,9 @@
 //   * a compute whose block the plan masks with the general mask (window, documents, padding)
 //     passes the kernels the window and its queries' document bounds (kernel_params.hpp); padding
 //     rows (uneven S) are empty rows there, as the sim's mask makes them;
-//   * a backward compute that does not accumulate zeroes its grad slot first; PrepareBackward
-//     computes delta, zeroes dq, dkv0 and gathered_dkv;
+//   * a backward compute that does not accumulate zeroes its grad slot first, unless its launches
+//     own the slot's keys and store dk and dv (backward_stores_grads); PrepareBackward computes
+//     delta, zeroes dq, dkv0 and gathered_dkv;
 //   * with bf16 / fp16, a rank whose every row is finished by a launch that finishes all of its
 //     rows has those launches finalise in the kernel and its FinalizeOp does nothing
 //     (plan_fused_finalize); otherwise FinalizeOp runs finalize_accumulator;
@@ -26,7 +27,7 @@
 //     rows' only one neither reads nor writes the fp32 accumulator.
 // Slots hold K then V (or dK then dV): [2][B][n][HKV/U][D]; gathered slots hold R such blocks in
 // ring order, so a compute on block g of a gathered slot reads block g like any other slot.
-// Sections: [geometry] [fused finalize] [fused init] [buffers] [local ops] [all-to-all geometry]
+// Sections: [geometry] [fused finalize] [fused init] [stored grads] [buffers] [local ops] [all-to-all geometry]
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -119,6 +120,19 @@ FusedInit plan_fused_init(const std::vector<Op>& ops, int64_t rows, Dtype dtype)
 inline bool fp32_state_unused(const FusedInit& init, const FusedFinalize& finalize) {
   return init.fused && finalize.fused && init.inits == finalize.finalizes;
 }
+
+// ---- [stored grads] ----------------------------------------------------------------------------
+
+// Whether a backward compute's launches store dk and dv (BackwardParams::store_dkv) into its grad
+// slot instead of clearing the slot and adding: the compute overwrites the slot (accumulate_grad
+// false), which is one block (not the gathered one), and its kernel blocks own the keys — their
+// kv rows are disjoint and together the slot's rows [0, rows), each block has query rows — with
+// H = HKV on the rank (no GQA group adds into one kv head) and bf16 / fp16 (the fp32 kernel only
+// adds). Then every key row of the slot has exactly one launch that writes it, zeros for keys no
+// query sees, and the memset before goes: FlashAttention-2's backward writes dK and dV once too.
+// The diagonal step of a ring, a rank's only block (P = 1, Ulysses) are such computes; a zig-zag
+// block split in query halves over the same keys is not.
+bool backward_stores_grads(const ComputeOp& op, int64_t rows, const RankGeometry& geometry);
 
 class GpuRank {
  public:

@@ -15,6 +15,7 @@ extern const auto kBackwardSmemFp32 =
     smem_record("backward_fp32_kernel", BackwardFp32Tiles::smem_bytes(BackwardFp32Tiles::kMaxDim));
 
 void backward_accumulate(Dtype dtype, const BackwardParams& p, cudaStream_t stream) {
+  if (const std::string why = store_dkv_problem(dtype == Dtype::fp32, p); !why.empty()) throw UsageError(why);
   launch_by_dtype(dtype, p, RINGLAB_MMA_LAUNCH(backward_mma_kernel, BackwardMmaTiles, k_tiles), [&] {
     using Tiles = BackwardFp32Tiles;
     launch_attention(backward_fp32_kernel, Tiles::k_tiles(p.a), Tiles::kThreads, Tiles::smem_bytes(p.a.dim), p, stream);

@@ -34,9 +34,8 @@
 // (D = 128) or 4 (D = 64), every dS or K fragment of dQ 4 (static ldmatrix/mma 0.45, against
 // 0.60-0.65 with 16 keys per warp). dQ runs before phase 2 and the next tile's copy is issued
 // between them only because that order is the one ptxas fits in 255 registers at D = 128 without
-// a spill in the loop (the others tried spill 4-40 bytes; at D = 128 one 8-byte value is kept in
-// local memory from before the loop to after it: tests/gpu/kernel_static.py sass shows where);
-// the copy still overlaps dQ and phase 2.
+// a spill in the loop (the others tried spill 4-40 bytes; tests/gpu/kernel_static.py sass shows
+// any local memory and where); the copy still overlaps dQ and phase 2.
 //
 // Barriers, two per query tile:
 //   sync_site<1>  the tile (and, the first time, K and V) copied by every thread has landed; and
@@ -47,7 +46,8 @@
 //   sync_site<2>  P^T and dS^T are complete: dQ reads every key's rows, phase 2 the rows the warp
 //                 of the other query half wrote.
 // dK (times scale) and dV are added to global memory once per block, atomically (.v2) because the
-// query heads of a GQA group add into the same kv head.
+// query heads of a GQA group add into the same kv head; or stored, where the launch is their only
+// writer (BackwardParams::store_dkv, H = HKV: FlashAttention-2 writes them once).
 #pragma once
 
 #include "gpu/kernels/kernel_params.hpp"
@@ -271,10 +271,14 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(BackwardMmaTiles<D>::kThreads) backwar
 
   int kind = kTileFull;
   int tile = first_tile(kind);
-  if (tile >= n_tiles) return;  // no query sees these keys: nothing to add
+  // No query sees these keys: nothing to add, and with store_dkv zeros to store, which the
+  // epilogue does with the zeroed dK and dV when the loop below runs no tile (a separate loop of
+  // zero stores here made ptxas keep a value on the stack at D = 64 and lengthened the D = 128
+  // main loop by 12 instructions).
+  if (tile >= n_tiles && !p.store_dkv) return;
   load_rows_async<T, D, BK, kThreads>(k_smem, static_cast<const T*>(a.k) + kv_row0(), kv_stride, k_count);
   load_rows_async<T, D, BK, kThreads>(v_smem, static_cast<const T*>(a.v) + kv_row0(), kv_stride, k_count);
-  load_q_tile(tile, 0);
+  load_q_tile(imin(tile, n_tiles - 1), 0);  // n_tiles >= 1: the launch has queries
   cp_async_commit();
   // The keys' positions, read in partial tiles only: in shared memory rather than four registers
   // held through the loop (barrier 1 orders these stores before every read); a key past the
@@ -478,8 +482,10 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(BackwardMmaTiles<D>::kThreads) backwar
   }
   cp_async_wait<0>();
 
-  // dK = scale dS^T Q and dV, added once per block, a .v2 atomic per (key, n-tile).
+  // dK = scale dS^T Q and dV, once per block: a .v2 atomic add per (key, n-tile), or with
+  // store_dkv (this block the rows' only writer) a plain 8-byte store.
   const int64_t kv_offset = kv_row0();
+  const bool store = p.store_dkv;
   RINGLAB_UNROLL
   for (int mi = 0; mi < 2; ++mi) {
     RINGLAB_UNROLL
@@ -490,8 +496,13 @@ RINGLAB_KERNEL void RINGLAB_LAUNCH_BOUNDS(BackwardMmaTiles<D>::kThreads) backwar
       for (int nt = 0; nt < kOutTiles; ++nt) {
         const float dk_pair[2] = {a.scale * dk[mi][nt][2 * r], a.scale * dk[mi][nt][2 * r + 1]};
         const float dv_pair[2] = {dv[mi][nt][2 * r], dv[mi][nt][2 * r + 1]};
-        atomic_add_vector(p.dk + row + nt * 8, dk_pair);
-        atomic_add_vector(p.dv + row + nt * 8, dv_pair);
+        if (store) {
+          store_pair(p.dk + row + nt * 8, dk_pair[0], dk_pair[1]);
+          store_pair(p.dv + row + nt * 8, dv_pair[0], dv_pair[1]);
+        } else {
+          atomic_add_vector(p.dk + row + nt * 8, dk_pair);
+          atomic_add_vector(p.dv + row + nt * 8, dv_pair);
+        }
       }
     }
   }

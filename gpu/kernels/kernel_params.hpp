@@ -155,7 +155,30 @@ struct BackwardParams {
   float* dq = nullptr;
   float* dk = nullptr;
   float* dv = nullptr;
+  // The launch is the only one to write dk and dv for its key rows [kv_begin, kv_end) of every
+  // head: the tensor-core kernel *stores* them (zeros for keys no query sees) instead of adding, so
+  // nothing need clear dk and dv first — FlashAttention-2's own backward, which writes dK and dV
+  // once. Needs H = HKV (a GQA group's query heads add into one kv head), a non-empty query range
+  // (an empty one launches nothing, which would leave the rows unwritten) and bf16 / fp16: the
+  // fp32 kernel only adds (store_dkv_problem).
+  bool store_dkv = false;
 };
+
+// "" when `p.store_dkv` can be honoured (or is off); otherwise the line naming why. Both backward
+// launchers check it before anything else, an empty launch included.
+inline std::string store_dkv_problem(bool fp32, const BackwardParams& p) {
+  if (!p.store_dkv || p.a.kv_end <= p.a.kv_begin) return "";
+  if (fp32) return "BackwardParams::store_dkv is the tensor-core kernel's; the fp32 kernel adds: zero dk and dv first";
+  if (p.a.heads != p.a.kv_heads) {
+    return "BackwardParams::store_dkv needs H = HKV: the " + std::to_string(p.a.heads / p.a.kv_heads) +
+           " query heads of a GQA group add into one kv head; zero dk and dv first and add";
+  }
+  if (p.a.q_end <= p.a.q_begin) {
+    return "BackwardParams::store_dkv with an empty query range launches nothing and would leave dk and dv "
+           "unwritten; zero them instead";
+  }
+  return "";
+}
 
 // The tensor-core kernels' (bf16 / fp16) vector accesses and the alignment each needs: Q, K, V
 // and dout by 16-byte cp.async (rows of H D or HKV D elements, so every row is aligned when the

@@ -23,6 +23,7 @@ extern std::atomic<int64_t> emulated_kernel_launches;
 extern std::atomic<int64_t> emulated_fused_forward_launches;
 extern std::atomic<int64_t> emulated_finalize_accumulator_launches;
 extern std::atomic<int64_t> emulated_init_forward_launches;
+extern std::atomic<int64_t> emulated_store_dkv_launches;  // backward launches that store dk, dv
 extern std::mutex emulated_init_mutex;
 extern std::map<const float*, int64_t> emulated_init_accumulator_launches;
 

@@ -73,6 +73,8 @@ std::atomic<int64_t> emulated_finalize_accumulator_launches{0};
 // init_accumulator's launches by the accumulator they clear (each rank has its own: the executor
 // tests count them rank by rank).
 std::atomic<int64_t> emulated_init_forward_launches{0};
+// Backward launches that store dk and dv (BackwardParams::store_dkv) rather than add them.
+std::atomic<int64_t> emulated_store_dkv_launches{0};
 std::mutex emulated_init_mutex;
 std::map<const float*, int64_t> emulated_init_accumulator_launches;
 
@@ -100,8 +102,10 @@ void forward_accumulate(Dtype dtype, const ForwardParams& p, cudaStream_t stream
 }
 
 void backward_accumulate(Dtype dtype, const BackwardParams& p, cudaStream_t stream) {
+  if (const std::string why = store_dkv_problem(dtype == Dtype::fp32, p); !why.empty()) throw UsageError(why);
   if (p.a.q_end <= p.a.q_begin || p.a.kv_end <= p.a.kv_begin) return;
   if (const std::string why = launch_problem(dtype, p); !why.empty()) throw UsageError(why);  // as launch_by_dtype
+  if (p.store_dkv) ++emulated_store_dkv_launches;
   const bool d64 = p.a.dim == 64;
   switch (dtype) {
     case Dtype::bf16:

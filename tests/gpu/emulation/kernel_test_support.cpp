@@ -158,6 +158,8 @@ void launch_forward(const ForwardParams& p, const BlockProblem& pr) {
 
 template <class T, int D>
 void launch_backward(const BackwardParams& p, const BlockProblem& pr) {
+  // As both backward launchers do first (attention_kernels' backward_accumulate, nvcc and emulated).
+  if (const std::string why = gpu::store_dkv_problem(std::is_same_v<T, float>, p); !why.empty()) throw UsageError(why);
   if constexpr (std::is_same_v<T, float>) {
     emu::launch(
         grid_of(gpu::BackwardFp32Tiles::k_tiles(p.a), pr), 128, gpu::BackwardFp32Tiles::smem_bytes(pr.D),
@@ -243,6 +245,19 @@ Verdict run_backward(Kind kind, BlockProblem pr, Tolerance tol) {
   AttentionGrads<float> want{Tensor<float>(q.shape()), Tensor<float>(k.shape()), Tensor<float>(k.shape())};
   AttentionGrads<float> got{Tensor<float>(q.shape()), Tensor<float>(k.shape()), Tensor<float>(k.shape())};
   const DeviceInputs<T> device = device_inputs<T>(pr, q, k, v, &dout);
+  if (pr.store_dkv || pr.store_withheld) {  // garbage where the launches write: their key rows
+    for (RowRange kv : pr.kv_blocks) {
+      for (int b = 0; b < pr.B; ++b) {
+        for (int64_t row = kv.begin; row < kv.end; ++row) {
+          for (int64_t e = 0; e < int64_t{pr.HKV} * pr.D; ++e) {
+            const size_t at = static_cast<size_t>((int64_t{b} * pr.Sk + row) * pr.HKV * pr.D + e);
+            got.dk.data()[at] = 1e3f + static_cast<float>(e % 7);
+            got.dv.data()[at] = -2e3f - static_cast<float>(row % 5);
+          }
+        }
+      }
+    }
+  }
   for (RowRange kv : pr.kv_blocks) {
     flash_backward_accumulate(q, k, v, dout, forward.lse, delta, pr.q_pos, pr.k_pos, pr.q_rows, kv, mask, want.dq,
                               want.dk, want.dv, {1, pr.skip});

@@ -57,6 +57,12 @@ struct BlockProblem {
   bool fused_init = false;
   // ... or, a negative control, is not told to: the garbage must show in the results.
   bool init_withheld = false;
+  // backward (tensor-core, H = HKV, kv blocks apart): dk and dv start as garbage in the blocks'
+  // key rows (what zeroing them would have cleared), and each block's launch stores its rows
+  // itself (BackwardParams::store_dkv) ...
+  bool store_dkv = false;
+  // ... or, a negative control, adds into the garbage: it must show in the results.
+  bool store_withheld = false;
   // forward (tensor-core): order_section's budget for the heaviest-first block order (causal); a
   // small one makes sections of a few heads, as long sequences do on a GPU.
   int64_t order_section_bytes = gpu::kOrderSectionBytes;
@@ -141,6 +147,7 @@ BackwardParams backward_params(const BlockProblem& pr, const DeviceInputs<T>& d,
   p.dq = grads.dq.data();
   p.dk = grads.dk.data();
   p.dv = grads.dv.data();
+  p.store_dkv = pr.store_dkv;
   return p;
 }
 

@@ -711,6 +711,46 @@ TEST_CASE("emulated gpu-streams and gpu-nccl: the fused finalize and init, where
 #endif
 }
 
+// A backward compute whose launches own its grad slot's keys stores dk and dv instead of clearing
+// the slot and adding (backward_stores_grads): the outputs verified, the storing launches counted
+// against the rule, which must find some where H = HKV and none under GQA or with fp32.
+TEST_CASE("emulated gpu-streams: backward launches that own their keys store dk and dv, the rest clear and add",
+          "[gpu][emulated][streams][fused]") {
+  struct Case {
+    PlanSpec spec;
+    Dtype dtype;
+    bool stores;  // some launch stores
+  };
+  auto mha = [](PlanSpec spec) {  // H = HKV: gpu_spec keeps GQA (2 query heads per kv head)
+    spec.dims.heads = spec.dims.kv_heads;
+    return spec;
+  };
+  const Case c = GENERATE_REF(values<Case>({
+      {mha(gpu_spec("ring", "zigzag", 1, true, true)), Dtype::bf16, true},         // the only block
+      {mha(gpu_spec("ulysses", "contiguous", 2, true, true)), Dtype::fp16, true},  // each rank's only block
+      {mha(gpu_spec("ring", "contiguous", 3, true, true)), Dtype::bf16, true},     // the diagonal steps
+      {gpu_spec("ring", "zigzag", 1, true, true), Dtype::bf16, false},             // GQA: heads add into one
+      {mha(gpu_spec("ring", "zigzag", 1, true, true)), Dtype::fp32, false},        // the fp32 kernel adds
+  }));
+  PlanSpec spec = c.spec;
+  spec.element_bytes = gpu::dtype_bytes(c.dtype);
+  const Plan plan = build_plan(spec);
+  int64_t storing = 0;
+  for (int64_t r = 0; r < plan.ranks(); ++r) {
+    const gpu::RankGeometry geometry(plan, r, c.dtype);
+    for (const Op& op : expand(plan, r)) {
+      const auto* compute = std::get_if<ComputeOp>(&op.body);
+      if (compute != nullptr && gpu::backward_stores_grads(*compute, geometry.n, geometry))
+        storing += static_cast<int64_t>(compute->kernels.size());
+    }
+  }
+  INFO(spec.describe() << " [" << gpu::dtype_name(c.dtype) << "]");
+  CHECK((storing > 0) == c.stores);
+  const int64_t before = gpu::emulated_store_dkv_launches;
+  expect_verified(spec, c.dtype);
+  CHECK(gpu::emulated_store_dkv_launches - before == storing);
+}
+
 #ifdef RINGLAB_WITH_NCCL
 // gpu-nccl's rank threads, each on its mock "device", talking through the mock NCCL
 // (mock_nccl.cpp): the op interpretation, the all-to-all staging (pack, grouped send/receive with

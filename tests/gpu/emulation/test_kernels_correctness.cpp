@@ -199,6 +199,49 @@ TEST_CASE("emulated mma backward, fp16, D=128: causal, no skip, two blocks", "[g
   check_backward<__half, 128>(Kind::fp16, pr, kFp16Grad);
 }
 
+TEST_CASE("emulated mma backward, each launch the only writer of its keys' dk, dv: stored, not added",
+          "[gpu][emulated][mask]") {
+  // dk and dv hold garbage in the blocks' key rows; BackwardParams::store_dkv has each launch store
+  // them, zeros for keys no query sees (the causal blocks below include key tiles whose every query
+  // tile is skipped, which end without running a tile).
+  BlockProblem causal = causal_problem();
+  causal.HKV = causal.H;
+  causal.store_dkv = true;
+  check_backward<__nv_bfloat16, 64>(Kind::bf16, causal, kBf16Grad);
+  check_backward<__half, 128>(Kind::fp16, causal, kFp16Grad);
+  BlockProblem future = causal_chunks(64);
+  future.HKV = future.H;
+  future.kv_blocks = {{0, 256}, {256, 384}};  // the second lies wholly in the queries' future
+  future.store_dkv = true;
+  check_backward<__nv_bfloat16, 128>(Kind::bf16, future, kBf16Grad);
+}
+
+TEST_CASE("emulated mma backward, store_dkv under documents and padding, and where no query sees a key",
+          "[gpu][emulated][mask]") {
+  const size_t index = GENERATE(0, 6, 8);  // documents, queries that see no key, padding
+  INFO(kMaskCases[index].name);
+  BlockProblem masked = masked_problem(kMaskCases[index]);
+  masked.HKV = masked.H;
+  masked.store_dkv = true;
+  check_backward<__nv_bfloat16, 64>(Kind::bf16, masked, kBf16Grad);
+}
+
+TEST_CASE("emulated mma backward, the garbage shows where store_dkv is withheld, and GQA or fp32 refuse it",
+          "[gpu][emulated]") {
+  BlockProblem pr = causal_problem();
+  pr.HKV = pr.H;
+  pr.store_withheld = true;  // the negative control of the test above
+  const Verdict added = run_backward<__nv_bfloat16, 64>(Kind::bf16, pr, kBf16Grad);
+  INFO(added.describe);
+  CHECK_FALSE(added.ok);
+  pr.store_withheld = false, pr.store_dkv = true;  // the same problem passes with it
+  CHECK(run_backward<__nv_bfloat16, 64>(Kind::bf16, pr, kBf16Grad).ok);
+  pr.HKV = 2;  // a GQA group's heads add into one kv head: refused, one line
+  CHECK_THROWS_WITH((run_backward<__nv_bfloat16, 64>(Kind::bf16, pr, kBf16Grad)), Catch::Contains("needs H = HKV"));
+  pr.HKV = pr.H;
+  CHECK_THROWS_WITH((run_backward<float, 0>(Kind::fp32, pr, kFp32Grad)), Catch::Contains("the fp32 kernel adds"));
+}
+
 TEST_CASE("emulated fp32 forward and backward, D=40: causal positions, GQA", "[gpu][emulated]") {
   BlockProblem pr = causal_problem();
   pr.D = 40;
