@@ -44,6 +44,9 @@ BROKEN = {  # variant -> the cause the diagnosis must name
     "broken_impls:missing_rescale": "missing rescale",
     "broken_impls:forget_v": "V not sent with K",  # lse right, as with a missing rescale: told apart by the values
     "broken_impls:dkv_no_home": "dK/dV not brought home",  # not a direction bug: wrong at P = 2 as well
+    "broken_impls:kv_wrong_direction": "K/V ring rotated the wrong direction",  # right at P = 2
+    "broken_impls:online_no_rescale": "missing rescale",  # an online softmax: its lse wrong too
+    "broken_impls:lse_log2": "lse in log2 units",  # out and the gradients right
 }
 failures = []
 

@@ -7,10 +7,12 @@ from the error pattern against the case's structure, in this order:
 1. non-finite values: in rows whose logits are large (an exp of an unshifted logit or lse
    overflowed: the merge is unstable), or in rows that see no key (a fully masked row's
    exp(-inf - (-inf))).
-2. the forward is wrong: what-if outputs, each exact attention with one rule of the mask broken
+2. the forward is wrong. With out right and lse wrong, the lse alone is judged (log2 units, the
+   lse of unscaled logits). Otherwise what-if outputs, each exact attention with one rule of the mask broken
    (window ignored, documents ignored, causal ignored, causal off by one, padding read as keys,
    the last token of a document dropped), and exact attention in which each rank weighs every
-   block's keys with its own V rows (K sent around the ring, V not); the implementation's output
+   block's keys with its own V rows (K sent around the ring, V not), and the ring's online softmax
+   without the rescale by exp(m_old - m_new); the implementation's output
    matching one within the case's tolerance names it. Otherwise the ring steps every wrong row
    sees, against the rows that are right.
 3. only the backward is wrong: an error small against the gradients' size and spread over most
@@ -135,7 +137,10 @@ def diagnose(case, smap: ShardMap, outputs: Dict[str, np.ndarray], comparisons) 
     forward_wrong = len(wrong["out"]) or len(wrong["lse"])
     if not any(len(w) for w in wrong.values()):
         return _rms_only(c, comparisons)
-    for find in (_nonfinite, _forward if forward_wrong else _backward):
+    # With out right, no what-if on out can tell anything apart (each matches it as well as the oracle
+    # does), so an error in lse alone is judged on lse: its units and scale.
+    lse_only = not len(wrong["out"]) and len(wrong["lse"])
+    for find in (_nonfinite, _lse_only if lse_only else _forward if forward_wrong else _backward):
         d = find(c, wrong)
         if d is not None:
             d.details = summary + d.details
@@ -189,6 +194,37 @@ def _nonfinite(c: _Ctx, wrong) -> Optional[Diagnosis]:
 
 
 # ---- 2. the forward ------------------------------------------------------------------------------
+
+def _lse_only(c: _Ctx, wrong) -> Diagnosis:
+    """out is right and lse is not: the attention is right, the lse returned is in other units."""
+    case, a = c.case, c.a
+    got, ref = c.outputs["lse"], a["lse"]
+    grads = [n for n in ("dq", "dk", "dv") if n in c.outputs]
+    grads_ok = grads and not any(len(wrong[n]) for n in grads)
+    details = [f"out{', ' + ', '.join(grads) if grads_ok else ''} within tolerance; wrong: lse at "
+               f"{c.where(wrong['lse'])}"]
+    real = np.isfinite(ref)
+    tol = case.tolerances["lse"]
+
+    def matches(what_if) -> bool:
+        with np.errstate(invalid="ignore"):
+            err = np.abs(got[real] - what_if[real])
+        return bool(np.all(err <= tol["abs"] + tol["rel"] * np.abs(what_if[real])))
+
+    if matches(ref / np.log(2)):
+        return Diagnosis("lse in log2 units", "the returned lse is log2 of the sum of exponentials (a kernel that "
+                         "works with exp2 keeps its lse in base 2): the harness expects the natural log; multiply "
+                         "it by ln 2 before returning it", details)
+    _, unscaled = oracle.forward(a["q"], a["k"], a["v"], c.mask, 1.0)
+    if matches(unscaled):
+        return Diagnosis("lse of unscaled logits", "the returned lse is log-sum-exp of q.k without the softmax "
+                         "scale, while out used the scaled scores: return the lse of scale * q.k", details)
+    rows = wrong["lse"]
+    details += _step_lines(c, rows)
+    return Diagnosis("lse alone wrong", "out is right, so the attention is right, but the lse returned is not "
+                     "log(sum_j exp(scale q_i.k_j)) over the keys each row sees: check its base (natural log), "
+                     "its layout (B, H, S_local) and that it is the final merged lse, not one step's", details)
+
 
 def _what_if_masks(c: _Ctx, wrong_out) -> List[Tuple[str, str, np.ndarray, Optional[np.ndarray]]]:
     """(cause, explanation, mask, rows forced to zero) for each rule of the mask broken on its own."""
@@ -280,6 +316,40 @@ def _own_v_what_if(c: _Ctx):
     return out
 
 
+def _online_no_rescale_what_if(c: _Ctx):
+    """The ring's online softmax (running max m, sum l, unnormalised output) with the rescale by
+    exp(m_old - m_new) left out: each block's exponentials are taken against the running max of its step,
+    and what was summed before is never brought to the new max. Blocks in ring order (origin (r - t) mod P)."""
+    case, a, P = c.case, c.a, c.P
+    if P < 2:
+        return None
+    q, k, v = a["q"], a["k"], a["v"]
+    group = q.shape[2] // k.shape[2]
+    out = np.zeros(q.shape)
+    for r in range(P):
+        rows = np.nonzero(c.owner == r)[0]
+        if not len(rows):
+            continue
+        B, H = q.shape[0], q.shape[2]
+        m = np.full((B, H, len(rows)), -np.inf)
+        total = np.zeros((B, H, len(rows)))
+        acc = np.zeros((B, H, len(rows), q.shape[3]))
+        for t in range(P):
+            keys = np.nonzero(c.owner == (r - t) % P)[0]
+            vis = c.mask[np.ix_(rows, keys)]
+            if not vis.any():
+                continue
+            kx, vx = np.repeat(k[:, keys], group, axis=2), np.repeat(v[:, keys], group, axis=2)
+            s = case.scale * np.einsum("bqhd,bkhd->bhqk", q[:, rows], kx)
+            s = np.where(vis[None, None], s, -np.inf)
+            m = np.maximum(m, s.max(axis=-1))
+            p = np.where(vis[None, None], np.exp(s - np.where(np.isfinite(m), m, 0.0)[..., None]), 0.0)
+            acc += np.einsum("bhqk,bkhd->bhqd", p, vx)
+            total += p.sum(axis=-1)
+        out[:, rows] = (acc / np.where(total > 0, total, 1.0)[..., None]).transpose(0, 2, 1, 3)
+    return out
+
+
 def _forward(c: _Ctx, wrong) -> Optional[Diagnosis]:
     case = c.case
     a = c.a
@@ -307,6 +377,13 @@ def _forward(c: _Ctx, wrong) -> Optional[Diagnosis]:
             best = (r, "V not sent with K", "the output is attention with the right weights over the wrong values: "
                     "each rank multiplies the keys that arrived from other ranks with its own V rows; V must travel "
                     "around the ring with K (the lse, which depends on K alone, is right)")
+    online = _online_no_rescale_what_if(c)
+    if online is not None:
+        r = c.ratio_against("out", online)
+        if r <= 1 and (best is None or r < best[0]):
+            best = (r, "missing rescale", "the output is the ring's online softmax with the running sum and output "
+                    "never rescaled by exp(m_old - m_new) when a later block raises the running max m: multiply "
+                    "both by it before adding the new block")
     details = [f"wrong output rows: {c.where(rows)}"]
     details += _step_lines(c, rows)
     if best is not None:
@@ -340,6 +417,7 @@ def _forward_block_fit(c: _Ctx, rows):
     case, a, P, smap = c.case, c.a, c.P, c.smap
     equal = len({len(p) for p in smap.positions}) == 1 and case.S <= 512
     lines, stale = [], False
+    swaps = []  # (rank, block due, block merged, needed) of every wrong block the fit names
     for r in sorted({int(c.owner[i]) for i in rows}):
         mine = np.nonzero(c.owner == r)[0]
         cands, labels = [], []
@@ -378,6 +456,12 @@ def _forward_block_fit(c: _Ctx, rows):
             return float(np.abs(total - target).max() / max(target.max(), 1e-300))
 
         best = residual(choice)
+        if best > 1e-3 and equal:
+            # The whole ring rotated the other way (block r + t at step t) first: one step at a time, the
+            # search below can settle on an equivalent set of swaps that hides the pattern.
+            backwards = {y: (2 * r - y) % P for y in range(P)}
+            if residual(backwards) <= 1e-3:
+                choice, best = backwards, residual(backwards)
         improved = True
         while improved and best > 1e-3:
             improved = False
@@ -411,10 +495,26 @@ def _forward_block_fit(c: _Ctx, rows):
             elif x is not None and x != y:
                 words.append(f"at step {step} merged the K/V of rank {x} where rank {y}'s belong")
                 stale = True
+                undone = dict(choice)
+                undone[y] = y
+                swaps.append((r, y, x, residual(undone) > 1e-3))  # needed: the lse is wrong without it
         if words:
             lines.append(f"rank {r} " + "; ".join(words))
     if not lines:
         return None
+    # Every wrong block the one of rank r + t where rank r - t's is due at step t: the blocks travel the
+    # other way round the ring from the one the mask (its positions for step t) assumes. A send buffer one
+    # step behind gives rank r - t + 1's block at step t, the same one where 2t = 1 (mod P) (step 2 at
+    # P = 3): a swap at another step is needed to tell them apart.
+    reversed_ring = all(x == (2 * r - y) % P for r, y, x, _ in swaps)
+    if stale and reversed_ring and any(needed and 2 * ((r - y) % P) % P != 1 for r, y, _, needed in swaps) and not any(
+            "never merged" in line for line in lines):
+        return ("K/V ring rotated the wrong direction", "at every wrong step t a rank computed with the K/V "
+                "block of rank r + t under the positions of rank r - t's: the blocks travel from rank r to "
+                "r - 1 while the mask assumes r to r + 1; send to (r + 1) mod P and receive from (r - 1) mod P "
+                "(or take the mask from the block's origin); invisible at P = 2 and in non-causal cases", lines)
+    if stale and reversed_ring:
+        lines.append("every wrong block is also what a ring rotated the wrong way (r to r - 1) would merge there")
     if stale:
         return ("stale K/V chunk", "a rank computed with a K/V block other than the one due at that step (merged "
                 "one block twice, or an old block under a new block's positions): a send or receive buffer that "

@@ -3,6 +3,7 @@
 Each is the reference ring (ringlab.conformance.reference) with exactly one of its small methods
 changed the way a published implementation got it wrong. Test fixtures only: never shipped.
 """
+import math
 import os
 import signal
 import time
@@ -252,3 +253,54 @@ causal_offset = _with_ring(CausalOffset)
 missing_rescale = _with_ring(MissingRescale)
 forget_v = _with_ring(ForgetV)
 dkv_no_home = _with_ring(DkvNoHome)
+
+
+class KvWrongDirection(RingAttention):
+    """The K/V blocks (and their dK/dV accumulators, which go with them) sent to rank r - 1 and received
+    from r + 1, while the mask of step t is still that of rank r - t's block (invisible at P = 2, where
+    both neighbours are the same rank, and without a causal mask or window, where order does not matter)."""
+
+    def exchange(self, tensors, send_to, recv_from, recv_rows, tag):
+        return super().exchange(tensors, recv_from, send_to, recv_rows, tag)
+
+
+class OnlineNoRescale(RingAttention):
+    """A flash-style online softmax (running max m, sum l, unnormalised output) that never rescales what it
+    summed before by exp(m_old - m_new) when a later block raises the running max: out and lse both wrong."""
+
+    def forward(self, q, k, v):
+        self.running = None
+        return super().forward(q, k, v)
+
+    def block_forward(self, q, k, v, mask):
+        scores = torch.einsum("bqhd,bkhd->bhqk", q, self.expand(k)) * self.ctx.scale
+        self.block_scores = scores.masked_fill(~mask, float("-inf"))
+        self.v_block = v
+        return super().block_forward(q, k, v, mask)
+
+    def merge(self, acc_out, acc_lse, part_out, part_lse):
+        s = self.block_scores
+        if self.running is None:
+            m = torch.full(s.shape[:3], float("-inf"), dtype=s.dtype)
+            total, acc = torch.zeros(s.shape[:3], dtype=s.dtype), torch.zeros_like(acc_out.transpose(1, 2))
+        else:
+            m, total, acc = self.running
+        m = torch.maximum(m, s.amax(-1))
+        p = torch.exp(s - torch.where(torch.isfinite(m), m, torch.zeros_like(m)).unsqueeze(-1))
+        acc = acc + torch.einsum("bhqk,bkhd->bhqd", p, self.expand(self.v_block))
+        total = total + p.sum(-1)
+        self.running = (m, total, acc)
+        out = (acc / torch.where(total > 0, total, torch.ones_like(total)).unsqueeze(-1)).transpose(1, 2)
+        lse = torch.where(total > 0, m + torch.log(total), torch.full_like(total, float("-inf")))
+        return out, lse
+
+
+def _lse_log2(q, k, v, ctx):
+    """A kernel that works with exp2 and returns its lse in base 2 (out right, lse / ln 2)."""
+    out, lse = attention(q, k, v, ctx)
+    return out, lse / math.log(2)
+
+
+kv_wrong_direction = _with_ring(KvWrongDirection)
+online_no_rescale = _with_ring(OnlineNoRescale)
+lse_log2 = _lse_log2
