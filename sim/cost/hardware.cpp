@@ -355,43 +355,31 @@ void read_link(const Fields& parent, const char* key, const std::string& where, 
   if (link.verify_bandwidth_Bps > 0 && !link.host_copy) f.fail("has verify_gb_per_s without host_copy: true");
 }
 
-// [{"rows": 1024, "forward": 0.6, "backward": 0.8}, ...]: rows ascending, distinct, factors > 0.
-void read_block_rows(const json& list, const std::string& where, std::vector<BlockRows>& into) {
-  if (!list.is_array()) throw UsageError(where + " must be an array of {\"rows\": n, \"forward\": f, \"backward\": b}");
-  into.clear();
-  for (size_t i = 0; i < list.size(); ++i) {
-    const std::string at = where + "[" + std::to_string(i) + "]";
-    const Fields f(list[i], at, {"rows", "forward", "backward"});
-    if (!f.has("rows")) throw UsageError(at + " needs rows (the kernel call's query rows)");
-    BlockRows k;
-    f.integer("rows", k.rows, 1);
-    f.number("forward", k.forward, 1, false, 4);
-    f.number("backward", k.backward, 1, false, 4);
-    if (!into.empty() && k.rows <= into.back().rows)
-      throw UsageError(at + ".rows = " + std::to_string(k.rows) + " must be above the one before; list rows ascending");
-    into.push_back(k);
+// A list of per-pass factors by a count, ascending and distinct, factors in (0, 4]: block_rows,
+// [{"rows": 1024, "forward": 0.6, "backward": 0.8}, ...], and the cpu preset's measured scaling of
+// a kernel on t threads, thread_scaling, [{"threads": 2, "forward": 0.9, ...}, ...]. `meaning`
+// says what the count is, for the error that finds it missing.
+template <class Row>
+void read_factor_list(const json& list, const std::string& where, const char* key, const char* meaning,
+                      int64_t Row::*count, std::vector<Row>& into) {
+  const std::string name = key;
+  if (!list.is_array()) {
+    throw UsageError(where + " must be an array of {\"" + name + "\": n, \"forward\": f, \"backward\": b}");
   }
-}
-
-// [{"threads": 2, "forward": 0.9, "backward": 0.8}, ...]: the cpu preset's measured scaling of a
-// kernel on t threads; threads ascending, distinct, factors > 0.
-void read_thread_scaling(const json& list, const std::string& where, std::vector<ThreadScaling>& into) {
-  if (!list.is_array())
-    throw UsageError(where + " must be an array of {\"threads\": t, \"forward\": f, \"backward\": b}");
   into.clear();
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string at = where + "[" + std::to_string(i) + "]";
-    const Fields f(list[i], at, {"threads", "forward", "backward"});
-    if (!f.has("threads")) throw UsageError(at + " needs threads (the kernel's thread count)");
-    ThreadScaling k;
-    f.integer("threads", k.threads, 1);
-    f.number("forward", k.forward, 1, false, 4);
-    f.number("backward", k.backward, 1, false, 4);
-    if (!into.empty() && k.threads <= into.back().threads) {
-      throw UsageError(at + ".threads = " + std::to_string(k.threads) +
-                       " must be above the one before; list threads ascending");
+    const Fields f(list[i], at, {key, "forward", "backward"});
+    if (!f.has(key)) throw UsageError(at + " needs " + name + " (" + meaning + ")");
+    Row row;
+    f.integer(key, row.*count, 1);
+    f.number("forward", row.forward, 1, false, 4);
+    f.number("backward", row.backward, 1, false, 4);
+    if (!into.empty() && row.*count <= into.back().*count) {
+      throw UsageError(at + "." + name + " = " + std::to_string(row.*count) + " must be above the one before; list " +
+                       name + " ascending");
     }
-    into.push_back(k);
+    into.push_back(row);
   }
 }
 
@@ -464,13 +452,17 @@ Hardware hardware_from_json(const json& document, const std::string& source, int
     d.number("memory_bandwidth_gb_per_s", hw.device.memory_bandwidth_Bps, 1e9, true);
     d.number("memory_gb", hw.device.memory_capacity_bytes, 1e9, true);
     d.integer("ranks_per_device", hw.device.ranks_per_device, 1);
-    if (d.has("block_rows")) read_block_rows(d.at("block_rows"), where + ".block_rows", hw.device.block_rows);
+    if (d.has("block_rows")) {
+      read_factor_list(d.at("block_rows"), where + ".block_rows", "rows", "the kernel call's query rows",
+                       &BlockRows::rows, hw.device.block_rows);
+    }
     // The cpu preset's fields: rank threads sharing cores, first-touch page faults, thread scaling.
     d.integer("shared_cores", hw.device.shared_cores, 1);
     d.number("first_touch_gb_per_s", hw.device.first_touch_Bps, 1e9, true);
     if (d.has("thread_scaling")) {
       if (hw.device.shared_cores == 0) d.fail("has thread_scaling without shared_cores");
-      read_thread_scaling(d.at("thread_scaling"), where + ".thread_scaling", hw.device.thread_scaling);
+      read_factor_list(d.at("thread_scaling"), where + ".thread_scaling", "threads", "the kernel's thread count",
+                       &ThreadScaling::threads, hw.device.thread_scaling);
     }
     read_factor(d, "short_queries", where, hw.device.short_queries);
     read_factor(d, "short_keys", where, hw.device.short_keys);
