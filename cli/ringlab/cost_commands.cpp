@@ -239,6 +239,7 @@ void refuse_unused_figure_flags(const std::string& kind, const CLI::App& command
       {"--pass", !grid, "to the grids (grid-step, grid-rank)"},
       {"--hw", grid || precision, "to load and timeline"},
       {"--precision", !precision, "to precision"},
+      {"--merge", !precision, "to precision"},
       {"--backward", precision, "to the grids, load and timeline (figure precision always runs the backward pass)"},
   };
   for (const auto& rule : rules) {
@@ -405,6 +406,9 @@ void add_cost_commands(CLI::App& app, Registry& registry) {
         ->add_option("--precision", flags->config.precision,
                      "precision: the storage precision studied, bf16 | fp16 (P = 1, 2, 4, ... up to --ranks)")
         ->default_str("bf16");
+    command->add_option("--merge", flags->config.merge, "precision: the LSE merge studied, exp | logsigmoid")
+        ->check(CLI::IsMember({"exp", "logsigmoid"}))
+        ->capture_default_str();
     command->add_option("--pass", flags->pass, "grids: forward | backward")->capture_default_str();
     command->add_option("--out", flags->out, "the SVG file to write")->required();
     command->add_option("--png", flags->png, "also write a PNG (needs stb_image_write)");

@@ -7,6 +7,7 @@
 
 #include "cli/ringlab/commands.hpp"
 #include "executors/sim/precision_study.hpp"
+#include "reference/error.hpp"
 #include "sim/pipeline/config.hpp"
 
 namespace ringlab::cli {
@@ -42,7 +43,11 @@ void add_study_commands(CLI::App& app, Registry& registry) {
       ->check(CLI::IsMember({"exp", "logsigmoid"}))
       ->capture_default_str();
   precision->add_flag("--json", flags->config.json, "one JSON object on stdout");
-  registry.add(precision, [flags] {
+  registry.add(precision, [flags, precision] {
+    // The schedule flags include --backward, which the study would ignore: it always runs both passes.
+    if (precision->count("--backward") > 0) {
+      throw UsageError("ringlab study precision always runs the forward and the backward pass; drop --backward");
+    }
     const PrecisionStudy result = run_precision_study(flags->config, flags->ranks);
     if (flags->config.json) {
       std::cout << to_json(result).dump() << "\n";

@@ -208,6 +208,7 @@ TEST_CASE("bad input across run, check, grade and ringlab-viz: exit 2, one line,
        "does not pad",
        ""},
       {"", ringlab, {"study", "precision", "--ranks", "1,1024"}, "use at most --ranks 256", ""},
+      {"", ringlab, {"study", "precision", "--backward"}, "always runs the forward and the backward pass", ""},
       {"", ringlab, {"study", "nosuch"}, "unknown command 'nosuch' for ringlab study; use precision", ""},
       {"", ringlab, {"study"}, "subcommand is required", ""},
       // ringlab conformance cases: the suite, the directory
