@@ -251,8 +251,8 @@ void refuse_unused_figure_flags(const std::string& kind, const CLI::App& command
 }
 
 int figure_command(FigureFlags& flags, const CLI::App& command) {
-  refuse_unused_figure_flags(flags.kind, command);
   if (flags.kind == "precision") {
+    refuse_unused_figure_flags(flags.kind, command);
     if (flags.out.empty()) throw UsageError("ringlab figure needs --out FILE.svg; e.g. --out precision.svg");
     return precision_figure_command(flags, command);
   }
@@ -263,6 +263,7 @@ int figure_command(FigureFlags& flags, const CLI::App& command) {
     throw UsageError("unknown figure '" + flags.kind +
                      "'; use ringlab figure grid-step, grid-rank, load, timeline or precision");
   }
+  refuse_unused_figure_flags(flags.kind, command);  // once the kind is known to exist
   const RunConfig config = resolve_problem(flags.config).config;
   if (flags.out.empty()) throw UsageError("ringlab figure needs --out FILE.svg; e.g. --out grid.svg");
   check_figure_outputs(flags);

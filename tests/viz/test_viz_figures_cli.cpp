@@ -66,6 +66,7 @@ TEST_CASE("ringlab figure: bad input exits 2 with one line and writes nothing", 
   std::remove(svg.c_str());
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"pie"}, "grid-step, grid-rank, load, timeline or precision"},
+      {{"pie", "--pass", "backward"}, "unknown figure 'pie'"},  // the kind first, then its flags
       {{"grid-step", "--ranks", "128", "--seq", "1024"}, "at most 64"},
       {{"timeline", "--ranks", "128", "--seq", "1024"}, "at most 64 --ranks"},
       {{"grid-step", "--pass", "backward"}, "add --backward"},

@@ -355,35 +355,31 @@ def _forward(c: _Ctx, wrong) -> Optional[Diagnosis]:
     a = c.a
     rows = wrong["out"] if len(wrong["out"]) else wrong["lse"]
     best = None
+
+    def consider(what_if, cause, why):  # keeps the what-if output closest to the implementation's
+        nonlocal best
+        if what_if is None:
+            return
+        r = c.ratio_against("out", what_if)
+        if r <= 1 and (best is None or r < best[0]):
+            best = (r, cause, why)
+
     for cause, why, mask, zero_rows in _what_if_masks(c, wrong["out"]):
         out, _ = oracle.forward(a["q"], a["k"], a["v"], mask, case.scale)
         if zero_rows is not None:
             out[:, zero_rows] = c.outputs["out"][:, zero_rows]  # whatever the implementation put there
-        r = c.ratio_against("out", out)
-        if r <= 1 and (best is None or r < best[0]):
-            best = (r, cause, why)
-    pad = _padding_what_if(c)
-    if pad is not None:
-        r = c.ratio_against("out", pad)
-        if r <= 1 and (best is None or r < best[0]):
-            pads = c.smap.padded_length - case.S
-            best = (r, "padding read as keys", f"the output is exact attention with the {pads} "
-                    f"padding rows of layout {c.smap.convention} taken as real tokens: mask them (position -1, or "
-                    "cu_seqlens without the padding)")
-    own_v = _own_v_what_if(c)
-    if own_v is not None:
-        r = c.ratio_against("out", own_v)
-        if r <= 1 and (best is None or r < best[0]):
-            best = (r, "V not sent with K", "the output is attention with the right weights over the wrong values: "
-                    "each rank multiplies the keys that arrived from other ranks with its own V rows; V must travel "
-                    "around the ring with K (the lse, which depends on K alone, is right)")
-    online = _online_no_rescale_what_if(c)
-    if online is not None:
-        r = c.ratio_against("out", online)
-        if r <= 1 and (best is None or r < best[0]):
-            best = (r, "missing rescale", "the output is the ring's online softmax with the running sum and output "
-                    "never rescaled by exp(m_old - m_new) when a later block raises the running max m: multiply "
-                    "both by it before adding the new block")
+        consider(out, cause, why)
+    consider(_padding_what_if(c), "padding read as keys",
+             f"the output is exact attention with the {c.smap.padded_length - case.S} padding rows of layout "
+             f"{c.smap.convention} taken as real tokens: mask them (position -1, or cu_seqlens without the padding)")
+    consider(_own_v_what_if(c), "V not sent with K",
+             "the output is attention with the right weights over the wrong values: each rank multiplies the keys "
+             "that arrived from other ranks with its own V rows; V must travel around the ring with K (the lse, "
+             "which depends on K alone, is right)")
+    consider(_online_no_rescale_what_if(c), "missing rescale",
+             "the output is the ring's online softmax with the running sum and output never rescaled by "
+             "exp(m_old - m_new) when a later block raises the running max m: multiply both by it before adding "
+             "the new block")
     details = [f"wrong output rows: {c.where(rows)}"]
     details += _step_lines(c, rows)
     if best is not None:
