@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdlib>
+#include <functional>
 #include <numeric>
+#include <queue>
 #include <stdexcept>
+#include <utility>
 
 #include "reference/error.hpp"
 #include "reference/names.hpp"
@@ -257,14 +260,17 @@ Layout make_layout(LayoutKind kind, int64_t seq, int64_t ranks, int64_t block, c
     std::vector<std::pair<int64_t, int64_t>> work;  // (pairs, unit)
     for (int64_t u = 0; u < units; ++u) work.emplace_back(mask.range_pairs(u * b, u * b + b - 1, 0, seq - 1), u);
     std::stable_sort(work.begin(), work.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
-    std::vector<int64_t> load(static_cast<size_t>(ranks), 0), count(static_cast<size_t>(ranks), 0);
+    // The least-loaded rank with room, the lowest-numbered among equals: the top of a heap of
+    // (load, rank) over the ranks with room (a rank leaves it when full). O(units log P).
+    std::vector<int64_t> count(static_cast<size_t>(ranks), 0);
     std::vector<int64_t> owner(static_cast<size_t>(units), -1);
+    std::priority_queue<std::pair<int64_t, int64_t>, std::vector<std::pair<int64_t, int64_t>>, std::greater<>> open;
+    for (int64_t r = 0; r < ranks; ++r) open.emplace(0, r);
     for (const auto& [pairs, unit] : work) {
-      int64_t best = -1;
-      for (int64_t r = 0; r < ranks; ++r)
-        if (count[r] < room && (best < 0 || load[r] < load[best])) best = r;
+      const auto [load, best] = open.top();
+      open.pop();
       owner[static_cast<size_t>(unit)] = best;
-      load[best] += pairs, ++count[best];
+      if (++count[static_cast<size_t>(best)] < room) open.emplace(load + pairs, best);
     }
     return Layout(kind, seq, ranks, b, owner);
   }

@@ -1,6 +1,7 @@
 #include "reference/mask.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
@@ -165,15 +166,19 @@ int64_t Mask::range_pairs(int64_t q_first, int64_t q_last, int64_t k_first, int6
     const int64_t lo_k = std::max(k_first, ds), hi_k = std::min(k_last, de);
     if (a > b || lo_k > hi_k) continue;
     // first(i) = max(lo_k, i - W + 1 if W);  last(i) = min(hi_k, i if causal, i + W - 1 if W && !causal)
-    std::vector<int64_t> cuts{a, b + 1};
+    // At most 8 cuts: on the stack (this runs once per block pair and unit pair in dry runs).
+    std::array<int64_t, 8> cut_at{a, b + 1};
+    size_t cut_count = 2;
     auto cut = [&](int64_t at) {
-      if (at > a && at <= b) cuts.push_back(at);
+      if (at > a && at <= b) cut_at[cut_count++] = at;
     };
     if (window_ > 0) cut(lo_k + window_), cut(lo_k + window_ - 1);
     if (causal_) cut(hi_k), cut(hi_k + 1);
     if (window_ > 0 && !causal_) cut(hi_k - window_ + 1), cut(hi_k - window_ + 2);
-    std::sort(cuts.begin(), cuts.end());
-    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    for (size_t i = 1; i < cut_count; ++i)  // insertion sort: at most 8
+      for (size_t j = i; j > 0 && cut_at[j - 1] > cut_at[j]; --j) std::swap(cut_at[j - 1], cut_at[j]);
+    const std::span<int64_t> cuts(cut_at.data(), cut_count);
+    const std::span<int64_t> distinct(cuts.begin(), std::unique(cuts.begin(), cuts.end()));
     auto count = [&](int64_t i) {
       int64_t first = lo_k, last = hi_k;
       if (window_ > 0) first = std::max(first, i - window_ + 1);
@@ -181,8 +186,8 @@ int64_t Mask::range_pairs(int64_t q_first, int64_t q_last, int64_t k_first, int6
       if (window_ > 0 && !causal_) last = std::min(last, i + window_ - 1);
       return last - first + 1;  // may be <= 0
     };
-    for (size_t s = 0; s + 1 < cuts.size(); ++s) {
-      const int64_t from = cuts[s], to = cuts[s + 1] - 1;
+    for (size_t s = 0; s + 1 < distinct.size(); ++s) {
+      const int64_t from = distinct[s], to = distinct[s + 1] - 1;
       const int64_t c0 = count(from);
       const int64_t slope = to > from ? count(from + 1) - c0 : 0;
       total += clipped_series(from, to, c0, slope);

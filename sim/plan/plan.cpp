@@ -3,6 +3,7 @@
 #include "sim/plan/plan.hpp"
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 #include <stdexcept>
 #include <utility>
@@ -192,6 +193,7 @@ int64_t Plan::ring_peer(int64_t rank, Shift shift, int64_t step) const {
 }
 
 std::vector<int64_t> Plan::block_units(int64_t ring_position) const {
+  if (spec_.ulysses == 1) return layout_.units_of(ring_position);  // ascending already
   std::vector<int64_t> units;
   for (int64_t u = 0; u < spec_.ulysses; ++u) {
     const std::vector<int64_t> member = layout_.units_of(rank_at(ring_position, u));
@@ -251,15 +253,112 @@ bool find_rectangle(const Plan& plan, int64_t q_block, int64_t kv_block, RowRang
 
 }  // namespace
 
+namespace {
+
+struct PositionRun {
+  int64_t first, last;  // inclusive
+};
+
+// Ascending units of `unit` tokens as maximal runs of consecutive positions.
+std::vector<PositionRun> position_runs(const std::vector<int64_t>& units, int64_t unit) {
+  std::vector<PositionRun> runs;
+  for (int64_t u : units) {
+    if (!runs.empty() && runs.back().last + 1 == u * unit)
+      runs.back().last += unit;
+    else
+      runs.push_back({u * unit, u * unit + unit - 1});
+  }
+  return runs;
+}
+
+// Visible pairs between query rows [q.first, q.last] and the keys in `runs` (ascending), in one
+// pass over both when the query runs come in ascending order, plus one Mask::range_pairs per run
+// near the rows' reach. The keys a row may see lie in [lo, hi] (its document, the causal side, the
+// window); within one document's real rows both ends of keys_of grow with the row, so every row
+// sees [first of the last row, last of the first row]: those keys are counted, not paired. Only
+// the runs in the two margins are paired.
+class KeyRuns {
+ public:
+  KeyRuns(const Mask& mask, std::vector<PositionRun> runs) : mask_(mask), runs_(std::move(runs)) {
+    int64_t tokens = 0;
+    for (const PositionRun& r : runs_) prefix_.push_back(tokens), tokens += r.last - r.first + 1;
+  }
+
+  int64_t pairs(PositionRun q) {
+    q.last = std::min(q.last, mask_.valid_tokens() - 1);
+    if (q.last < q.first || runs_.empty()) return 0;
+    int64_t lo = 0, hi = mask_.valid_tokens() - 1;
+    if (mask_.has_documents()) {
+      const int64_t d = mask_.document_of(q.last);
+      lo = mask_.document_start(mask_.document_of(q.first));
+      if (d + 1 < mask_.documents()) hi = std::min(hi, mask_.document_start(d + 1) - 1);
+    }
+    if (mask_.causal()) hi = std::min(hi, q.last);
+    if (mask_.window() > 0) {
+      lo = std::max(lo, q.first - mask_.window() + 1);
+      if (!mask_.causal()) hi = std::min(hi, q.last + mask_.window() - 1);
+    }
+    if (!mask_.documents_padded() && mask_.document_of(q.first) == mask_.document_of(q.last)) {
+      const KeyRange all{std::max(lo, mask_.keys_of(q.last).first), std::min(hi, mask_.keys_of(q.first).last)};
+      if (!all.empty())
+        return (q.last - q.first + 1) * (keys_up_to(all.last, cursors_[0]) - keys_up_to(all.first - 1, cursors_[1])) +
+               paired(q, lo, all.first - 1, cursors_[2]) + paired(q, all.last + 1, hi, cursors_[3]);
+    }
+    return paired(q, lo, hi, cursors_[2]);
+  }
+
+ private:
+  // The first run starting after x, from a cursor that only moves forward while x grows (it does,
+  // query run after query run), found again by binary search should x go back.
+  size_t first_after(int64_t x, size_t& cursor) const {
+    if (cursor > 0 && runs_[cursor - 1].first > x)
+      cursor =
+          static_cast<size_t>(std::upper_bound(runs_.begin(), runs_.end(), x,
+                                               [](int64_t value, const PositionRun& r) { return value < r.first; }) -
+                              runs_.begin());
+    while (cursor < runs_.size() && runs_[cursor].first <= x) ++cursor;
+    return cursor;
+  }
+
+  // Key tokens at positions <= x.
+  int64_t keys_up_to(int64_t x, size_t& cursor) const {
+    const size_t after = first_after(x, cursor);
+    if (after == 0) return 0;
+    return prefix_[after - 1] + std::min(runs_[after - 1].last, x) - runs_[after - 1].first + 1;
+  }
+
+  int64_t paired(PositionRun q, int64_t from, int64_t to, size_t& cursor) const {
+    if (to < from) return 0;
+    size_t r = first_after(from, cursor);  // the runs from r - 1 on may reach `from`
+    if (r > 0 && runs_[r - 1].last >= from) --r;
+    int64_t total = 0;
+    for (; r < runs_.size() && runs_[r].first <= to; ++r)
+      total += mask_.range_pairs(q.first, q.last, std::max(runs_[r].first, from), std::min(runs_[r].last, to));
+    return total;
+  }
+
+  const Mask& mask_;
+  std::vector<PositionRun> runs_;
+  std::vector<int64_t> prefix_;  // key tokens in the runs before each
+  std::array<size_t, 4> cursors_{};
+};
+
+}  // namespace
+
 int64_t block_mask_pairs(const Plan& plan, int64_t q_block, int64_t kv_block) {
-  constexpr size_t kMaxUnits = 64;
+  const int64_t unit = plan.layout().block();
   const std::vector<int64_t> q_units = plan.block_units(q_block), k_units = plan.block_units(kv_block);
-  if (q_units.size() * k_units.size() > kMaxUnits * kMaxUnits)
-    return plan.mask().pairs(plan.block_positions(q_block), plan.block_positions(kv_block));
-  const int64_t b = plan.layout().block();
   int64_t pairs = 0;
-  for (int64_t qu : q_units)
-    for (int64_t ku : k_units) pairs += plan.mask().range_pairs(qu * b, qu * b + b - 1, ku * b, ku * b + b - 1);
+  if (q_units.size() * k_units.size() <= 16) {
+    for (int64_t qu : q_units)
+      for (int64_t ku : k_units)
+        pairs += plan.mask().range_pairs(qu * unit, qu * unit + unit - 1, ku * unit, ku * unit + unit - 1);
+    return pairs;
+  }
+  // Many units (the balanced layout, striped, zig-zag per document): pairs per run of queries, in
+  // one pass over both blocks' runs rather than O(units^2) (97 s for a balanced P = 1024 dry run).
+  KeyRuns keys(plan.mask(), position_runs(k_units, unit));
+  for (const PositionRun& q : position_runs(q_units, unit)) pairs += keys.pairs(q);
   return pairs;
 }
 

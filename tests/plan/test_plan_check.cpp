@@ -212,6 +212,87 @@ TEST_CASE("the trimmed ring forwards a block only as far as the last rank that n
   CHECK(full_unused == plain_unused);
 }
 
+TEST_CASE("block_mask_pairs counts what the mask shows position by position, on every layout", "[plans][mask]") {
+  // Blocks of one unit are paired unit by unit; blocks of many (balanced, striped, zig-zag per
+  // document, hybrid rings) by runs, counting the keys every query row sees. Both against
+  // Mask::pairs over the blocks' positions.
+  const int64_t R = GENERATE(3, 5);
+  const auto [layout, U, docs, padded] = GENERATE(
+      std::tuple{LayoutKind::contiguous, int64_t{1}, false, false},
+      std::tuple{LayoutKind::contiguous, int64_t{2}, true, false},
+      std::tuple{LayoutKind::zigzag, int64_t{1}, false, true}, std::tuple{LayoutKind::zigzag, int64_t{1}, true, false},
+      std::tuple{LayoutKind::striped, int64_t{1}, false, false},
+      std::tuple{LayoutKind::striped, int64_t{2}, true, false},
+      std::tuple{LayoutKind::balanced, int64_t{1}, false, false},
+      std::tuple{LayoutKind::balanced, int64_t{1}, true, false}, std::tuple{LayoutKind::zigzag, int64_t{1}, true, true},
+      std::tuple{LayoutKind::striped, int64_t{1}, true, true});
+  const auto [causal, window] =
+      GENERATE(std::tuple{true, int64_t{0}}, std::tuple{true, int64_t{37}}, std::tuple{false, int64_t{0}},
+               std::tuple{false, int64_t{90}}, std::tuple{true, int64_t{1}});
+  const int64_t P = R * U, S = 2 * P * 4 * 16;
+  PlanSpec spec = spec_of(U > 1 ? Algorithm::hybrid : Algorithm::ring, layout, P, causal, true, false);
+  spec.ulysses = U;
+  spec.dims.seq = padded ? S - 5 : S;
+  spec.dims.heads = spec.dims.kv_heads = 2 * U;
+  spec.window = window;
+  if (docs) spec.documents = {2 * P * 4, 2 * P * 4 * 5, 2 * P * 4 * 2, S - 2 * P * 4 * 8};
+  if (docs && padded) {  // lengths the layout does not divide: each document padded at its end
+    spec.documents = {2 * P * 4 - 3, 2 * P * 4 * 5 + 1, 2 * P * 4 * 2 - 7};
+    spec.dims.seq = std::accumulate(spec.documents.begin(), spec.documents.end(), int64_t{0});
+  }
+  if (padded) pad_to_layout(spec);
+  INFO(spec.describe());
+  REQUIRE(padded == (spec.padding_tokens() > 0));
+  const Plan plan(spec, {});
+  for (int64_t q = 0; q < R; ++q)
+    for (int64_t k = 0; k < R; ++k) {
+      std::vector<int64_t> keys = plan.block_positions(k);
+      std::sort(keys.begin(), keys.end());
+      INFO("q block " << q << ", kv block " << k);
+      REQUIRE(block_mask_pairs(plan, q, k) == plan.mask().pairs(plan.block_positions(q), keys));
+    }
+}
+
+TEST_CASE("the trimmed ring's travel is each block's farthest seeing hop, as a hop-by-hop walk finds it",
+          "[plans][mask]") {
+  // ring_travel looks only where the units allow a position to see a block; the walk probes every
+  // hop from R - 1 down. They must agree block by block, on every layout and mask that trims.
+  const int64_t R = GENERATE(3, 5, 8);
+  const auto [layout, U, causal, window, docs] =
+      GENERATE(std::tuple{LayoutKind::contiguous, int64_t{1}, true, int64_t{100}, false},
+               std::tuple{LayoutKind::contiguous, int64_t{1}, false, int64_t{100}, false},  // reaches back: hop R - 1
+               std::tuple{LayoutKind::contiguous, int64_t{1}, false, int64_t{2}, false},    // back by one token
+               std::tuple{LayoutKind::balanced, int64_t{1}, false, int64_t{2}, false},
+               std::tuple{LayoutKind::contiguous, int64_t{1}, true, int64_t{0}, true},
+               std::tuple{LayoutKind::zigzag, int64_t{1}, true, int64_t{70}, false},
+               std::tuple{LayoutKind::zigzag, int64_t{1}, true, int64_t{0}, true},  // per document
+               std::tuple{LayoutKind::striped, int64_t{1}, true, int64_t{5}, false},
+               std::tuple{LayoutKind::striped, int64_t{1}, false, int64_t{0}, true},
+               std::tuple{LayoutKind::balanced, int64_t{1}, true, int64_t{0}, true},
+               std::tuple{LayoutKind::balanced, int64_t{1}, true, int64_t{300}, true},
+               std::tuple{LayoutKind::contiguous, int64_t{2}, true, int64_t{150}, false},  // hybrid: a ring of R
+               std::tuple{LayoutKind::zigzag, int64_t{2}, false, int64_t{40}, true});
+  const int64_t P = R * U, S = 64 * 2 * P * 4;
+  PlanSpec spec = spec_of(U > 1 ? Algorithm::hybrid : Algorithm::ring, layout, P, causal, true, false);
+  spec.ulysses = U;
+  spec.dims.seq = S;
+  spec.dims.heads = spec.dims.kv_heads = 2 * U;
+  spec.window = window;
+  // Documents in whole multiples of 2P * 4 tokens (a per-document zig-zag's chunks of 4), short
+  // and long, the last filling S.
+  if (docs) spec.documents = {2 * P * 4, 2 * P * 4 * 5, 2 * P * 4 * 2, S - 2 * P * 4 * 8};
+  INFO(spec.describe());
+  REQUIRE(spec.ring_degree() == R);
+  const Plan plan(spec, {});
+  std::vector<int64_t> walked;
+  for (int64_t b = 0; b < R; ++b) {
+    int64_t hops = R - 1;
+    while (hops > 0 && block_mask_pairs(plan, (b + hops) % R, b) == 0) --hops;
+    walked.push_back(hops);
+  }
+  CHECK(ring_travel(spec) == walked);
+}
+
 TEST_CASE("the reverse-dkv erratum is caught at P >= 3 and invisible at P = 2", "[plans][checker][errata]") {
   const int64_t P = GENERATE(2, 3, 4, 8);
   const PlanCheck check = erratum_check(P, Erratum::reverse_dkv, true);

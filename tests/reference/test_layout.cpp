@@ -86,6 +86,26 @@ TEST_CASE("zigzag balances causal work exactly, striped nearly, contiguous not a
   CHECK(ratio == Approx(2.0 * double(P) - 1.0).epsilon(0.02));
 }
 
+TEST_CASE("the balanced layout is the greedy assignment, heaviest unit first to the least-loaded rank", "[layout]") {
+  // The definition, scanned rank by rank for every unit, against make_layout's heap.
+  const int64_t P = GENERATE(3, 5, 8), S = 64 * P * 4;
+  const Mask mask = GENERATE_COPY(Mask(MaskKind::causal), Mask(true, 37), Mask(false, 90),
+                                  Mask(true, 0, {S / 4, S / 8, S / 2, S / 8}), Mask(true, 50, {S / 2, S / 2}));
+  const Layout layout = make_layout(LayoutKind::balanced, S, P, 0, mask);
+  const int64_t b = layout.block(), units = layout.units(), room = layout.rounds();
+  std::vector<std::pair<int64_t, int64_t>> work;
+  for (int64_t u = 0; u < units; ++u) work.emplace_back(mask.range_pairs(u * b, u * b + b - 1, 0, S - 1), u);
+  std::stable_sort(work.begin(), work.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  std::vector<int64_t> load(static_cast<size_t>(P), 0), count(static_cast<size_t>(P), 0);
+  for (const auto& [pairs, unit] : work) {
+    int64_t best = -1;
+    for (int64_t r = 0; r < P; ++r)
+      if (count[r] < room && (best < 0 || load[r] < load[best])) best = r;
+    REQUIRE(layout.rank_of_unit(unit) == best);
+    load[best] += pairs, ++count[best];
+  }
+}
+
 TEST_CASE("bad layout sizes are usage errors with a fix", "[layout]") {
   CHECK_THROWS_AS(Layout(LayoutKind::zigzag, 100, 8), UsageError);
   CHECK_THROWS_WITH(Layout(LayoutKind::zigzag, 100, 8), Catch::Contains("2P=16"));
