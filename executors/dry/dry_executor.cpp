@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -133,11 +134,27 @@ class DryRun {
   // would take minutes. `work`: the walk's so far or, before it, the estimate.
   void check_walk(int64_t work) const {
     if (work <= options_.max_walk_work) return;
-    throw UsageError("this dry run would walk its P=" + std::to_string(P_) +
-                     " ranks one by one at every ring step, more than it walks in seconds: they differ at every "
-                     "step (a contiguous causal ring, padding, documents, a window, --trace); use fewer --ranks, or "
-                     "--layout zigzag or striped with S a multiple of 2P (ranks the same up to rotation are "
-                     "walked once)");
+    refuse_walk("more than it walks in seconds");
+  }
+
+  // The timed check (DryOptions::max_walk_s): `done` rank-steps walked since `start`, at least
+  // `left` still to walk.
+  void check_walk_time(std::chrono::steady_clock::time_point start, int64_t done, int64_t left) const {
+    if (options_.max_walk_s <= 0 || done == 0) return;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (elapsed < options_.judge_after_s) return;
+    const double projected = elapsed * double(done + left) / double(done);
+    if (projected <= options_.max_walk_s) return;
+    refuse_walk("about " + std::to_string(static_cast<int64_t>(std::ceil(projected))) + " s at the pace of its first " +
+                std::to_string(done) + " rank-steps");
+  }
+
+  [[noreturn]] void refuse_walk(const std::string& why) const {
+    throw UsageError("this dry run would walk its P=" + std::to_string(P_) + " ranks one by one at every ring step, " +
+                     why +
+                     ": they differ at every step (a contiguous causal ring, padding, documents, a window, a "
+                     "balanced layout, --trace); use fewer --ranks, or --layout zigzag or striped with S a multiple "
+                     "of 2P (ranks the same up to rotation are walked once)");
   }
 
   // Back to every rank: each takes its representative's state.
@@ -572,10 +589,14 @@ DryResult DryRun::run() {
   }
   // Before walking: the rank-steps of the phases that cannot fold whatever state enters them (a
   // lower bound: a phase that could fold may still not, which the walk's own count catches).
-  int64_t bound = 0;
-  for (const Phase& phase : plan_.phases()) bound += static_span(phase) * U_ * phase.steps * walk_weight();
+  int64_t bound = 0, rank_steps_left = 0;
+  for (const Phase& phase : plan_.phases()) {
+    bound += static_span(phase) * U_ * phase.steps * walk_weight();
+    rank_steps_left += static_span(phase) * U_ * phase.steps;  // at least
+  }
   check_walk(bound);
-  int64_t walked = 0;
+  int64_t walked = 0, rank_steps_done = 0;
+  const auto walk_start = std::chrono::steady_clock::now();
   for (size_t p = 0; p < plan_.phases().size(); ++p) {
     const Phase& phase = plan_.phases()[p];
     label_ = phase.name;
@@ -650,6 +671,9 @@ DryResult DryRun::run() {
         s.compute_mean_s = s.compute_min_s == s.compute_max_s ? s.compute_min_s : sum / double(span_ * U_);
         result.steps.push_back(s);
       }
+      rank_steps_done += span_ * U_;
+      rank_steps_left = std::max<int64_t>(0, rank_steps_left - span_ * U_);
+      check_walk_time(walk_start, rank_steps_done, rank_steps_left);
     }
     unfold();
     for (const PendingExchange& record : pending) {

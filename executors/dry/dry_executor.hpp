@@ -71,6 +71,12 @@ struct DryOptions {
   // the phase that crosses it) rather than minutes of walking. 2^29: about 20 s, a contiguous
   // causal ring of P = 16384 or a padded zig-zag one of P = 4096.
   int64_t max_walk_work = int64_t{1} << 29;
+  // The weights above are a plain block's cost; a block of many units (balanced, striped, zig-zag
+  // per document) costs tens to hundreds of times more. So the walk is also timed: once it has run
+  // judge_after_s, a walk whose rank-steps so far project past max_walk_s in all is refused
+  // (UsageError, with the projection) rather than left running for minutes. 0: not timed.
+  double max_walk_s = 120;
+  double judge_after_s = 2;
 };
 
 // One rank's simulated run.

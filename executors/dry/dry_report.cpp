@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <utility>
 
 namespace ringlab {
 
@@ -81,9 +82,25 @@ void print_totals(std::ostream& os, const DryResult& result) {
       "communication: %.3f ms of transfers per rank, %.1f%% of it hidden (the rank was busy or waiting on "
       "a peer); exposed %.3f ms max, %.3f ms mean\n",
       s.comm_mean_s * 1e3, 100 * s.hidden_fraction, s.exposed_max_s * 1e3, s.exposed_mean_s * 1e3);
-  os << printf_text(
-      "traffic: %.3f MB sent per rank in %lld messages (every rank the same); %.3f TFLOP of visible work\n",
-      double(any.bytes_sent) / kMB, static_cast<long long>(any.messages_sent), s.flops_total / 1e12);
+  auto sends_less = [](const DryRank& a, const DryRank& b) {
+    return std::pair(a.bytes_sent, a.messages_sent) < std::pair(b.bytes_sent, b.messages_sent);
+  };
+  const auto fewest = std::min_element(result.ranks.begin(), result.ranks.end(), sends_less);
+  const auto most = std::max_element(result.ranks.begin(), result.ranks.end(), sends_less);
+  if (fewest->bytes_sent == most->bytes_sent && fewest->messages_sent == most->messages_sent) {
+    os << printf_text(
+        "traffic: %.3f MB sent per rank in %lld messages (every rank the same); %.3f TFLOP of visible work\n",
+        double(any.bytes_sent) / kMB, static_cast<long long>(any.messages_sent), s.flops_total / 1e12);
+  } else {  // a trimmed ring's ranks relay different blocks; a hybrid's ring ends differ
+    int64_t bytes = 0;
+    for (const DryRank& r : result.ranks) bytes += r.bytes_sent;
+    os << printf_text(
+        "traffic: %.3f MB sent per rank on average, %.3f (rank %lld) to %.3f (rank %lld); %.3f TFLOP of visible "
+        "work\n",
+        double(bytes) / double(result.ranks.size()) / kMB, double(fewest->bytes_sent) / kMB,
+        static_cast<long long>(fewest - result.ranks.begin()), double(most->bytes_sent) / kMB,
+        static_cast<long long>(most - result.ranks.begin()), s.flops_total / 1e12);
+  }
   os << printf_text("load imbalance: max/mean FLOPs %.3f, max/mean compute time %.3f\n", s.flops_imbalance,
                     s.compute_imbalance);
 }

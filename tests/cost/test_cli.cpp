@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "reference/printf_text.hpp"
 #include "sim/pipeline/trace.hpp"
 
 namespace {
@@ -172,6 +173,30 @@ TEST_CASE("ringlab run --dry-run: header, per-rank table, totals, memory, assump
   CHECK(run.out.find("peak: ") != std::string::npos);
   CHECK(run.out.find("model: h100-nvlink") != std::string::npos);
   CHECK(run.out.find("375 GB/s") != std::string::npos);
+}
+
+TEST_CASE("ringlab run --dry-run: the traffic line says every rank sends the same only when it does",
+          "[cost][cli][dry-run]") {
+  const Run even = run_ringlab("run --dry-run --ranks 8 --causal --layout zigzag");
+  REQUIRE(even.status == 0);
+  CHECK(even.out.find("MB sent per rank in 7 messages (every rank the same)") != std::string::npos);
+  // A trimmed ring: the last rank forwards nothing, the middle ones relay their neighbours' blocks.
+  const Run trimmed = run_ringlab("run --dry-run --ranks 8 --causal --window 300 --json");
+  REQUIRE(trimmed.status == 0);
+  const nlohmann::json ranks = nlohmann::json::parse(trimmed.out).at("ranks");
+  const Run text = run_ringlab("run --dry-run --ranks 8 --causal --window 300");
+  REQUIRE(text.status == 0);
+  INFO(text.out);
+  CHECK(text.out.find("every rank the same") == std::string::npos);
+  int64_t fewest = INT64_MAX, most = 0, total = 0;
+  for (const auto& r : ranks) {
+    const auto sent = r.at("bytes_sent").get<int64_t>();
+    fewest = std::min(fewest, sent), most = std::max(most, sent), total += sent;
+  }
+  REQUIRE(fewest < most);
+  CHECK(text.out.find(ringlab::printf_text("traffic: %.3f MB sent per rank on average, %.3f (rank ",
+                                           double(total) / 8 / 1e6, double(fewest) / 1e6)) != std::string::npos);
+  CHECK(text.out.find(ringlab::printf_text(") to %.3f (rank ", double(most) / 1e6)) != std::string::npos);
 }
 
 TEST_CASE("ringlab run --dry-run at P = 4096 prints the compact summary", "[cost][cli][dry-run]") {

@@ -238,3 +238,30 @@ TEST_CASE("a walk past the budget is refused before it starts, one line; within 
   unlimited.max_walk_work = INT64_MAX;
   CHECK(first_difference(run_dry_plan(contiguous, hw), run_dry_plan(contiguous, hw, unlimited)).empty());
 }
+
+TEST_CASE("a walk whose pace projects past the time budget is refused with the projection, one line",
+          "[cost][dry][fold]") {
+  // A balanced layout's blocks hold many units: within the rank-step budget, but each costs far
+  // more than a plain block's. The timed check judges the walk by its own pace.
+  PlanSpec spec = spec_of(make(Algorithm::ring, LayoutKind::balanced, 16, true));
+  spec.window = 40;
+  const Plan plan = build_plan(spec);
+  const Hardware hw = hardware_preset("h100-nvlink", 16);
+  DryOptions impatient;
+  impatient.judge_after_s = 0;
+  impatient.max_walk_s = 1e-9;
+  std::string message;
+  try {
+    run_dry_plan(plan, hw, impatient);
+  } catch (const UsageError& e) {
+    message = e.what();
+  }
+  INFO(message);
+  CHECK(message.find("P=16") != std::string::npos);
+  CHECK(message.find("s at the pace of its first 16 rank-steps") != std::string::npos);
+  CHECK(message.find('\n') == std::string::npos);
+  // Not timed, or within the time: the same result.
+  DryOptions untimed;
+  untimed.max_walk_s = 0;
+  CHECK(first_difference(run_dry_plan(plan, hw), run_dry_plan(plan, hw, untimed)).empty());
+}
