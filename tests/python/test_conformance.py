@@ -47,6 +47,8 @@ BROKEN = {  # variant -> the cause the diagnosis must name
     "broken_impls:kv_wrong_direction": "K/V ring rotated the wrong direction",  # right at P = 2
     "broken_impls:online_no_rescale": "missing rescale",  # an online softmax: its lse wrong too
     "broken_impls:lse_log2": "lse in log2 units",  # out and the gradients right
+    "broken_impls:mask_by_local_index": "mask by local row index",
+    "broken_impls:zigzag_chunks_swapped": "zig-zag chunks swapped",  # on zig-zag shards
 }
 failures = []
 

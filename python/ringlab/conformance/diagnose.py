@@ -250,6 +250,29 @@ def _what_if_masks(c: _Ctx, wrong_out) -> List[Tuple[str, str, np.ndarray, Optio
             (pos[None, :] == pos[:, None] + 1) & _same_doc(c))
         hyps.append(("causal offset", "the output is causal attention that also sees the next token (j <= i + 1): "
                      "the causal offset between a query block and a key block is off by one", m, None))
+    if (case.causal or case.window > 0) and c.P > 1:
+        # The mask fed each shard's row indices (0, 1, ... on every rank) instead of global positions:
+        # right on a rank's own block, wrong on every block from another rank.
+        local = c.smap.local_row()
+        hyps.append(("mask by local row index", "the output is attention masked by the rows' indices within "
+                     "their shards (i >= j locally) instead of their global positions: right on each rank's own "
+                     "block, wrong on every block from another rank; take the mask from the positions each "
+                     "block holds (its origin rank and the layout)",
+                     visible(local, local, c.docs, c.docs, case.causal, case.window), None))
+        if "zigzag" in c.smap.convention:
+            # Each rank's two chunks taken in the other order: the mask gives row l the position of row
+            # l + n/2 (mod n), n the rank's rows.
+            swapped = np.arange(case.S)
+            for held in c.smap.positions:
+                n = len(held)
+                if n % 2 == 0 and (held >= 0).all():
+                    swapped[held] = held[(np.arange(n) + n // 2) % n]
+            if not np.array_equal(swapped, pos):
+                hyps.append(("zig-zag chunks swapped", "the output is attention masked as if each rank's two "
+                             "zig-zag chunks were held in the other order (the late chunk first): the rows are "
+                             "right but the mask gives each row the other chunk's positions; a rank r holds "
+                             "chunk r first, then chunk 2P - 1 - r",
+                             visible(swapped, swapped, c.docs, c.docs, case.causal, case.window), None))
     # The last real token of a document taken for padding (a length rounded down).
     docs = c.case.docs or [case.S]
     ends = np.cumsum(docs) - 1

@@ -295,6 +295,38 @@ class OnlineNoRescale(RingAttention):
         return out, lse
 
 
+class MaskByLocalIndex(RingAttention):
+    """The mask compares the rows' indices within their shards (0, 1, ... on every rank), not their
+    global positions: right on a rank's own block, wrong on every other (invisible without a causal
+    mask or window)."""
+
+    def mask(self, qpos, qdoc, kpos, kdoc):
+        return super().mask(self._local(qpos), qdoc, self._local(kpos), kdoc)
+
+    @staticmethod
+    def _local(pos):
+        return torch.where(pos >= 0, torch.arange(len(pos), dtype=pos.dtype), pos)
+
+
+class ZigzagChunksSwapped(RingAttention):
+    """On a zig-zag shard, the mask takes the rank's late chunk (2P - 1 - r) for its first rows and the
+    early one (r) for its last: each row masked with the other chunk's positions."""
+
+    def mask(self, qpos, qdoc, kpos, kdoc):
+        return super().mask(self._swap(qpos), qdoc, self._swap(kpos), kdoc)
+
+    @staticmethod
+    def _swap(pos):
+        n = len(pos)
+        if n % 2 or bool((pos < 0).any()):
+            return pos
+        return torch.cat([pos[n // 2:], pos[:n // 2]])
+
+
+mask_by_local_index = _with_ring(MaskByLocalIndex)
+zigzag_chunks_swapped = _with_ring(ZigzagChunksSwapped)
+
+
 def _lse_log2(q, k, v, ctx):
     """A kernel that works with exp2 and returns its lse in base 2 (out right, lse / ln 2)."""
     out, lse = attention(q, k, v, ctx)
