@@ -2,6 +2,7 @@
 """The conformance harness as its users run it: python3 -m ringlab.conformance run ... on a case folder.
 
     test_conformance.py reference CASES [--ranks 2,3,4,8]   the reference passes every case, at each P
+    test_conformance.py ulysses CASES                       the Ulysses reference passes every case
     test_conformance.py broken CASES --nproc P [--layout L --only NAMES --variants V,... --expect-pass V,...]
                                                             every broken variant fails, each with its
                                                             own named cause and no other's (those named
@@ -30,6 +31,7 @@ except ImportError:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REFERENCE = "ringlab.conformance.reference:attention"
+ULYSSES = "ringlab.conformance.ulysses:attention"
 BROKEN = {  # variant -> the cause the diagnosis must name
     "broken_impls:stale_kv_backward": "stale K/V chunk in the backward",
     "broken_impls:dkv_reversed": "dK/dV sent against the K/V direction",
@@ -49,6 +51,11 @@ BROKEN = {  # variant -> the cause the diagnosis must name
     "broken_impls:lse_log2": "lse in log2 units",  # out and the gradients right
     "broken_impls:mask_by_local_index": "mask by local row index",
     "broken_impls:zigzag_chunks_swapped": "zig-zag chunks swapped",  # on zig-zag shards
+    # Ulysses (all-to-all) implementations: the gathered rows masked in rank order, the heads returned
+    # in another order than they were sent (where a rank holds several), K/V heads tiled, not grouped.
+    "broken_impls:ulysses_shard_order_mask": "mask in shard order",
+    "broken_impls:ulysses_heads_interleaved": "heads permuted",
+    "broken_impls:ulysses_gqa_tiled": "GQA heads grouped wrong",
 }
 failures = []
 
@@ -295,9 +302,22 @@ def growth(a):
           "the diagnosis compares the RMS with one device's and follows the error across P")
 
 
+def ulysses(a):
+    """The Ulysses reference passes every case at its own P, and re-sharded zig-zag at P = 1 and 3."""
+    for args in ([a.cases], ["--layout", "zigzag", "--nproc", "3", a.cases],
+                 ["--layout", "zigzag", "--nproc", "1", a.cases]):
+        code, out, err, res = harness(["--impl", ULYSSES] + args)
+        bad = [r for r in res["results"] if not r["ok"]] if res else []
+        for r in bad:
+            print(f"     {r['case']} (P = {r['P']}): " + json.dumps(r.get("failure") or r.get("diagnosis"))[:300])
+        check(code == 0 and res is not None and not bad and len(res["results"]) > 0,
+              f"the Ulysses reference passes all {len(res['results']) if res else '?'} cases "
+              f"({' '.join(args[:-1]) or 'each at its own P'}; exit {code})")
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("part", choices=["reference", "broken", "robust", "trace", "growth"])
+    parser.add_argument("part", choices=["reference", "ulysses", "broken", "robust", "trace", "growth"])
     parser.add_argument("cases")
     parser.add_argument("--ranks", default="2,3,4,8")
     parser.add_argument("--nproc", type=int, default=3)
@@ -312,7 +332,8 @@ def main():
     if not os.path.isdir(a.cases):
         print(f"FAIL no case folder {a.cases}")
         return 1
-    {"reference": reference, "broken": broken, "robust": robust, "trace": trace, "growth": growth}[a.part](a)
+    {"reference": reference, "ulysses": ulysses, "broken": broken, "robust": robust, "trace": trace,
+     "growth": growth}[a.part](a)
     print(f"{len(failures)} checks failed" if failures else "all checks passed")
     return 1 if failures else 0
 

@@ -259,6 +259,17 @@ def _what_if_masks(c: _Ctx, wrong_out) -> List[Tuple[str, str, np.ndarray, Optio
                      "block, wrong on every block from another rank; take the mask from the positions each "
                      "block holds (its origin rank and the layout)",
                      visible(local, local, c.docs, c.docs, case.causal, case.window), None))
+        # The rows masked by their index in the ranks' concatenation (rank 0's rows, then rank 1's: what
+        # an all-to-all or all-gather returns) as if that were position order: right on a contiguous layout.
+        offsets = np.cumsum([0] + [len(held) for held in c.smap.positions[:-1]])
+        concatenated = offsets[c.owner] + local
+        if not np.array_equal(concatenated, pos):
+            hyps.append(("mask in shard order", "the output is attention masked by each row's index in the ranks' "
+                         "concatenation (rank 0's rows, then rank 1's, ...: what an all-to-all or all-gather "
+                         f"returns) as if that were position order, which holds only for a contiguous layout, not "
+                         f"{c.smap.convention}: mask the gathered rows by their global positions (or put them in "
+                         "position order first)",
+                         visible(concatenated, concatenated, c.docs, c.docs, case.causal, case.window), None))
         if "zigzag" in c.smap.convention:
             # Each rank's two chunks taken in the other order: the mask gives row l the position of row
             # l + n/2 (mod n), n the rank's rows.
@@ -316,6 +327,38 @@ def _padding_what_if(c: _Ctx):
     out, _ = oracle.forward(padded["q"], padded["k"], padded["v"], mask, case.scale)
     order = np.argsort(slot_pos[real])
     return out[:, real[order]]
+
+
+def _heads_permuted_what_if(c: _Ctx):
+    """The exact output with its heads permuted, and the permutation in words, where each output head
+    equals exactly one head of the exact output and they are not all in place."""
+    got, ref = c.outputs["out"], c.a["out"]
+    tol = c.case.tolerances["out"]
+    H = ref.shape[2]
+    if H < 2:
+        return None
+    source = []
+    for h in range(H):
+        fits = [g for g in range(H) if (np.abs(got[:, :, h] - ref[:, :, g]) <=
+                                        tol["abs"] + tol["rel"] * np.abs(ref[:, :, g])).all()]
+        if not fits:
+            return None
+        source.append(h if h in fits else fits[0])
+    if source == list(range(H)) or len(set(source)) != H:
+        return None
+    moved = [f"{h} <- {g}" for h, g in enumerate(source) if h != g]
+    return ref[:, :, source], "head " + ", ".join(moved[:8]) + (" ..." if len(moved) > 8 else "")
+
+
+def _gqa_tiled_what_if(c: _Ctx):
+    """Exact attention with query head h reading K/V head h mod HKV."""
+    a = c.a
+    H, HKV = a["q"].shape[2], a["k"].shape[2]
+    if HKV < 2 or H == HKV:
+        return None
+    heads = [h % HKV for h in range(H)]
+    out, _ = oracle.forward(a["q"], a["k"][:, :, heads], a["v"][:, :, heads], c.mask, c.case.scale)
+    return out
 
 
 def _own_v_what_if(c: _Ctx):
@@ -399,6 +442,16 @@ def _forward(c: _Ctx, wrong) -> Optional[Diagnosis]:
              "the output is attention with the right weights over the wrong values: each rank multiplies the keys "
              "that arrived from other ranks with its own V rows; V must travel around the ring with K (the lse, "
              "which depends on K alone, is right)")
+    permuted = _heads_permuted_what_if(c)
+    if permuted is not None:
+        consider(permuted[0], "heads permuted",
+                 f"output head h holds the exact result of another head ({permuted[1]}): the exchange that "
+                 "returns the heads to their ranks lays them out in another order than the one that sent them "
+                 "(rank-major against head-major)")
+    consider(_gqa_tiled_what_if(c), "GQA heads grouped wrong",
+             "the output is exact attention with query head h reading K/V head h mod HKV (the K/V heads tiled) "
+             "instead of h // (H / HKV) (each K/V head repeated for its group of query heads): repeat_interleave, "
+             "not repeat")
     consider(_online_no_rescale_what_if(c), "missing rescale",
              "the output is the ring's online softmax with the running sum and output never rescaled by "
              "exp(m_old - m_new) when a later block raises the running max m: multiply both by it before adding "

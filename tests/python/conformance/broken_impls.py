@@ -11,6 +11,7 @@ import time
 import torch
 import torch.distributed as dist
 
+from ringlab.conformance import ulysses
 from ringlab.conformance.reference import DKV_TAG, RingAttention, attention
 
 
@@ -325,6 +326,45 @@ class ZigzagChunksSwapped(RingAttention):
 
 mask_by_local_index = _with_ring(MaskByLocalIndex)
 zigzag_chunks_swapped = _with_ring(ZigzagChunksSwapped)
+
+
+class UlyssesShardOrderMask(ulysses.UlyssesAttention):
+    """Ulysses that masks the gathered rows by their index in rank order (rank 0's rows, then rank 1's)
+    as if they were the sequence in position order: right only on a contiguous layout."""
+
+    def gathered_positions(self):
+        return torch.where(self.pos >= 0, torch.arange(len(self.pos)), self.pos)
+
+
+class UlyssesHeadsInterleaved(ulysses.UlyssesAttention):
+    """Ulysses whose second all-to-all lays the returned heads out head-major (rank j's head i at i P + j)
+    while the first sent them rank-major (j h + i): the heads come back permuted wherever a rank holds
+    more than one."""
+
+    def heads_back(self, y, rows):
+        P, (B, _, h, D) = self.world, y.shape
+        flat = ulysses._AllToAll.apply(y.permute(1, 0, 2, 3), self.sizes, [rows] * P, self.group)
+        return flat.reshape(P, rows, B, h, D).permute(2, 1, 3, 0, 4).reshape(B, rows, h * P, D)
+
+
+class UlyssesGqaTiled(ulysses.UlyssesAttention):
+    """Ulysses that repeats the K/V heads for GQA by tiling (head h reads K/V head h mod HKV) instead of
+    grouping (h // (H / HKV)): the same where HKV = 1."""
+
+    def kv_for_heads(self, t):
+        return t.repeat(1, 1, self.group_size, 1) if self.group_size > 1 else t
+
+
+def _with_ulysses(cls):
+    def fn(q, k, v, ctx):
+        return ulysses.attention(q, k, v, ctx, cls)
+    fn.__doc__ = cls.__doc__
+    return fn
+
+
+ulysses_shard_order_mask = _with_ulysses(UlyssesShardOrderMask)
+ulysses_heads_interleaved = _with_ulysses(UlyssesHeadsInterleaved)
+ulysses_gqa_tiled = _with_ulysses(UlyssesGqaTiled)
 
 
 def _lse_log2(q, k, v, ctx):
