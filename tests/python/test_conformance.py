@@ -51,6 +51,7 @@ BROKEN = {  # variant -> the cause the diagnosis must name
     "broken_impls:lse_log2": "lse in log2 units",  # out and the gradients right
     "broken_impls:mask_by_local_index": "mask by local row index",
     "broken_impls:zigzag_chunks_swapped": "zig-zag chunks swapped",  # on zig-zag shards
+    "broken_impls:dkv_kept_local": "dK/dV kept where computed",  # not a direction bug: wrong at P = 2 too
     # Ulysses (all-to-all) implementations: the gathered rows masked in rank order, the heads returned
     # in another order than they were sent (where a rank holds several), K/V heads tiled, not grouped.
     "broken_impls:ulysses_shard_order_mask": "mask in shard order",

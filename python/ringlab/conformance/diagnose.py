@@ -652,8 +652,14 @@ def _backward(c: _Ctx, wrong) -> Optional[Diagnosis]:
                          "rank's K/V block: the accumulators travel with their block but miss the extra hop that "
                          "brings them back to the block's owner after the last ring step (visible at every P >= 2)",
                          details + home)
-    fit = _contribution_fit(c, [n for n in ("dk", "dv") if n in bad])
+    fit, kept = _contribution_fit(c, [n for n in ("dk", "dv") if n in bad])
     details += fit
+    if kept:
+        return Diagnosis("dK/dV kept where computed",
+                         "dQ and the forward are right, and each rank's dK/dV holds exactly what its own queries "
+                         "contribute to every K/V block it held, added row for row into its own block's "
+                         "accumulator: the contributions to a visiting block must go into that block's "
+                         "accumulator, which travels with it and takes one extra hop home", details)
     note = " (invisible at P = 2, where both directions reach the same rank)" if c.P >= 3 else ""
     return Diagnosis("dK/dV sent against the K/V direction",
                      "dQ and the forward are right but the dK/dV of a block land on the wrong rank: the "
@@ -701,16 +707,18 @@ def _not_home(c: _Ctx, names: List[str], wrong) -> Optional[List[str]]:
     return lines
 
 
-def _contribution_fit(c: _Ctx, names: List[str]) -> List[str]:
+def _contribution_fit(c: _Ctx, names: List[str]) -> Tuple[List[str], bool]:
     """Fit each wrong K/V block's dK (dV) error with the per-(query rank, key block) contributions.
 
     A contribution of rank x's queries to rank y's block is laid on the block's local rows; an
     implementation that adds it to another block's accumulator adds it row for row, so the fit is
-    made in local-row space (the layouts give every rank the same number of rows, padding included)."""
+    made in local-row space (the layouts give every rank the same number of rows, padding included).
+    Returns the lines and whether every wrong block b holds exactly rank b's own contributions to the
+    blocks it held, and lacks the other ranks' (the contributions kept where they were computed)."""
     case, a, P, smap = c.case, c.a, c.P, c.smap
     rows_per_rank = {len(p) for p in smap.positions}
     if len(rows_per_rank) != 1:
-        return []
+        return [], False
     L = rows_per_rank.pop()
     name = names[0]
 
@@ -732,9 +740,10 @@ def _contribution_fit(c: _Ctx, names: List[str]) -> List[str]:
             _, dk, dv = oracle.backward(a["q"], a["k"], a["v"], a["dout"], c.mask, case.scale, within)
             contrib[(x, y)] = local(dk if name == "dk" else dv, y)
     if not contrib:
-        return []
+        return [], False
     keys = list(contrib)
     lines = []
+    kept, fitted = True, 0
     for b in range(P):
         real = smap.positions[b] >= 0
         got = local(c.outputs[name], b)[:, real].ravel()
@@ -748,19 +757,26 @@ def _contribution_fit(c: _Ctx, names: List[str]) -> List[str]:
         resid = np.abs(A @ rounded - err).max() / max(np.abs(ref).max(), 1e-300)
         if resid > 0.05:
             lines.append(f"K/V block of rank {b}: its {name} error is not a sum of whole (rank, block) contributions")
+            kept = False
             continue
         missing = [k for k, w in zip(keys, rounded) if w < 0 and k[1] == b]
         extra = [k for k, w in zip(keys, rounded) if w > 0]
         parts = []
         if not missing and not extra:
             continue
+        # Kept where computed: block b gains only rank b's queries against the blocks it held and loses
+        # only the other ranks' queries against it (where a contribution falls on rows that are padding
+        # in the other block, it shows on neither side).
+        fitted += len(extra)
+        held = {k for k in keys if k[0] == b and k[1] != b}
+        due = {k for k in keys if k[1] == b and k[0] != b}
+        kept = kept and set(extra) <= held and set(missing) <= due and all(w in (-1, 0, 1) for w in rounded)
         if missing:
             parts.append("misses the contributions of " + ", ".join(
                 f"rank {x}'s queries (step {(x - b) % P})" for x, _ in missing))
         if extra:
             parts.append("holds instead those of " + ", ".join(
                 f"rank {x}'s queries against rank {y}'s block (step {(x - y) % P})" for x, y in extra))
-        lines.append(f"K/V block of rank {b}: {name} " + "; ".join(parts))
-        if len(lines) >= 4:
-            break
-    return lines
+        if len(lines) < 4:
+            lines.append(f"K/V block of rank {b}: {name} " + "; ".join(parts))
+    return lines, kept and fitted > 0

@@ -328,6 +328,29 @@ mask_by_local_index = _with_ring(MaskByLocalIndex)
 zigzag_chunks_swapped = _with_ring(ZigzagChunksSwapped)
 
 
+class DkvKeptLocal(RingAttention):
+    """Each rank adds the dK/dV it computes at every step into its own block's accumulator, whatever
+    block it holds: the contributions never travel (right only where every rank's queries see its
+    own block alone)."""
+
+    def backward(self, q, k, v, out, lse, dout):
+        self.kept, self.calls = None, 0
+        dq, _, _ = super().backward(q, k, v, out, lse, dout)
+        if self.kept is None:
+            return dq, torch.zeros_like(k, dtype=self.compute), torch.zeros_like(v, dtype=self.compute)
+        return dq, self.kept[0].to(self.compute), self.kept[1].to(self.compute)
+
+    def accumulate(self, acc, part):  # called for dK, then dV, at each step that computes
+        if self.kept is None:
+            self.kept = [torch.zeros_like(acc), torch.zeros_like(acc)]
+        self.kept[self.calls % 2] += part.to(acc.dtype)
+        self.calls += 1
+        return acc
+
+
+dkv_kept_local = _with_ring(DkvKeptLocal)
+
+
 class UlyssesShardOrderMask(ulysses.UlyssesAttention):
     """Ulysses that masks the gathered rows by their index in rank order (rank 0's rows, then rank 1's)
     as if they were the sequence in position order: right only on a contiguous layout."""
