@@ -16,7 +16,8 @@ k and v (B, S_local, HKV, D) hold this rank's rows in the layout's order, in the
 requires_grad; ctx carries rank, world_size, group, positions (-1 = padding), doc_ids, causal, window,
 scale, layout (the convention the rows are laid out by), cu_seqlens. out (B, S_local, H, D) must be in
 the inputs' dtype; lse (B, H, S_local), natural log, in any floating dtype. The harness calls
-out.backward(dout_local) and reads q/k/v.grad.
+out.backward(dout_local) and reads q/k/v.grad. Two references pass every case, as examples:
+ringlab.conformance.reference:attention (a ring) and ringlab.conformance.ulysses:attention (Ulysses).
 
 exit status: 0 every case within tolerance; 1 some case wrong, failed or hung (table and diagnosis);
              2 bad usage, no cases, or an implementation that cannot be loaded
