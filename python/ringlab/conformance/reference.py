@@ -24,6 +24,37 @@ import torch.distributed as dist
 KV_TAG, DKV_TAG = 11, 12
 
 
+def gather_rows(q, ctx):
+    """Every rank's row count, and its rows' positions and documents (None without documents), from an
+    all_gather on the process group's device (NCCL collectives take CUDA tensors only)."""
+    dev, world = q.device, ctx.world_size
+    sizes = [torch.zeros(1, dtype=torch.int64, device=dev) for _ in range(world)]
+    dist.all_gather(sizes, torch.tensor([q.shape[1]], dtype=torch.int64, device=dev), group=ctx.group)
+    sizes = [int(s) for s in sizes]
+    mine = torch.full((2, max(sizes)), -1, dtype=torch.int64, device=dev)
+    mine[0, : q.shape[1]] = ctx.positions.to(dev)
+    if ctx.doc_ids is not None:
+        mine[1, : q.shape[1]] = ctx.doc_ids.to(dev)
+    everyone = [torch.empty_like(mine) for _ in range(world)]
+    dist.all_gather(everyone, mine, group=ctx.group)
+    pos = [everyone[r][0, : sizes[r]] for r in range(world)]
+    doc = [everyone[r][1, : sizes[r]] if ctx.doc_ids is not None else None for r in range(world)]
+    return sizes, pos, doc
+
+
+def position_mask(ctx, qpos, qdoc, kpos, kdoc):
+    """(Sq, Sk) bool: which keys each query sees, by global position (padding rows: -1) and document."""
+    m = (qpos[:, None] >= 0) & (kpos[None, :] >= 0)
+    if qdoc is not None:
+        m &= qdoc[:, None] == kdoc[None, :]
+    diff = qpos[:, None] - kpos[None, :]
+    if ctx.causal:
+        m &= diff >= 0
+    if ctx.window > 0:
+        m &= (diff < ctx.window) if ctx.causal else (diff.abs() < ctx.window)
+    return m
+
+
 class RingAttention:
     def __init__(self, q, k, v, ctx):
         self.ctx = ctx
@@ -35,33 +66,12 @@ class RingAttention:
             raise ValueError(f"H = {self.heads} is not a multiple of HKV = {self.kv_heads}")
         self.group_size = self.heads // self.kv_heads
         # Every rank's row metadata (positions and documents), once: the mask of any block is known.
-        # (On the process group's device: NCCL collectives take CUDA tensors only.)
-        dev = q.device
-        sizes = [torch.zeros(1, dtype=torch.int64, device=dev) for _ in range(self.world)]
-        dist.all_gather(sizes, torch.tensor([q.shape[1]], dtype=torch.int64, device=dev), group=self.group)
-        self.sizes = [int(s) for s in sizes]
-        longest = max(self.sizes)
-        mine = torch.full((2, longest), -1, dtype=torch.int64, device=dev)
-        mine[0, : q.shape[1]] = ctx.positions.to(dev)
-        if ctx.doc_ids is not None:
-            mine[1, : q.shape[1]] = ctx.doc_ids.to(dev)
-        everyone = [torch.empty_like(mine) for _ in range(self.world)]
-        dist.all_gather(everyone, mine, group=self.group)
-        self.pos = [everyone[r][0, : self.sizes[r]] for r in range(self.world)]
-        self.doc = [everyone[r][1, : self.sizes[r]] if ctx.doc_ids is not None else None for r in range(self.world)]
+        self.sizes, self.pos, self.doc = gather_rows(q, ctx)
 
     # ---- the points where implementations go wrong --------------------------------------------
     def mask(self, qpos, qdoc, kpos, kdoc):
         """(Sq, Sk) bool: which keys each query sees (padding rows have position -1)."""
-        m = (qpos[:, None] >= 0) & (kpos[None, :] >= 0)
-        if qdoc is not None:
-            m &= qdoc[:, None] == kdoc[None, :]
-        diff = qpos[:, None] - kpos[None, :]
-        if self.ctx.causal:
-            m &= diff >= 0
-        if self.ctx.window > 0:
-            m &= (diff < self.ctx.window) if self.ctx.causal else (diff.abs() < self.ctx.window)
-        return m
+        return position_mask(self.ctx, qpos, qdoc, kpos, kdoc)
 
     def merge(self, acc_out, acc_lse, part_out, part_lse):
         """Combine two partial results: weights exp(lse_part - lse_new), all in log space."""

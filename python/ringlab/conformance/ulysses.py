@@ -23,6 +23,8 @@ from typing import List
 import torch
 import torch.distributed as dist
 
+from .reference import gather_rows, position_mask
+
 
 class _AllToAll(torch.autograd.Function):
     """Rows along dim 0: `send[j]` of them go to rank j, `recv[i]` arrive from rank i, in rank order."""
@@ -58,32 +60,14 @@ class UlyssesAttention:
         P = self.world
         self.padded_heads = -(-self.heads // P) * P
         # Every rank's row count, positions and documents: the gathered rows' metadata, in rank order.
-        dev = q.device
-        sizes = [torch.zeros(1, dtype=torch.int64, device=dev) for _ in range(P)]
-        dist.all_gather(sizes, torch.tensor([q.shape[1]], dtype=torch.int64, device=dev), group=self.group)
-        self.sizes = [int(s) for s in sizes]
-        longest = max(self.sizes)
-        mine = torch.full((2, longest), -1, dtype=torch.int64, device=dev)
-        mine[0, : q.shape[1]] = ctx.positions.to(dev)
-        if ctx.doc_ids is not None:
-            mine[1, : q.shape[1]] = ctx.doc_ids.to(dev)
-        everyone = [torch.empty_like(mine) for _ in range(P)]
-        dist.all_gather(everyone, mine, group=self.group)
-        self.pos = torch.cat([everyone[r][0, : self.sizes[r]] for r in range(P)])
-        self.doc = torch.cat([everyone[r][1, : self.sizes[r]] for r in range(P)]) if ctx.doc_ids is not None else None
+        self.sizes, pos, doc = gather_rows(q, ctx)
+        self.pos = torch.cat(pos)
+        self.doc = torch.cat(doc) if ctx.doc_ids is not None else None
 
     # ---- the points where implementations go wrong --------------------------------------------
     def mask(self, qpos, qdoc, kpos, kdoc):
         """(Sq, Sk) bool: which keys each query sees (padding rows have position -1)."""
-        m = (qpos[:, None] >= 0) & (kpos[None, :] >= 0)
-        if qdoc is not None:
-            m &= qdoc[:, None] == kdoc[None, :]
-        diff = qpos[:, None] - kpos[None, :]
-        if self.ctx.causal:
-            m &= diff >= 0
-        if self.ctx.window > 0:
-            m &= (diff < self.ctx.window) if self.ctx.causal else (diff.abs() < self.ctx.window)
-        return m
+        return position_mask(self.ctx, qpos, qdoc, kpos, kdoc)
 
     def gathered_positions(self):
         """The global position of each gathered row (rank order), -1 for padding."""
