@@ -52,11 +52,16 @@ BROKEN = {  # variant -> the cause the diagnosis must name
     "broken_impls:mask_by_local_index": "mask by local row index",
     "broken_impls:zigzag_chunks_swapped": "zig-zag chunks swapped",  # on zig-zag shards
     "broken_impls:dkv_kept_local": "dK/dV kept where computed",  # not a direction bug: wrong at P = 2 too
+    "broken_impls:scale_ignored": "softmax scale not applied",
+    # Where there is padding and no documents; without a causal mask or window, padding keys seen by every
+    # query are what padding read as keys gives too, and are named so.
+    "broken_impls:padding_keys_visible": ("padding keys visible", "padding read as keys"),
     # Ulysses (all-to-all) implementations: the gathered rows masked in rank order, the heads returned
     # in another order than they were sent (where a rank holds several), K/V heads tiled, not grouped.
     "broken_impls:ulysses_shard_order_mask": "mask in shard order",
     "broken_impls:ulysses_heads_interleaved": "heads permuted",
     "broken_impls:ulysses_gqa_tiled": "GQA heads grouped wrong",
+    "broken_impls:ulysses_rows_interleaved": "rows returned to the wrong place",
 }
 failures = []
 
@@ -161,8 +166,10 @@ def broken(a):
             check(runs and not wrong, f"{v.split(':')[1]} passes all {len(runs)} cases at P = {a.nproc}")
             continue
         causes = sorted({(r.get("diagnosis") or {}).get("cause", r.get("failure", {}).get("line", "?")) for r in wrong})
+        allowed = cause if isinstance(cause, tuple) else (cause,)
         check(bool(wrong), f"{v.split(':')[1]} fails {len(wrong)} of {len(runs)} cases")
-        check(causes == [cause], f"{v.split(':')[1]}: every failure is diagnosed '{cause}' (got {causes})")
+        check(allowed[0] in causes and set(causes) <= set(allowed),
+              f"{v.split(':')[1]}: every failure is diagnosed {' or '.join(repr(x) for x in allowed)} (got {causes})")
         for r in wrong[:1]:
             print("     e.g. " + r["case"] + ": " + (r.get("diagnosis") or {}).get("explanation", "")[:160])
 

@@ -350,6 +350,61 @@ def _heads_permuted_what_if(c: _Ctx):
     return ref[:, :, source], "head " + ", ".join(moved[:8]) + (" ..." if len(moved) > 8 else "")
 
 
+def _rows_permuted_what_if(c: _Ctx, rows):
+    """The exact output with each wrong row taken from another row, and the moves in words, where every
+    wrong row equals another row of the exact output, or is zero (a padding row's place), and at least
+    two equal real rows. Rows that tie (large logits: one key dominates) take the first that fits."""
+    got, ref = c.outputs["out"], c.a["out"]
+    tol = c.case.tolerances["out"]
+    if len(rows) < 2:
+        return None
+    what_if = ref.copy()
+    moves = []
+    for i in rows:
+        fits = [j for j in range(ref.shape[1]) if j != i and (np.abs(got[:, i] - ref[:, j]) <=
+                                                               tol["abs"] + tol["rel"] * np.abs(ref[:, j])).all()]
+        if fits:
+            what_if[:, i] = ref[:, fits[0]]
+            moves.append(f"row {i} holds row {fits[0]}'s")
+        elif (np.abs(got[:, i]) <= tol["abs"]).all():
+            what_if[:, i] = 0.0
+        else:
+            return None
+    if len(moves) < 2:
+        return None
+    return what_if, "; ".join(moves[:4]) + (" ..." if len(moves) > 4 else "")
+
+
+def _scale_what_if(c: _Ctx, scale: float):
+    """Exact attention with another softmax scale (None where it is the case's)."""
+    if abs(scale - c.case.scale) <= 1e-12 * abs(c.case.scale):
+        return None
+    a = c.a
+    out, _ = oracle.forward(a["q"], a["k"], a["v"], c.mask, scale)
+    return out
+
+
+def _padding_keys_visible_what_if(c: _Ctx):
+    """Exact attention with the padding rows (zero keys and values, position -1) seen as keys by every query
+    the mask's other rules let through: each adds exp(0) to the softmax's sum and nothing to its values."""
+    smap, case = c.smap, c.case
+    n_pad = sum(int((held < 0).sum()) for held in smap.positions)
+    if n_pad == 0 or not (case.causal or case.window > 0):
+        return None  # without a causal mask or window it is padding read as keys (_padding_what_if)
+    a = c.a
+    pos = np.arange(case.S)
+    sees = np.ones(case.S, dtype=bool)
+    if c.docs is not None:
+        return None  # padding has no document: a document test already hides it
+    if case.window > 0:
+        sees &= (pos + 1 < case.window)
+    out, lse = oracle.forward(a["q"], a["k"], a["v"], c.mask, case.scale)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        grown = np.logaddexp(lse, np.where(sees[None, None, :], np.log(n_pad), -np.inf))
+        factor = np.where(np.isfinite(grown), np.exp(lse - grown), 0.0)  # (B, H, S)
+    return out * factor.transpose(0, 2, 1)[..., None]
+
+
 def _gqa_tiled_what_if(c: _Ctx):
     """Exact attention with query head h reading K/V head h mod HKV."""
     a = c.a
@@ -442,6 +497,19 @@ def _forward(c: _Ctx, wrong) -> Optional[Diagnosis]:
              "the output is attention with the right weights over the wrong values: each rank multiplies the keys "
              "that arrived from other ranks with its own V rows; V must travel around the ring with K (the lse, "
              "which depends on K alone, is right)")
+    moved = _rows_permuted_what_if(c, rows)
+    if moved is not None:
+        consider(moved[0], "rows returned to the wrong place",
+                 f"each wrong output row is exactly the result of another row, or zero where a padding row's "
+                 f"went ({moved[1]}): the attention is "
+                 "right but its rows go back to the wrong rank or local row (the exchange that returns the "
+                 "sequence lays it out in another order than the one that gathered it: (P, rows) against (rows, P))")
+    consider(_scale_what_if(c, 1.0), "softmax scale not applied",
+             f"the output is exact attention with the scores not multiplied by the scale ({case.scale:.4g}): "
+             "apply ctx.scale (1/sqrt(D) by default) to q k^T")
+    consider(_padding_keys_visible_what_if(c), "padding keys visible",
+             "the output is exact attention in which every query also sees the padding rows as keys (zero keys, "
+             "zero values, at position -1, which passes a causal test j <= i): mask keys whose position is -1")
     permuted = _heads_permuted_what_if(c)
     if permuted is not None:
         consider(permuted[0], "heads permuted",
@@ -473,8 +541,9 @@ def _forward(c: _Ctx, wrong) -> Optional[Diagnosis]:
         return Diagnosis("missing rescale", "exactly the rows that merge partial results from several ring steps "
                          "are wrong while their lse is right: the running output is not rescaled by "
                          "exp(lse_old - lse_new) when a new block is merged", details)
-    return Diagnosis("wrong forward blocks", "no single broken mask rule explains the output; the ring steps "
-                     "below are where the wrong rows get their keys", details)
+    return Diagnosis("wrong forward blocks", "no single broken mask rule explains the output; the lines below "
+                     "say which ranks hold the wrong rows and which ranks' K/V blocks their keys sit in (the ring "
+                     "steps at which a ring meets them; an all-to-all implementation meets them all at once)", details)
 
 
 def _forward_block_fit(c: _Ctx, rows):
@@ -606,10 +675,11 @@ def _step_lines(c: _Ctx, rows) -> List[str]:
         steps_bad = c.steps_of(bad)
         steps_only_bad = sorted(set(steps_bad) - set(c.steps_of(good))) if good else []
         origin = [(r - t) % c.P for t in steps_bad]
-        line = (f"rank {r}: {len(bad)} wrong rows, their keys come at steps {ranges(steps_bad)} "
-                f"(the K/V blocks of ranks {', '.join(map(str, origin))})")
+        line = (f"rank {r}: {len(bad)} wrong rows, their keys sit in the K/V blocks of ranks "
+                f"{', '.join(map(str, origin))} (ring steps {ranges(steps_bad)})")
         if steps_only_bad:
-            line += f"; only wrong rows see step{'s' if len(steps_only_bad) > 1 else ''} {ranges(steps_only_bad)}"
+            line += (f"; only wrong rows see the block{'s' if len(steps_only_bad) > 1 else ''} of ring "
+                     f"step{'s' if len(steps_only_bad) > 1 else ''} {ranges(steps_only_bad)}")
         lines.append(line)
     return lines
 
@@ -643,8 +713,9 @@ def _backward(c: _Ctx, wrong) -> Optional[Diagnosis]:
                              "(a chunk saved at step 0 reused, or the receive buffer read before the exchange "
                              "finished)", details)
         details += _step_lines(c, wrong["dq"])
-        return Diagnosis("wrong backward blocks", "dQ is wrong while the forward is right; the ring steps below "
-                         "are where its rows get their keys", details)
+        return Diagnosis("wrong backward blocks", "dQ is wrong while the forward is right; the lines below say "
+                         "which ranks' K/V blocks its wrong rows' keys sit in (the ring steps at which a ring meets "
+                         "them)", details)
     home = _not_home(c, [n for n in ("dk", "dv") if n in bad], wrong)
     if home is not None:
         return Diagnosis("dK/dV not brought home",

@@ -3,6 +3,7 @@
 Each is the reference ring (ringlab.conformance.reference) with exactly one of its small methods
 changed the way a published implementation got it wrong. Test fixtures only: never shipped.
 """
+import dataclasses
 import math
 import os
 import signal
@@ -351,6 +352,35 @@ class DkvKeptLocal(RingAttention):
 dkv_kept_local = _with_ring(DkvKeptLocal)
 
 
+class ScaleIgnored(RingAttention):
+    """The scores are never multiplied by the softmax scale (q k^T taken as the logits)."""
+
+    def __init__(self, q, k, v, ctx):
+        super().__init__(q, k, v, dataclasses.replace(ctx, scale=1.0))
+
+
+class PaddingKeysVisible(RingAttention):
+    """The mask tests the queries' positions for padding (-1) but not the keys': a padding key at -1
+    passes j <= i, so every query also sees the zero keys and values of the padding."""
+
+    def mask(self, qpos, qdoc, kpos, kdoc):
+        real = torch.where(kpos >= 0, kpos, torch.full_like(kpos, -1))
+        m = super().mask(qpos, qdoc, real.clamp(min=0), kdoc)  # everything but the padding test ...
+        diff = qpos[:, None] - real[None, :]  # ... recomputed for the padding keys at position -1
+        pad = (qpos[:, None] >= 0) & (kpos[None, :] < 0)
+        if qdoc is not None:
+            pad &= qdoc[:, None] == kdoc[None, :]
+        if self.ctx.causal:
+            pad &= diff >= 0
+        if self.ctx.window > 0:
+            pad &= (diff < self.ctx.window) if self.ctx.causal else (diff.abs() < self.ctx.window)
+        return torch.where((kpos >= 0)[None, :], m, pad)
+
+
+scale_ignored = _with_ring(ScaleIgnored)
+padding_keys_visible = _with_ring(PaddingKeysVisible)
+
+
 class UlyssesShardOrderMask(ulysses.UlyssesAttention):
     """Ulysses that masks the gathered rows by their index in rank order (rank 0's rows, then rank 1's)
     as if they were the sequence in position order: right only on a contiguous layout."""
@@ -368,6 +398,17 @@ class UlyssesHeadsInterleaved(ulysses.UlyssesAttention):
         P, (B, _, h, D) = self.world, y.shape
         flat = ulysses._AllToAll.apply(y.permute(1, 0, 2, 3), self.sizes, [rows] * P, self.group)
         return flat.reshape(P, rows, B, h, D).permute(2, 1, 3, 0, 4).reshape(B, rows, h * P, D)
+
+
+class UlyssesRowsInterleaved(ulysses.UlyssesAttention):
+    """Ulysses whose second all-to-all splits the gathered rows as (rows, P) instead of (P, rows): rank j
+    gets rows j, P + j, 2P + j, ... of the sequence in rank order instead of its own (equal shards)."""
+
+    def heads_back(self, y, rows):
+        P, (B, _, h, D) = self.world, y.shape
+        if len(set(self.sizes)) == 1:
+            y = y.reshape(B, rows, P, h, D).transpose(1, 2).reshape(B, P * rows, h, D)
+        return super().heads_back(y, rows)
 
 
 class UlyssesGqaTiled(ulysses.UlyssesAttention):
@@ -388,6 +429,7 @@ def _with_ulysses(cls):
 ulysses_shard_order_mask = _with_ulysses(UlyssesShardOrderMask)
 ulysses_heads_interleaved = _with_ulysses(UlyssesHeadsInterleaved)
 ulysses_gqa_tiled = _with_ulysses(UlyssesGqaTiled)
+ulysses_rows_interleaved = _with_ulysses(UlyssesRowsInterleaved)
 
 
 def _lse_log2(q, k, v, ctx):
