@@ -74,7 +74,11 @@ def _short_error(e: BaseException) -> str:
             where = f" (at {os.path.basename(frame.filename)}:{frame.lineno} in {frame.name})"
             break
     text = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    return f"{type(e).__name__}: {text}{where}"
+    hint = ""
+    if text.startswith("Invalid scalar type") and "distributed_c10d" in where:
+        # gloo's collectives refuse some dtypes (bfloat16 in all_to_all, in PyTorch 1.13 at least)
+        hint = "; gloo may not take this dtype in this collective: exchange in float32, or run with nccl"
+    return f"{type(e).__name__}: {text}{where}{hint}"
 
 
 STACK_SIGNAL = signal.SIGUSR1  # a worker dumps its Python stack into its stack file on this signal
