@@ -138,6 +138,26 @@ KeyRange Mask::keys_of(int64_t query) const {
   return r;
 }
 
+KeyRange Mask::keys_reached(int64_t q_first, int64_t q_last) const {
+  KeyRange r{-kFar, std::min(valid_ - 1, q_last + (causal_ ? 0 : window_ > 0 ? window_ - 1 : kFar))};
+  if (starts_) {
+    r.first = (*starts_)[static_cast<size_t>(document_of(q_first))];
+    r.last = std::min(r.last, document_last(document_of(q_last)));
+  }
+  if (window_ > 0) r.first = std::max(r.first, q_first - window_ + 1);
+  return r;
+}
+
+KeyRange Mask::queries_reaching(int64_t k_first, int64_t k_last) const {
+  KeyRange r{causal_ ? k_first : window_ > 0 ? k_first - window_ + 1 : -kFar, valid_ - 1};
+  if (starts_) {
+    r.first = std::max(r.first, (*starts_)[static_cast<size_t>(document_of(k_first))]);
+    r.last = std::min(r.last, document_last(document_of(k_last)));
+  }
+  if (window_ > 0) r.last = std::min(r.last, k_last + window_ - 1);
+  return r;
+}
+
 int64_t Mask::pairs(std::span<const int64_t> queries, std::span<const int64_t> sorted_keys) const {
   if (none()) return static_cast<int64_t>(queries.size() * sorted_keys.size());
   int64_t total = 0;

@@ -80,6 +80,12 @@ class Mask {
 
   KeyRange keys_of(int64_t query) const;
   bool visible(int64_t query, int64_t key) const { return keys_of(query).contains(key); }
+  // One interval holding every key some query in [q_first, q_last] sees (its documents, the causal
+  // side, the window, before the padding), and its mirror: one holding every query that sees some
+  // key in [k_first, k_last]. Supersets (a query or key inside may see nothing); an end without a
+  // bound is far out (clamp it to the sequence); empty when nothing can be seen.
+  KeyRange keys_reached(int64_t q_first, int64_t q_last) const;
+  KeyRange queries_reaching(int64_t k_first, int64_t k_last) const;
 
   // Visible pairs between query positions (any order) and key positions sorted ascending.
   int64_t pairs(std::span<const int64_t> queries, std::span<const int64_t> sorted_keys) const;

@@ -273,8 +273,7 @@ std::vector<PositionRun> position_runs(const std::vector<int64_t>& units, int64_
 
 // Visible pairs between query rows [q.first, q.last] and the keys in `runs` (ascending), in one
 // pass over both when the query runs come in ascending order, plus one Mask::range_pairs per run
-// near the rows' reach. The keys a row may see lie in [lo, hi] (its document, the causal side, the
-// window); within one document's real rows both ends of keys_of grow with the row, so every row
+// near the rows' reach. The keys the rows may see lie in [lo, hi] (Mask::keys_reached); within one document's real rows both ends of keys_of grow with the row, so every row
 // sees [first of the last row, last of the first row]: those keys are counted, not paired. Only
 // the runs in the two margins are paired.
 class KeyRuns {
@@ -287,17 +286,7 @@ class KeyRuns {
   int64_t pairs(PositionRun q) {
     q.last = std::min(q.last, mask_.valid_tokens() - 1);
     if (q.last < q.first || runs_.empty()) return 0;
-    int64_t lo = 0, hi = mask_.valid_tokens() - 1;
-    if (mask_.has_documents()) {
-      const int64_t d = mask_.document_of(q.last);
-      lo = mask_.document_start(mask_.document_of(q.first));
-      if (d + 1 < mask_.documents()) hi = std::min(hi, mask_.document_start(d + 1) - 1);
-    }
-    if (mask_.causal()) hi = std::min(hi, q.last);
-    if (mask_.window() > 0) {
-      lo = std::max(lo, q.first - mask_.window() + 1);
-      if (!mask_.causal()) hi = std::min(hi, q.last + mask_.window() - 1);
-    }
+    const auto [lo, hi] = mask_.keys_reached(q.first, q.last);
     if (!mask_.documents_padded() && mask_.document_of(q.first) == mask_.document_of(q.last)) {
       const KeyRange all{std::max(lo, mask_.keys_of(q.last).first), std::min(hi, mask_.keys_of(q.first).last)};
       if (!all.empty())

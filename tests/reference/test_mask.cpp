@@ -102,6 +102,14 @@ TEST_CASE("the mask's intervals, pair counts and tile covers equal the definitio
     REQUIRE(mask.pairs(queries, keys) == brute);
     const Cover expected = all ? Cover::all : (any ? Cover::some : Cover::none);
     REQUIRE(mask.cover(queries, ka, kb) == expected);
+    // The reaches hold every key these queries see, and every query that sees one of these keys.
+    const KeyRange reached = mask.keys_reached(qa, qb), reaching = mask.queries_reaching(ka, kb);
+    for (int64_t i = 0; i < kS; ++i)
+      for (int64_t j = 0; j < kS; ++j) {
+        if (!naive_visible(c.lengths, c.causal, c.window, i, j, c.padding)) continue;
+        if (qa <= i && i <= qb) REQUIRE(reached.contains(j));
+        if (ka <= j && j <= kb) REQUIRE(reaching.contains(i));
+      }
   }
 }
 

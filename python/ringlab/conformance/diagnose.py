@@ -49,6 +49,12 @@ class Diagnosis:
         return {"cause": self.cause, "explanation": self.explanation, "details": self.details}
 
 
+def _within(got, ref, tol) -> bool:
+    """Every element of got within the tolerance of ref: |got - ref| <= abs + rel |ref| (NaN never)."""
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(np.abs(got - ref) <= tol["abs"] + tol["rel"] * np.abs(ref)))
+
+
 def ranges(xs, limit=8) -> str:
     """Sorted integers as runs ("0-3, 7"); past `limit` runs (None: no limit), the rest counted."""
     xs = sorted(int(x) for x in xs)
@@ -207,9 +213,7 @@ def _lse_only(c: _Ctx, wrong) -> Diagnosis:
     tol = case.tolerances["lse"]
 
     def matches(what_if) -> bool:
-        with np.errstate(invalid="ignore"):
-            err = np.abs(got[real] - what_if[real])
-        return bool(np.all(err <= tol["abs"] + tol["rel"] * np.abs(what_if[real])))
+        return _within(got[real], what_if[real], tol)
 
     if matches(ref / np.log(2)):
         return Diagnosis("lse in log2 units", "the returned lse is log2 of the sum of exponentials (a kernel that "
@@ -339,8 +343,7 @@ def _heads_permuted_what_if(c: _Ctx):
         return None
     source = []
     for h in range(H):
-        fits = [g for g in range(H) if (np.abs(got[:, :, h] - ref[:, :, g]) <=
-                                        tol["abs"] + tol["rel"] * np.abs(ref[:, :, g])).all()]
+        fits = [g for g in range(H) if _within(got[:, :, h], ref[:, :, g], tol)]
         if not fits:
             return None
         source.append(h if h in fits else fits[0])
@@ -361,8 +364,7 @@ def _rows_permuted_what_if(c: _Ctx, rows):
     what_if = ref.copy()
     moves = []
     for i in rows:
-        fits = [j for j in range(ref.shape[1]) if j != i and (np.abs(got[:, i] - ref[:, j]) <=
-                                                               tol["abs"] + tol["rel"] * np.abs(ref[:, j])).all()]
+        fits = [j for j in range(ref.shape[1]) if j != i and _within(got[:, i], ref[:, j], tol)]
         if fits:
             what_if[:, i] = ref[:, fits[0]]
             moves.append(f"row {i} holds row {fits[0]}'s")
@@ -762,7 +764,7 @@ def _not_home(c: _Ctx, names: List[str], wrong) -> Optional[List[str]]:
                 if other == b:
                     continue
                 ref = local(a[name], other)[:, real]
-                if np.all(np.abs(got - ref) <= tol["abs"] + tol["rel"] * np.abs(ref)):
+                if _within(got, ref, tol):
                     match.append(other)
             if len(match) != 1 or holds.get(b, match[0]) != match[0]:
                 return None

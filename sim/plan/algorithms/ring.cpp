@@ -62,26 +62,8 @@ bool trimmed(const PlanSpec& spec) {
          (spec.window > 0 || spec.documents.size() > 1);
 }
 
-// The queries that may see a key in [first, last]: same document, at or after it when causal,
-// within the window on either side, before the tail padding. A superset of those that do (padding
-// at the end of a document is inside it); empty (lo > hi) when none can.
-std::pair<int64_t, int64_t> queries_that_may_see(const Mask& mask, int64_t seq, int64_t first, int64_t last) {
-  int64_t lo = 0, hi = std::min(seq, mask.valid_tokens()) - 1;
-  if (mask.has_documents()) {
-    const int64_t d = mask.document_of(last);
-    lo = std::max(lo, mask.document_start(mask.document_of(first)));
-    hi = std::min(hi, d + 1 < mask.documents() ? mask.document_start(d + 1) - 1 : seq - 1);
-  }
-  if (mask.causal()) lo = std::max(lo, first);
-  if (mask.window() > 0) {
-    hi = std::min(hi, last + mask.window() - 1);
-    if (!mask.causal()) lo = std::max(lo, first - mask.window() + 1);
-  }
-  return {lo, hi};
-}
-
 // Which ring positions may see a key block, from the units alone: for each block, the query units
-// that may see one of its keys (queries_that_may_see, merged into ascending runs); a ring position
+// that may see one of its keys (Mask::queries_reaching, merged into ascending runs); a ring position
 // may see the block iff it holds a unit inside a run. A superset of the positions that do, so the
 // farthest hop it allows bounds the block's travel, and block_mask_pairs confirms it.
 class TravelBound {
@@ -121,7 +103,8 @@ class TravelBound {
     const int64_t unit = plan_.layout().block(), seq = plan_.layout().seq();
     runs_.clear();
     for (int64_t ku : units_[static_cast<size_t>(b)]) {
-      const auto [lo, hi] = queries_that_may_see(plan_.mask(), seq, ku * unit, ku * unit + unit - 1);
+      const KeyRange queries = plan_.mask().queries_reaching(ku * unit, ku * unit + unit - 1);
+      const int64_t lo = std::max<int64_t>(0, queries.first), hi = std::min(seq - 1, queries.last);
       if (lo <= hi) runs_.emplace_back(lo / unit, hi / unit);
     }
     std::sort(runs_.begin(), runs_.end());

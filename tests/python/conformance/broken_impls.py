@@ -91,10 +91,11 @@ class LaggingSend(RingAttention):
         return kv_before if step >= 1 else kv_now
 
 
-def _with_ring(ring):
-    """The reference's entry point, fn(q, k, v, ctx), on a broken ring class."""
+def _with_ring(ring, entry=attention):
+    """A reference's entry point, fn(q, k, v, ctx), on a broken class: the ring's, or Ulysses' with
+    entry=ulysses.attention."""
     def fn(q, k, v, ctx):
-        return attention(q, k, v, ctx, ring)
+        return entry(q, k, v, ctx, ring)
     fn.__doc__ = ring.__doc__
     return fn
 
@@ -426,17 +427,10 @@ class UlyssesGqaTiled(ulysses.UlyssesAttention):
         return t.repeat(1, 1, self.group_size, 1) if self.group_size > 1 else t
 
 
-def _with_ulysses(cls):
-    def fn(q, k, v, ctx):
-        return ulysses.attention(q, k, v, ctx, cls)
-    fn.__doc__ = cls.__doc__
-    return fn
-
-
-ulysses_shard_order_mask = _with_ulysses(UlyssesShardOrderMask)
-ulysses_heads_interleaved = _with_ulysses(UlyssesHeadsInterleaved)
-ulysses_gqa_tiled = _with_ulysses(UlyssesGqaTiled)
-ulysses_rows_interleaved = _with_ulysses(UlyssesRowsInterleaved)
+ulysses_shard_order_mask = _with_ring(UlyssesShardOrderMask, ulysses.attention)
+ulysses_heads_interleaved = _with_ring(UlyssesHeadsInterleaved, ulysses.attention)
+ulysses_gqa_tiled = _with_ring(UlyssesGqaTiled, ulysses.attention)
+ulysses_rows_interleaved = _with_ring(UlyssesRowsInterleaved, ulysses.attention)
 
 
 def _lse_log2(q, k, v, ctx):
